@@ -1,0 +1,120 @@
+"""The exceptions elicitor raises, as one tree.
+
+* ElicitorError — base of everything below
+  + ProtocolError — a breach of JSON-RPC/MCP rules (never raised directly)
+    - LocalProtocolError — this side tried to break the rules (a bug or a misuse of the API)
+    - RemoteProtocolError — the peer broke the rules; the message says how
+  + JSONRPCError — a JSON-RPC error response: received from the peer, or raised by a handler to send one
+  + ConnectionClosed — the peer went away (EOF, process exit) before an answer came
+  + FormDefinitionError — a form is outside the spec's restricted schema subset, or asks for a secret
+  + InvalidAnswer — accepted content failed the form's validation; ``errors`` lists each field's problem
+  + ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
+  + TooManyRounds — a multi-round-trip request did not complete within the client's round limit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .types import JSONValue
+
+
+class ElicitorError(Exception):
+    """Base class of every exception elicitor raises on purpose."""
+
+
+class ProtocolError(ElicitorError):
+    """A breach of the protocol's rules. Raise a subclass: whose fault it was matters."""
+
+    def __init__(self, message: str) -> None:
+        if type(self) is ProtocolError:
+            raise TypeError(
+                "tried to instantiate ProtocolError directly: use LocalProtocolError or RemoteProtocolError"
+            )
+        super().__init__(message)
+
+
+class LocalProtocolError(ProtocolError):
+    """This side tried to do something the protocol forbids (for example, answer a request twice)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something the protocol forbids. The session stays up; the message says what was wrong."""
+
+
+class JSONRPCError(ElicitorError):
+    """A JSON-RPC error: ``code``, ``message`` and optional ``data``, exactly as on the wire.
+
+    Received: the peer answered a request with an error. Raised inside a handler (a tool, say): the request is
+    answered with this error instead of a result.
+    """
+
+    def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, JSONValue]:
+        """The ``error`` member of a JSON-RPC error response."""
+        error: dict[str, JSONValue] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ConnectionClosed(ElicitorError):
+    """The connection ended (EOF, the process exited, the session was closed) while waiting for it."""
+
+
+class FormDefinitionError(ElicitorError, TypeError):
+    """A form cannot be sent as an elicitation: the message names the field and the rule it breaks.
+
+    Raised when the form is *defined* (``Form.of``/``ctx.elicit``'s first use of a type), never mid-call on a
+    person's time.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with one field of an answer; ``field`` is ``None`` for the form as a whole."""
+
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}" if self.field else self.message
+
+
+class InvalidAnswer(ElicitorError, ValueError):
+    """The person's accepted content does not satisfy the form; ``errors`` says what, field by field.
+
+    Catch it to ask again::
+
+        try:
+            outcome = await ctx.elicit("Party size?", Booking)
+        except InvalidAnswer as exc:
+            outcome = await ctx.elicit(f"Please fix: {exc}", Booking)
+    """
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors: tuple[FieldError, ...] = tuple(errors)
+        super().__init__("; ".join(str(e) for e in self.errors) or "invalid answer")
+
+
+class ElicitationUnsupported(ElicitorError):
+    """The client cannot answer this elicitation (no ``elicitation`` capability, or not this mode).
+
+    It is an exception, never an outcome, so that it can never be mistaken for consent. Left uncaught in a tool
+    on 2026-07-28 it becomes error -32021 with ``data.requiredCapabilities``; on handshake revisions the tool
+    call ends with an ``isError`` result that says so. ``ctx.confirm`` turns it into ``False``.
+    """
+
+    def __init__(self, message: str, *, mode: str = "form") -> None:
+        super().__init__(message)
+        self.mode = mode
+
+
+class TooManyRounds(ElicitorError):
+    """A multi-round-trip request still asked for input after the client's ``max_rounds`` retries."""

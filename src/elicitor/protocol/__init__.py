@@ -1,0 +1,48 @@
+"""The sans-I/O protocol core: framing, JSON-RPC correlation, lifecycle and negotiation. No event loop here."""
+
+from ._connection import (
+    Connection,
+    ErrorReceived,
+    Event,
+    InvalidMessage,
+    NotificationReceived,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+    encode_message,
+    error_reply,
+)
+from ._framing import LineFramer, Oversized
+from ._lifecycle import (
+    ClientCapabilities,
+    Handshake,
+    HandshakeState,
+    RequestMeta,
+    is_modern_request,
+    negotiate,
+    parse_implementation,
+    parse_request_meta,
+)
+
+__all__ = [
+    "ClientCapabilities",
+    "Connection",
+    "ErrorReceived",
+    "Event",
+    "Handshake",
+    "HandshakeState",
+    "InvalidMessage",
+    "LineFramer",
+    "NotificationReceived",
+    "Oversized",
+    "RequestCancelled",
+    "RequestMeta",
+    "RequestReceived",
+    "ResultReceived",
+    "encode_message",
+    "error_reply",
+    "is_modern_request",
+    "negotiate",
+    "parse_implementation",
+    "parse_request_meta",
+]

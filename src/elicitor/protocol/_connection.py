@@ -1,0 +1,290 @@
+"""A sans-I/O JSON-RPC 2.0 connection, as MCP uses it.
+
+Theory of operation
+-------------------
+A :class:`Connection` turns one framed message (bytes) into one :data:`Event`, and turns outgoing requests,
+notifications and responses into bytes. It performs no I/O and imports no event loop: the session layer reads,
+calls :meth:`Connection.receive`, acts on the event, and writes what the ``send_*`` methods return.
+
+It keeps exactly the state that JSON-RPC correlation needs:
+
+* ``outgoing`` — ids of requests we sent and await; a response to any other id is a stray
+  (:class:`InvalidMessage` with no reply: responses are never answered).
+* ``incoming`` — ids of peer requests we have not answered; a duplicate in-flight id is rejected with -32600,
+  answering twice raises :class:`LocalProtocolError`, and ``notifications/cancelled`` for an in-flight id becomes
+  :class:`RequestCancelled` (cancelling anything else is ignored, as the spec says).
+
+Every malformed input becomes an :class:`InvalidMessage` carrying the error reply to send (-32700 for bytes that
+are not UTF-8 JSON, -32600 for JSON that is not a message, a batch, or a bad id), never an exception: a peer's
+mistake must not take the session down. Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/index
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypeAlias, cast
+
+import msgspec
+
+from .._exceptions import JSONRPCError, RemoteProtocolError
+from ..types import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    JSONObject,
+    JSONValue,
+    RequestId,
+)
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
+CANCELLED_METHOD = "notifications/cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReceived:
+    """The peer sent a request; answer it with :meth:`Connection.send_result` or ``send_error``."""
+
+    id: RequestId
+    method: str
+    params: JSONObject | None
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationReceived:
+    """The peer sent a notification (never answered)."""
+
+    method: str
+    params: JSONObject | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResultReceived:
+    """The peer answered our request ``id`` with ``result``."""
+
+    id: RequestId
+    result: JSONObject
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReceived:
+    """The peer answered our request ``id`` with an error."""
+
+    id: RequestId
+    error: JSONRPCError
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCancelled:
+    """The peer cancelled its in-flight request ``id``: stop work and do not answer it."""
+
+    id: RequestId
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidMessage:
+    """The peer sent something that is not a valid message. Send ``reply`` if it is not ``None``."""
+
+    error: RemoteProtocolError
+    reply: bytes | None
+
+
+Event: TypeAlias = (
+    RequestReceived
+    | NotificationReceived
+    | ResultReceived
+    | ErrorReceived
+    | RequestCancelled
+    | InvalidMessage
+)
+"""What :meth:`Connection.receive` returns."""
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """Encode one JSON-RPC message (no trailing newline; framing is the transport's business)."""
+    return _encode(message)
+
+
+def error_reply(id: RequestId | None, code: int, message: str, data: JSONValue = None) -> bytes:
+    """Bytes of an error response; ``id`` is ``None`` when the request's id could not be read."""
+    error: dict[str, JSONValue] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return _encode({"jsonrpc": "2.0", "id": id, "error": error})
+
+
+class Connection:
+    """JSON-RPC correlation state for one peer. See the module docstring for the rules it enforces.
+
+    Args:
+        max_incoming: how many peer requests may be in flight at once; beyond that new ones are refused with
+            an error (the peer may retry), so a peer cannot make us hold unbounded work.
+    """
+
+    __slots__ = ("_incoming", "_max_incoming", "_next_id", "_outgoing")
+
+    def __init__(self, *, max_incoming: int = 65536) -> None:
+        self._next_id = 0
+        self._outgoing: set[RequestId] = set()
+        self._incoming: set[RequestId] = set()
+        self._max_incoming = max_incoming
+
+    # ---- inbound -------------------------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> Event:
+        """Classify one framed message. Never raises for anything the peer sent.
+
+        Returns one of :class:`RequestReceived`, :class:`NotificationReceived`, :class:`ResultReceived`,
+        :class:`ErrorReceived`, :class:`RequestCancelled` or :class:`InvalidMessage`.
+        """
+        try:
+            message = _decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            return _invalid(None, PARSE_ERROR, f"Parse error: {exc}")
+        if type(message) is not dict:
+            if type(message) is list:
+                return _invalid(None, INVALID_REQUEST, "Invalid request: batches are not supported")
+            return _invalid(None, INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+        return self._classify(message)
+
+    def _classify(self, message: dict[str, Any]) -> Event:
+        raw_id = message.get("id")
+        has_id = "id" in message
+        id_ok = type(raw_id) is int or type(raw_id) is str
+        reply_id: RequestId | None = raw_id if id_ok else None
+        if message.get("jsonrpc") != "2.0":
+            return _invalid(reply_id, INVALID_REQUEST, 'Invalid request: "jsonrpc" must be "2.0"')
+        method = message.get("method")
+        if method is not None:
+            if type(method) is not str or not method:
+                return _invalid(
+                    reply_id, INVALID_REQUEST, 'Invalid request: "method" must be a non-empty string'
+                )
+            params = message.get("params")
+            if params is not None and type(params) is not dict:
+                return _invalid(reply_id, INVALID_REQUEST, 'Invalid request: "params" must be an object')
+            if not has_id:
+                if method == CANCELLED_METHOD:
+                    return self._cancelled(params)
+                return NotificationReceived(method, params)
+            if not id_ok:
+                return _invalid(None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            assert raw_id is not None
+            if raw_id in self._incoming:
+                return _invalid(None, INVALID_REQUEST, f"Invalid request: id {raw_id!r} is already in flight")
+            if len(self._incoming) >= self._max_incoming:
+                return _invalid(raw_id, INTERNAL_ERROR, "Too many requests in flight; retry later")
+            self._incoming.add(raw_id)
+            return RequestReceived(raw_id, method, params)
+        if "result" in message or "error" in message:
+            if not id_ok or raw_id not in self._outgoing:
+                return InvalidMessage(RemoteProtocolError(f"response to unknown request id {raw_id!r}"), None)
+            assert raw_id is not None
+            self._outgoing.discard(raw_id)
+            if "error" in message:
+                return ErrorReceived(raw_id, _parse_error(message["error"]))
+            result = message["result"]
+            if type(result) is not dict:
+                error = JSONRPCError(INTERNAL_ERROR, "peer sent a result that is not an object", result)
+                return ErrorReceived(raw_id, error)
+            return ResultReceived(raw_id, result)
+        return _invalid(
+            reply_id, INVALID_REQUEST, "Invalid request: neither a request, a notification nor a response"
+        )
+
+    def _cancelled(self, params: JSONObject | None) -> Event:
+        request_id = params.get("requestId") if params else None
+        reason = params.get("reason") if params else None
+        if not (type(request_id) is int or type(request_id) is str):
+            # Spec: invalid cancellation notifications are ignored; we still surface it for logging.
+            return InvalidMessage(
+                RemoteProtocolError("notifications/cancelled without a valid requestId"), None
+            )
+        if request_id not in self._incoming:
+            # Unknown or already finished: ignore (the response may have crossed the notification).
+            return NotificationReceived(CANCELLED_METHOD, params)
+        self._incoming.discard(request_id)
+        return RequestCancelled(request_id, reason if isinstance(reason, str) else None)
+
+    # ---- outbound ------------------------------------------------------------------------------------------
+
+    def send_request(self, method: str, params: JSONObject | None = None) -> tuple[RequestId, bytes]:
+        """Allocate an id, remember it, and return it with the request's bytes."""
+        self._next_id += 1
+        request_id = self._next_id
+        self._outgoing.add(request_id)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        return request_id, _encode(message)
+
+    def send_notification(self, method: str, params: JSONObject | None = None) -> bytes:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return _encode(message)
+
+    def send_result(self, request_id: RequestId, result: JSONObject) -> bytes | None:
+        """Answer peer request ``request_id``. Returns ``None`` if it was cancelled meanwhile (send nothing)."""
+        if not self._finish(request_id):
+            return None
+        return _encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+    def send_error(self, request_id: RequestId, error: JSONRPCError) -> bytes | None:
+        """Answer peer request ``request_id`` with an error; ``None`` if it was cancelled meanwhile."""
+        if not self._finish(request_id):
+            return None
+        return _encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()})
+
+    def _finish(self, request_id: RequestId) -> bool:
+        try:
+            self._incoming.remove(request_id)
+        except KeyError:
+            return False
+        return True
+
+    def cancel_request(self, request_id: RequestId, reason: str | None = None) -> bytes | None:
+        """Give up on our request ``request_id``; returns the ``notifications/cancelled`` to send, if still due.
+
+        A late response to it will then be reported as a stray and ignored.
+        """
+        if request_id not in self._outgoing:
+            return None
+        self._outgoing.discard(request_id)
+        params: JSONObject = {"requestId": request_id}
+        if reason:
+            params["reason"] = reason
+        return self.send_notification(CANCELLED_METHOD, params)
+
+    def forget_request(self, request_id: RequestId) -> None:
+        """Stop awaiting our request ``request_id`` without telling the peer (the transport cancels it)."""
+        self._outgoing.discard(request_id)
+
+    def is_answering(self, request_id: RequestId) -> bool:
+        """Whether peer request ``request_id`` is in flight and still owed an answer."""
+        return request_id in self._incoming
+
+    @property
+    def awaiting(self) -> int:
+        """How many of our requests await an answer."""
+        return len(self._outgoing)
+
+    @property
+    def answering(self) -> int:
+        """How many peer requests are in flight here."""
+        return len(self._incoming)
+
+
+def _invalid(reply_id: RequestId | None, code: int, message: str) -> InvalidMessage:
+    return InvalidMessage(RemoteProtocolError(message), error_reply(reply_id, code, message))
+
+
+def _parse_error(error: object) -> JSONRPCError:
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = error.get("message")
+        if type(code) is int and isinstance(message, str):
+            return JSONRPCError(code, message, error.get("data"))
+    return JSONRPCError(INTERNAL_ERROR, "peer sent a malformed error object", cast(JSONValue, error))

@@ -1,0 +1,124 @@
+"""MCP wire structures elicitor decodes or encodes with a fixed shape.
+
+Python names are snake_case; the wire is camelCase (``rename="camel"``). Unknown wire fields are tolerated
+(a newer peer may add fields); missing optional fields are ``UNSET`` or ``None`` and are omitted on encode.
+Shapes follow ``schema.ts`` of 2025-11-25 and 2026-07-28.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from ._jsonrpc import JSONObject
+
+ElicitAction: TypeAlias = Literal["accept", "decline", "cancel"]
+LoggingLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
+
+LOGGING_LEVELS: tuple[LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+
+class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    pass
+
+
+class Implementation(_Wire, frozen=True):
+    """``clientInfo`` / ``serverInfo``: who is on the other end (self-reported, for display only)."""
+
+    name: str
+    version: str = ""
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+
+    def display(self) -> str:
+        """A one-line label for people: title (or name) and version."""
+        label = self.title or self.name
+        return f"{label} {self.version}".strip()
+
+
+class ElicitResultWire(_Wire, frozen=True):
+    """``ElicitResult``: the client's answer to ``elicitation/create``.
+
+    ``content`` values are string, number, boolean or (2025-11-25+) a list of strings; they are checked
+    against the form by the receiver, not here.
+    """
+
+    action: ElicitAction
+    content: dict[str, Any] | None = None
+
+
+class TextContent(_Wire, frozen=True, tag="text", tag_field="type"):
+    text: str
+    annotations: JSONObject | None = None
+
+
+class ImageContent(_Wire, frozen=True, tag="image", tag_field="type"):
+    data: str
+    mime_type: str
+    annotations: JSONObject | None = None
+
+
+class AudioContent(_Wire, frozen=True, tag="audio", tag_field="type"):
+    data: str
+    mime_type: str
+    annotations: JSONObject | None = None
+
+
+class EmbeddedResource(_Wire, frozen=True, tag="resource", tag_field="type"):
+    resource: JSONObject
+    annotations: JSONObject | None = None
+
+
+class ResourceLink(_Wire, frozen=True, tag="resource_link", tag_field="type"):
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: JSONObject | None = None
+
+
+ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
+"""A content block of a tool result or prompt message, tagged by ``type``."""
+
+
+class Tool(_Wire, frozen=True):
+    """A tool as ``tools/list`` describes it."""
+
+    name: str
+    input_schema: JSONObject
+    title: str | None = None
+    description: str | None = None
+    output_schema: JSONObject | None = None
+    annotations: JSONObject | None = None
+
+
+class ListToolsResult(_Wire, frozen=True):
+    tools: list[Tool]
+    next_cursor: str | None = None
+
+
+class CallToolResult(_Wire, frozen=True):
+    """The final result of ``tools/call``: content blocks, optional structured content, and ``isError``."""
+
+    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined by newlines: convenient for tests and terminals."""
+        return "\n".join(block.text for block in self.content if isinstance(block, TextContent))

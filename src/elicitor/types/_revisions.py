@@ -1,0 +1,48 @@
+"""Protocol revisions and the per-request ``_meta`` keys of 2026-07-28.
+
+Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+Revision: TypeAlias = Literal["2025-06-18", "2025-11-25", "2026-07-28"]
+"""A protocol revision elicitor speaks."""
+
+REV_2025_06_18: Final = "2025-06-18"
+REV_2025_11_25: Final = "2025-11-25"
+REV_2026_07_28: Final = "2026-07-28"
+
+HANDSHAKE_REVISIONS: Final[tuple[Revision, ...]] = ("2025-11-25", "2025-06-18")
+"""Revisions with an ``initialize`` handshake, newest first."""
+
+MODERN_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
+"""Stateless revisions: version, capabilities and client info travel in every request's ``_meta``."""
+
+ALL_REVISIONS: Final[tuple[Revision, ...]] = MODERN_REVISIONS + HANDSHAKE_REVISIONS
+"""Every revision elicitor speaks, newest first."""
+
+OLDER_REVISIONS: Final = ("2025-03-26", "2024-11-05")
+"""Revisions a peer may ask for that elicitor answers gracefully by offering its own latest."""
+
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+
+
+def is_modern(revision: str) -> bool:
+    """Tell whether ``revision`` is a stateless (multi-round-trip) revision."""
+    return revision in MODERN_REVISIONS
+
+
+def supports_url_mode(revision: str) -> bool:
+    """URL-mode elicitation exists from 2025-11-25 on."""
+    return revision != REV_2025_06_18
+
+
+def supports_rich_enums(revision: str) -> bool:
+    """SEP-1330 enums (titled ``oneOf``, multi-select) and SEP-1034 defaults exist from 2025-11-25 on."""
+    return revision != REV_2025_06_18
