@@ -262,6 +262,10 @@ class Connection:
         """Stop awaiting our request ``request_id`` without telling the peer (the transport cancels it)."""
         self._outgoing.discard(request_id)
 
+    def forget_incoming(self, request_id: RequestId) -> None:
+        """Drop peer request ``request_id`` without answering (its handler was cancelled: no answer is due)."""
+        self._incoming.discard(request_id)
+
     def is_answering(self, request_id: RequestId) -> bool:
         """Whether peer request ``request_id`` is in flight and still owed an answer."""
         return request_id in self._incoming

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from ._jsonrpc import JSONObject
+
 
 ElicitAction: TypeAlias = Literal["accept", "decline", "cancel"]
 LoggingLevel: TypeAlias = Literal[
@@ -62,24 +62,24 @@ class ElicitResultWire(_Wire, frozen=True):
 
 class TextContent(_Wire, frozen=True, tag="text", tag_field="type"):
     text: str
-    annotations: JSONObject | None = None
+    annotations: dict[str, Any] | None = None
 
 
 class ImageContent(_Wire, frozen=True, tag="image", tag_field="type"):
     data: str
     mime_type: str
-    annotations: JSONObject | None = None
+    annotations: dict[str, Any] | None = None
 
 
 class AudioContent(_Wire, frozen=True, tag="audio", tag_field="type"):
     data: str
     mime_type: str
-    annotations: JSONObject | None = None
+    annotations: dict[str, Any] | None = None
 
 
 class EmbeddedResource(_Wire, frozen=True, tag="resource", tag_field="type"):
-    resource: JSONObject
-    annotations: JSONObject | None = None
+    resource: dict[str, Any]
+    annotations: dict[str, Any] | None = None
 
 
 class ResourceLink(_Wire, frozen=True, tag="resource_link", tag_field="type"):
@@ -88,7 +88,7 @@ class ResourceLink(_Wire, frozen=True, tag="resource_link", tag_field="type"):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    annotations: JSONObject | None = None
+    annotations: dict[str, Any] | None = None
 
 
 ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
@@ -99,11 +99,11 @@ class Tool(_Wire, frozen=True):
     """A tool as ``tools/list`` describes it."""
 
     name: str
-    input_schema: JSONObject
+    input_schema: dict[str, Any]
     title: str | None = None
     description: str | None = None
-    output_schema: JSONObject | None = None
-    annotations: JSONObject | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
 
 
 class ListToolsResult(_Wire, frozen=True):

@@ -1,0 +1,15 @@
+"""The client side: ``Client``, the elicitation handler interface, and the built-in handlers."""
+
+from ._client import DEFAULT_MAX_ROUNDS, Client
+from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler
+from ._terminal import TerminalHandler
+
+__all__ = [
+    "DEFAULT_MAX_ROUNDS",
+    "Client",
+    "ElicitationHandler",
+    "ElicitationOutcome",
+    "ElicitationRequest",
+    "ScriptedHandler",
+    "TerminalHandler",
+]

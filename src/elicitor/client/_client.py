@@ -1,0 +1,437 @@
+"""``Client``: connect to an MCP server on any revision, call its tools, answer its elicitations."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import replace
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import IO, Any
+
+import anyio
+import msgspec
+
+from .._exceptions import (
+    ElicitorError,
+    FormDefinitionError,
+    InvalidAnswer,
+    JSONRPCError,
+    RemoteProtocolError,
+    TooManyRounds,
+)
+from .._outcomes import Accepted, Cancelled, outcome_to_wire
+from .._version import __version__
+from ..forms import Form
+from ..protocol import NotificationReceived, RequestReceived, parse_implementation
+from ..session import Session, open_session
+from ..transports import StdioClientTransport, Transport
+from ..types import (
+    ALL_REVISIONS,
+    HANDSHAKE_REVISIONS,
+    INVALID_PARAMS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_REVISIONS,
+    REV_2025_06_18,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    CallToolResult,
+    Implementation,
+    JSONObject,
+    JSONValue,
+    LoggingLevel,
+    Tool,
+    is_modern,
+)
+from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
+
+logger = logging.getLogger("elicitor.client")
+
+DEFAULT_MAX_ROUNDS = 16
+"""How many ``input_required`` rounds a call may take before :class:`TooManyRounds`."""
+
+MAX_ANSWER_ATTEMPTS = 5
+"""How often a handler is asked again after an invalid answer before the client cancels the elicitation."""
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+LogCallback = Callable[[LoggingLevel, JSONValue, str | None], Awaitable[None]]
+
+
+class Client:
+    """An MCP client that answers elicitations.
+
+    Example::
+
+        async with Client.stdio(["python", "server.py"], elicitation=TerminalHandler()) as client:
+            for tool in await client.list_tools():
+                print(tool.name)
+            result = await client.call_tool("book", {"restaurant": "Chez Nous"})
+            print(result.text)
+
+    Args:
+        connect: a transport, or an async function returning one (called on entry).
+        elicitation: answers the server's elicitations; ``None`` declares no elicitation capability.
+        protocol: ``"auto"`` (probe with ``server/discover``, fall back to ``initialize``) or a revision to use.
+        client_info: how this client introduces itself.
+        max_rounds: the cap on ``input_required`` rounds per call (2026-07-28).
+        on_log: receives the server's log messages (default: Python logging, logger ``elicitor.server_log``).
+        probe_timeout: how long the ``server/discover`` probe waits before assuming a handshake-era server.
+    """
+
+    def __init__(
+        self,
+        connect: Transport | Callable[[], Awaitable[Transport]],
+        *,
+        elicitation: ElicitationHandler | None = None,
+        protocol: str = "auto",
+        client_info: Implementation | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        on_log: LogCallback | None = None,
+        log_level: LoggingLevel | None = None,
+        probe_timeout: float = 10.0,
+    ) -> None:
+        if protocol != "auto" and protocol not in ALL_REVISIONS:
+            raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
+        self._connect = connect
+        self._handler = elicitation
+        self.elicitation_modes: frozenset[str] = (
+            frozenset(getattr(elicitation, "modes", frozenset({"form"}))) if elicitation is not None else frozenset()
+        )
+        self._protocol = protocol
+        self.client_info = client_info or Implementation(name="elicitor", version=__version__)
+        self._max_rounds = max_rounds
+        self._on_log = on_log
+        self._log_level = log_level
+        self._probe_timeout = probe_timeout
+        self._stack: AsyncExitStack | None = None
+        self._session: Session | None = None
+        self._present = anyio.Lock()
+        self._progress: dict[str, ProgressCallback] = {}
+        self._next_token = 0
+        self.protocol_version: str | None = None
+        """The revision in use, known once connected."""
+        self.server_info: Implementation | None = None
+        """The server's self-reported identity (for display only)."""
+        self.server_capabilities: JSONObject = {}
+        self.instructions: str | None = None
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: int | IO[bytes] | None = None,
+        **kwargs: Any,
+    ) -> Client:
+        """A client for a server started as ``command`` with its stdin/stdout as the connection.
+
+        ``stderr`` receives the server's stderr (default: ours). Other arguments are as for :class:`Client`.
+        """
+
+        async def connect() -> Transport:
+            return await StdioClientTransport.start(command, env=env, cwd=cwd, stderr=stderr)
+
+        return cls(connect, **kwargs)
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        if self._stack is not None:
+            raise RuntimeError("a Client can be entered once")
+        self._stack = AsyncExitStack()
+        try:
+            transport = self._connect if not callable(self._connect) else await self._connect()
+            self._session = await self._stack.enter_async_context(
+                open_session(transport, self._on_request, self._on_notification)
+            )
+            await self._negotiate()
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        assert self._stack is not None
+        await self._stack.aclose()
+
+    @property
+    def modern(self) -> bool:
+        return self.protocol_version is not None and is_modern(self.protocol_version)
+
+    async def _negotiate(self) -> None:
+        wanted = self._protocol
+        if wanted == "auto" or is_modern(wanted):
+            version = MODERN_REVISIONS[0] if wanted == "auto" else wanted
+            try:
+                with anyio.fail_after(self._probe_timeout):
+                    result = await self._discover(version)
+            except JSONRPCError as exc:
+                if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
+                    supported = exc.data.get("supported")
+                    common = [v for v in MODERN_REVISIONS if isinstance(supported, list) and v in supported]
+                    if common:
+                        await self._discover(common[0])
+                        return
+                if wanted != "auto":
+                    raise
+                logger.debug("server/discover failed (%s); falling back to initialize", exc)
+            except TimeoutError:
+                if wanted != "auto":
+                    raise
+                logger.debug("server/discover timed out; falling back to initialize")
+            else:
+                if result:
+                    return
+            await self._initialize(HANDSHAKE_REVISIONS[0])
+        else:
+            await self._initialize(wanted)
+
+    async def _discover(self, version: str) -> bool:
+        session = self._require()
+        result = await session.request("server/discover", self._with_meta({}, version))
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list) or version not in versions:
+            return False
+        self.protocol_version = version
+        self.server_capabilities = _dict(result.get("capabilities"))
+        self.server_info = parse_implementation(_dict(result.get("_meta")).get(META_SERVER_INFO))
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        return True
+
+    async def _initialize(self, version: str) -> None:
+        session = self._require()
+        result = await session.request(
+            "initialize",
+            {"protocolVersion": version, "capabilities": self._capabilities(version), "clientInfo": self._info()},
+        )
+        offered = result.get("protocolVersion")
+        if offered not in HANDSHAKE_REVISIONS:
+            raise ElicitorError(
+                f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
+            )
+        self.protocol_version = str(offered)
+        self.server_capabilities = _dict(result.get("capabilities"))
+        self.server_info = parse_implementation(result.get("serverInfo"))
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        await session.notify("notifications/initialized")
+
+    def _capabilities(self, version: str) -> JSONObject:
+        if not self.elicitation_modes:
+            return {}
+        if version == REV_2025_06_18:
+            return {"elicitation": {}}
+        return {"elicitation": {mode: {} for mode in sorted(self.elicitation_modes)}}
+
+    def _info(self) -> JSONObject:
+        return msgspec.to_builtins(self.client_info)  # type: ignore[no-any-return]
+
+    def _with_meta(self, params: JSONObject, version: str | None = None) -> JSONObject:
+        version = version or self.protocol_version
+        assert version is not None
+        meta = dict(_dict(params.get("_meta")))
+        meta[META_PROTOCOL_VERSION] = version
+        meta[META_CLIENT_CAPABILITIES] = self._capabilities(version)
+        meta[META_CLIENT_INFO] = self._info()
+        if self._log_level is not None:
+            meta[META_LOG_LEVEL] = self._log_level
+        return {**params, "_meta": meta}
+
+    def _require(self) -> Session:
+        if self._session is None:
+            raise RuntimeError("the Client is not connected: use `async with Client(...) as client`")
+        return self._session
+
+    # ---- requests --------------------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
+        """Send any request (with the per-request ``_meta`` on 2026-07-28) and return its raw result.
+
+        Raises:
+            JSONRPCError: the server answered with an error.
+            ConnectionClosed: the connection ended first.
+        """
+        params = dict(params or {})
+        if self.modern:
+            params = self._with_meta(params)
+        return await self._require().request(method, params or None)
+
+    async def ping(self) -> None:
+        """Check the server answers (handshake revisions; 2026-07-28 has no ping, so this sends discover)."""
+        if self.modern:
+            await self.request("server/discover")
+        else:
+            await self.request("ping")
+
+    async def set_logging_level(self, level: LoggingLevel) -> None:
+        """Ask for log messages at ``level`` and above (``logging/setLevel``; per request on 2026-07-28)."""
+        self._log_level = level
+        if not self.modern:
+            await self.request("logging/setLevel", {"level": level})
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool the server offers (all pages)."""
+        tools: list[Tool] = []
+        cursor: str | None = None
+        while True:
+            result = await self.request("tools/list", {"cursor": cursor} if cursor else {})
+            try:
+                tools.extend(msgspec.convert(result.get("tools", []), list[Tool]))
+            except msgspec.ValidationError as exc:
+                raise RemoteProtocolError(f"the server sent an invalid tools/list result: {exc}") from None
+            next_cursor = result.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return tools
+            cursor = next_cursor
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call a tool and return its final result, answering any elicitation along the way.
+
+        On 2026-07-28 this runs the multi-round-trip loop: each ``input_required`` result is answered through the
+        elicitation handler and the call is retried with a new id, the answers and the server's ``requestState``
+        (echoed byte-exact, never reused for another call).
+
+        Raises:
+            JSONRPCError: the server answered with an error (unknown tool: -32602; missing capability: -32021).
+            TooManyRounds: the server still wanted input after ``max_rounds`` rounds.
+            RemoteProtocolError: the server's result is malformed.
+        """
+        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        token = None
+        if progress is not None:
+            self._next_token += 1
+            token = f"p{self._next_token}"
+            self._progress[token] = progress
+            params["_meta"] = {"progressToken": token}
+        try:
+            result = await self._drive("tools/call", params)
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+        try:
+            return msgspec.convert(result, CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise RemoteProtocolError(f"the server sent an invalid tools/call result: {exc}") from None
+
+    async def _drive(self, method: str, params: JSONObject) -> JSONObject:
+        """Send ``method`` and follow ``input_required`` rounds until a complete result arrives."""
+        responses: JSONObject | None = None
+        state: JSONValue = None
+        for _ in range(self._max_rounds + 1):
+            attempt = dict(params)
+            if responses is not None:
+                attempt["inputResponses"] = responses
+            if state is not None:
+                attempt["requestState"] = state
+            result = await self.request(method, attempt)
+            kind = result.get("resultType", "complete")
+            if kind == "complete":
+                return result
+            if kind != "input_required":
+                raise RemoteProtocolError(f"the server sent an unknown resultType {kind!r}")
+            requests = result.get("inputRequests") or {}
+            state = result.get("requestState")
+            if not isinstance(requests, dict) or (state is not None and not isinstance(state, str)):
+                raise RemoteProtocolError("the server sent a malformed input_required result")
+            responses = {}
+            for key, request in requests.items():
+                responses[key] = await self._answer_input(request)
+        raise TooManyRounds(f"{method} still asked for input after {self._max_rounds} rounds")
+
+    async def _answer_input(self, request: object) -> JSONObject:
+        method = request.get("method") if isinstance(request, dict) else None
+        params = request.get("params") if isinstance(request, dict) else None
+        if method == "elicitation/create" and isinstance(params, dict):
+            try:
+                return await self._answer_elicitation(params)
+            except JSONRPCError as exc:
+                # An input response cannot carry an error: tell the server the request was dismissed.
+                logger.warning("cancelling an input request the client cannot answer: %s", exc.message)
+                return {"action": "cancel"}
+        raise RemoteProtocolError(f"the server asked for input this client did not declare: {method!r}")
+
+    # ---- the server's requests ---------------------------------------------------------------------------------
+
+    async def _on_request(self, request: RequestReceived) -> JSONObject:
+        if request.method == "elicitation/create":
+            return await self._answer_elicitation(request.params or {})
+        if request.method == "ping":
+            return {}
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+
+    async def _answer_elicitation(self, params: JSONObject) -> JSONObject:
+        """Validate the request, ask the handler (again, while its answer is invalid), return the ElicitResult.
+
+        Raises:
+            JSONRPCError: -32602 for a request outside the subset or in a mode this client did not declare.
+        """
+        handler = self._handler
+        mode = params.get("mode", "form")
+        if handler is None or mode not in self.elicitation_modes:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: this client did not declare elicitation mode {mode!r}")
+        message = params.get("message")
+        if not isinstance(message, str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
+        try:
+            form = Form.from_schema(_dict(params.get("requestedSchema")), check_secrets=False)
+        except FormDefinitionError as exc:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
+        request = ElicitationRequest(message=message, form=form, server=self.server_info)
+        async with self._present:
+            outcome = await self._ask_until_valid(handler, request)
+        return outcome_to_wire(outcome)
+
+    async def _ask_until_valid(self, handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
+        for _ in range(MAX_ANSWER_ATTEMPTS):
+            outcome = await handler(request)
+            if not isinstance(outcome, Accepted):
+                return outcome
+            content = request.form.with_defaults(outcome.data or {})
+            try:
+                return Accepted(request.form.validate(content))
+            except InvalidAnswer as exc:
+                request = replace(request, errors=exc.errors, previous=content)
+        logger.warning("no valid answer after %d attempts; cancelling the elicitation", MAX_ANSWER_ATTEMPTS)
+        return Cancelled()
+
+    async def _on_notification(self, note: NotificationReceived) -> None:
+        params = note.params or {}
+        if note.method == "notifications/message":
+            level = params.get("level", "info")
+            data = params.get("data")
+            source = params.get("logger")
+            if self._on_log is not None:
+                await self._on_log(level, data, source if isinstance(source, str) else None)  # type: ignore[arg-type]
+            else:
+                logging.getLogger("elicitor.server_log").info("%s: %s", level, data)
+        elif note.method == "notifications/progress":
+            callback = self._progress.get(str(params.get("progressToken")))
+            progress = params.get("progress")
+            if callback is not None and isinstance(progress, int | float):
+                total = params.get("total")
+                text = params.get("message")
+                await callback(
+                    progress,
+                    total if isinstance(total, int | float) else None,
+                    text if isinstance(text, str) else None,
+                )
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,120 @@
+"""What answers elicitations on the client: the request a handler sees, and the built-in handlers."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from .._exceptions import FieldError
+from .._outcomes import Accepted, Cancelled, Declined, Outcome
+from ..forms import Form
+from ..types import Implementation
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationRequest:
+    """One question from a server, as a handler sees it.
+
+    Attributes:
+        message: what the server asks and why.
+        form: the fields to fill (a typed description of the ``requestedSchema``); ``form.fields`` for rendering,
+            ``form.validate`` to check an answer.
+        server: who asks (self-reported name, title, version) — show it: the spec says clients MUST.
+        mode: ``"form"``.
+        errors: when an earlier answer to this same request failed validation, what was wrong with it.
+        previous: that earlier answer, to pre-fill the form with.
+    """
+
+    message: str
+    form: Form[dict[str, Any]]
+    server: Implementation | None
+    mode: Literal["form"] = "form"
+    errors: tuple[FieldError, ...] = ()
+    previous: dict[str, Any] | None = None
+
+    @property
+    def server_label(self) -> str:
+        return self.server.display() if self.server is not None else "an unnamed server"
+
+
+ElicitationOutcome: TypeAlias = Outcome[dict[str, Any]]
+
+
+@runtime_checkable
+class ElicitationHandler(Protocol):
+    """Answers elicitations for a :class:`~elicitor.Client`.
+
+    Return ``Accepted(content)``, ``Declined()`` or ``Cancelled()``. The client fills schema defaults into accepted
+    content, validates it with the same validator the server uses, and calls the handler again with ``errors``
+    set instead of sending an invalid answer. The client presents one request at a time.
+
+    A handler may set ``modes`` (default ``{"form"}``): the client declares exactly those modes.
+
+    Example::
+
+        async def ask_person(request: ElicitationRequest) -> ElicitationOutcome:
+            print(f"{request.server_label} asks: {request.message}")
+            return Declined()
+
+        async with Client.stdio(["python", "server.py"], elicitation=ask_person) as client: ...
+    """
+
+    async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome: ...
+
+
+Answer: TypeAlias = (
+    "ElicitationOutcome | dict[str, Any] | Literal['decline', 'cancel'] | Callable[[ElicitationRequest], Answer]"
+)
+
+
+@dataclass
+class ScriptedHandler:
+    """A handler for tests and automation: answers from a queue, and records every request it was asked.
+
+    Each queued answer is an outcome, a dict (shorthand for ``Accepted(dict)``), ``"decline"``, ``"cancel"``, or a
+    function of the request returning one of those. When the queue is empty, ``otherwise`` answers (by default
+    nothing does: the handler raises ``LookupError``, which the client reports to the server as an error).
+
+    Example::
+
+        handler = ScriptedHandler([{"name": "Ada"}, "decline"], otherwise=Accepted({}))
+        ...
+        assert handler.requests[0].message == "Your name?"
+    """
+
+    answers: Iterable[Answer] = ()
+    otherwise: Answer | None = None
+    modes: frozenset[str] = frozenset({"form"})
+    requests: list[ElicitationRequest] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._queue: deque[Answer] = deque(self.answers)
+
+    def add(self, *answers: Answer) -> None:
+        self._queue.extend(answers)
+
+    async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
+        self.requests.append(request)
+        if self._queue:
+            answer = self._queue.popleft()
+        elif self.otherwise is not None:
+            answer = self.otherwise
+        else:
+            raise LookupError(f"ScriptedHandler has no answer left for: {request.message!r}")
+        return _resolve(answer, request)
+
+
+def _resolve(answer: Answer, request: ElicitationRequest) -> ElicitationOutcome:
+    while callable(answer) and not isinstance(answer, Accepted | Declined | Cancelled):
+        answer = answer(request)
+    if isinstance(answer, Accepted | Declined | Cancelled):
+        return answer
+    if answer == "decline":
+        return Declined()
+    if answer == "cancel":
+        return Cancelled()
+    if isinstance(answer, dict):
+        return Accepted(answer)
+    raise TypeError(f"not an answer: {answer!r}")

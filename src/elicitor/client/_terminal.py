@@ -1,0 +1,188 @@
+"""A plain terminal handler: one question per field, then a review step. Works over any dumb terminal or pipe.
+
+The person always sees which server asks, can decline or cancel at the first prompt and at the review, and
+reviews every answer before it is sent (the spec's client MUSTs). Each field is checked as it is typed, with the
+same validator the server uses; defaults are pre-filled (Enter keeps them).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from .._outcomes import Accepted, Cancelled, Declined
+from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
+from ..forms._fields import Problem
+from ._handlers import ElicitationOutcome, ElicitationRequest
+
+
+class _Cancel(Exception):
+    pass
+
+
+class TerminalHandler:
+    """Ask the person in the terminal.
+
+    Args:
+        read_line: reads one line after showing a prompt (default :func:`input`); EOF means cancel.
+        write: shows text (default: print to stderr, so a program's stdout stays clean).
+    """
+
+    modes = frozenset({"form"})
+
+    def __init__(
+        self,
+        read_line: Callable[[str], str] = input,
+        write: Callable[[str], None] | None = None,
+    ) -> None:
+        self._read = read_line
+        self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
+
+    async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
+        return await anyio.to_thread.run_sync(self._ask, request)
+
+    def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
+        try:
+            return self._session(request)
+        except (_Cancel, EOFError, KeyboardInterrupt):
+            self._write("Cancelled.")
+            return Cancelled()
+
+    def _session(self, request: ElicitationRequest) -> ElicitationOutcome:
+        w = self._write
+        w("")
+        w(f"── {request.server_label} asks ──")
+        w(request.message)
+        if request.errors:
+            w("Your previous answer was not accepted:")
+            for error in request.errors:
+                w(f"  • {error}")
+        choice = self._line("Answer now? [Enter] yes, d = decline, c = cancel: ").lower()
+        if choice in ("d", "decline"):
+            return Declined()
+        if choice in ("c", "cancel"):
+            raise _Cancel
+        values: dict[str, Any] = dict(request.previous or request.form.with_defaults({}))
+        fields = request.form.fields
+        for f in fields:
+            self._fill(f, values)
+        while True:
+            w("")
+            w("Review:")
+            for i, f in enumerate(fields, 1):
+                w(f"  {i}. {f.label}: {_show(f, values.get(f.name))}")
+            choice = self._line("[Enter] submit, a number to edit, d = decline, c = cancel: ").lower()
+            if choice == "":
+                return Accepted({k: v for k, v in values.items() if v is not None})
+            if choice in ("d", "decline"):
+                return Declined()
+            if choice in ("c", "cancel"):
+                raise _Cancel
+            if choice.isdigit() and 1 <= int(choice) <= len(fields):
+                self._fill(fields[int(choice) - 1], values)
+
+    def _line(self, prompt: str) -> str:
+        return self._read(prompt).strip()
+
+    def _fill(self, f: FormField, values: dict[str, Any]) -> None:
+        w = self._write
+        w("")
+        mark = " (required)" if f.required else " (optional)"
+        w(f"{f.label}{mark}")
+        if f.description:
+            w(f"  {f.description}")
+        hint = _hint(f)
+        if hint:
+            w(f"  {hint}")
+        if isinstance(f, EnumField | MultiEnumField):
+            for i, option in enumerate(f.options, 1):
+                w(f"   {i}) {option.label}")
+        current = values.get(f.name)
+        while True:
+            shown = f" [{_show(f, current)}]" if current is not None else ""
+            text = self._line(f"> {shown} ".replace(">  ", "> "))
+            if text == "":
+                if current is not None or not f.required:
+                    return
+                w("  This field is required.")
+                continue
+            if text == "-" and not f.required:
+                values.pop(f.name, None)
+                return
+            try:
+                values[f.name] = f.check(_parse(f, text))
+                return
+            except Problem as exc:
+                w(f"  {exc}")
+
+
+def _parse(f: FormField, text: str) -> Any:
+    if isinstance(f, BooleanField):
+        lowered = text.lower()
+        if lowered in ("y", "yes", "true", "1"):
+            return True
+        if lowered in ("n", "no", "false", "0"):
+            return False
+        raise Problem("answer y or n")
+    if isinstance(f, NumberField):
+        try:
+            return int(text) if f.integer else float(text)
+        except ValueError:
+            raise Problem("expected a whole number" if f.integer else "expected a number") from None
+    if isinstance(f, EnumField):
+        return _pick(f.options, text)
+    if isinstance(f, MultiEnumField):
+        return [_pick(f.options, part.strip()) for part in text.split(",") if part.strip()]
+    return text
+
+
+def _pick(options: tuple[Any, ...], text: str) -> str:
+    if text.isdigit() and 1 <= int(text) <= len(options):
+        return str(options[int(text) - 1].value)
+    for option in options:
+        if text in (option.value, option.title):
+            return str(option.value)
+    raise Problem("pick one of the numbers shown")
+
+
+def _hint(f: FormField) -> str:
+    parts: list[str] = []
+    if isinstance(f, StringField):
+        if f.format:
+            parts.append({"email": "an email address", "uri": "a URL", "date": "a date, YYYY-MM-DD",
+                          "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ"}[f.format])
+        if f.min_length is not None or f.max_length is not None:
+            parts.append(f"{f.min_length or 0}–{f.max_length if f.max_length is not None else '∞'} characters")
+    elif isinstance(f, NumberField):
+        parts.append("a whole number" if f.integer else "a number")
+        if f.minimum is not None or f.maximum is not None:
+            low = "" if f.minimum is None else f"{f.minimum:g}"
+            high = "" if f.maximum is None else f"{f.maximum:g}"
+            parts.append(f"from {low or '−∞'} to {high or '∞'}")
+    elif isinstance(f, BooleanField):
+        parts.append("y or n")
+    elif isinstance(f, EnumField):
+        parts.append("type a number")
+    else:
+        parts.append("numbers separated by commas")
+        if f.min_items is not None or f.max_items is not None:
+            parts.append(f"choose {f.min_items or 0}–{f.max_items if f.max_items is not None else 'any'}")
+    if not f.required:
+        parts.append("'-' to leave empty")
+    return "; ".join(parts)
+
+
+def _show(f: FormField, value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(f, BooleanField):
+        return "yes" if value else "no"
+    if isinstance(f, EnumField):
+        return next((o.label for o in f.options if o.value == value), str(value))
+    if isinstance(f, MultiEnumField):
+        labels = {o.value: o.label for o in f.options}
+        return ", ".join(labels.get(v, v) for v in value) or "none"
+    return str(value)

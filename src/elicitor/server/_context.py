@@ -1,0 +1,206 @@
+"""``Context``: what a tool uses to talk to the person at the client during one call."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import msgspec
+
+from .._exceptions import ElicitationUnsupported, FieldError, InvalidAnswer
+from .._outcomes import Accepted, Cancelled, Declined, Outcome
+from ..forms import Form
+from ..protocol import ClientCapabilities
+from ..types import (
+    LOGGING_LEVELS,
+    REV_2025_06_18,
+    Implementation,
+    JSONObject,
+    JSONValue,
+    LoggingLevel,
+    RequestId,
+    Revision,
+    is_modern,
+)
+from ._askers import Asker
+
+if TYPE_CHECKING:
+    from ._server import ServerSession
+
+T = TypeVar("T")
+_LEVEL_RANK = {level: i for i, level in enumerate(LOGGING_LEVELS)}
+
+
+class Context:
+    """The per-call handle a tool receives when it declares a parameter annotated ``Context``.
+
+    Everything here works the same on every protocol revision: on 2025-06-18 and 2025-11-25 questions are sent
+    to the client as requests in the middle of the call; on 2026-07-28 the call ends with ``input_required`` and
+    is re-run with the answers when the client retries (see :meth:`once` for what that means for side effects).
+    """
+
+    def __init__(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        revision: Revision,
+        capabilities: ClientCapabilities,
+        client: Implementation | None,
+        asker: Asker,
+        *,
+        progress_token: JSONValue = None,
+        log_level: LoggingLevel | None = None,
+    ) -> None:
+        self._session = session
+        self.request_id = request_id
+        """The JSON-RPC id of the request being served."""
+        self.revision = revision
+        """The protocol revision of this call (you should never need to branch on it)."""
+        self.capabilities = capabilities
+        """What the client declared for this call."""
+        self.client = client
+        """The client's self-reported identity, for display and logs only (never for security decisions)."""
+        self._asker = asker
+        self._progress_token = progress_token
+        self._log_level = log_level
+        self._occurrences: dict[str, int] = {}
+
+    # ---- elicitation ---------------------------------------------------------------------------------------
+
+    def can_elicit(self, mode: str = "form") -> bool:
+        """Whether the client declared elicitation in ``mode`` (``"form"`` or ``"url"``) for this call."""
+        return mode in self.capabilities.elicitation_modes
+
+    @overload
+    async def elicit(self, message: str, form: type[T], *, key: str | None = None) -> Outcome[T]: ...
+    @overload
+    async def elicit(self, message: str, form: Form[T], *, key: str | None = None) -> Outcome[T]: ...
+    @overload
+    async def elicit(
+        self, message: str, form: Mapping[str, Any], *, key: str | None = None
+    ) -> Outcome[dict[str, Any]]: ...
+    @overload
+    async def elicit(self, message: str, form: object, *, key: str | None = None) -> Outcome[Any]: ...
+
+    async def elicit(self, message: str, form: Any, *, key: str | None = None) -> Outcome[Any]:
+        """Ask the person at the client to fill in ``form`` and wait for the outcome.
+
+        Args:
+            message: what to ask and why, shown to the person.
+            form: a dataclass, TypedDict, pydantic model or msgspec Struct type; a single type (``bool``, ``int``,
+                an Enum, a ``Literal[...]``, ``list[SomeEnum]``...); a raw ``requestedSchema`` dict; or a
+                :class:`~elicitor.Form`.
+            key: the input-request key on 2026-07-28 (default: derived from a digest of the message and form, so
+                a changed question is asked again rather than answered with a stale answer).
+
+        Returns:
+            ``Accepted(data)`` with the validated answer converted to the form's type, ``Declined()`` or
+            ``Cancelled()``.
+
+        Raises:
+            FormDefinitionError: ``form`` is outside the spec's subset or asks for a secret.
+            ElicitationUnsupported: the client did not declare form-mode elicitation (or cannot express this
+                form at its revision). Never returned as an outcome, so it cannot be mistaken for consent.
+            InvalidAnswer: the client accepted with content that does not satisfy the form; ``errors`` says what.
+        """
+        spec = Form.of(form)
+        if not self.can_elicit("form"):
+            raise ElicitationUnsupported(
+                "the client did not declare the elicitation capability (form mode), so it cannot be asked", mode="form"
+            )
+        params: JSONObject = {"message": message, "requestedSchema": spec.schema(self.revision)}
+        if self.revision != REV_2025_06_18:
+            params = {"mode": "form", **params}
+        raw = await self._asker.ask("elicitation/create", params, self._key(key or f"elicit-{spec.digest(message)}"))
+        return _outcome(spec, raw)
+
+    async def confirm(self, message: str) -> bool:
+        """Ask a yes/no question; **fail-closed**: ``True`` only when the person accepts with "yes".
+
+        Declining, cancelling, answering "no", a client that cannot elicit, or an invalid answer all give
+        ``False``, so a destructive action guarded by ``if await ctx.confirm(...)`` never runs by accident.
+        """
+        try:
+            outcome = await self.elicit(message, _CONFIRM_FORM)
+        except (ElicitationUnsupported, InvalidAnswer):
+            return False
+        return isinstance(outcome, Accepted) and outcome.data.get("confirm") is True
+
+    # ---- replay-safe side effects ------------------------------------------------------------------------------
+
+    async def once(self, name: str, step: Callable[[], Awaitable[T] | T]) -> T:
+        """Run ``step`` at most once per call, even though the tool may be re-run, and return its result.
+
+        On 2026-07-28 a tool is re-run from the top on each round, so code before a ``ctx.elicit`` runs again.
+        Wrap side effects (charging a card, creating a record) in ``once``: the first run executes ``step`` and
+        records its result (which must be JSON-serializable) in the sealed ``requestState``; later runs return
+        the recorded result without calling ``step``. On the other revisions the tool runs once anyway and
+        ``step`` is simply called.
+
+        Raises:
+            TypeError: the result cannot be serialized to JSON.
+        """
+        memo = self._asker.memo
+        if memo is not None and name in memo:
+            return memo[name]  # type: ignore[return-value]  # what `step` returned on an earlier run
+        value = step()
+        if inspect.isawaitable(value):
+            value = await value
+        if memo is not None:
+            try:
+                memo[name] = msgspec.to_builtins(value)
+            except TypeError as exc:
+                raise TypeError(f"ctx.once({name!r}): the result must be JSON-serializable: {exc}") from None
+        return value  # type: ignore[return-value]
+
+    # ---- notifications ---------------------------------------------------------------------------------------
+
+    async def log(self, level: LoggingLevel, data: JSONValue, *, logger: str | None = None) -> None:
+        """Send a log message to the client (``notifications/message``), if it asked for this level.
+
+        On handshake revisions the level set by ``logging/setLevel`` applies; on 2026-07-28 only calls that
+        carry ``io.modelcontextprotocol/logLevel`` receive log messages.
+        """
+        threshold = self._log_level if is_modern(self.revision) else self._session.log_level
+        if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger:
+            params["logger"] = logger
+        await self._session.notify("notifications/message", params, related=self.request_id)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send ``notifications/progress`` if the client asked for progress on this call (else do nothing)."""
+        if self._progress_token is None:
+            return
+        params: JSONObject = {"progressToken": self._progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._session.notify("notifications/progress", params, related=self.request_id)
+
+    # ---- internals -------------------------------------------------------------------------------------------
+
+    def _key(self, base: str) -> str:
+        count = self._occurrences.get(base, 0) + 1
+        self._occurrences[base] = count
+        return base if count == 1 else f"{base}~{count}"
+
+
+_CONFIRM_FORM: Form[dict[str, Any]] = Form.from_schema(
+    {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Confirm"}}, "required": ["confirm"]}
+)
+
+
+def _outcome(form: Form[T], raw: JSONObject) -> Outcome[T]:
+    action = raw.get("action")
+    if action == "accept":
+        content = raw.get("content")
+        return Accepted(form.parse({} if content is None else content))
+    if action == "decline":
+        return Declined()
+    if action == "cancel":
+        return Cancelled()
+    raise InvalidAnswer([FieldError(None, f"the client answered with an unknown action {action!r}")])

@@ -1,0 +1,148 @@
+"""Sealed ``requestState`` for the 2026-07-28 multi-round-trip path.
+
+Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr — the client echoes
+``requestState`` byte-exact and MUST NOT inspect it; the server MUST treat it as attacker-controlled, SHOULD
+integrity-protect it, and SHOULD bind it to the principal, a short TTL and the request.
+
+Format: ``"e1." + base64url(key_id[4] || nonce[12] || AES-256-GCM(ciphertext || tag))``. The plaintext is JSON with
+an expiry; the associated data binds the token to the method, a digest of the params (without ``inputResponses``,
+``requestState`` and ``_meta``) and the principal, so a token replayed on another call, tool, argument set or
+user fails to open. Keys form a ring: the first seals, all open — rotate by putting the new key first and keeping
+the old one until its tokens have expired.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .._exceptions import JSONRPCError
+from ..types import INVALID_PARAMS, JSONObject
+
+PREFIX = "e1."
+KEYS_ENV = "ELICITOR_STATE_KEYS"
+"""Environment variable with comma-separated base64url 32-byte keys, newest first, shared by every replica."""
+
+DEFAULT_TTL = 3600.0
+"""Seconds a ``requestState`` stays valid: a person may take a while to answer a form."""
+
+DEFAULT_MAX_SIZE = 64 * 1024
+"""Largest ``requestState`` accepted or produced, in characters."""
+
+_encode = msgspec.json.Encoder(order="sorted").encode
+_decode = msgspec.json.Decoder(dict[str, Any]).decode
+_NOT_BOUND = ("inputResponses", "requestState", "_meta")
+
+
+def generate_key() -> str:
+    """A new random 32-byte key, base64url-encoded: put it in ``ELICITOR_STATE_KEYS`` on every replica."""
+    return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+def _b64decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def request_binding(method: str, params: JSONObject | None, principal: str | None) -> bytes:
+    """What a token is bound to: the method, the params that define the request, and who asks."""
+    bound = {k: v for k, v in (params or {}).items() if k not in _NOT_BOUND}
+    digest = hashlib.sha256(_encode(bound)).digest()
+    return b"elicitor/state/1\x00" + method.encode() + b"\x00" + digest + b"\x00" + (principal or "").encode()
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` tokens with AES-256-GCM.
+
+    Args:
+        keys: raw 32-byte keys or base64url strings, newest first. Default: ``ELICITOR_STATE_KEYS`` if set, else
+            one random key for this process — fine for one process; replicas must share keys.
+        ttl: seconds a token stays valid.
+        max_size: largest token, in characters, sealed or accepted.
+        clock: the time source (tests pass a fake one).
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[bytes | str] | None = None,
+        *,
+        ttl: float = DEFAULT_TTL,
+        max_size: int = DEFAULT_MAX_SIZE,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if keys is None:
+            env = os.environ.get(KEYS_ENV, "").strip()
+            keys = [k.strip() for k in env.split(",") if k.strip()] if env else [os.urandom(32)]
+        if not keys:
+            raise ValueError("StateSealer needs at least one key")
+        ring: dict[bytes, AESGCM] = {}
+        for key in keys:
+            raw = _b64decode(key) if isinstance(key, str) else key
+            if len(raw) != 32:
+                raise ValueError("requestState keys must be 32 bytes (AES-256)")
+            ring.setdefault(hashlib.sha256(raw).digest()[:4], AESGCM(raw))
+        self._ring = ring
+        self._current = next(iter(ring))
+        self._ttl = ttl
+        self._max_size = max_size
+        self._clock = clock
+
+    def seal(self, payload: JSONObject, binding: bytes) -> str:
+        """Encrypt ``payload`` bound to ``binding``, with an expiry.
+
+        Raises:
+            JSONRPCError: -32603 if the sealed state would exceed ``max_size`` (too many answers to carry).
+        """
+        body = _encode({"exp": self._clock() + self._ttl, "p": payload})
+        nonce = os.urandom(12)
+        sealed = self._ring[self._current].encrypt(nonce, body, binding)
+        token = PREFIX + base64.urlsafe_b64encode(self._current + nonce + sealed).decode().rstrip("=")
+        if len(token) > self._max_size:
+            raise JSONRPCError(-32603, f"requestState would be {len(token)} characters, over the {self._max_size} limit")
+        return token
+
+    def open(self, token: object, binding: bytes) -> JSONObject:
+        """Decrypt and check a token.
+
+        Raises:
+            JSONRPCError: -32602 with the reason (malformed, too large, tampered, bound to another request or
+                key, expired). Never anything else.
+        """
+        if not isinstance(token, str):
+            raise _invalid("requestState must be a string")
+        if len(token) > self._max_size:
+            raise _invalid("requestState is too large")
+        if not token.startswith(PREFIX):
+            raise _invalid("requestState was not issued by this server")
+        try:
+            raw = _b64decode(token[len(PREFIX):])
+        except (binascii.Error, ValueError):
+            raise _invalid("requestState is malformed") from None
+        if len(raw) < 4 + 12 + 16:
+            raise _invalid("requestState is malformed")
+        aead = self._ring.get(raw[:4])
+        if aead is None:
+            raise _invalid("requestState was sealed with an unknown key (rotated out, or another server)")
+        try:
+            body = aead.decrypt(raw[4:16], raw[16:], binding)
+        except InvalidTag:
+            raise _invalid("requestState failed its integrity check (tampered, or for another request)") from None
+        envelope = _decode(body)
+        if envelope.get("exp", 0) < self._clock():
+            raise _invalid("requestState has expired; call the tool again to start over")
+        payload = envelope.get("p")
+        if not isinstance(payload, dict):
+            raise _invalid("requestState is malformed")
+        return payload
+
+
+def _invalid(reason: str) -> JSONRPCError:
+    return JSONRPCError(INVALID_PARAMS, f"Invalid params: {reason}")

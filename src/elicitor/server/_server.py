@@ -1,0 +1,309 @@
+"""``Server``: tools that elicit, served on every revision; ``ServerSession``: one connection's dispatch."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar, overload
+
+import anyio
+
+from .._exceptions import ElicitationUnsupported, InvalidAnswer, JSONRPCError
+from .._version import __version__
+from ..protocol import (
+    ClientCapabilities,
+    Handshake,
+    NotificationReceived,
+    RequestMeta,
+    RequestReceived,
+    is_modern_request,
+    parse_request_meta,
+)
+from ..session import Session, open_session
+from ..transports import StdioServerTransport, Transport
+from ..types import (
+    INVALID_PARAMS,
+    LOGGING_LEVELS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_REVISIONS,
+    JSONObject,
+    JSONValue,
+    LoggingLevel,
+    RequestId,
+)
+from ._askers import PushAsker, ReplayAsker
+from ._context import Context
+from ._rounds import Finished, run_round
+from ._sealing import StateSealer, request_binding
+from ._tools import ToolDef, error_result, make_tool, to_call_result
+
+logger = logging.getLogger("elicitor.server")
+F = TypeVar("F", bound=Callable[..., Any])
+
+_HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+"""Methods that 2026-07-28 removed: a modern request for one gets -32601."""
+
+
+class Server:
+    """An MCP server whose tools can ask the person at the client for input.
+
+    Example::
+
+        server = Server("booking-desk", version="1.0.0")
+
+        @server.tool()
+        async def book(ctx: Context, restaurant: str) -> str:
+            match await ctx.elicit(f"Book a table at {restaurant}?", Booking):
+                case Accepted(data=booking):
+                    return f"Booked for {booking.party}"
+                case Declined() | Cancelled():
+                    return "Nothing booked"
+
+        server.run()  # stdio
+
+    Args:
+        name, version, title: the server's identity, shown to the person next to every question.
+        instructions: guidance for the model using this server.
+        state: seals ``requestState`` on 2026-07-28; default keys come from ``ELICITOR_STATE_KEYS`` or are
+            random per process (replicas must share keys: see :class:`StateSealer`).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        state: StateSealer | None = None,
+    ) -> None:
+        self.info: JSONObject = {"name": name, "version": version}
+        if title:
+            self.info["title"] = title
+        self.instructions = instructions
+        self.sealer = state if state is not None else StateSealer()
+        self._tools: dict[str, ToolDef] = {}
+
+    # ---- registration ----------------------------------------------------------------------------------------
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONObject | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONObject | None = None,
+    ) -> F | Callable[[F], F]:
+        """Register a function as a tool. Its typed parameters become the input schema; a parameter annotated
+        :class:`Context` receives the call's context. The docstring is the description unless one is given.
+
+        Raises:
+            TypeError: the signature cannot be described (``*args``), or the name is taken.
+        """
+
+        def register(func: F) -> F:
+            tool = make_tool(
+                func, name=name, title=title, description=description, annotations=annotations, context_type=Context
+            )
+            if tool.name in self._tools:
+                raise TypeError(f"a tool named {tool.name!r} is already registered")
+            self._tools[tool.name] = tool
+            return func
+
+        return register(fn) if fn is not None else register
+
+    @property
+    def tools(self) -> dict[str, ToolDef]:
+        return dict(self._tools)
+
+    def capabilities(self) -> JSONObject:
+        return {"tools": {"listChanged": False}, "logging": {}}
+
+    # ---- serving ---------------------------------------------------------------------------------------------
+
+    async def serve(self, transport: Transport, *, principal: str | None = None) -> None:
+        """Serve one connection until the peer closes it."""
+        connection = ServerSession(self, principal=principal)
+        await connection.run(transport)
+
+    async def serve_stdio(self) -> None:
+        """Serve on this process's stdin/stdout until stdin closes."""
+        await self.serve(StdioServerTransport())
+
+    def run(self, transport: Literal["stdio"] = "stdio", *, backend: str = "asyncio") -> None:
+        """Blocking entry point: serve over ``transport`` on a new event loop."""
+        if transport != "stdio":
+            raise ValueError(f"unknown transport {transport!r}")
+        anyio.run(self.serve_stdio, backend=backend)
+
+
+class ServerSession:
+    """Dispatch for one connection: the handshake era's state, and stateless 2026-07-28 requests beside it."""
+
+    def __init__(self, server: Server, *, principal: str | None = None) -> None:
+        self.server = server
+        self.principal = principal
+        self.handshake = Handshake()
+        self.log_level: LoggingLevel | None = "info"
+        self.session: Session | None = None
+
+    async def run(self, transport: Transport) -> None:
+        async with open_session(transport, self.on_request, self.on_notification) as session:
+            self.session = session
+            await session.wait_closed()
+
+    async def notify(self, method: str, params: JSONObject, *, related: RequestId | None) -> None:
+        if self.session is not None:
+            await self.session.notify(method, params, related=related)
+
+    # ---- dispatch --------------------------------------------------------------------------------------------
+
+    async def on_notification(self, note: NotificationReceived) -> None:
+        if note.method == "notifications/initialized":
+            self.handshake.initialized()
+
+    async def on_request(self, request: RequestReceived) -> JSONObject:
+        method, params = request.method, request.params
+        if is_modern_request(params):
+            meta = parse_request_meta(params, MODERN_REVISIONS)
+            if method in _HANDSHAKE_ONLY:
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (removed in {meta.revision})")
+            result = await self._route(request, meta, modern=True)
+            result.setdefault("resultType", "complete")
+            result_meta = result.get("_meta")
+            if not isinstance(result_meta, dict):
+                result_meta = result["_meta"] = {}
+            result_meta[META_SERVER_INFO] = self.server.info
+            return result
+        self.handshake.check(method)
+        if method == "initialize":
+            return self._initialize(params)
+        assert self.handshake.revision is not None
+        meta = RequestMeta(self.handshake.revision, self.handshake.capabilities, self.handshake.client_info)
+        return await self._route(request, meta, modern=False)
+
+    async def _route(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+        method = request.method
+        if method == "tools/call":
+            return await self._call_tool(request, meta, modern=modern)
+        if method == "tools/list":
+            result: JSONObject = {"tools": [t.describe() for t in self.server._tools.values()]}
+            if modern:
+                result.update(ttlMs=0, cacheScope="public")
+            return result
+        if method == "ping":
+            return {}
+        if method == "server/discover" and modern:
+            result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": self.server.capabilities()}
+            if self.server.instructions:
+                result["instructions"] = self.server.instructions
+            result.update(ttlMs=0, cacheScope="public")
+            return result
+        if method == "logging/setLevel":
+            level = (request.params or {}).get("level")
+            if level not in LOGGING_LEVELS:
+                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown logging level {level!r}")
+            self.log_level = level  # type: ignore[assignment]  # checked against LOGGING_LEVELS
+            return {}
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _initialize(self, params: JSONObject | None) -> JSONObject:
+        revision = self.handshake.initialize(params)
+        result: JSONObject = {
+            "protocolVersion": revision,
+            "capabilities": self.server.capabilities(),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    # ---- tools -------------------------------------------------------------------------------------------------
+
+    async def _call_tool(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+        params = request.params or {}
+        name = params.get("name")
+        tool = self.server._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        try:
+            kwargs = tool.bind(params.get("arguments"))
+        except ValueError as exc:
+            return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+        request_meta = params.get("_meta")
+        token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
+
+        def context(asker: PushAsker | ReplayAsker) -> Context:
+            return Context(
+                self, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
+                progress_token=token, log_level=meta.log_level,
+            )
+
+        if not modern:
+            assert self.session is not None
+            return await self._invoke(tool, context(PushAsker(self.session, request.id)), kwargs, modern=False)
+
+        binding = request_binding("tools/call", params, self.principal)
+        answers: JSONObject = {}
+        memo: dict[str, JSONValue] = {}
+        if "requestState" in params:
+            state = self.server.sealer.open(params["requestState"], binding)
+            answers = _dict(state.get("a"))
+            memo = _dict(state.get("m"))
+        fresh = params.get("inputResponses")
+        if fresh is None:
+            fresh = {}
+        if not isinstance(fresh, dict):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+        asker = ReplayAsker(answers, fresh, memo)  # type: ignore[arg-type]  # values are checked on use
+        ctx = context(asker)
+        outcome = await run_round(lambda: self._invoke(tool, ctx, kwargs, modern=True), asker)
+        if isinstance(outcome, Finished):
+            return outcome.value
+        token_out = self.server.sealer.seal({"a": asker.answers, "m": memo}, binding)  # type: ignore[dict-item]
+        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
+
+    async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
+        if tool.context_param is not None:
+            kwargs = {**kwargs, tool.context_param: ctx}
+        try:
+            value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
+        except ElicitationUnsupported as exc:
+            if modern:
+                required: JSONObject = {"elicitation": {} if exc.mode == "form" else {exc.mode: {}}}
+                raise JSONRPCError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"Missing required client capability: {exc}",
+                    {"requiredCapabilities": required},
+                ) from exc
+            return error_result(f"Tool {tool.name!r} could not ask the user: {exc}")
+        except InvalidAnswer as exc:
+            return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
+        except JSONRPCError:
+            raise
+        except Exception as exc:
+            logger.exception("tool %r failed", tool.name)
+            return error_result(f"Tool {tool.name!r} failed: {exc}")
+        return to_call_result(value, tool.output_schema is not None)
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+

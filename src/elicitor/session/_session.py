@@ -1,0 +1,251 @@
+"""A JSON-RPC session on anyio: the I/O shell around the sans-I/O :class:`~elicitor.protocol.Connection`.
+
+One task reads; every peer request runs in its own task (a slow handler — a person filling a form — never blocks
+the read loop, and a handler may itself send requests); every request we send waits on an :class:`anyio.Event`.
+All tasks live in the session's task group, whose lifetime is one ``async with``.
+
+When the peer goes away, requests we await fail with :class:`~elicitor.ConnectionClosed` and the handlers of its
+requests are cancelled. When a task awaiting our request is cancelled, the peer is told with
+``notifications/cancelled`` from a shielded ``finally``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from .._exceptions import ConnectionClosed, JSONRPCError
+from ..protocol import (
+    Connection,
+    ErrorReceived,
+    InvalidMessage,
+    NotificationReceived,
+    Oversized,
+    RequestCancelled,
+    RequestReceived,
+    ResultReceived,
+    error_reply,
+)
+from ..transports import Transport
+from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
+
+logger = logging.getLogger("elicitor.session")
+
+RequestHandler = Callable[[RequestReceived], Awaitable[JSONObject]]
+"""Answers one peer request: return the result, or raise :class:`JSONRPCError` to answer with an error."""
+
+NotificationHandler = Callable[[NotificationReceived], Awaitable[None]]
+
+_CANCEL_GRACE = 5.0
+"""How long a shielded cleanup may try to tell the peer that a request was cancelled."""
+
+
+class _Pending:
+    __slots__ = ("error", "event", "result")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.result: JSONObject | None = None
+        self.error: BaseException | None = None
+
+
+class Session:
+    """A live JSON-RPC peer. Use :func:`open_session`; do not construct directly.
+
+    Args:
+        on_request: called in a new task for each peer request.
+        on_notification: called inline for each notification (keep it quick).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        task_group: anyio.abc.TaskGroup,
+        on_request: RequestHandler,
+        on_notification: NotificationHandler,
+        *,
+        max_incoming: int,
+    ) -> None:
+        self.transport = transport
+        self.connection = Connection(max_incoming=max_incoming)
+        self._tg = task_group
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._pending: dict[RequestId, _Pending] = {}
+        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._closed = False
+        self._closed_event = anyio.Event()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def wait_closed(self) -> None:
+        """Wait until the connection has ended (the peer closed it, or the session was closed)."""
+        await self._closed_event.wait()
+
+    # ---- sending -------------------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None) -> JSONObject:
+        """Send a request and wait for its result.
+
+        Raises:
+            JSONRPCError: the peer answered with an error.
+            ConnectionClosed: the connection ended first.
+        """
+        if self._closed:
+            raise ConnectionClosed("the connection is closed")
+        request_id, data = self.connection.send_request(method, params)
+        pending = self._pending[request_id] = _Pending()
+        try:
+            await self._send(data, related)
+            await pending.event.wait()
+        except BaseException:
+            if not pending.event.is_set():
+                self._pending.pop(request_id, None)
+                notice = self.connection.cancel_request(request_id, "the requester no longer waits for it")
+                if notice is not None and not self._closed:
+                    with anyio.move_on_after(_CANCEL_GRACE, shield=True):
+                        try:
+                            await self._send(notice, related)
+                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            pass
+            raise
+        if pending.error is not None:
+            raise pending.error
+        assert pending.result is not None
+        return pending.result
+
+    async def notify(self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None) -> None:
+        """Send a notification; silently dropped if the connection is already closed."""
+        if self._closed:
+            return
+        try:
+            await self._send(self.connection.send_notification(method, params), related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    async def _send(self, data: bytes, related: RequestId | None) -> None:
+        await self.transport.send(data, related)
+
+    # ---- receiving -----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Read until the peer closes the connection, dispatching as we go."""
+        try:
+            while True:
+                try:
+                    message = await self.transport.receive()
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                if isinstance(message, Oversized):
+                    logger.warning("dropped a %d-byte message: over the size limit", message.size)
+                    await self._reply(error_reply(None, INVALID_REQUEST, "Invalid request: message too large"), None)
+                    continue
+                await self.dispatch(message)
+        finally:
+            self._close()
+
+    async def dispatch(self, message: bytes) -> None:
+        """Act on one framed message from the peer."""
+        event = self.connection.receive(message)
+        if isinstance(event, RequestReceived):
+            scope = anyio.CancelScope()
+            self._inflight[event.id] = scope
+            self._tg.start_soon(self._serve, event, scope)
+        elif isinstance(event, ResultReceived):
+            pending = self._pending.pop(event.id, None)
+            if pending is not None:
+                pending.result = event.result
+                pending.event.set()
+        elif isinstance(event, ErrorReceived):
+            pending = self._pending.pop(event.id, None)
+            if pending is not None:
+                pending.error = event.error
+                pending.event.set()
+        elif isinstance(event, NotificationReceived):
+            try:
+                await self._on_notification(event)
+            except Exception:
+                logger.exception("notification handler failed for %s", event.method)
+        elif isinstance(event, RequestCancelled):
+            scope = self._inflight.pop(event.id, None)
+            if scope is not None:
+                scope.cancel()
+        else:
+            assert isinstance(event, InvalidMessage)
+            logger.warning("invalid message from peer: %s", event.error)
+            if event.reply is not None:
+                await self._reply(event.reply, None)
+
+    async def _serve(self, request: RequestReceived, scope: anyio.CancelScope) -> None:
+        data: bytes | None = None
+        with scope:
+            try:
+                result = await self._on_request(request)
+            except JSONRPCError as exc:
+                data = self.connection.send_error(request.id, exc)
+            except Exception as exc:
+                logger.exception("handler for %s failed", request.method)
+                data = self.connection.send_error(request.id, JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}"))
+            else:
+                data = self.connection.send_result(request.id, result)
+        self._inflight.pop(request.id, None)
+        if scope.cancelled_caught:
+            # Cancelled by the peer (or the connection closed): no answer is due.
+            self.connection.forget_incoming(request.id)
+            return
+        if data is not None:
+            await self._reply(data, request.id)
+
+    async def _reply(self, data: bytes, related: RequestId | None) -> None:
+        if self._closed:
+            return
+        try:
+            await self._send(data, related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._closed_event.set()
+        for pending in self._pending.values():
+            pending.error = ConnectionClosed("the connection closed before the peer answered")
+            pending.event.set()
+        self._pending.clear()
+        for scope in self._inflight.values():
+            scope.cancel()
+        self._inflight.clear()
+
+
+@asynccontextmanager
+async def open_session(
+    transport: Transport,
+    on_request: RequestHandler,
+    on_notification: NotificationHandler,
+    *,
+    max_incoming: int = 65536,
+) -> AsyncIterator[Session]:
+    """Run a session over ``transport`` for the duration of the block; the read loop starts at once.
+
+    Leaving the block closes the transport and cancels everything still running in the session.
+    """
+    async with anyio.create_task_group() as tg:
+        session = Session(transport, tg, on_request, on_notification, max_incoming=max_incoming)
+        tg.start_soon(session.run)
+        try:
+            yield session
+        finally:
+            session._close()
+            tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await transport.aclose()
+
+

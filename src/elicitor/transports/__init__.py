@@ -1,0 +1,14 @@
+"""Transports: stdio (both ends) and in-memory pairs. Streamable HTTP lives beside them."""
+
+from ._base import Transport
+from ._memory import MemoryTransport, memory_pair
+from ._stdio import DEFAULT_MAX_MESSAGE_SIZE, StdioClientTransport, StdioServerTransport
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "MemoryTransport",
+    "StdioClientTransport",
+    "StdioServerTransport",
+    "Transport",
+    "memory_pair",
+]
