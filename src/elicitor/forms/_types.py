@@ -51,9 +51,18 @@ def form_from_spec(spec: Any) -> Form[Any]:
     return form
 
 
+def _hints(spec: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(spec, include_extras=True)
+    except NameError as exc:
+        raise FormDefinitionError(
+            f"cannot resolve the annotations of {_name(spec)}: {exc} (define the types it uses at module level)"
+        ) from None
+
+
 def _build_form(spec: Any) -> Form[Any]:
     if isinstance(spec, type) and dataclasses.is_dataclass(spec):
-        hints = typing.get_type_hints(spec, include_extras=True)
+        hints = _hints(spec)
         rows = []
         for f in dataclasses.fields(spec):
             if not f.init:
@@ -64,7 +73,7 @@ def _build_form(spec: Any) -> Form[Any]:
             rows.append((f.name, hints[f.name], default, None))
         return _object_form(spec, rows, lambda data: spec(**data))
     if isinstance(spec, type) and issubclass(spec, msgspec.Struct):
-        hints = typing.get_type_hints(spec, include_extras=True)
+        hints = _hints(spec)
         rows = []
         for sf in msgspec.structs.fields(spec):
             default = sf.default
@@ -75,7 +84,7 @@ def _build_form(spec: Any) -> Form[Any]:
             )
         return _object_form(spec, rows, lambda data: msgspec.convert(data, spec, from_attributes=False))
     if _is_typeddict(spec):
-        hints = typing.get_type_hints(spec, include_extras=True)
+        hints = _hints(spec)
         required_keys = spec.__required_keys__
         rows = [(name, hint, _MISSING, name in required_keys) for name, hint in hints.items()]
         return _object_form(spec, rows, dict)
@@ -258,7 +267,7 @@ def _read_meta(extra: Any) -> dict[str, Any]:
     if isinstance(extra, Field):
         for f in dataclasses.fields(Field):
             value = getattr(extra, f.name)
-            if value not in (None, False):
+            if value is not None and value is not False:
                 out[f.name] = value
         return out
     if isinstance(extra, msgspec.Meta):

@@ -1,0 +1,147 @@
+"""A server with the official conformance fixtures for elicitation, each written once for every revision.
+
+Run it over stdio::
+
+    python examples/everything_server.py --stdio
+
+Every tool below uses the ordinary ``ctx.elicit`` API: on 2025-06-18 and 2025-11-25 it sends
+``elicitation/create`` in the middle of the call; on 2026-07-28 the same code answers ``input_required`` and
+finishes when the client retries with the answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from elicitor import Accepted, Choices, Context, Field, InvalidAnswer, Server
+
+server = Server("elicitor-everything", "1.0.0", title="elicitor conformance fixtures")
+
+
+@dataclass
+class UserResponse:
+    username: Annotated[str, Field(description="User's response")]
+    email: Annotated[str, Field(description="User's email address")]
+
+
+@server.tool()
+async def test_elicitation(ctx: Context, message: str) -> str:
+    """Ask the user for a username and an email address (conformance: tools-call-elicitation)."""
+    outcome = await ctx.elicit(message, UserResponse)
+    if isinstance(outcome, Accepted):
+        data = outcome.data
+        return f"User response: action=accept, content={{'username': {data.username!r}, 'email': {data.email!r}}}"
+    return f"User response: action={outcome.action}"
+
+
+@dataclass
+class Defaults:
+    name: str = "John Doe"
+    age: int = 30
+    score: float = 95.5
+    status: Literal["active", "inactive", "pending"] = "active"
+    verified: bool = True
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Ask with a default on every primitive type (conformance: elicitation-sep1034-defaults)."""
+    outcome = await ctx.elicit("Please review and update the form fields with defaults", Defaults)
+    if isinstance(outcome, Accepted):
+        return f"Elicitation completed: action=accept, content={outcome.data!r}"
+    return f"Elicitation completed: action={outcome.action}"
+
+
+class Titled(Choices):
+    VALUE1 = "value1", "First Option"
+    VALUE2 = "value2", "Second Option"
+    VALUE3 = "value3", "Third Option"
+
+
+class Legacy(Choices):
+    OPT1 = "opt1", "Option One"
+    OPT2 = "opt2", "Option Two"
+    OPT3 = "opt3", "Option Three"
+
+
+class TitledMulti(Choices):
+    VALUE1 = "value1", "First Choice"
+    VALUE2 = "value2", "Second Choice"
+    VALUE3 = "value3", "Third Choice"
+
+
+Plain = Literal["option1", "option2", "option3"]
+
+
+@dataclass
+class EnumForm:
+    untitledSingle: Plain | None = None
+    titledSingle: Titled | None = None
+    legacyEnum: Annotated[Legacy | None, Field(enum_names=True)] = None
+    untitledMulti: list[Plain] | None = None
+    titledMulti: list[TitledMulti] | None = None
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Ask with all five enum variants (conformance: elicitation-sep1330-enums)."""
+    try:
+        outcome = await ctx.elicit("Please select options from the enum fields", EnumForm)
+    except InvalidAnswer as exc:
+        return f"Elicitation completed: action=accept, but the answer was invalid: {exc}"
+    if isinstance(outcome, Accepted):
+        return f"Elicitation completed: action=accept, content={outcome.data!r}"
+    return f"Elicitation completed: action={outcome.action}"
+
+
+NAME_FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Ask for a name under the input key ``user_name`` (conformance: input-required-result-*)."""
+    outcome = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    if isinstance(outcome, Accepted):
+        return f"Hello, {outcome.data['name']}!"
+    return f"No name given ({outcome.action})"
+
+
+@server.tool()
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two questions in two rounds (conformance: input-required-result-multi-round)."""
+    first = await ctx.elicit("Step 1: What is your name?", NAME_FORM, key="step1")
+    color_form = {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]}
+    second = await ctx.elicit("Step 2: What is your favorite color?", color_form, key="step2")
+    if isinstance(first, Accepted) and isinstance(second, Accepted):
+        return f"{first.data['name']} likes {second.data['color']}"
+    return "Not all steps were answered"
+
+
+@server.tool()
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """A question whose answer comes back with the sealed state (conformance: ...-request-state)."""
+    form = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    outcome = await ctx.elicit("Please confirm", form, key="confirm")
+    return f"state-ok: {outcome.action}"
+
+
+@server.tool()
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Any question: a tampered requestState on the retry must be refused (conformance: ...-tampered-state)."""
+    outcome = await ctx.elicit("Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    return f"answered: {outcome.action}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
+    parser.parse_args()
+    print("elicitor-everything: serving on stdio", file=sys.stderr)
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
