@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal, TypedDict
 
 import mcp_types._v2025_11_25 as wire1125
@@ -84,30 +84,56 @@ class TestBuilder:
         assert props["site"]["format"] == "uri"
         assert props["day"]["format"] == "date"
         assert props["when"]["format"] == "date-time"
-        assert props["seating"] == {"type": "string", "oneOf": [{"const": "indoor", "title": "Indoor"},
-                                                                {"const": "patio", "title": "Patio"}]}
+        assert props["seating"] == {
+            "type": "string",
+            "oneOf": [{"const": "indoor", "title": "Indoor"}, {"const": "patio", "title": "Patio"}],
+        }
         assert props["color"] == {"type": "string", "enum": ["red", "blue"]}
         assert props["size"] == {"type": "string", "enum": ["s", "m", "l"]}
-        assert props["legacy"] == {"type": "string", "enum": ["indoor", "patio"], "enumNames": ["Indoor", "Patio"]}
-        assert props["tags"] == {"type": "array", "minItems": 1, "maxItems": 2,
-                                 "items": {"type": "string", "enum": ["a", "b", "c"]}}
-        assert props["places"] == {"type": "array", "default": [],
-                                   "items": {"anyOf": [{"const": "indoor", "title": "Indoor"},
-                                                       {"const": "patio", "title": "Patio"}]}}
+        assert props["legacy"] == {
+            "type": "string",
+            "enum": ["indoor", "patio"],
+            "enumNames": ["Indoor", "Patio"],
+        }
+        assert props["tags"] == {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 2,
+            "items": {"type": "string", "enum": ["a", "b", "c"]},
+        }
+        assert props["places"] == {
+            "type": "array",
+            "default": [],
+            "items": {"anyOf": [{"const": "indoor", "title": "Indoor"}, {"const": "patio", "title": "Patio"}]},
+        }
         assert "note" not in schema["required"]
         assert "places" not in schema["required"]
         assert "name" in schema["required"]
 
     def test_answer_is_converted_to_python_types(self) -> None:
         value = Form.of(Everything).parse(
-            {"name": "Ada", "age": 36.0, "score": 9, "ok": False, "email": "ada@example.com", "site": "https://x.org",
-             "day": "2026-01-02", "when": "2026-01-02T03:04:05Z", "seating": "patio", "color": "red", "size": "m",
-             "legacy": "indoor", "tags": ["a"], "places": ["indoor", "patio"], "unknown": 1}
+            {
+                "name": "Ada",
+                "age": 36.0,
+                "score": 9,
+                "ok": False,
+                "email": "ada@example.com",
+                "site": "https://x.org",
+                "day": "2026-01-02",
+                "when": "2026-01-02T03:04:05Z",
+                "seating": "patio",
+                "color": "red",
+                "size": "m",
+                "legacy": "indoor",
+                "tags": ["a"],
+                "places": ["indoor", "patio"],
+                "unknown": 1,
+            }
         )
         assert value.age == 36 and isinstance(value.age, int)
         assert value.score == 9.0 and isinstance(value.score, float)
         assert value.day == date(2026, 1, 2)
-        assert value.when == datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        assert value.when == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
         assert value.seating is Seating.PATIO
         assert value.color is Color.RED
         assert value.places == {Seating.INDOOR, Seating.PATIO}
@@ -138,8 +164,14 @@ class TestBuilder:
 
     @pytest.mark.parametrize(
         ("spec", "answer", "expected"),
-        [(bool, True, True), (int, 3, 3), (Color, "blue", Color.BLUE), (Literal["x", "y"], "y", "y"),
-         (list[Color], ["red"], [Color.RED]), (str, "hi", "hi")],
+        [
+            (bool, True, True),
+            (int, 3, 3),
+            (Color, "blue", Color.BLUE),
+            (Literal["x", "y"], "y", "y"),
+            (list[Color], ["red"], [Color.RED]),
+            (str, "hi", "hi"),
+        ],
     )
     def test_single_types(self, spec: Any, answer: Any, expected: Any) -> None:
         form = Form.of(spec)
@@ -210,18 +242,31 @@ class TestRawSchemas:
             ({"type": "object", "properties": {"a": {"type": "object"}}}, "nested objects"),
             ({"type": "object", "properties": {"a": {"$ref": "#/x"}}}, "'\\$ref' is not allowed"),
             ({"type": "object", "properties": {"a": {"type": "string", "format": "ipv4"}}}, "unknown format"),
-            ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}}}}, "string choices"),
+            (
+                {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}}}},
+                "string choices",
+            ),
             ({"type": "object", "properties": {"a": {"type": "string", "enum": []}}}, "non-empty"),
-            ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["1", "2"]}}},
-             "one per"),
-            ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}},
-             "default 'y' is invalid"),
+            (
+                {
+                    "type": "object",
+                    "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["1", "2"]}},
+                },
+                "one per",
+            ),
+            (
+                {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}},
+                "default 'y' is invalid",
+            ),
             ({"type": "object", "properties": {}, "required": ["b"]}, "do not exist"),
-            ({"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}}, "greater"),
+            (
+                {"type": "object", "properties": {"a": {"type": "integer", "minimum": 5, "maximum": 1}}},
+                "greater",
+            ),
             ({"type": "object", "properties": {"a": {"type": ["string", "null"]}}}, "unsupported type"),
         ],
     )
-    def test_errors_name_the_field_and_rule(self, schema: dict, message: str) -> None:
+    def test_errors_name_the_field_and_rule(self, schema: dict[str, Any], message: str) -> None:
         with pytest.raises(FormDefinitionError, match=message):
             Form.from_schema(schema)
 
@@ -235,10 +280,14 @@ class TestRawSchemas:
 class TestRevisions:
     def test_2025_06_18_drops_non_boolean_defaults_and_downgrades_titled_enums(self) -> None:
         form = Form.from_schema(
-            {"type": "object", "properties": {
-                "n": {"type": "integer", "default": 3},
-                "s": {"type": "string", "oneOf": [{"const": "a", "title": "A"}], "default": "a"},
-                "b": {"type": "boolean", "default": True}}}
+            {
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer", "default": 3},
+                    "s": {"type": "string", "oneOf": [{"const": "a", "title": "A"}], "default": "a"},
+                    "b": {"type": "boolean", "default": True},
+                },
+            }
         )
         props = form.schema("2025-06-18")["properties"]
         assert props["n"] == {"type": "integer"}
@@ -252,21 +301,35 @@ class TestRevisions:
 
 class TestValidation:
     form = Form.from_schema(
-        {"type": "object", "required": ["n", "e", "m"], "properties": {
-            "n": {"type": "integer", "minimum": 1, "maximum": 5},
-            "x": {"type": "number"},
-            "e": {"type": "string", "format": "email"},
-            "d": {"type": "string", "format": "date"},
-            "t": {"type": "string", "format": "date-time"},
-            "u": {"type": "string", "format": "uri"},
-            "m": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 1},
-            "b": {"type": "boolean", "default": False}}}
+        {
+            "type": "object",
+            "required": ["n", "e", "m"],
+            "properties": {
+                "n": {"type": "integer", "minimum": 1, "maximum": 5},
+                "x": {"type": "number"},
+                "e": {"type": "string", "format": "email"},
+                "d": {"type": "string", "format": "date"},
+                "t": {"type": "string", "format": "date-time"},
+                "u": {"type": "string", "format": "uri"},
+                "m": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 1},
+                "b": {"type": "boolean", "default": False},
+            },
+        }
     )
 
     def test_every_problem_is_reported_per_field(self) -> None:
         with pytest.raises(InvalidAnswer) as info:
-            self.form.validate({"n": 9, "x": True, "e": "nope", "d": "2026-13-01", "t": "2026-01-01T00:00:00",
-                                "u": "not a uri", "m": ["a", "b"]})
+            self.form.validate(
+                {
+                    "n": 9,
+                    "x": True,
+                    "e": "nope",
+                    "d": "2026-13-01",
+                    "t": "2026-01-01T00:00:00",
+                    "u": "not a uri",
+                    "m": ["a", "b"],
+                }
+            )
         fields = {e.field for e in info.value.errors}
         assert fields == {"n", "x", "e", "d", "t", "u", "m"}
 
@@ -278,26 +341,32 @@ class TestValidation:
 
     def test_defaults_fill_absent_fields_and_nulls_count_as_absent(self) -> None:
         assert self.form.validate({"n": 2.0, "e": "a@b.co", "m": [], "x": None}) == {
-            "n": 2, "e": "a@b.co", "m": [], "b": False
+            "n": 2,
+            "e": "a@b.co",
+            "m": [],
+            "b": False,
         }
 
 
 # ---- property tests -----------------------------------------------------------------------------------------
 
-names = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(lambda n: n not in ("otp", "pin", "pwd", "iban", "cvv", "cvc"))
-words = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+names = st.text("abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8).filter(
+    lambda n: n not in ("otp", "pin", "pwd", "iban", "cvv", "cvc")
+)
+words = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
 values = st.lists(st.text("abcdefghij", min_size=1, max_size=5), min_size=1, max_size=5, unique=True)
 
 
 @st.composite
 def form_fields(draw: st.DrawFn, name: str) -> Any:
-    kind = draw(st.sampled_from(["string", "number", "integer", "boolean", "enum", "titled", "legacy", "multi",
-                                 "titled-multi"]))
-    common = {"name": name, "required": draw(st.booleans()), "title": draw(st.none() | words)}
+    kind = draw(
+        st.sampled_from(["string", "number", "integer", "boolean", "enum", "titled", "legacy", "multi", "titled-multi"])
+    )
+    common: dict[str, Any] = {"name": name, "required": draw(st.booleans()), "title": draw(st.none() | words)}
     if kind == "string":
         low = draw(st.none() | st.integers(0, 5))
         high = draw(st.none() | st.integers(low or 0, 10))
-        fmt = draw(st.none() | st.sampled_from(["email", "uri", "date", "date-time"]))
+        fmt: Any = draw(st.none() | st.sampled_from(["email", "uri", "date", "date-time"]))
         if fmt is not None:
             low = high = None
         return StringField(**common, min_length=low, max_length=high, format=fmt)
@@ -311,7 +380,7 @@ def form_fields(draw: st.DrawFn, name: str) -> Any:
     titled = kind in ("titled", "legacy", "titled-multi")
     options = tuple(Option(v, draw(words) if titled else None) for v in opts)
     if kind in ("enum", "titled", "legacy"):
-        style = {"enum": "untitled", "titled": "titled", "legacy": "legacy"}[kind]
+        style: Any = {"enum": "untitled", "titled": "titled", "legacy": "legacy"}[kind]
         return EnumField(**common, options=options, style=style, default=draw(st.none() | st.sampled_from(opts)))
     high = draw(st.none() | st.integers(1, len(opts)))
     return MultiEnumField(**common, options=options, titled=kind == "titled-multi", max_items=high)
@@ -323,7 +392,7 @@ def forms(draw: st.DrawFn) -> Form[dict[str, Any]]:
     return Form(tuple(draw(form_fields(n)) for n in field_names))
 
 
-def value_for(draw: st.DrawFn, f: Any) -> Any:
+def value_for(draw: Any, f: Any) -> Any:
     if isinstance(f, StringField):
         if f.format == "email":
             return draw(st.from_regex(r"\A[a-z]{1,5}@[a-z]{1,5}\.[a-z]{2,3}\Z"))
@@ -332,7 +401,7 @@ def value_for(draw: st.DrawFn, f: Any) -> Any:
         if f.format == "date":
             return draw(st.dates()).isoformat()
         if f.format == "date-time":
-            return draw(st.datetimes(timezones=st.just(timezone.utc))).isoformat()
+            return draw(st.datetimes(timezones=st.just(UTC))).isoformat()
         return draw(st.text(min_size=f.min_length or 0, max_size=f.max_length if f.max_length is not None else 20))
     if isinstance(f, NumberField):
         low = f.minimum if f.minimum is not None else -1e6
@@ -367,18 +436,26 @@ def test_emitted_requests_are_accepted_by_the_official_wire_models(form: Form[di
         any_primitive = pydantic.TypeAdapter(wire.PrimitiveSchemaDefinition)
         for f in form.fields:
             prop = parsed.requested_schema.properties[f.name]
-            expected = {StringField: "StringSchema", NumberField: "NumberSchema", BooleanField: "BooleanSchema"}.get(
-                type(f), ""
-            )
+            expected = {
+                StringField: "StringSchema",
+                NumberField: "NumberSchema",
+                BooleanField: "BooleanSchema",
+            }.get(type(f), "")
             if isinstance(f, EnumField):
-                expected = {"untitled": "UntitledSingleSelectEnumSchema", "titled": "TitledSingleSelectEnumSchema",
-                            "legacy": "LegacyTitledEnumSchema"}[f.style]
+                expected = {
+                    "untitled": "UntitledSingleSelectEnumSchema",
+                    "titled": "TitledSingleSelectEnumSchema",
+                    "legacy": "LegacyTitledEnumSchema",
+                }[f.style]
             elif isinstance(f, MultiEnumField):
                 expected = "TitledMultiSelectEnumSchema" if f.titled else "UntitledMultiSelectEnumSchema"
             model = getattr(wire, expected)
             # The property is a valid instance of the variant it claims to be, with no key left unread ...
             instance = model.model_validate(prop)
-            assert set(prop) <= {info.alias or name for name, info in model.model_fields.items()}, (expected, prop)
+            assert set(prop) <= {info.alias or name for name, info in model.model_fields.items()}, (
+                expected,
+                prop,
+            )
             assert instance.model_dump(by_alias=True, exclude_none=True) == prop
             # ... and of the revision's PrimitiveSchemaDefinition union.
             any_primitive.validate_python(prop)

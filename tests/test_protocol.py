@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -28,10 +29,11 @@ from elicitor.protocol import (
 )
 
 
-def reply_of(event: object) -> dict:
+def reply_of(event: object) -> dict[str, Any]:
     assert isinstance(event, InvalidMessage)
     assert event.reply is not None
-    return json.loads(event.reply)
+    reply: dict[str, Any] = json.loads(event.reply)
+    return reply
 
 
 class TestConnection:
@@ -180,31 +182,47 @@ class TestLifecycle:
         assert shake.state is HandshakeState.INITIALIZING
         assert shake.capabilities.elicitation_modes == {"form"}
         shake.initialized()
-        assert shake.state is HandshakeState.READY
+        assert shake.state.value == "ready"
         with pytest.raises(JSONRPCError):
             shake.check("initialize")
 
     @pytest.mark.parametrize(
         ("asked", "answer"),
-        [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-11-25"),
-         ("2024-11-05", "2025-11-25"), ("2026-07-28", "2025-11-25"), (None, "2025-11-25")],
+        [
+            ("2025-11-25", "2025-11-25"),
+            ("2025-06-18", "2025-06-18"),
+            ("2025-03-26", "2025-11-25"),
+            ("2024-11-05", "2025-11-25"),
+            ("2026-07-28", "2025-11-25"),
+            (None, "2025-11-25"),
+        ],
     )
     def test_negotiation(self, asked: str | None, answer: str) -> None:
         assert negotiate(asked) == answer
 
     @pytest.mark.parametrize(
         ("raw", "modes"),
-        [({}, set()), ({"elicitation": {}}, {"form"}), ({"elicitation": {"url": {}}}, {"url"}),
-         ({"elicitation": {"form": {}, "url": {}}}, {"form", "url"}), ({"elicitation": True}, set()), (None, set())],
+        [
+            ({}, set()),
+            ({"elicitation": {}}, {"form"}),
+            ({"elicitation": {"url": {}}}, {"url"}),
+            ({"elicitation": {"form": {}, "url": {}}}, {"form", "url"}),
+            ({"elicitation": True}, set()),
+            (None, set()),
+        ],
     )
     def test_capabilities(self, raw: object, modes: set[str]) -> None:
         assert ClientCapabilities.parse(raw).elicitation_modes == modes
 
     def test_request_meta(self) -> None:
         meta = parse_request_meta(
-            {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                       "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-                       "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"}}}
+            {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+                    "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+                }
+            }
         )
         assert meta.revision == "2026-07-28"
         assert meta.capabilities.elicitation_modes == {"form"}
@@ -212,12 +230,23 @@ class TestLifecycle:
 
     @pytest.mark.parametrize(
         ("params", "code"),
-        [(None, -32602), ({}, -32602), ({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}, -32602),
-         ({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, -32602),
-         ({"_meta": {"io.modelcontextprotocol/protocolVersion": "v9", "io.modelcontextprotocol/clientCapabilities": {}}},
-          -32022)],
+        [
+            (None, -32602),
+            ({}, -32602),
+            ({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}, -32602),
+            ({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, -32602),
+            (
+                {
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "v9",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    }
+                },
+                -32022,
+            ),
+        ],
     )
-    def test_request_meta_errors(self, params: dict | None, code: int) -> None:
+    def test_request_meta_errors(self, params: dict[str, Any] | None, code: int) -> None:
         with pytest.raises(JSONRPCError) as info:
             parse_request_meta(params)
         assert info.value.code == code

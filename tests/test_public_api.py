@@ -2,7 +2,9 @@ import elicitor
 
 
 def test_all_is_sorted_and_exported() -> None:
-    assert elicitor.__all__ == sorted(elicitor.__all__, key=str.casefold) or elicitor.__all__ == sorted(elicitor.__all__)
+    assert elicitor.__all__ == sorted(elicitor.__all__, key=str.casefold) or elicitor.__all__ == sorted(
+        elicitor.__all__
+    )
     for name in elicitor.__all__:
         assert hasattr(elicitor, name), name
 

@@ -52,9 +52,8 @@ async def book_table(ctx: Context, restaurant: str = "Chez Elicitor") -> str:
             return "No booking made: you declined."
         case Cancelled():
             return "No booking made: cancelled."
-    summary = (
-        f"{booking.party} at {restaurant} on {booking.day:%A %d %B %Y}, {booking.seating.title}"
-        + (f", {', '.join(booking.diet)}" if booking.diet else "")
+    summary = f"{booking.party} at {restaurant} on {booking.day:%A %d %B %Y}, {booking.seating.title}" + (
+        f", {', '.join(booking.diet)}" if booking.diet else ""
     )
     if not await ctx.confirm(f"Confirm the booking: {summary}?"):
         return "No booking made: not confirmed."

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from types import TracebackType
 from typing import IO, Any
 
@@ -212,7 +212,11 @@ class Client:
         session = self._require()
         result = await session.request(
             "initialize",
-            {"protocolVersion": version, "capabilities": self._capabilities(version), "clientInfo": self._info()},
+            {
+                "protocolVersion": version,
+                "capabilities": self._capabilities(version),
+                "clientInfo": self._info(),
+            },
         )
         offered = result.get("protocolVersion")
         if offered not in HANDSHAKE_REVISIONS:
@@ -417,7 +421,7 @@ class Client:
             data = params.get("data")
             source = params.get("logger")
             if self._on_log is not None:
-                await self._on_log(level, data, source if isinstance(source, str) else None)  # type: ignore[arg-type]
+                await self._on_log(level, data, source if isinstance(source, str) else None)
             else:
                 logging.getLogger("elicitor.server_log").info("%s: %s", level, data)
         elif note.method == "notifications/progress":

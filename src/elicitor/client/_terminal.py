@@ -152,8 +152,14 @@ def _hint(f: FormField) -> str:
     parts: list[str] = []
     if isinstance(f, StringField):
         if f.format:
-            parts.append({"email": "an email address", "uri": "a URL", "date": "a date, YYYY-MM-DD",
-                          "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ"}[f.format])
+            parts.append(
+                {
+                    "email": "an email address",
+                    "uri": "a URL",
+                    "date": "a date, YYYY-MM-DD",
+                    "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ",
+                }[f.format]
+            )
         if f.min_length is not None or f.max_length is not None:
             parts.append(f"{f.min_length or 0}–{f.max_length if f.max_length is not None else '∞'} characters")
     elif isinstance(f, NumberField):

@@ -275,9 +275,7 @@ def _check_format(fmt: str, value: str) -> None:
                 raise ValueError
             datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
         except ValueError:
-            raise Problem(
-                "expected a date and time as YYYY-MM-DDTHH:MM:SS with a time zone (Z or +HH:MM)"
-            ) from None
+            raise Problem("expected a date and time as YYYY-MM-DDTHH:MM:SS with a time zone (Z or +HH:MM)") from None
 
 
 def _describe(value: object) -> str:

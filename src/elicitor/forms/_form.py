@@ -142,7 +142,7 @@ class Form(Generic[T]):
         if not isinstance(content, Mapping):
             raise InvalidAnswer([FieldError(None, "accepted content must be an object")])
         errors: list[FieldError] = []
-        out: dict[str, JSONValue] = {}
+        out: dict[str, Any] = {}
         for f in self.fields:
             value = content.get(f.name)
             if value is None:

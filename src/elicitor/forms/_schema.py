@@ -57,9 +57,7 @@ def fields_from_schema(schema: Mapping[str, Any]) -> tuple[FormField, ...]:
     if schema.get("type") != "object":
         raise FormDefinitionError('requestedSchema must have "type": "object"')
     for key in _TOP_LEVEL_REFUSED & schema.keys():
-        raise FormDefinitionError(
-            f"requestedSchema may not use {key!r}: forms are a flat list of primitive fields"
-        )
+        raise FormDefinitionError(f"requestedSchema may not use {key!r}: forms are a flat list of primitive fields")
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         raise FormDefinitionError('requestedSchema "properties" must be an object')
@@ -79,9 +77,7 @@ def _field(name: str, prop: object, required: bool) -> FormField:
     if not isinstance(prop, Mapping):
         raise fail("a property schema must be an object")
     for key in _STRUCTURAL & prop.keys():
-        raise fail(
-            f"{key!r} is not allowed; elicitation fields are flat primitives (string, number, boolean, enum)"
-        )
+        raise fail(f"{key!r} is not allowed; elicitation fields are flat primitives (string, number, boolean, enum)")
     kind = prop.get("type")
     common: dict[str, Any] = {
         "name": name,
@@ -89,6 +85,7 @@ def _field(name: str, prop: object, required: bool) -> FormField:
         "description": _opt_str(prop, "description", fail),
         "required": required,
     }
+    field: FormField
     if kind == "string":
         if "enum" in prop:
             return _single_enum(prop, common, fail)
@@ -146,19 +143,13 @@ def _single_enum(prop: Mapping[str, Any], common: dict[str, Any], fail: Any) -> 
         raise fail('"enum" must be a non-empty list of strings')
     names = prop.get("enumNames")
     if names is not None:
-        if (
-            not isinstance(names, list)
-            or len(names) != len(values)
-            or not all(isinstance(n, str) for n in names)
-        ):
+        if not isinstance(names, list) or len(names) != len(values) or not all(isinstance(n, str) for n in names):
             raise fail('"enumNames" must be a list of strings, one per "enum" value')
         options = tuple(Option(v, n) for v, n in zip(values, names, strict=True))
         field = EnumField(**common, options=options, style="legacy", default=_opt_str(prop, "default", fail))
     else:
         options = tuple(Option(v) for v in values)
-        field = EnumField(
-            **common, options=options, style="untitled", default=_opt_str(prop, "default", fail)
-        )
+        field = EnumField(**common, options=options, style="untitled", default=_opt_str(prop, "default", fail))
     _check_unique(field.values, fail)
     _check_default(field, fail)
     return field
@@ -200,17 +191,13 @@ def _multi_enum(prop: Mapping[str, Any], common: dict[str, Any], fail: Any) -> M
         options = tuple(Option(v) for v in values)
         titled = False
     else:
-        raise fail(
-            "arrays may only hold string choices: items {type: string, enum: [...]} or items {anyOf: [...]}"
-        )
+        raise fail("arrays may only hold string choices: items {type: string, enum: [...]} or items {anyOf: [...]}")
     min_items = _opt_count(prop, "minItems", fail)
     max_items = _opt_count(prop, "maxItems", fail)
     if min_items is not None and max_items is not None and min_items > max_items:
         raise fail("minItems is greater than maxItems")
     default = prop.get("default")
-    if default is not None and (
-        not isinstance(default, list) or not all(isinstance(d, str) for d in default)
-    ):
+    if default is not None and (not isinstance(default, list) or not all(isinstance(d, str) for d in default)):
         raise fail("default must be a list of strings")
     field = MultiEnumField(
         **common,
@@ -253,12 +240,7 @@ def _opt_count(prop: Mapping[str, Any], key: str, fail: Any) -> int | None:
     value = prop.get(key)
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or value < 0
-        or not float(value).is_integer()
-    ):
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or not float(value).is_integer():
         raise fail(f'"{key}" must be a non-negative whole number')
     return int(value)
 

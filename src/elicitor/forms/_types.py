@@ -8,7 +8,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
 
 import msgspec
 
@@ -17,6 +17,7 @@ from ._annotations import Field
 from ._fields import (
     BooleanField,
     EnumField,
+    EnumStyle,
     FormField,
     MultiEnumField,
     NumberField,
@@ -63,7 +64,7 @@ def _hints(spec: Any) -> dict[str, Any]:
 def _build_form(spec: Any) -> Form[Any]:
     if isinstance(spec, type) and dataclasses.is_dataclass(spec):
         hints = _hints(spec)
-        rows = []
+        rows: list[_Row] = []
         for f in dataclasses.fields(spec):
             if not f.init:
                 continue
@@ -79,14 +80,12 @@ def _build_form(spec: Any) -> Form[Any]:
             default = sf.default
             if default is msgspec.NODEFAULT and sf.default_factory is not msgspec.NODEFAULT:
                 default = sf.default_factory()
-            rows.append(
-                (sf.name, hints[sf.name], _MISSING if default is msgspec.NODEFAULT else default, None)
-            )
+            rows.append((sf.name, hints[sf.name], _MISSING if default is msgspec.NODEFAULT else default, None))
         return _object_form(spec, rows, lambda data: msgspec.convert(data, spec, from_attributes=False))
     if _is_typeddict(spec):
         hints = _hints(spec)
         required_keys = spec.__required_keys__
-        rows = [(name, hint, _MISSING, name in required_keys) for name, hint in hints.items()]
+        rows = [(name, hint, _MISSING, bool(name in required_keys)) for name, hint in hints.items()]
         return _object_form(spec, rows, dict)
     if isinstance(spec, type) and hasattr(spec, "model_fields") and hasattr(spec, "model_validate"):
         return _pydantic_form(spec)
@@ -95,9 +94,11 @@ def _build_form(spec: Any) -> Form[Any]:
     return Form((field,), lambda data: convert(data[SINGLE_FIELD]) if SINGLE_FIELD in data else None)
 
 
-def _object_form(
-    spec: Any, rows: list[tuple[str, Any, Any, bool | None]], construct: Callable[[dict[str, Any]], Any]
-) -> Form[Any]:
+_Row: TypeAlias = tuple[str, Any, Any, bool | None]
+"""A field to build: name, annotation, default (``_MISSING`` if none), required (``None``: infer)."""
+
+
+def _object_form(spec: Any, rows: list[_Row], construct: Callable[[dict[str, Any]], Any]) -> Form[Any]:
     fields: list[FormField] = []
     converters: dict[str, Callable[[Any], Any]] = {}
     allow_secret = set()
@@ -121,23 +122,21 @@ def _object_form(
 
 
 def _pydantic_form(model: Any) -> Form[Any]:
-    rows = []
+    rows: list[_Row] = []
     for name, info in model.model_fields.items():
         hint = info.annotation
         extras = [*info.metadata]
         if info.title or info.description:
             extras.append(Field(title=info.title, description=info.description))
         if extras:
-            hint = typing.Annotated[(hint, *extras)]  # type: ignore[valid-type]
+            hint = typing.Annotated[(hint, *extras)]
         default = _MISSING if info.is_required() else info.get_default(call_default_factory=True)
         alias = info.alias or name
         rows.append((alias, hint, default, None))
     return _object_form(model, rows, model.model_validate)
 
 
-def _field_for(
-    name: str, hint: Any, default: Any, required: bool | None
-) -> tuple[FormField, Callable[[Any], Any]]:
+def _field_for(name: str, hint: Any, default: Any, required: bool | None) -> tuple[FormField, Callable[[Any], Any]]:
     base, meta = _unwrap(hint)
     optional = False
     if _is_union(base):
@@ -193,7 +192,7 @@ def _field_for(
     if choice is not None:
         options, titled, to_python = choice
         _only(name, meta, {"enum_names"})
-        style = "legacy" if meta.get("enum_names") else ("titled" if titled else "untitled")
+        style: EnumStyle = "legacy" if meta.get("enum_names") else ("titled" if titled else "untitled")
         return EnumField(**common, options=options, style=style, default=_wire(default)), to_python
     origin = get_origin(base)
     if origin in (list, set, frozenset, tuple) or base in (list, set, frozenset):
@@ -219,9 +218,7 @@ def _field_for(
         )
         return field_m, lambda values: container(to_python(v) for v in values)
     what = getattr(base, "__name__", repr(base))
-    if isinstance(base, type) and (
-        dataclasses.is_dataclass(base) or _is_typeddict(base) or issubclass(base, dict)
-    ):
+    if isinstance(base, type) and (dataclasses.is_dataclass(base) or _is_typeddict(base) or issubclass(base, dict)):
         raise FormDefinitionError(f"field {name!r}: nested objects ({what}) are not allowed; forms are flat")
     raise FormDefinitionError(
         f"field {name!r}: type {what} is outside the elicitation subset (str, int, float, bool, date, datetime, "
@@ -293,9 +290,7 @@ def _read_meta(extra: Any) -> dict[str, Any]:
             return {"maximum": extra.le}
         if isinstance(extra, _at.Interval):
             if extra.gt is not None or extra.lt is not None:
-                raise FormDefinitionError(
-                    "exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le"
-                )
+                raise FormDefinitionError("exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le")
             return {k: v for k, v in (("minimum", extra.ge), ("maximum", extra.le)) if v is not None}
         if isinstance(extra, _at.MinLen):
             return {"min_length": extra.min_length, "min_items": extra.min_length}
@@ -323,9 +318,7 @@ def _only(name: str, meta: dict[str, Any], allowed: set[str]) -> None:
                     meta.pop(k)
     extra = set(meta) - allowed - general
     if extra:
-        raise FormDefinitionError(
-            f"field {name!r}: {', '.join(sorted(extra))} does not apply to this kind of field"
-        )
+        raise FormDefinitionError(f"field {name!r}: {', '.join(sorted(extra))} does not apply to this kind of field")
 
 
 def _marker(hint: Any) -> Field:

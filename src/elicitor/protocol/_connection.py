@@ -92,12 +92,7 @@ class InvalidMessage:
 
 
 Event: TypeAlias = (
-    RequestReceived
-    | NotificationReceived
-    | ResultReceived
-    | ErrorReceived
-    | RequestCancelled
-    | InvalidMessage
+    RequestReceived | NotificationReceived | ResultReceived | ErrorReceived | RequestCancelled | InvalidMessage
 )
 """What :meth:`Connection.receive` returns."""
 
@@ -159,9 +154,7 @@ class Connection:
         method = message.get("method")
         if method is not None:
             if type(method) is not str or not method:
-                return _invalid(
-                    reply_id, INVALID_REQUEST, 'Invalid request: "method" must be a non-empty string'
-                )
+                return _invalid(reply_id, INVALID_REQUEST, 'Invalid request: "method" must be a non-empty string')
             params = message.get("params")
             if params is not None and type(params) is not dict:
                 return _invalid(reply_id, INVALID_REQUEST, 'Invalid request: "params" must be an object')
@@ -190,18 +183,14 @@ class Connection:
                 error = JSONRPCError(INTERNAL_ERROR, "peer sent a result that is not an object", result)
                 return ErrorReceived(raw_id, error)
             return ResultReceived(raw_id, result)
-        return _invalid(
-            reply_id, INVALID_REQUEST, "Invalid request: neither a request, a notification nor a response"
-        )
+        return _invalid(reply_id, INVALID_REQUEST, "Invalid request: neither a request, a notification nor a response")
 
     def _cancelled(self, params: JSONObject | None) -> Event:
         request_id = params.get("requestId") if params else None
         reason = params.get("reason") if params else None
         if not (type(request_id) is int or type(request_id) is str):
             # Spec: invalid cancellation notifications are ignored; we still surface it for logging.
-            return InvalidMessage(
-                RemoteProtocolError("notifications/cancelled without a valid requestId"), None
-            )
+            return InvalidMessage(RemoteProtocolError("notifications/cancelled without a valid requestId"), None)
         if request_id not in self._incoming:
             # Unknown or already finished: ignore (the response may have crossed the notification).
             return NotificationReceived(CANCELLED_METHOD, params)

@@ -108,7 +108,7 @@ def negotiate(requested: object) -> Revision:
     answered with the latest handshake revision: that path has no stateless semantics.
     """
     if isinstance(requested, str) and requested in HANDSHAKE_REVISIONS:
-        return requested  # type: ignore[return-value]  # narrowed by the membership test
+        return requested
     return HANDSHAKE_REVISIONS[0]
 
 
@@ -120,9 +120,7 @@ def is_modern_request(params: JSONObject | None) -> bool:
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
-def parse_request_meta(
-    params: JSONObject | None, supported: tuple[Revision, ...] = MODERN_REVISIONS
-) -> RequestMeta:
+def parse_request_meta(params: JSONObject | None, supported: tuple[Revision, ...] = MODERN_REVISIONS) -> RequestMeta:
     """Read the per-request metadata of a 2026-07-28 request.
 
     Raises:
@@ -131,9 +129,7 @@ def parse_request_meta(
     """
     meta = params.get("_meta") if params else None
     if not isinstance(meta, dict):
-        raise JSONRPCError(
-            INVALID_PARAMS, "Invalid params: missing _meta with the per-request protocol fields"
-        )
+        raise JSONRPCError(INVALID_PARAMS, "Invalid params: missing _meta with the per-request protocol fields")
     version = meta.get(META_PROTOCOL_VERSION)
     if not isinstance(version, str):
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: _meta is missing {META_PROTOCOL_VERSION}")
@@ -145,10 +141,10 @@ def parse_request_meta(
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: _meta is missing {META_CLIENT_CAPABILITIES}")
     level = meta.get(META_LOG_LEVEL)
     return RequestMeta(
-        revision=version,  # type: ignore[arg-type]  # checked against `supported` above
+        revision=version,
         capabilities=ClientCapabilities.parse(capabilities),
         client_info=parse_implementation(meta.get(META_CLIENT_INFO)),
-        log_level=level if level in _LEVELS else None,  # type: ignore[arg-type]
+        log_level=level if level in _LEVELS else None,
     )
 
 

@@ -70,7 +70,7 @@ class ReplayAsker:
         answer = self.answers.get(key)
         if answer is None:
             candidate = self._fresh.get(key)
-            if usable_response(method, candidate):
+            if isinstance(candidate, dict) and usable_response(method, candidate):
                 answer = self.answers[key] = candidate
         if answer is not None:
             self.used.add(key)

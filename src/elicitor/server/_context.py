@@ -107,7 +107,8 @@ class Context:
         spec = Form.of(form)
         if not self.can_elicit("form"):
             raise ElicitationUnsupported(
-                "the client did not declare the elicitation capability (form mode), so it cannot be asked", mode="form"
+                "the client did not declare the elicitation capability (form mode), so it cannot be asked",
+                mode="form",
             )
         params: JSONObject = {"message": message, "requestedSchema": spec.schema(self.revision)}
         if self.revision != REV_2025_06_18:
@@ -152,7 +153,7 @@ class Context:
                 memo[name] = msgspec.to_builtins(value)
             except TypeError as exc:
                 raise TypeError(f"ctx.once({name!r}): the result must be JSON-serializable: {exc}") from None
-        return value  # type: ignore[return-value]
+        return value
 
     # ---- notifications ---------------------------------------------------------------------------------------
 
@@ -190,7 +191,11 @@ class Context:
 
 
 _CONFIRM_FORM: Form[dict[str, Any]] = Form.from_schema(
-    {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Confirm"}}, "required": ["confirm"]}
+    {
+        "type": "object",
+        "properties": {"confirm": {"type": "boolean", "title": "Confirm"}},
+        "required": ["confirm"],
+    }
 )
 
 

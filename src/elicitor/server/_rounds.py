@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -68,5 +68,3 @@ async def run_round(run: Callable[[], Awaitable[R]], asker: ReplayAsker) -> Fini
     if outcome:
         return outcome[0]
     return NeedsInput(dict(asker.asks))
-
-

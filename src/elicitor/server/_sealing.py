@@ -106,7 +106,9 @@ class StateSealer:
         sealed = self._ring[self._current].encrypt(nonce, body, binding)
         token = PREFIX + base64.urlsafe_b64encode(self._current + nonce + sealed).decode().rstrip("=")
         if len(token) > self._max_size:
-            raise JSONRPCError(-32603, f"requestState would be {len(token)} characters, over the {self._max_size} limit")
+            raise JSONRPCError(
+                -32603, f"requestState would be {len(token)} characters, over the {self._max_size} limit"
+            )
         return token
 
     def open(self, token: object, binding: bytes) -> JSONObject:
@@ -123,7 +125,7 @@ class StateSealer:
         if not token.startswith(PREFIX):
             raise _invalid("requestState was not issued by this server")
         try:
-            raw = _b64decode(token[len(PREFIX):])
+            raw = _b64decode(token[len(PREFIX) :])
         except (binascii.Error, ValueError):
             raise _invalid("requestState is malformed") from None
         if len(raw) < 4 + 12 + 16:

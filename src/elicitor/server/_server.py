@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
 
-from .._exceptions import ElicitationUnsupported, InvalidAnswer, JSONRPCError
-from .._version import __version__
+from .._exceptions import ConnectionClosed, ElicitationUnsupported, InvalidAnswer, JSONRPCError
 from ..protocol import (
-    ClientCapabilities,
     Handshake,
     NotificationReceived,
     RequestMeta,
@@ -93,6 +91,7 @@ class Server:
     @overload
     def tool(
         self,
+        /,
         *,
         name: str | None = None,
         title: str | None = None,
@@ -102,14 +101,14 @@ class Server:
 
     def tool(
         self,
-        fn: F | None = None,
+        fn: Callable[..., Any] | None = None,
         /,
         *,
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
         annotations: JSONObject | None = None,
-    ) -> F | Callable[[F], F]:
+    ) -> Any:
         """Register a function as a tool. Its typed parameters become the input schema; a parameter annotated
         :class:`Context` receives the call's context. The docstring is the description unless one is given.
 
@@ -117,9 +116,14 @@ class Server:
             TypeError: the signature cannot be described (``*args``), or the name is taken.
         """
 
-        def register(func: F) -> F:
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
             tool = make_tool(
-                func, name=name, title=title, description=description, annotations=annotations, context_type=Context
+                func,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                context_type=Context,
             )
             if tool.name in self._tools:
                 raise TypeError(f"a tool named {tool.name!r} is already registered")
@@ -219,7 +223,7 @@ class ServerSession:
             level = (request.params or {}).get("level")
             if level not in LOGGING_LEVELS:
                 raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown logging level {level!r}")
-            self.log_level = level  # type: ignore[assignment]  # checked against LOGGING_LEVELS
+            self.log_level = level
             return {}
         raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -251,8 +255,14 @@ class ServerSession:
 
         def context(asker: PushAsker | ReplayAsker) -> Context:
             return Context(
-                self, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
-                progress_token=token, log_level=meta.log_level,
+                self,
+                request.id,
+                meta.revision,
+                meta.capabilities,
+                meta.client_info,
+                asker,
+                progress_token=token,
+                log_level=meta.log_level,
             )
 
         if not modern:
@@ -271,13 +281,17 @@ class ServerSession:
             fresh = {}
         if not isinstance(fresh, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-        asker = ReplayAsker(answers, fresh, memo)  # type: ignore[arg-type]  # values are checked on use
+        asker = ReplayAsker(answers, fresh, memo)
         ctx = context(asker)
         outcome = await run_round(lambda: self._invoke(tool, ctx, kwargs, modern=True), asker)
         if isinstance(outcome, Finished):
             return outcome.value
-        token_out = self.server.sealer.seal({"a": asker.answers, "m": memo}, binding)  # type: ignore[dict-item]
-        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
+        token_out = self.server.sealer.seal({"a": asker.answers, "m": memo}, binding)
+        return {
+            "resultType": "input_required",
+            "inputRequests": outcome.input_requests,
+            "requestState": token_out,
+        }
 
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:
@@ -295,7 +309,7 @@ class ServerSession:
             return error_result(f"Tool {tool.name!r} could not ask the user: {exc}")
         except InvalidAnswer as exc:
             return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
-        except JSONRPCError:
+        except (JSONRPCError, ConnectionClosed):
             raise
         except Exception as exc:
             logger.exception("tool %r failed", tool.name)
@@ -305,5 +319,3 @@ class ServerSession:
 
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-

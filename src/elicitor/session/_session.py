@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import asynccontextmanager, suppress
 
 import anyio
 import anyio.abc
@@ -91,7 +90,9 @@ class Session:
 
     # ---- sending -------------------------------------------------------------------------------------------
 
-    async def request(self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None) -> JSONObject:
+    async def request(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> JSONObject:
         """Send a request and wait for its result.
 
         Raises:
@@ -111,10 +112,8 @@ class Session:
                 notice = self.connection.cancel_request(request_id, "the requester no longer waits for it")
                 if notice is not None and not self._closed:
                     with anyio.move_on_after(_CANCEL_GRACE, shield=True):
-                        try:
+                        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                             await self._send(notice, related)
-                        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                            pass
             raise
         if pending.error is not None:
             raise pending.error
@@ -125,10 +124,8 @@ class Session:
         """Send a notification; silently dropped if the connection is already closed."""
         if self._closed:
             return
-        try:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._send(self.connection.send_notification(method, params), related)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
 
     async def _send(self, data: bytes, related: RequestId | None) -> None:
         await self.transport.send(data, related)
@@ -174,9 +171,9 @@ class Session:
             except Exception:
                 logger.exception("notification handler failed for %s", event.method)
         elif isinstance(event, RequestCancelled):
-            scope = self._inflight.pop(event.id, None)
-            if scope is not None:
-                scope.cancel()
+            running = self._inflight.pop(event.id, None)
+            if running is not None:
+                running.cancel()
         else:
             assert isinstance(event, InvalidMessage)
             logger.warning("invalid message from peer: %s", event.error)
@@ -190,6 +187,9 @@ class Session:
                 result = await self._on_request(request)
             except JSONRPCError as exc:
                 data = self.connection.send_error(request.id, exc)
+            except ConnectionClosed:
+                # The peer went away while the handler waited on it: nobody is left to answer.
+                self.connection.forget_incoming(request.id)
             except Exception as exc:
                 logger.exception("handler for %s failed", request.method)
                 data = self.connection.send_error(request.id, JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}"))
@@ -206,10 +206,8 @@ class Session:
     async def _reply(self, data: bytes, related: RequestId | None) -> None:
         if self._closed:
             return
-        try:
+        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._send(data, related)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
 
     def _close(self) -> None:
         if self._closed:
@@ -247,5 +245,3 @@ async def open_session(
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await transport.aclose()
-
-

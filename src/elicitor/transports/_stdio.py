@@ -10,6 +10,7 @@ The server side reads and writes its file descriptors directly, non-blocking, wo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -104,10 +105,8 @@ class StdioServerTransport:
             return
         self._closed = True
         for fd, blocking in self._saved.items():
-            try:
+            with contextlib.suppress(OSError):
                 os.set_blocking(fd, blocking)
-            except OSError:
-                pass
 
 
 class StdioClientTransport:
@@ -143,8 +142,12 @@ class StdioClientTransport:
         """
         full_env = None if env is None else {**os.environ, **env}
         process = await anyio.open_process(
-            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=sys.stderr if stderr is None else stderr, env=full_env, cwd=cwd,
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=sys.stderr if stderr is None else stderr,
+            env=full_env,
+            cwd=cwd,
         )
         return cls(process, max_message_size=max_message_size)
 
@@ -172,10 +175,8 @@ class StdioClientTransport:
             return
         self._closed = True
         with anyio.CancelScope(shield=True):
-            try:
+            with contextlib.suppress(anyio.BrokenResourceError, OSError):
                 await self._stdin.aclose()
-            except (anyio.BrokenResourceError, OSError):
-                pass
             with anyio.move_on_after(grace):
                 await self.process.wait()
                 return

@@ -6,13 +6,13 @@ https://www.jsonrpc.org/specification. From 2025-06-18 on there are no batches: 
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
-JSONValue: TypeAlias = "None | bool | int | float | str | list[JSONValue] | dict[str, JSONValue]"
+JSONValue: TypeAlias = "bool | int | float | str | list[JSONValue] | dict[str, JSONValue] | None"
 """Any value JSON can carry, as msgspec decodes it."""
 
-JSONObject: TypeAlias = "dict[str, JSONValue]"
-"""A JSON object."""
+JSONObject: TypeAlias = "dict[str, Any]"
+"""A JSON object (values typed loosely: peers send arbitrary nested JSON, and indexing it must stay ergonomic)."""
 
 RequestId: TypeAlias = int | str
 """A request id: a string or an integer, never null and never a boolean (``True`` would alias id 1)."""

@@ -11,12 +11,8 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-
-
 ElicitAction: TypeAlias = Literal["accept", "decline", "cancel"]
-LoggingLevel: TypeAlias = Literal[
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
-]
+LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 LOGGING_LEVELS: tuple[LoggingLevel, ...] = (
     "debug",
@@ -30,7 +26,7 @@ LOGGING_LEVELS: tuple[LoggingLevel, ...] = (
 )
 
 
-class _Wire(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+class _Wire(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel"):
     pass
 
 

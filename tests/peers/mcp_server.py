@@ -1,0 +1,42 @@
+"""A server written with the official MCP Python SDK (PyPI ``mcp``), used as a peer we did not write."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from pydantic import BaseModel, Field
+
+app = MCPServer("official-peer")
+
+
+class Person(BaseModel):
+    name: str = Field(description="Your name")
+    age: int = Field(default=30, ge=0, le=150)
+
+
+@app.tool()
+async def push_ask(ctx: Context) -> str:
+    """Handshake-era elicitation: ctx.elicit sends elicitation/create mid-call."""
+    result = await ctx.elicit("Who are you?", Person)
+    if isinstance(result, AcceptedElicitation):
+        return f"hello {result.data.name}, {result.data.age}"
+    return result.action
+
+
+async def ask_person(ctx: Context) -> Elicit[Person]:
+    return Elicit("Who are you (resolver)?", Person)
+
+
+@app.tool()
+async def resolved_ask(person: Annotated[ElicitationResult[Person], Resolve(ask_person)]) -> str:
+    """Elicitation through the SDK's resolver: pushed on handshake revisions, input_required on 2026-07-28."""
+    if isinstance(person, AcceptedElicitation):
+        return f"resolved {person.data.name}, {person.data.age}"
+    return person.action
+
+
+if __name__ == "__main__":
+    app.run("stdio")

@@ -1,0 +1,91 @@
+"""Interop with the official MCP Python SDK (PyPI ``mcp``) over real stdio, in both directions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
+
+from elicitor import Client, ScriptedHandler
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.anyio
+
+OURS = StdioServerParameters(command=sys.executable, args=[str(ROOT / "examples" / "everything_server.py")])
+THEIRS = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py")]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def answering(content: dict[str, Any]) -> Any:
+    asked: list[types.ElicitRequestParams] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content=content)
+
+    callback.asked = asked  # type: ignore[attr-defined]
+    return callback
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
+async def test_official_client_drives_our_server(anyio_backend: str, mode: str) -> None:
+    callback = answering({"username": "testuser", "email": "test@example.com", "name": "Ada"})
+    async with McpClient(OURS, elicitation_callback=callback, mode=mode) as client:
+        expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+        assert client.protocol_version == expected
+        tools = await client.list_tools()
+        assert "test_elicitation" in {t.name for t in tools.tools}
+        result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+        assert not result.is_error
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert "action=accept" in text and "testuser" in text
+        result = await client.call_tool("test_input_required_result_elicitation", {})
+        assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+        result = await client.call_tool("test_elicitation_sep1034_defaults", {})
+        assert "action=accept" in result.content[0].text  # type: ignore[union-attr]
+    first = callback.asked[0]
+    assert first.message == "Who are you?"
+    assert first.requested_schema["required"] == ["username", "email"]
+
+
+async def test_official_client_declining_and_unknown_tool(anyio_backend: str) -> None:
+    async def decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="decline")
+
+    async with McpClient(OURS, elicitation_callback=decline, mode="legacy") as client:
+        result = await client.call_tool("test_elicitation", {"message": "?"})
+        assert result.content[0].text == "User response: action=decline"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("revision", ["2025-06-18", "2025-11-25"])
+async def test_our_client_answers_the_official_servers_push_elicitation(anyio_backend: str, revision: str) -> None:
+    handler = ScriptedHandler([{"name": "Grace"}])
+    async with Client.stdio(THEIRS, elicitation=handler, protocol=revision, stderr=subprocess.DEVNULL) as client:
+        assert client.protocol_version == revision
+        assert client.server_info is not None and client.server_info.name == "official-peer"
+        result = await client.call_tool("push_ask")
+        # Our client filled the schema default (age 30) before sending.
+        assert (result.text, result.is_error) == ("hello Grace, 30", False)
+    (request,) = handler.requests
+    assert request.message == "Who are you?"
+    assert {f.name for f in request.form.fields} == {"name", "age"}
+
+
+@pytest.mark.parametrize("revision", ["auto", "2025-11-25"])
+async def test_our_client_through_the_official_resolver(anyio_backend: str, revision: str) -> None:
+    handler = ScriptedHandler([{"name": "Lin", "age": 40}])
+    async with Client.stdio(THEIRS, elicitation=handler, protocol=revision, stderr=subprocess.DEVNULL) as client:
+        assert client.protocol_version == ("2026-07-28" if revision == "auto" else revision)
+        result = await client.call_tool("resolved_ask")
+        assert result.text == "resolved Lin, 40"
+    assert handler.requests[0].message == "Who are you (resolver)?"

@@ -1,0 +1,260 @@
+"""The 2026-07-28 multi-round-trip path on the wire: state sealing, binding, replay and every bad retry."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Accepted, Context, JSONRPCError, Server, StateSealer
+from elicitor.protocol import NotificationReceived, RequestReceived
+from elicitor.session import Session, open_session
+from elicitor.transports import memory_pair
+
+pytestmark = pytest.mark.anyio
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+clock = [1000.0]
+server = Server("mrtr", "1.0", state=StateSealer(ttl=60, clock=lambda: clock[0]))
+runs: list[str] = []
+
+
+@server.tool()
+async def hello(ctx: Context, greeting: str = "Hello") -> str:
+    outcome = await ctx.elicit("What is your name?", NAME, key="user_name")
+    return f"{greeting}, {outcome.data['name']}!" if isinstance(outcome, Accepted) else outcome.action
+
+
+@server.tool()
+async def two_steps(ctx: Context) -> str:
+    runs.append("run")
+    first = await ctx.elicit("Step 1: name?", NAME, key="step1")
+    second = await ctx.elicit("Step 2: name again?", NAME, key="step2")
+    return f"{first.action}/{second.action}"
+
+
+@server.tool()
+async def ages(ctx: Context) -> str:
+    outcome = await ctx.elicit("Age?", {"type": "object", "properties": {"age": {"type": "integer"}}})
+    return f"age {outcome.data['age']}" if isinstance(outcome, Accepted) else outcome.action
+
+
+def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}} if capabilities is None else capabilities,
+    }
+
+
+@asynccontextmanager
+async def raw() -> AsyncIterator[Session]:
+    server_end, client_end = memory_pair()
+
+    async def no_requests(request: RequestReceived) -> dict[str, Any]:
+        raise AssertionError(f"a 2026-07-28 server sent a request: {request}")
+
+    async def ignore(note: NotificationReceived) -> None:
+        pass
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        async with open_session(client_end, no_requests, ignore) as session:
+            yield session
+        tg.cancel_scope.cancel()
+
+
+async def call(session: Session, name: str, **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": extra.pop("arguments", {}), "_meta": meta(), **extra}
+    return await session.request("tools/call", params)
+
+
+async def test_basic_round_trip_and_server_info(anyio_backend: str) -> None:
+    async with raw() as s:
+        first = await call(s, "hello")
+        assert first["resultType"] == "input_required"
+        assert first["inputRequests"] == {
+            "user_name": {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": "What is your name?", "requestedSchema": NAME},
+            }
+        }
+        assert first["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "mrtr"
+        done = await call(
+            s,
+            "hello",
+            inputResponses={"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+            requestState=first["requestState"],
+        )
+        assert done["resultType"] == "complete"
+        assert done["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_input_responses_on_a_first_call_without_state_are_used(anyio_backend: str) -> None:
+    async with raw() as s:
+        done = await call(
+            s,
+            "hello",
+            inputResponses={
+                "user_name": {"action": "accept", "content": {"name": "Bo"}},
+                "extra": {"action": "accept"},
+            },
+        )
+        assert done["content"][0]["text"] == "Hello, Bo!"
+
+
+async def test_missing_or_malformed_responses_are_asked_again(anyio_backend: str) -> None:
+    async with raw() as s:
+        first = await call(s, "hello")
+        for responses in (
+            {},
+            {"wrong": {"action": "accept"}},
+            {"user_name": "yes"},
+            {"user_name": {"action": "maybe"}},
+        ):
+            again = await call(s, "hello", inputResponses=responses, requestState=first["requestState"])
+            assert again["resultType"] == "input_required"
+            assert list(again["inputRequests"]) == ["user_name"]
+
+
+async def test_input_responses_must_be_an_object(anyio_backend: str) -> None:
+    async with raw() as s:
+        with pytest.raises(JSONRPCError) as info:
+            await call(s, "hello", inputResponses=["x"])
+        assert info.value.code == -32602
+
+
+async def test_multi_round_state_evolves_and_earlier_answers_are_kept(anyio_backend: str) -> None:
+    runs.clear()
+    async with raw() as s:
+        r1 = await call(s, "two_steps")
+        assert list(r1["inputRequests"]) == ["step1"]
+        r2 = await call(
+            s,
+            "two_steps",
+            inputResponses={"step1": {"action": "accept", "content": {"name": "a"}}},
+            requestState=r1["requestState"],
+        )
+        assert list(r2["inputRequests"]) == ["step2"]
+        assert r2["requestState"] != r1["requestState"]
+        # The client sends only the current round's answer; the first lives in the sealed state.
+        r3 = await call(
+            s, "two_steps", inputResponses={"step2": {"action": "decline"}}, requestState=r2["requestState"]
+        )
+        assert r3["content"][0]["text"] == "accept/decline"
+    assert len(runs) == 3
+
+
+def tamper(token: str) -> str:
+    prefix, body = token[:3], token[3:]
+    raw_bytes = bytearray(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    raw_bytes[-1] ^= 1
+    return prefix + base64.urlsafe_b64encode(bytes(raw_bytes)).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (tamper, "integrity"),
+        (lambda t: t[:-4], "integrity|malformed"),
+        (lambda t: "garbage", "not issued by this server"),
+        (lambda t: "e1.!!!", "malformed"),
+        (lambda t: 12, "must be a string"),
+        (lambda t: "e1." + "A" * 70000, "too large"),
+        (lambda t: StateSealer(ttl=60).seal({"a": {}, "m": {}}, b"x"), "unknown key"),
+    ],
+)
+async def test_bad_request_state_is_refused_with_invalid_params(anyio_backend: str, mutate: Any, reason: str) -> None:
+    async with raw() as s:
+        first = await call(s, "hello")
+        with pytest.raises(JSONRPCError, match=reason) as info:
+            await call(
+                s,
+                "hello",
+                inputResponses={"user_name": {"action": "decline"}},
+                requestState=mutate(first["requestState"]),
+            )
+        assert info.value.code == -32602
+
+
+async def test_state_is_bound_to_the_tool_and_its_arguments(anyio_backend: str) -> None:
+    async with raw() as s:
+        first = await call(s, "hello", arguments={"greeting": "Hi"})
+        answer = {"user_name": {"action": "accept", "content": {"name": "Cy"}}}
+        for name, arguments in (("hello", {"greeting": "Bye"}), ("ages", {})):
+            with pytest.raises(JSONRPCError, match="integrity") as info:
+                await call(s, name, arguments=arguments, inputResponses=answer, requestState=first["requestState"])
+            assert info.value.code == -32602
+        done = await call(
+            s,
+            "hello",
+            arguments={"greeting": "Hi"},
+            inputResponses=answer,
+            requestState=first["requestState"],
+        )
+        assert done["content"][0]["text"] == "Hi, Cy!"
+
+
+async def test_expired_state(anyio_backend: str) -> None:
+    async with raw() as s:
+        first = await call(s, "hello")
+        clock[0] += 61
+        try:
+            with pytest.raises(JSONRPCError, match="expired"):
+                await call(s, "hello", inputResponses={}, requestState=first["requestState"])
+        finally:
+            clock[0] -= 61
+
+
+async def test_rotated_keys_still_open_old_tokens() -> None:
+    old, new = b"o" * 32, b"n" * 32
+    token = StateSealer([old]).seal({"x": 1}, b"bind")
+    assert StateSealer([new, old]).open(token, b"bind") == {"x": 1}
+    with pytest.raises(JSONRPCError, match="unknown key"):
+        StateSealer([new]).open(token, b"bind")
+
+
+async def test_invalid_content_never_crashes_the_tool(anyio_backend: str) -> None:
+    async with raw() as s:
+        done = await call(
+            s,
+            "ages",
+            inputResponses={
+                next(iter((await call(s, "ages"))["inputRequests"])): {
+                    "action": "accept",
+                    "content": {"age": "old"},
+                }
+            },
+        )
+        assert done["isError"] is True
+        assert "age: expected a number" in done["content"][0]["text"]
+
+
+async def test_no_elicitation_capability_gives_minus_32021(anyio_backend: str) -> None:
+    async with raw() as s:
+        with pytest.raises(JSONRPCError) as info:
+            await s.request("tools/call", {"name": "hello", "arguments": {}, "_meta": meta({})})
+        assert info.value.code == -32021
+        assert info.value.data == {"requiredCapabilities": {"elicitation": {}}}
+
+
+async def test_lists_never_return_input_required_and_removed_methods_are_unknown(anyio_backend: str) -> None:
+    async with raw() as s:
+        listed = await s.request("tools/list", {"_meta": meta()})
+        assert listed["resultType"] == "complete"
+        assert (listed["ttlMs"], listed["cacheScope"]) == (0, "public")
+        for method in ("initialize", "ping", "logging/setLevel"):
+            with pytest.raises(JSONRPCError) as info:
+                await s.request(method, {"_meta": meta()})
+            assert info.value.code == -32601
+        discover = await s.request("server/discover", {"_meta": meta()})
+        assert discover["supportedVersions"] == ["2026-07-28"]
+        with pytest.raises(JSONRPCError) as info:
+            await s.request("server/discover", {"_meta": {**meta(), "io.modelcontextprotocol/protocolVersion": "v9"}})
+        assert (info.value.code, info.value.data) == (
+            -32022,
+            {"supported": ["2026-07-28"], "requested": "v9"},
+        )

@@ -1,0 +1,195 @@
+"""Real stdio: our client and the example server as two processes, and a peer sending bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Client, ConnectionClosed, ScriptedHandler
+
+from .conftest import EVERYTHING, REVISIONS, ROOT
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize("revision", [*REVISIONS, "auto"])
+async def test_fixtures_over_stdio(anyio_backend: str, revision: str) -> None:
+    handler = ScriptedHandler(
+        [
+            {"username": "testuser", "email": "test@example.com"},
+            {"name": "Ada"},
+        ],
+        otherwise={},  # accept with the schema's defaults
+    )
+    async with Client.stdio(EVERYTHING, elicitation=handler, protocol=revision, stderr=subprocess.DEVNULL) as client:
+        assert client.protocol_version == (revision if revision != "auto" else "2026-07-28")
+        names = {t.name for t in await client.list_tools()}
+        assert {
+            "test_elicitation",
+            "test_elicitation_sep1034_defaults",
+            "test_elicitation_sep1330_enums",
+            "test_input_required_result_elicitation",
+        } <= names
+        result = await client.call_tool("test_elicitation", {"message": "Who?"})
+        assert "action=accept" in result.text and "testuser" in result.text
+        result = await client.call_tool("test_input_required_result_elicitation")
+        assert result.text == "Hello, Ada!"
+        result = await client.call_tool("test_elicitation_sep1034_defaults")
+        assert result.text == (
+            "Elicitation completed: action=accept, content=Defaults(name='John Doe', age=30, score=95.5, "
+            "status='active', verified=True)"
+        )
+        enums = await client.call_tool("test_elicitation_sep1330_enums")
+        if revision == "2025-06-18":
+            assert enums.is_error and "multi-select" in enums.text
+        else:
+            assert "action=accept" in enums.text
+    asked = handler.requests[2].form.schema()
+    if revision != "2025-06-18":
+        assert asked["properties"]["age"] == {"type": "integer", "default": 30}
+
+
+class RawPeer:
+    """A hand-driven client process talking raw bytes to the example server."""
+
+    def __init__(self) -> None:
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            EVERYTHING, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT
+        )
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server closed its stdout"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=10)
+        self.proc.stdout.close()
+        self.stderr.seek(0)
+        errors = self.stderr.read().decode()
+        self.stderr.close()
+        assert "Traceback" not in errors, errors
+        return code
+
+
+INIT = (
+    b'{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"0"}}}\n'
+)
+
+
+def test_bad_input_over_stdio_gets_errors_and_the_session_keeps_serving() -> None:
+    peer = RawPeer()
+    try:
+        cases: list[tuple[bytes, int | None]] = [
+            (b"this is not json\n", -32700),
+            (b"\xff\xfe\xfd\n", -32700),
+            (b"[1,2,3]\n", -32600),
+            (b"42\n", -32600),
+            (b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n', -32600),  # before initialize
+            (b'{"jsonrpc":"2.0","id":true,"method":"ping"}\n', -32600),
+            (b'{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}\n', -32600),
+            (b"{" + b'"x":"' + b"a" * (2 << 20) + b'"}\n', -32600),  # a 2 MB line
+        ]
+        for data, code in cases:
+            peer.send(data)
+            reply = peer.read()
+            assert reply["error"]["code"] == code, (data[:40], reply)
+        # A response to nothing is ignored (never answered), so the next reply is the ping's.
+        peer.send(b'{"jsonrpc":"2.0","id":777,"result":{}}\n')
+        peer.send(INIT)
+        assert peer.read()["result"]["protocolVersion"] == "2025-11-25"
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        peer.send(b'{"jsonrpc":"2.0","id":3,"method":"no/such/method"}\n')
+        assert peer.read() == {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "error": {"code": -32601, "message": "Method not found: no/such/method"},
+        }
+        peer.send(
+            b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_elicitation",'
+            b'"arguments":{"message":5}}}\n'
+        )
+        reply = peer.read()
+        assert reply["result"]["isError"] is True and "message" in reply["result"]["content"][0]["text"]
+        peer.send(b'{"jsonrpc":"2.0","id":5,"method":"ping"}\n')
+        assert peer.read() == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    finally:
+        assert peer.close() == 0
+
+
+def test_peer_vanishing_mid_elicitation_is_a_clean_cancellation() -> None:
+    peer = RawPeer()
+    peer.send(INIT)
+    peer.read()
+    peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    peer.send(
+        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation",'
+        b'"arguments":{"message":"hi"}}}\n'
+    )
+    request = peer.read()
+    assert request["method"] == "elicitation/create"
+    # The client vanishes without answering: the server exits cleanly, without a traceback.
+    assert peer.close() == 0
+
+
+def test_answer_to_a_cancelled_elicitation_is_ignored() -> None:
+    peer = RawPeer()
+    try:
+        peer.send(INIT)
+        peer.read()
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        peer.send(
+            b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation",'
+            b'"arguments":{"message":"hi"}}}\n'
+        )
+        request = peer.read()
+        peer.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}\n')
+        cancel = peer.read()
+        assert cancel["method"] == "notifications/cancelled"
+        assert cancel["params"]["requestId"] == request["id"]
+        late = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}}
+        peer.send(json.dumps(late).encode() + b"\n")
+        peer.send(b'{"jsonrpc":"2.0","id":10,"method":"ping"}\n')
+        assert peer.read() == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    finally:
+        assert peer.close() == 0
+
+
+async def test_server_that_exits_mid_call_raises_connection_closed(anyio_backend: str) -> None:
+    script = (
+        "import sys, json\n"
+        "line = sys.stdin.readline()\n"
+        "req = json.loads(line)\n"
+        "print(json.dumps({'jsonrpc':'2.0','id':req['id'],'error':{'code':-32601,'message':'no'}}), flush=True)\n"
+        "sys.stdin.readline()\n"
+        "print(json.dumps({'jsonrpc':'2.0','id':2,'result':{'protocolVersion':'2025-11-25',"
+        "'capabilities':{},'serverInfo':{'name':'dying'}}}), flush=True)\n"
+        "sys.stdin.readline(); sys.stdin.readline()\n"
+    )
+    async with Client.stdio([sys.executable, "-c", script]) as client:
+        assert client.protocol_version == "2025-11-25"
+        with pytest.raises(ConnectionClosed):
+            with anyio.fail_after(10):
+                await client.call_tool("anything")
