@@ -145,7 +145,62 @@ async def test_multi_round_state_evolves_and_earlier_answers_are_kept(anyio_back
             s, "two_steps", inputResponses={"step2": {"action": "decline"}}, requestState=r2["requestState"]
         )
         assert r3["content"][0]["text"] == "accept/decline"
+    # The run waited between rounds in this process: the tool body ran once.
+    assert len(runs) == 1
+
+
+async def test_rounds_on_different_connections_replay_from_the_sealed_state(anyio_backend: str) -> None:
+    """Like replicas behind a load balancer: no round depends on memory of the one before."""
+    runs.clear()
+    async with raw() as a, raw() as b:
+        r1 = await call(a, "two_steps")
+        r2 = await call(
+            b,
+            "two_steps",
+            inputResponses={"step1": {"action": "accept", "content": {"name": "a"}}},
+            requestState=r1["requestState"],
+        )
+        assert list(r2["inputRequests"]) == ["step2"]
+        # Back on the first connection: its parked run is a round behind this state, so the call replays.
+        r3 = await call(a, "two_steps", inputResponses={"step2": {"action": "cancel"}}, requestState=r2["requestState"])
+        assert r3["content"][0]["text"] == "accept/cancel"
     assert len(runs) == 3
+
+
+async def test_retrying_the_same_round_twice(anyio_backend: str) -> None:
+    async with raw() as s:
+        r1 = await call(s, "two_steps")
+        answer = {"step1": {"action": "accept", "content": {"name": "a"}}}
+        first = await call(s, "two_steps", inputResponses=answer, requestState=r1["requestState"])
+        again = await call(s, "two_steps", inputResponses=answer, requestState=r1["requestState"])
+        assert list(first["inputRequests"]) == list(again["inputRequests"]) == ["step2"]
+        for state in (first["requestState"], again["requestState"]):
+            done = await call(s, "two_steps", inputResponses={"step2": {"action": "decline"}}, requestState=state)
+            assert done["content"][0]["text"] == "accept/decline"
+
+
+def test_answers_pack_compactly_and_round_trip() -> None:
+    from elicitor.server._rounds import AnswerBook
+
+    accept: dict[str, Any] = {"action": "accept", "content": {"name": "x"}}
+    answers = {"q": accept, **{f"q~{i}": accept for i in range(2, 2001)}, "other": {"action": "decline"}, "z~1": accept}
+    book = AnswerBook()
+    for key, answer in answers.items():
+        book.add(key, answer)
+    packed = book.pack()
+    assert len(packed["v"]) == 2
+    assert packed["k"]["q"] == [0, 2000]  # 2,000 identical answers: one run
+    assert AnswerBook.unpack(packed).answers == answers
+    assert AnswerBook.unpack({"v": "x"}).answers == {}
+    assert AnswerBook.unpack(None).answers == {}
+    # Gaps (an occurrence left unanswered) survive, and filling one later re-encodes the runs.
+    sparse = AnswerBook()
+    sparse.add("r~3", accept)
+    assert sparse.pack()["k"]["r"] == [-1, 2, 0, 1]
+    sparse.add("r", accept)
+    assert sparse.pack()["k"]["r"] == [0, 1, -1, 1, 0, 1]
+    assert AnswerBook.unpack(sparse.pack()).answers == {"r": accept, "r~3": accept}
+    assert AnswerBook.unpack({"v": [accept], "k": {"r": [0, 10**9]}}).answers == {}
 
 
 def tamper(token: str) -> str:

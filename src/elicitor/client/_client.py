@@ -110,7 +110,6 @@ class Client:
         self._probe_timeout = probe_timeout
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
-        self._present = anyio.Lock()
         self._progress: dict[str, ProgressCallback] = {}
         self._next_token = 0
         self.protocol_version: str | None = None
@@ -397,9 +396,7 @@ class Client:
         except FormDefinitionError as exc:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
         request = ElicitationRequest(message=message, form=form, server=self.server_info)
-        async with self._present:
-            outcome = await self._ask_until_valid(handler, request)
-        return outcome_to_wire(outcome)
+        return outcome_to_wire(await self._ask_until_valid(handler, request))
 
     async def _ask_until_valid(self, handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
         for _ in range(MAX_ANSWER_ATTEMPTS):

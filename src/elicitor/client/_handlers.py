@@ -48,7 +48,8 @@ class ElicitationHandler(Protocol):
 
     Return ``Accepted(content)``, ``Declined()`` or ``Cancelled()``. The client fills schema defaults into accepted
     content, validates it with the same validator the server uses, and calls the handler again with ``errors``
-    set instead of sending an invalid answer. The client presents one request at a time.
+    set instead of sending an invalid answer. Concurrent requests reach the handler concurrently: a handler that
+    shows them to a person presents them one at a time (as :class:`TerminalHandler` does).
 
     A handler may set ``modes`` (default ``{"form"}``): the client declares exactly those modes.
 

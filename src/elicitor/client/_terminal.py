@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
 from .._outcomes import Accepted, Cancelled, Declined
@@ -38,11 +39,13 @@ class TerminalHandler:
         read_line: Callable[[str], str] = input,
         write: Callable[[str], None] | None = None,
     ) -> None:
+        self._one_at_a_time = anyio.Lock()
         self._read = read_line
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
-        return await anyio.to_thread.run_sync(self._ask, request)
+        async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
+            return await anyio.to_thread.run_sync(self._ask, request)
 
     def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         try:

@@ -15,6 +15,8 @@ from ._secrets import secret_reason
 
 T = TypeVar("T")
 _canonical = msgspec.json.Encoder(order="sorted").encode
+_CACHE_SIZE = 256
+_schema_cache: dict[tuple[bytes, bool], Form[dict[str, Any]]] = {}
 
 
 class Form(Generic[T]):
@@ -28,7 +30,7 @@ class Form(Generic[T]):
     server checks what arrived before the tool sees it.
     """
 
-    __slots__ = ("_build", "_by_name", "_schemas", "fields")
+    __slots__ = ("_build", "_by_name", "_digests", "_schemas", "fields")
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Form(Generic[T]):
         self._by_name = {f.name: f for f in fields}
         self._build: Callable[[dict[str, Any]], T] = build if build is not None else cast(Any, dict)
         self._schemas: dict[str, JSONObject] = {}
+        self._digests: dict[str, str] = {}
 
     # ---- construction ---------------------------------------------------------------------------------------
 
@@ -79,7 +82,14 @@ class Form(Generic[T]):
         """
         from ._schema import fields_from_schema
 
-        return Form(fields_from_schema(schema), check_secrets=check_secrets)
+        # Servers ask the same questions again and again: parse each distinct schema once (bounded cache).
+        key = (_canonical(schema), check_secrets)
+        form = _schema_cache.get(key)
+        if form is None:
+            if len(_schema_cache) >= _CACHE_SIZE:
+                _schema_cache.clear()
+            form = _schema_cache[key] = Form(fields_from_schema(schema), check_secrets=check_secrets)
+        return form
 
     # ---- what goes on the wire --------------------------------------------------------------------------------
 
@@ -114,8 +124,14 @@ class Form(Generic[T]):
 
     def digest(self, message: str) -> str:
         """A short digest of the question (message and schema), stable across processes and versions."""
-        blob = _canonical([message, self.schema(REV_2025_11_25)])
-        return hashlib.sha256(blob).hexdigest()[:16]
+        digest = self._digests.get(message)
+        if digest is None:
+            blob = _canonical([message, self.schema(REV_2025_11_25)])
+            digest = hashlib.sha256(blob).hexdigest()[:16]
+            if len(self._digests) >= _CACHE_SIZE:
+                self._digests.clear()
+            self._digests[message] = digest
+        return digest
 
     # ---- answers -------------------------------------------------------------------------------------------
 

@@ -149,14 +149,31 @@ def parse_request_meta(params: JSONObject | None, supported: tuple[Revision, ...
 
 
 def parse_implementation(raw: object) -> Implementation | None:
-    """Read ``clientInfo``/``serverInfo`` leniently: a malformed one is treated as absent."""
+    """Read ``clientInfo``/``serverInfo`` leniently: a malformed one is treated as absent.
+
+    2026-07-28 clients send ``clientInfo`` with every request; each distinct one is read once (bounded cache).
+    """
     if not isinstance(raw, dict):
         return None
+    key = _encode(raw)
+    cached = _implementations.get(key)
+    if cached is not None:
+        return cached
+    info: Implementation | None
     try:
-        return msgspec.convert(raw, Implementation)
+        info = msgspec.convert(raw, Implementation)
     except msgspec.ValidationError:
         name = raw.get("name")
-        return Implementation(name=name) if isinstance(name, str) else None
+        info = Implementation(name=name) if isinstance(name, str) else None
+    if info is not None:
+        if len(_implementations) >= 64:
+            _implementations.clear()
+        _implementations[key] = info
+    return info
+
+
+_encode = msgspec.json.Encoder().encode
+_implementations: dict[bytes, Implementation] = {}
 
 
 class Handshake:

@@ -1,24 +1,27 @@
-"""How a tool's questions reach the client: pushed as requests, or collected into a multi-round-trip round.
+"""How a tool's questions reach the client: pushed as requests, or collected into multi-round-trip rounds.
 
 Both implement ``ask(method, params, key) -> result``; :class:`~elicitor.server.Context` does not know which one it
 holds, so tool code is the same on every revision.
 
 * :class:`PushAsker` — 2025-06-18 and 2025-11-25: send ``elicitation/create`` (or any server request) on the
   session, related to the tool call, and wait for the answer in place.
-* :class:`ReplayAsker` — 2026-07-28: answers known from ``requestState`` and ``inputResponses`` return at once; the
-  first unknown question marks the round as blocked and parks the asking task until the round driver ends the
-  run (see :mod:`elicitor.server._rounds`).
+* :class:`RoundAsker` — 2026-07-28: an answer already known (from the sealed ``requestState`` or this request's
+  ``inputResponses``) returns at once; an unknown question is recorded for the current round and its task waits
+  until a later round brings the answer (see :mod:`elicitor.server._rounds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ..session import Session
 from ..types import JSONObject, JSONValue, RequestId
+
+if TYPE_CHECKING:
+    from ._rounds import AnswerBook
 
 _ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
@@ -32,6 +35,7 @@ class Asker(Protocol):
 class PushAsker:
     """Send each question as a request on the live session (handshake revisions)."""
 
+    __slots__ = ("_related", "_session")
     memo: dict[str, JSONValue] | None = None
 
     def __init__(self, session: Session, related: RequestId) -> None:
@@ -55,27 +59,69 @@ def usable_response(method: str, response: object) -> bool:
     return True
 
 
-class ReplayAsker:
-    """Serve questions from known answers; collect the unknown ones into the round's input requests."""
+class _Waiter:
+    __slots__ = ("answer", "event", "method")
 
-    def __init__(self, answers: Mapping[str, JSONObject], fresh: Mapping[str, Any], memo: dict[str, JSONValue]) -> None:
-        self.answers = dict(answers)
-        self._fresh = fresh
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.event = anyio.Event()
+        self.answer: JSONObject | None = None
+
+
+class RoundAsker:
+    """Serve questions from known answers; collect unknown ones into the current round's input requests.
+
+    Attributes:
+        answers: every answer known so far, by input-request key (what the sealed state carries forward).
+        asks: the input requests of the current round, by key.
+        activity: set whenever a question joins the current round.
+    """
+
+    def __init__(self, answers: AnswerBook, fresh: Mapping[str, Any], memo: dict[str, JSONValue]) -> None:
+        self.answers = answers
         self.memo: dict[str, JSONValue] | None = memo
         self.asks: dict[str, JSONObject] = {}
-        self.used: set[str] = set()
-        self.blocked = anyio.Event()
+        self.activity = anyio.Event()
+        self.owner: int | None = None
+        self.concurrent = False
+        """Whether a question came from a task other than the handler's own (so branches may ask together)."""
+        self._fresh = fresh
+        self._waiting: dict[str, _Waiter] = {}
 
     async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject:
         answer = self.answers.get(key)
         if answer is None:
             candidate = self._fresh.get(key)
             if isinstance(candidate, dict) and usable_response(method, candidate):
-                answer = self.answers[key] = candidate
+                answer = candidate
+                self.answers.add(key, candidate)
         if answer is not None:
-            self.used.add(key)
             return answer
+        if not self.concurrent and anyio.get_current_task().id != self.owner:
+            self.concurrent = True
+        waiter = self._waiting.get(key)
+        if waiter is None:
+            waiter = self._waiting[key] = _Waiter(method)
         self.asks[key] = {"method": method, "params": params}
-        self.blocked.set()
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")  # pragma: no cover
+        self.activity.set()
+        await waiter.event.wait()
+        assert waiter.answer is not None
+        return waiter.answer
+
+    def next_round(self, fresh: Mapping[str, Any]) -> None:
+        """Start a round with this retry's ``inputResponses``: wake every question they answer.
+
+        Questions still unanswered stay in ``asks`` (they are asked again); unknown keys are ignored.
+        """
+        self._fresh = fresh
+        self.activity = anyio.Event()
+        for key, waiter in list(self._waiting.items()):
+            candidate = fresh.get(key)
+            if isinstance(candidate, dict) and usable_response(waiter.method, candidate):
+                self.answers.add(key, candidate)
+                waiter.answer = candidate
+                del self._waiting[key]
+                self.asks.pop(key, None)
+                waiter.event.set()
+        if self.asks:
+            self.activity.set()

@@ -11,7 +11,7 @@ import msgspec
 from .._exceptions import ElicitationUnsupported, FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined, Outcome
 from ..forms import Form
-from ..protocol import ClientCapabilities
+from ..protocol import ClientCapabilities, RequestMeta
 from ..types import (
     LOGGING_LEVELS,
     REV_2025_06_18,
@@ -183,6 +183,14 @@ class Context:
         await self._session.notify("notifications/progress", params, related=self.request_id)
 
     # ---- internals -------------------------------------------------------------------------------------------
+
+    def rebind(self, request_id: RequestId, meta: RequestMeta, progress_token: JSONValue) -> None:
+        """Serve a later round of the same call: its request id, metadata and progress token apply from now on."""
+        self.request_id = request_id
+        self.capabilities = meta.capabilities
+        self.client = meta.client_info
+        self._progress_token = progress_token
+        self._log_level = meta.log_level
 
     def _key(self, base: str) -> str:
         count = self._occurrences.get(base, 0) + 1

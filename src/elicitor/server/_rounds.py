@@ -1,35 +1,53 @@
-"""Serve one 2026-07-28 request that may need input: run the handler, end the round when it blocks.
+"""Serve a 2026-07-28 request that may need input, round by round.
 
-Design (docs/architecture.md, "One ctx.elicit, every revision"): the handler is re-run from the top on every
-retry. Answers of earlier rounds travel in the sealed ``requestState``; the current round's answers arrive in
-``inputResponses``. Each ``ctx.elicit`` whose answer is known returns at once; an unknown one parks its task.
-Once some task is parked, the driver lets the handler's other branches run until no new question has appeared
-for a few scheduler ticks (so questions awaited together — ``asyncio.gather``, a task group — go out in one
-round), then cancels the run and returns ``input_required`` with every question collected. Branches that wait on
-real I/O before asking are asked in the next round. No server memory survives between rounds.
+Design (docs/architecture.md, "One ctx.elicit, every revision"):
+
+* **Stateless by construction.** Every answer known so far travels in the sealed ``requestState``; a retry that
+  reaches a process that knows nothing of the call *replays* the handler from the top with those answers, each
+  ``ctx.elicit`` whose answer is known returning at once. No replica needs memory of an earlier round.
+* **Fast when the retry comes back.** Between rounds the run is *parked*: its task keeps waiting at the questions
+  it asked, in a bounded, expiring table keyed by a random run id sealed into the state. A retry that carries that
+  id and the expected round number resumes the run in place — each round costs O(1) instead of a replay of every
+  earlier question. Parking is a cache, never a requirement: evicted, expired, restarted or on another replica,
+  the retry replays.
+* **One round for questions asked together.** Once some question is pending, the driver lets the handler's other
+  branches run until no new question has appeared for a few scheduler ticks, so questions awaited concurrently
+  (``asyncio.gather``, a task group) go out in the same ``input_required`` result. A branch that waits on real
+  I/O before asking is asked in the next round.
 """
 
 from __future__ import annotations
 
+import os
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
+import msgspec
 
 from ..types import JSONObject
-from ._askers import ReplayAsker
+from ._askers import RoundAsker
 
-R = TypeVar("R")
+_canonical = msgspec.json.Encoder(order="sorted").encode
+
+_MAX_OCCURRENCE = 100_000
 
 SETTLE_TICKS = 4
-"""Scheduler ticks without a new question before a round is considered complete."""
+"""Scheduler ticks without a new question before a round is complete, once the handler asks from several tasks."""
+
+SOLO_TICKS = 0
+"""The same while every question so far came from the handler's own task, which is now blocked in that question.
+(A task it started earlier that asks later is asked in the next round: correct, one round more.)"""
 
 
 @dataclass(slots=True)
-class Finished(Generic[R]):
-    value: R
+class Finished:
+    value: JSONObject
 
 
 @dataclass(slots=True)
@@ -37,34 +55,195 @@ class NeedsInput:
     input_requests: dict[str, JSONObject]
 
 
-async def run_round(run: Callable[[], Awaitable[R]], asker: ReplayAsker) -> Finished[R] | NeedsInput:
-    """Run ``run`` until it finishes (``Finished``) or blocks on unknown questions (``NeedsInput``).
+class Run:
+    """One handler invocation on the 2026-07-28 path, alive across rounds while parked."""
 
-    Exceptions raised by ``run`` propagate unchanged (not wrapped in an exception group).
-    """
-    outcome: list[Finished[R]] = []
-    failure: list[BaseException] = []
+    def __init__(self, invoke: Callable[[], Awaitable[JSONObject]], asker: RoundAsker, context: Any) -> None:
+        self.id = os.urandom(12).hex()
+        self.round = 0
+        self.asker = asker
+        self.context = context
+        self._invoke = invoke
+        self._scope = anyio.CancelScope()
+        self._done = False
+        self._result: JSONObject | None = None
+        self._failure: BaseException | None = None
 
-    async with anyio.create_task_group() as tg:
-
-        async def runner() -> None:
+    async def main(self) -> None:
+        self.asker.owner = anyio.get_current_task().id
+        with self._scope:
             try:
-                outcome.append(Finished(await run()))
+                self._result = await self._invoke()
             except Exception as exc:
-                failure.append(exc)
-            tg.cancel_scope.cancel()
+                self._failure = exc
+        self._done = True
+        self.asker.activity.set()
 
-        tg.start_soon(runner)
-        await asker.blocked.wait()
+    def cancel(self) -> None:
+        self._scope.cancel()
+
+    async def next(self) -> Finished | NeedsInput:
+        """Wait until the handler finishes or every branch waits on an unanswered question.
+
+        Raises:
+            Exception: whatever the handler raised (a ``JSONRPCError`` becomes the request's error).
+        """
+        await self.asker.activity.wait()
         seen = -1
-        while seen != len(asker.asks):
-            seen = len(asker.asks)
-            for _ in range(SETTLE_TICKS):
+        while not self._done and seen != len(self.asker.asks):
+            seen = len(self.asker.asks)
+            for _ in range(SETTLE_TICKS if self.asker.concurrent else SOLO_TICKS):
                 await anyio.lowlevel.checkpoint()
-        tg.cancel_scope.cancel()
+                if self._done:
+                    break
+        if self._done:
+            if self._failure is not None:
+                raise self._failure
+            assert self._result is not None
+            return Finished(self._result)
+        self.round += 1
+        return NeedsInput(dict(self.asker.asks))
 
-    if failure:
-        raise failure[0]
-    if outcome:
-        return outcome[0]
-    return NeedsInput(dict(asker.asks))
+
+class ParkedRuns:
+    """Runs waiting for their next round, bounded in number and age; the oldest go first.
+
+    Args:
+        task_group: where parked runs' tasks live (the connection's or the application's lifetime).
+        limit: the most runs parked at once; parking one more evicts (cancels) the oldest.
+        ttl: seconds a run stays parked; the sealed state outlives it, so a late retry simply replays.
+    """
+
+    def __init__(self, task_group: anyio.abc.TaskGroup, *, limit: int = 1024, ttl: float = 600.0) -> None:
+        self._tg = task_group
+        self._limit = limit
+        self._ttl = ttl
+        self._runs: OrderedDict[str, tuple[float, Run]] = OrderedDict()
+
+    def start(self, run: Run) -> None:
+        self._tg.start_soon(run.main)
+
+    def park(self, run: Run) -> None:
+        now = time.monotonic()
+        while self._runs:
+            oldest_id, (since, oldest) = next(iter(self._runs.items()))
+            if len(self._runs) < self._limit and now - since < self._ttl:
+                break
+            del self._runs[oldest_id]
+            oldest.cancel()
+        self._runs[run.id] = (now, run)
+
+    def claim(self, run_id: object, round_number: object) -> Run | None:
+        """Take the parked run ``run_id`` if it waits for round ``round_number``; it is no longer parked.
+
+        A retry of an older round (the client sent the same state twice) leaves the run parked: that retry
+        replays, and the run stays available to the retry of its current round.
+        """
+        if not isinstance(run_id, str):
+            return None
+        entry = self._runs.get(run_id)
+        if entry is None or entry[1].round != round_number:
+            return None
+        del self._runs[run_id]
+        since, run = entry
+        if time.monotonic() - since >= self._ttl:
+            run.cancel()
+            return None
+        return run
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+
+class AnswerBook:
+    """Every answer known for one call, kept in the compact form the sealed state carries.
+
+    Each distinct answer is stored once. A question asked again gets keys ``base``, ``base~2``, ``base~3``...;
+    per base, the answers' indexes are kept run-length encoded (``[index, count, index, count, ...]``, index -1 for
+    a gap), so a call that asked the same question thousands of times carries a state of a few hundred bytes, and
+    adding an answer costs the same however many came before.
+    """
+
+    __slots__ = ("_index", "_lengths", "_runs", "_values", "answers")
+
+    def __init__(self) -> None:
+        self.answers: dict[str, JSONObject] = {}
+        self._values: list[JSONObject] = []
+        self._index: dict[bytes, int] = {}
+        self._runs: dict[str, list[int]] = {}
+        self._lengths: dict[str, int] = {}
+
+    def get(self, key: str) -> JSONObject | None:
+        return self.answers.get(key)
+
+    def add(self, key: str, answer: JSONObject) -> None:
+        if key in self.answers:
+            return
+        self.answers[key] = answer
+        base, occurrence = _split(key)
+        blob = _canonical(answer)
+        position = self._index.get(blob)
+        if position is None:
+            position = self._index[blob] = len(self._values)
+            self._values.append(answer)
+        runs = self._runs.setdefault(base, [])
+        length = self._lengths.get(base, 0)
+        if occurrence <= length:  # filling a gap left by an earlier, unanswered occurrence
+            slots = _expand(runs)
+            slots[occurrence - 1] = position
+            self._runs[base] = _compress(slots)
+            return
+        if occurrence > length + 1:
+            _append(runs, -1, occurrence - length - 1)
+        _append(runs, position, 1)
+        self._lengths[base] = occurrence
+
+    def pack(self) -> JSONObject:
+        return {"v": self._values, "k": self._runs}
+
+    @classmethod
+    def unpack(cls, packed: object) -> AnswerBook:
+        """Read a packed book; anything malformed reads as no answers (those questions are asked again)."""
+        book = cls()
+        if not isinstance(packed, dict):
+            return book
+        values, keys = packed.get("v"), packed.get("k")
+        if not isinstance(values, list) or not isinstance(keys, dict):
+            return book
+        for base, runs in keys.items():
+            if not isinstance(runs, list) or len(runs) % 2 or not all(isinstance(n, int) for n in runs):
+                continue
+            if sum(runs[1::2]) > _MAX_OCCURRENCE or min(runs[1::2], default=1) < 1:
+                continue
+            for occurrence, position in enumerate(_expand(runs), 1):
+                if 0 <= position < len(values) and isinstance(values[position], dict):
+                    book.add(base if occurrence == 1 else f"{base}~{occurrence}", values[position])
+        return book
+
+
+def _append(runs: list[int], position: int, count: int) -> None:
+    if runs and runs[-2] == position:
+        runs[-1] += count
+    else:
+        runs += (position, count)
+
+
+def _expand(runs: list[int]) -> list[int]:
+    slots: list[int] = []
+    for position, count in zip(runs[::2], runs[1::2], strict=True):
+        slots += [position] * count
+    return slots
+
+
+def _compress(slots: list[int]) -> list[int]:
+    runs: list[int] = []
+    for position in slots:
+        _append(runs, position, 1)
+    return runs
+
+
+def _split(key: str) -> tuple[str, int]:
+    base, _, suffix = key.rpartition("~")
+    if base and suffix.isdigit() and not suffix.startswith("0") and 2 <= int(suffix) <= _MAX_OCCURRENCE:
+        return base, int(suffix)
+    return key, 1

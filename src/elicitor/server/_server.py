@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
@@ -31,9 +32,9 @@ from ..types import (
     LoggingLevel,
     RequestId,
 )
-from ._askers import PushAsker, ReplayAsker
+from ._askers import PushAsker, RoundAsker
 from ._context import Context
-from ._rounds import Finished, run_round
+from ._rounds import AnswerBook, Finished, ParkedRuns, Run
 from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
 
@@ -66,6 +67,8 @@ class Server:
         instructions: guidance for the model using this server.
         state: seals ``requestState`` on 2026-07-28; default keys come from ``ELICITOR_STATE_KEYS`` or are
             random per process (replicas must share keys: see :class:`StateSealer`).
+        max_parked_runs: how many 2026-07-28 calls may wait between rounds in memory per connection (a cache:
+            beyond it, or after a restart, a retry replays the tool from the sealed state).
     """
 
     def __init__(
@@ -76,12 +79,14 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         state: StateSealer | None = None,
+        max_parked_runs: int = 1024,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
             self.info["title"] = title
         self.instructions = instructions
         self.sealer = state if state is not None else StateSealer()
+        self.max_parked_runs = max_parked_runs
         self._tools: dict[str, ToolDef] = {}
 
     # ---- registration ----------------------------------------------------------------------------------------
@@ -166,11 +171,15 @@ class ServerSession:
         self.handshake = Handshake()
         self.log_level: LoggingLevel | None = "info"
         self.session: Session | None = None
+        self.parked: ParkedRuns | None = None
 
     async def run(self, transport: Transport) -> None:
-        async with open_session(transport, self.on_request, self.on_notification) as session:
-            self.session = session
-            await session.wait_closed()
+        async with anyio.create_task_group() as runs:
+            self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
+            async with open_session(transport, self.on_request, self.on_notification) as session:
+                self.session = session
+                await session.wait_closed()
+            runs.cancel_scope.cancel()
 
     async def notify(self, method: str, params: JSONObject, *, related: RequestId | None) -> None:
         if self.session is not None:
@@ -253,7 +262,7 @@ class ServerSession:
         request_meta = params.get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
 
-        def context(asker: PushAsker | ReplayAsker) -> Context:
+        def context(asker: PushAsker | RoundAsker) -> Context:
             return Context(
                 self,
                 request.id,
@@ -270,28 +279,48 @@ class ServerSession:
             return await self._invoke(tool, context(PushAsker(self.session, request.id)), kwargs, modern=False)
 
         binding = request_binding("tools/call", params, self.principal)
-        answers: JSONObject = {}
-        memo: dict[str, JSONValue] = {}
+        state: JSONObject = {}
         if "requestState" in params:
             state = self.server.sealer.open(params["requestState"], binding)
-            answers = _dict(state.get("a"))
-            memo = _dict(state.get("m"))
         fresh = params.get("inputResponses")
         if fresh is None:
             fresh = {}
         if not isinstance(fresh, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-        asker = ReplayAsker(answers, fresh, memo)
-        ctx = context(asker)
-        outcome = await run_round(lambda: self._invoke(tool, ctx, kwargs, modern=True), asker)
+        run = self.parked.claim(state.get("r"), state.get("n")) if self.parked is not None else None
+        if run is not None and run.context.capabilities == meta.capabilities:
+            # Fast path: the run waits in this process; hand it this round's answers.
+            run.context.rebind(request.id, meta, token)
+            run.asker.next_round(fresh)
+        else:
+            if run is not None:
+                run.cancel()
+            # Stateless path: replay the handler with every answer the sealed state carries.
+            asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
+            ctx = context(asker)
+            run = Run(functools.partial(self._invoke, tool, ctx, kwargs, modern=True), asker, ctx)
+            self._start(run)
+        try:
+            outcome = await run.next()
+        except BaseException:
+            run.cancel()
+            raise
         if isinstance(outcome, Finished):
             return outcome.value
-        token_out = self.server.sealer.seal({"a": asker.answers, "m": memo}, binding)
-        return {
-            "resultType": "input_required",
-            "inputRequests": outcome.input_requests,
-            "requestState": token_out,
-        }
+        sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
+        token_out = self.server.sealer.seal(sealed, binding)
+        if self.parked is not None:
+            self.parked.park(run)
+        else:
+            run.cancel()
+        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
+
+    def _start(self, run: Run) -> None:
+        if self.parked is not None:
+            self.parked.start(run)
+        else:
+            assert self.session is not None
+            self.session.start_soon(run.main)
 
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:

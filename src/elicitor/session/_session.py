@@ -12,8 +12,9 @@ requests are cancelled. When a task awaiting our request is cancelled, the peer 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -83,6 +84,10 @@ class Session:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def start_soon(self, func: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``func`` in the session's task group (cancelled when the session ends)."""
+        self._tg.start_soon(func)
 
     async def wait_closed(self) -> None:
         """Wait until the connection has ended (the peer closed it, or the session was closed)."""

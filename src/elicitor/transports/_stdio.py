@@ -4,14 +4,16 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/
 revision): one message per line, UTF-8, nothing but MCP messages on stdout; the server may log to stderr; the
 client shuts down by closing the server's stdin, waiting, then SIGTERM, then SIGKILL.
 
-The server side reads and writes its file descriptors directly, non-blocking, woken by the event loop
-(``anyio.wait_readable``), so no message hops through a worker thread.
+Both ends read and write raw pipe file descriptors, non-blocking, woken by the event loop
+(``anyio.wait_readable``/``wait_writable``): no message hops through a worker thread or a stream wrapper, and a
+write that fits in the pipe completes without yielding to the loop. POSIX only.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections import deque
@@ -19,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import IO
 
 import anyio
-import anyio.abc
 
 from ..protocol import LineFramer, Oversized
 from ..types import RequestId
@@ -30,75 +31,95 @@ DEFAULT_MAX_MESSAGE_SIZE = 1 << 20
 _READ_SIZE = 1 << 16
 
 
-class _Lines:
-    """Framing state shared by both ends: a framer and a queue of complete lines."""
+class FdStream:
+    """Framed messages over a pair of pipe file descriptors (made non-blocking; restored by :meth:`aclose`).
 
-    def __init__(self, max_size: int) -> None:
-        self._framer = LineFramer(max_size)
-        self._ready: deque[bytes | Oversized] = deque()
-        self._eof = False
-
-    def feed(self, data: bytes) -> None:
-        if data:
-            self._ready.extend(self._framer.feed(data))
-            return
-        self._eof = True
-        last = self._framer.close()
-        if last is not None:
-            self._ready.append(last)
-
-    def pop(self) -> bytes | Oversized | None:
-        if self._ready:
-            return self._ready.popleft()
-        if self._eof:
-            raise anyio.EndOfStream
-        return None
-
-
-class StdioServerTransport:
-    """The server's end: reads its stdin, writes its stdout, both without threads.
-
-    Args:
-        stdin, stdout: file descriptors (default 0 and 1). They are made non-blocking while the transport is
-            open and restored by :meth:`aclose`.
+    Writes keep message order: a message is written at once when nothing is queued; otherwise it joins a backlog
+    that one task drains as the pipe accepts it, and every sender waits until its bytes are out (backpressure).
     """
 
-    def __init__(self, stdin: int = 0, stdout: int = 1, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
-        self._in = stdin
-        self._out = stdout
-        self._lines = _Lines(max_message_size)
-        self._saved = {fd: os.get_blocking(fd) for fd in {stdin, stdout}}
+    def __init__(self, read_fd: int, write_fd: int, *, max_message_size: int, own_fds: bool) -> None:
+        self._in = read_fd
+        self._out = write_fd
+        self._own = own_fds
+        self._framer = LineFramer(max_message_size)
+        self._ready: deque[bytes | Oversized] = deque()
+        self._eof = False
+        self._saved = {fd: os.get_blocking(fd) for fd in {read_fd, write_fd}}
         for fd in self._saved:
             os.set_blocking(fd, False)
-        self._lock = anyio.Lock()
+        self._backlog = bytearray()
+        self._draining = False
+        self._drained = anyio.Event()
+        self._broken = False
         self._closed = False
 
     async def receive(self) -> bytes | Oversized:
         while True:
-            line = self._lines.pop()
-            if line is not None:
-                return line
+            if self._ready:
+                return self._ready.popleft()
+            if self._eof:
+                raise anyio.EndOfStream
             try:
                 data = os.read(self._in, _READ_SIZE)
             except BlockingIOError:
                 await anyio.wait_readable(self._in)
                 continue
-            except OSError as exc:
-                raise anyio.EndOfStream from exc
-            self._lines.feed(data)
+            except OSError:
+                data = b""
+            if data:
+                self._ready.extend(self._framer.feed(data))
+            else:
+                self._eof = True
+                last = self._framer.close()
+                if last is not None:
+                    self._ready.append(last)
 
     async def send(self, message: bytes, related: RequestId | None = None) -> None:
-        data = memoryview(message + b"\n")
-        async with self._lock:
-            while data:
+        if self._broken or self._closed:
+            raise anyio.BrokenResourceError
+        data = message + b"\n"
+        if not self._backlog:
+            try:
+                written = os.write(self._out, data)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:
+                self._broken = True
+                raise anyio.BrokenResourceError from exc
+            if written == len(data):
+                return
+            data = data[written:]
+        self._backlog += data
+        if self._draining:
+            await self._drained.wait()
+            if self._broken:
+                raise anyio.BrokenResourceError
+            return
+        self._draining = True
+        try:
+            while self._backlog:
+                await anyio.wait_writable(self._out)
                 try:
-                    written = os.write(self._out, data)
+                    written = os.write(self._out, self._backlog)
                 except BlockingIOError:
-                    await anyio.wait_writable(self._out)
                     continue
-                except (BrokenPipeError, ConnectionResetError) as exc:
+                except OSError as exc:
+                    self._broken = True
                     raise anyio.BrokenResourceError from exc
-                data = data[written:]
+                del self._backlog[:written]
+        finally:
+            self._draining = False
+            self._drained.set()
+            self._drained = anyio.Event()
+
+    def close_writer(self) -> None:
+        """Close the write side (for a client: the server's stdin, the spec's shutdown signal)."""
+        if self._own and self._out >= 0:
+            os.close(self._out)
+            self._saved.pop(self._out, None)
+            self._out = -1
+            self._broken = True
 
     async def aclose(self) -> None:
         if self._closed:
@@ -107,23 +128,32 @@ class StdioServerTransport:
         for fd, blocking in self._saved.items():
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, blocking)
+        if self._own:
+            for fd in {self._in, self._out}:
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
 
 
-class StdioClientTransport:
-    """The client's end: a server process started with :meth:`start`.
+class StdioServerTransport(FdStream):
+    """The server's end: its own stdin and stdout (file descriptors 0 and 1 by default)."""
 
-    ``stderr`` is where the server's stderr goes: ``None`` passes it through to ours (the default; the spec says
-    stderr is for logs, not errors), or a file object, or ``subprocess.DEVNULL``.
-    """
+    def __init__(self, stdin: int = 0, stdout: int = 1, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+        super().__init__(stdin, stdout, max_message_size=max_message_size, own_fds=False)
 
-    def __init__(self, process: anyio.abc.Process, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
-        self.process = process
-        self._lines = _Lines(max_message_size)
-        self._lock = anyio.Lock()
-        self._closed = False
+
+class StdioClientTransport(FdStream):
+    """The client's end: a server started with :meth:`start`, talked to through pipes to its stdin and stdout."""
+
+    def __init__(self, process: subprocess.Popen[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         assert process.stdin is not None and process.stdout is not None
-        self._stdin = process.stdin
-        self._stdout = process.stdout
+        self.process = process
+        # Take the descriptors over from the Popen file objects, which would otherwise close them again.
+        read_fd = os.dup(process.stdout.fileno())
+        write_fd = os.dup(process.stdin.fileno())
+        process.stdout.close()
+        process.stdin.close()
+        super().__init__(read_fd, write_fd, max_message_size=max_message_size, own_fds=True)
 
     @classmethod
     async def start(
@@ -135,55 +165,38 @@ class StdioClientTransport:
         stderr: int | IO[bytes] | None = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
     ) -> StdioClientTransport:
-        """Start ``command`` with pipes for stdin and stdout.
+        """Start ``command`` with pipes for its stdin and stdout.
+
+        ``env`` is added to this process's environment. ``stderr`` receives the server's stderr: ``None`` (the
+        default) passes it through to ours — the spec says stderr is for logs, not errors.
 
         Raises:
             OSError: the command could not be started (not found, not executable).
         """
         full_env = None if env is None else {**os.environ, **env}
-        process = await anyio.open_process(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=sys.stderr if stderr is None else stderr,
-            env=full_env,
-            cwd=cwd,
-        )
+        process = subprocess.Popen(
+            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=sys.stderr if stderr is None else stderr, env=full_env, cwd=cwd,
+        )  # fmt: skip
         return cls(process, max_message_size=max_message_size)
-
-    async def receive(self) -> bytes | Oversized:
-        while True:
-            line = self._lines.pop()
-            if line is not None:
-                return line
-            try:
-                data = await self._stdout.receive(_READ_SIZE)
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                data = b""
-            self._lines.feed(data)
-
-    async def send(self, message: bytes, related: RequestId | None = None) -> None:
-        async with self._lock:
-            try:
-                await self._stdin.send(message + b"\n")
-            except (anyio.ClosedResourceError, BrokenPipeError, ConnectionResetError) as exc:
-                raise anyio.BrokenResourceError from exc
 
     async def aclose(self, *, grace: float = 2.0) -> None:
         """Shut the server down per spec: close its stdin, wait, then SIGTERM, then SIGKILL."""
-        if self._closed:
-            return
-        self._closed = True
         with anyio.CancelScope(shield=True):
-            with contextlib.suppress(anyio.BrokenResourceError, OSError):
-                await self._stdin.aclose()
-            with anyio.move_on_after(grace):
-                await self.process.wait()
-                return
-            if self.process.returncode is None:
-                self.process.terminate()
-                with anyio.move_on_after(grace):
-                    await self.process.wait()
-                    return
-                self.process.kill()
-                await self.process.wait()
+            self.close_writer()
+            for sig in (None, signal.SIGTERM, signal.SIGKILL):
+                if sig is not None and self.process.poll() is None:
+                    self.process.send_signal(sig)
+                if await _wait_exit(self.process, grace):
+                    break
+            await super().aclose()
+
+
+async def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
+    with anyio.move_on_after(timeout):
+        delay = 0.001
+        while process.poll() is None:
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return True
+    return False

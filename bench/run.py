@@ -1,0 +1,213 @@
+"""Benchmarks of performance.md over stdio: elicitor against the official MCP Python SDK, in one run.
+
+    python bench/run.py [--runs 3] [--scenarios a,d,e] [--n 2000]
+
+(a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
+    server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth
+    per pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round.
+Each library uses its own client; the client's handler accepts at once with {"name": "x", "age": 1}. Medians of
+the runs with min-max; ratios are computed run by run. Timings never appear in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as mt
+from mcp import Client as McpClient
+from mcp.client.stdio import StdioServerParameters
+
+from elicitor import Accepted, Client, ElicitationRequest
+
+HERE = Path(__file__).resolve().parent
+OURS = [sys.executable, str(HERE / "servers" / "elicitor_server.py")]
+THEIRS = StdioServerParameters(command=sys.executable, args=[str(HERE / "servers" / "mcp_server.py")])
+ANSWER = {"name": "x", "age": 1}
+
+Result = tuple[float, float]  # (rate or KiB, server CPU µs per elicitation)
+
+
+async def _ours_handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+    return Accepted(ANSWER)
+
+
+async def _theirs_handler(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+    return mt.ElicitResult(action="accept", content=ANSWER)
+
+
+def _probe(text: str) -> tuple[float, int]:
+    cpu, rss = text.split()
+    return float(cpu), int(rss)
+
+
+async def ours_rate(n: int, protocol: str) -> Result:
+    async with Client.stdio(OURS, elicitation=_ours_handler, protocol=protocol, max_rounds=n + 1) as client:
+        await client.call_tool("ask", {"n": 10})  # warm up
+        cpu0, _ = _probe((await client.call_tool("probe")).text)
+        start = time.perf_counter()
+        result = await client.call_tool("ask", {"n": n})
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe((await client.call_tool("probe")).text)
+    assert result.text == str(n), result
+    return n / elapsed, (cpu1 - cpu0) / n * 1e6
+
+
+async def theirs_rate(n: int, protocol: str) -> Result:
+    mode = "legacy" if protocol != "2026-07-28" else protocol
+    tool = "ask" if mode == "legacy" else "ask_rounds"
+    async with McpClient(
+        THEIRS, elicitation_callback=_theirs_handler, mode=mode, input_required_max_rounds=n + 1
+    ) as client:
+        await client.call_tool(tool, {"n": 10})
+        cpu0, _ = _probe(_text(await client.call_tool("probe", {})))
+        start = time.perf_counter()
+        result = await client.call_tool(tool, {"n": n})
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe(_text(await client.call_tool("probe", {})))
+    assert _text(result) == str(n), result
+    return n / elapsed, (cpu1 - cpu0) / n * 1e6
+
+
+def _text(result: mt.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, mt.TextContent)
+    return block.text
+
+
+async def ours_memory(count: int) -> Result:
+    release = anyio.Event()
+    arrived = 0
+    all_in = anyio.Event()
+
+    armed = False
+
+    async def handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        nonlocal arrived
+        if not armed:
+            return Accepted(ANSWER)
+        arrived += 1
+        if arrived == count:
+            all_in.set()
+        await release.wait()
+        return Accepted(ANSWER)
+
+    async with Client.stdio(OURS, elicitation=handler, protocol="2025-11-25") as client:
+        await client.call_tool("ask", {"n": 10})
+        _, rss0 = _probe((await client.call_tool("probe")).text)
+        armed = True
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(client.call_tool, "ask", {"n": 1})
+            await all_in.wait()
+            _, rss1 = _probe((await client.call_tool("probe")).text)
+            release.set()
+    return (rss1 - rss0) / count, 0.0
+
+
+async def theirs_memory(count: int) -> Result:
+    release = anyio.Event()
+    arrived = 0
+    all_in = anyio.Event()
+
+    armed = False
+
+    async def handler(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
+        nonlocal arrived
+        if not armed:
+            return mt.ElicitResult(action="accept", content=ANSWER)
+        arrived += 1
+        if arrived == count:
+            all_in.set()
+        await release.wait()
+        return mt.ElicitResult(action="accept", content=ANSWER)
+
+    async with McpClient(THEIRS, elicitation_callback=handler, mode="legacy") as client:
+        await client.call_tool("ask", {"n": 10})
+        _, rss0 = _probe(_text(await client.call_tool("probe", {})))
+        armed = True
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(client.call_tool, "ask", {"n": 1})
+            await all_in.wait()
+            _, rss1 = _probe(_text(await client.call_tool("probe", {})))
+            release.set()
+    return (rss1 - rss0) / count, 0.0
+
+
+def report(title: str, unit: str, ours: list[Result], theirs: list[Result], higher_is_better: bool = True) -> None:
+    def summary(values: list[float]) -> str:
+        return f"{statistics.median(values):>10,.1f} ({min(values):,.1f}–{max(values):,.1f})"
+
+    ratios = [(o[0] / t[0]) if higher_is_better else (t[0] / o[0]) for o, t in zip(ours, theirs, strict=True)]
+    print(f"\n{title}")
+    print(f"  elicitor     {summary([o[0] for o in ours])} {unit}")
+    print(f"  official mcp {summary([t[0] for t in theirs])} {unit}")
+    if ours[0][1]:
+        print(
+            f"  server CPU µs/elicitation: elicitor {statistics.median([o[1] for o in ours]):,.0f}, "
+            f"official {statistics.median([t[1] for t in theirs]):,.0f}"
+        )
+    better = "better" if higher_is_better else "smaller"
+    print(
+        f"  ratio (x {better}, run by run): median {statistics.median(ratios):.2f} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f})"
+    )
+
+
+async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
+    print(f"elicitor vs official mcp, stdio, {runs} run(s), n={n}, pending={pending}")
+    plan: list[tuple[str, str, Callable[[], Awaitable[Result]], Callable[[], Awaitable[Result]], bool]] = []
+    if "a" in scenarios:
+        plan.append(
+            (
+                "(a) stdio, 2025-11-25, elicitations/s",
+                "el/s",
+                lambda: ours_rate(n, "2025-11-25"),
+                lambda: theirs_rate(n, "2025-11-25"),
+                True,
+            )
+        )
+    if "e" in scenarios:
+        plan.append(
+            (
+                "(e) stdio, 2026-07-28 multi-round-trip, elicitations/s",
+                "el/s",
+                lambda: ours_rate(n, "2026-07-28"),
+                lambda: theirs_rate(n, "2026-07-28"),
+                True,
+            )
+        )
+    if "d" in scenarios:
+        plan.append(
+            (
+                f"(d) stdio, KiB of server RSS per pending elicitation ({pending} pending)",
+                "KiB",
+                lambda: ours_memory(pending),
+                lambda: theirs_memory(pending),
+                False,
+            )
+        )
+    for title, unit, ours_fn, theirs_fn, higher in plan:
+        ours: list[Result] = []
+        theirs: list[Result] = []
+        for _ in range(runs):
+            ours.append(await ours_fn())
+            theirs.append(await theirs_fn())
+        report(title, unit, ours, theirs, higher)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scenarios", default="a,d,e")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--pending", type=int, default=1000)
+    args = parser.parse_args()
+    anyio.run(main, args.runs, set(args.scenarios.split(",")), args.n, args.pending)

@@ -1,0 +1,38 @@
+"""The benchmark workload (performance.md) served by elicitor, with its idiomatic typed API."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from elicitor import Accepted, Context, Server
+
+
+@dataclass
+class Person:
+    name: str
+    age: int | None = None
+
+
+server = Server("bench-elicitor", "1.0")
+
+
+@server.tool()
+async def ask(ctx: Context, n: int) -> int:
+    accepted = 0
+    for _ in range(n):
+        if isinstance(await ctx.elicit("Please provide your name and age", Person), Accepted):
+            accepted += 1
+    return accepted
+
+
+@server.tool()
+async def probe() -> str:
+    """CPU seconds used so far and resident memory in KiB, for the harness."""
+    with open("/proc/self/status") as status:
+        rss = next(line.split()[1] for line in status if line.startswith("VmRSS:"))
+    return f"{time.process_time()} {rss}"
+
+
+if __name__ == "__main__":
+    server.run()
