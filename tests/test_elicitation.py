@@ -278,3 +278,41 @@ async def test_mrtr_round_cap(anyio_backend: str) -> None:
     async with connected(server, elicitation=handler, protocol="2026-07-28", max_rounds=3) as client:
         with pytest.raises(TooManyRounds):
             await client.call_tool("ask", {"n": 10})
+
+
+async def test_ten_thousand_pending_elicitations(anyio_backend: str) -> None:
+    """10,000 tool calls in one server process, each waiting on a person at once; then all answered."""
+    count = 10_000
+    arrived = 0
+    everyone_waits = anyio.Event()
+    release = anyio.Event()
+
+    async def person(request: ElicitationRequest) -> Any:
+        nonlocal arrived
+        arrived += 1
+        if arrived == count:
+            everyone_waits.set()
+        await release.wait()
+        return Accepted({"name": "x"})
+
+    server_end, client_end = memory_pair(buffer=count * 2)
+    results: list[str] = []
+
+    async def call(client: Client) -> None:
+        results.append((await client.call_tool("ask", {"n": 1})).text)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        async with (
+            Client(client_end, elicitation=person, protocol="2025-11-25") as client,
+            anyio.create_task_group() as calls,
+        ):
+            for _ in range(count):
+                calls.start_soon(call, client)
+            with anyio.fail_after(60):
+                await everyone_waits.wait()
+            assert client._session is not None
+            assert client._session.connection.answering == count  # all pending at the client at once
+            release.set()
+        tg.cancel_scope.cancel()
+    assert results == ["1"] * count

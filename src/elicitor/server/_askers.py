@@ -12,7 +12,7 @@ holds, so tool code is the same on every revision.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -29,7 +29,7 @@ _ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
 class Asker(Protocol):
     memo: dict[str, JSONValue] | None
 
-    async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject: ...
+    def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]: ...
 
 
 class PushAsker:
@@ -42,8 +42,8 @@ class PushAsker:
         self._session = session
         self._related = related
 
-    async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject:
-        return await self._session.request(method, params, related=self._related)
+    def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]:
+        return self._session.request(method, params, related=self._related)
 
 
 def usable_response(method: str, response: object) -> bool:

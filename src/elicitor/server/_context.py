@@ -40,6 +40,11 @@ class Context:
     is re-run with the answers when the client retries (see :meth:`once` for what that means for side effects).
     """
 
+    __slots__ = (
+        "_asker", "_log_level", "_occurrences", "_progress_token", "_session",
+        "capabilities", "client", "request_id", "revision",
+    )  # fmt: skip
+
     def __init__(
         self,
         session: ServerSession,
@@ -64,7 +69,7 @@ class Context:
         self._asker = asker
         self._progress_token = progress_token
         self._log_level = log_level
-        self._occurrences: dict[str, int] = {}
+        self._occurrences: dict[str, int] | None = None
 
     # ---- elicitation ---------------------------------------------------------------------------------------
 
@@ -193,6 +198,8 @@ class Context:
         self._log_level = meta.log_level
 
     def _key(self, base: str) -> str:
+        if self._occurrences is None:
+            self._occurrences = {}
         count = self._occurrences.get(base, 0) + 1
         self._occurrences[base] = count
         return base if count == 1 else f"{base}~{count}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar, overload
 
 import anyio
@@ -191,30 +191,40 @@ class ServerSession:
         if note.method == "notifications/initialized":
             self.handshake.initialized()
 
-    async def on_request(self, request: RequestReceived) -> JSONObject:
+    # The dispatch functions below are plain functions returning the awaitable that answers the request, rather
+    # than coroutines awaiting one: a tool call may wait minutes for a person, and every coroutine frame on that
+    # path is memory held per pending elicitation.
+
+    def on_request(self, request: RequestReceived) -> Awaitable[JSONObject]:
         method, params = request.method, request.params
         if is_modern_request(params):
-            meta = parse_request_meta(params, MODERN_REVISIONS)
-            if method in _HANDSHAKE_ONLY:
-                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (removed in {meta.revision})")
-            result = await self._route(request, meta, modern=True)
-            result.setdefault("resultType", "complete")
-            result_meta = result.get("_meta")
-            if not isinstance(result_meta, dict):
-                result_meta = result["_meta"] = {}
-            result_meta[META_SERVER_INFO] = self.server.info
-            return result
+            return self._modern(request)
         self.handshake.check(method)
         if method == "initialize":
-            return self._initialize(params)
+            return _ready(self._initialize(params))
         assert self.handshake.revision is not None
         meta = RequestMeta(self.handshake.revision, self.handshake.capabilities, self.handshake.client_info)
-        return await self._route(request, meta, modern=False)
+        return self._route(request, meta, modern=False)
 
-    async def _route(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+    async def _modern(self, request: RequestReceived) -> JSONObject:
+        meta = parse_request_meta(request.params, MODERN_REVISIONS)
+        if request.method in _HANDSHAKE_ONLY:
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
+        result = await self._route(request, meta, modern=True)
+        result.setdefault("resultType", "complete")
+        result_meta = result.get("_meta")
+        if not isinstance(result_meta, dict):
+            result_meta = result["_meta"] = {}
+        result_meta[META_SERVER_INFO] = self.server.info
+        return result
+
+    def _route(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> Awaitable[JSONObject]:
+        if request.method == "tools/call":
+            return self._call_tool(request, meta, modern=modern)
+        return _ready(self._answer(request, meta, modern=modern))
+
+    def _answer(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
         method = request.method
-        if method == "tools/call":
-            return await self._call_tool(request, meta, modern=modern)
         if method == "tools/list":
             result: JSONObject = {"tools": [t.describe() for t in self.server._tools.values()]}
             if modern:
@@ -249,7 +259,7 @@ class ServerSession:
 
     # ---- tools -------------------------------------------------------------------------------------------------
 
-    async def _call_tool(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+    def _call_tool(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> Awaitable[JSONObject]:
         params = request.params or {}
         name = params.get("name")
         tool = self.server._tools.get(name) if isinstance(name, str) else None
@@ -258,26 +268,27 @@ class ServerSession:
         try:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
-            return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+            return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
         request_meta = params.get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
+        if modern:
+            return self._call_tool_in_rounds(request, meta, tool, kwargs, token)
+        assert self.session is not None
+        ctx = self._context(request, meta, token, PushAsker(self.session, request.id))
+        return self._invoke(tool, ctx, kwargs, modern=False)
 
-        def context(asker: PushAsker | RoundAsker) -> Context:
-            return Context(
-                self,
-                request.id,
-                meta.revision,
-                meta.capabilities,
-                meta.client_info,
-                asker,
-                progress_token=token,
-                log_level=meta.log_level,
-            )
+    def _context(
+        self, request: RequestReceived, meta: RequestMeta, token: JSONValue, asker: PushAsker | RoundAsker
+    ) -> Context:
+        return Context(
+            self, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
+            progress_token=token, log_level=meta.log_level,
+        )  # fmt: skip
 
-        if not modern:
-            assert self.session is not None
-            return await self._invoke(tool, context(PushAsker(self.session, request.id)), kwargs, modern=False)
-
+    async def _call_tool_in_rounds(
+        self, request: RequestReceived, meta: RequestMeta, tool: ToolDef, kwargs: dict[str, Any], token: JSONValue
+    ) -> JSONObject:
+        params = request.params or {}
         binding = request_binding("tools/call", params, self.principal)
         state: JSONObject = {}
         if "requestState" in params:
@@ -297,7 +308,7 @@ class ServerSession:
                 run.cancel()
             # Stateless path: replay the handler with every answer the sealed state carries.
             asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
-            ctx = context(asker)
+            ctx = self._context(request, meta, token, asker)
             run = Run(functools.partial(self._invoke, tool, ctx, kwargs, modern=True), asker, ctx)
             self._start(run)
         try:
@@ -324,7 +335,7 @@ class ServerSession:
 
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:
-            kwargs = {**kwargs, tool.context_param: ctx}
+            kwargs[tool.context_param] = ctx
         try:
             value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
         except ElicitationUnsupported as exc:
@@ -344,6 +355,10 @@ class ServerSession:
             logger.exception("tool %r failed", tool.name)
             return error_result(f"Tool {tool.name!r} failed: {exc}")
         return to_call_result(value, tool.output_schema is not None)
+
+
+async def _ready(value: JSONObject) -> JSONObject:
+    return value
 
 
 def _dict(value: object) -> dict[str, Any]:

@@ -11,6 +11,7 @@ requests are cancelled. When a task awaiting our request is cancelled, the peer 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
@@ -18,6 +19,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..protocol import (
@@ -33,6 +35,7 @@ from ..protocol import (
 )
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
+from ._waiter import Waiter, future_factory
 
 logger = logging.getLogger("elicitor.session")
 
@@ -48,8 +51,8 @@ _CANCEL_GRACE = 5.0
 class _Pending:
     __slots__ = ("error", "event", "result")
 
-    def __init__(self) -> None:
-        self.event = anyio.Event()
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.event = Waiter(loop)
         self.result: JSONObject | None = None
         self.error: BaseException | None = None
 
@@ -77,9 +80,10 @@ class Session:
         self._on_request = on_request
         self._on_notification = on_notification
         self._pending: dict[RequestId, _Pending] = {}
-        self._inflight: dict[RequestId, anyio.CancelScope] = {}
+        self._inflight: dict[RequestId, TaskHandle[None]] = {}
         self._closed = False
         self._closed_event = anyio.Event()
+        self._loop = future_factory()
 
     @property
     def closed(self) -> bool:
@@ -107,9 +111,10 @@ class Session:
         if self._closed:
             raise ConnectionClosed("the connection is closed")
         request_id, data = self.connection.send_request(method, params)
-        pending = self._pending[request_id] = _Pending()
+        pending = self._pending[request_id] = _Pending(self._loop)
         try:
             await self._send(data, related)
+            del data  # not kept alive while the peer (perhaps a person) takes its time
             await pending.event.wait()
         except BaseException:
             if not pending.event.is_set():
@@ -157,9 +162,7 @@ class Session:
         """Act on one framed message from the peer."""
         event = self.connection.receive(message)
         if isinstance(event, RequestReceived):
-            scope = anyio.CancelScope()
-            self._inflight[event.id] = scope
-            self._tg.start_soon(self._serve, event, scope)
+            self._inflight[event.id] = self._tg.start_soon(self._serve, event)
         elif isinstance(event, ResultReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
@@ -185,26 +188,24 @@ class Session:
             if event.reply is not None:
                 await self._reply(event.reply, None)
 
-    async def _serve(self, request: RequestReceived, scope: anyio.CancelScope) -> None:
+    async def _serve(self, request: RequestReceived) -> None:
+        """Answer one peer request. Cancelled through its task handle when the peer cancels it."""
         data: bytes | None = None
-        with scope:
-            try:
-                result = await self._on_request(request)
-            except JSONRPCError as exc:
-                data = self.connection.send_error(request.id, exc)
-            except ConnectionClosed:
-                # The peer went away while the handler waited on it: nobody is left to answer.
-                self.connection.forget_incoming(request.id)
-            except Exception as exc:
-                logger.exception("handler for %s failed", request.method)
-                data = self.connection.send_error(request.id, JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}"))
-            else:
-                data = self.connection.send_result(request.id, result)
-        self._inflight.pop(request.id, None)
-        if scope.cancelled_caught:
-            # Cancelled by the peer (or the connection closed): no answer is due.
+        try:
+            result = await self._on_request(request)
+        except JSONRPCError as exc:
+            data = self.connection.send_error(request.id, exc)
+        except ConnectionClosed:
+            pass  # the peer went away while the handler waited on it: nobody is left to answer
+        except Exception as exc:
+            logger.exception("handler for %s failed", request.method)
+            data = self.connection.send_error(request.id, JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}"))
+        else:
+            data = self.connection.send_result(request.id, result)
+        finally:
+            # Answered, failed or cancelled (by the peer, or because the connection closed): no longer in flight.
+            self._inflight.pop(request.id, None)
             self.connection.forget_incoming(request.id)
-            return
         if data is not None:
             await self._reply(data, request.id)
 
@@ -223,8 +224,8 @@ class Session:
             pending.error = ConnectionClosed("the connection closed before the peer answered")
             pending.event.set()
         self._pending.clear()
-        for scope in self._inflight.values():
-            scope.cancel()
+        for task in self._inflight.values():
+            task.cancel()
         self._inflight.clear()
 
 
