@@ -28,7 +28,7 @@ class TerminalHandler:
     """Ask the person in the terminal.
 
     Args:
-        read_line: reads one line after showing a prompt (default :func:`input`); EOF means cancel.
+        read_line: reads one line after showing a prompt (default: prompt on stderr, read stdin); EOF means cancel.
         write: shows text (default: print to stderr, so a program's stdout stays clean).
     """
 
@@ -36,11 +36,11 @@ class TerminalHandler:
 
     def __init__(
         self,
-        read_line: Callable[[str], str] = input,
+        read_line: Callable[[str], str] | None = None,
         write: Callable[[str], None] | None = None,
     ) -> None:
         self._one_at_a_time = anyio.Lock()
-        self._read = read_line
+        self._read = read_line or _read_stdin
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
@@ -120,6 +120,15 @@ class TerminalHandler:
                 return
             except Problem as exc:
                 w(f"  {exc}")
+
+
+def _read_stdin(prompt: str) -> str:
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    return line.rstrip("\n")
 
 
 def _parse(f: FormField, text: str) -> Any:

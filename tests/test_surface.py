@@ -1,0 +1,259 @@
+"""The rest of the surface: progress, logging, structured output, the client's own duties, the terminal handler."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from elicitor import (
+    Accepted,
+    Client,
+    Context,
+    Declined,
+    ElicitationRequest,
+    Form,
+    JSONRPCError,
+    ScriptedHandler,
+    Server,
+    TerminalHandler,
+)
+from elicitor.protocol import NotificationReceived, RequestReceived
+from elicitor.session import Session, open_session
+from elicitor.transports import memory_pair
+
+from .conftest import REVISIONS, ROOT, connected
+
+pytestmark = pytest.mark.anyio
+
+server = Server("surface", "1.0")
+
+
+@dataclass
+class Weather:
+    city: str
+    celsius: float
+
+
+@server.tool()
+async def forecast(city: str) -> Weather:
+    """Structured output with an output schema."""
+    return Weather(city, 21.5)
+
+
+@server.tool()
+async def busy(ctx: Context, steps: int) -> str:
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, f"step {step + 1}")
+        await ctx.log("info", {"step": step + 1}, logger="busy")
+        await ctx.log("debug", "noise")
+    return "done"
+
+
+async def test_structured_output_and_output_schema(anyio_backend: str) -> None:
+    async with connected(server) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        result = await client.call_tool("forecast", {"city": "Oslo"})
+    assert tools["forecast"].output_schema == {
+        "type": "object",
+        "title": "Weather",
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+        "required": ["city", "celsius"],
+    }
+    assert result.structured_content == {"city": "Oslo", "celsius": 21.5}
+    assert result.text == '{"city":"Oslo","celsius":21.5}'
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+async def test_progress_and_logging_on_every_revision(anyio_backend: str, revision: str) -> None:
+    logs: list[tuple[str, Any, str | None]] = []
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_log(level: Any, data: Any, logger: str | None) -> None:
+        logs.append((level, data, logger))
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    async with connected(server, protocol=revision, on_log=on_log, log_level="info") as client:
+        if revision != "2026-07-28":
+            await client.set_logging_level("info")
+        assert (await client.call_tool("busy", {"steps": 2}, progress=on_progress)).text == "done"
+        # Without a progress callback no token is sent, so no progress arrives.
+        assert (await client.call_tool("busy", {"steps": 1})).text == "done"
+    assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]
+    assert logs == [("info", {"step": 1}, "busy"), ("info", {"step": 2}, "busy"), ("info", {"step": 1}, "busy")]
+
+
+async def test_no_log_messages_on_2026_without_a_log_level(anyio_backend: str) -> None:
+    logs: list[Any] = []
+
+    async def on_log(level: Any, data: Any, logger: str | None) -> None:
+        logs.append(data)
+
+    async with connected(server, protocol="2026-07-28", on_log=on_log) as client:
+        await client.call_tool("busy", {"steps": 2})
+    assert logs == []
+
+
+async def test_logging_set_level_rejects_unknown_levels(anyio_backend: str) -> None:
+    async with connected(server, protocol="2025-11-25") as client:
+        with pytest.raises(JSONRPCError) as info:
+            await client.request("logging/setLevel", {"level": "loud"})
+        assert info.value.code == -32602
+
+
+@asynccontextmanager
+async def fake_server(client_kwargs: dict[str, Any]) -> AsyncIterator[tuple[Session, Client]]:
+    """A hand-driven server session (handshake era) connected to a real Client."""
+    server_end, client_end = memory_pair()
+
+    async def on_request(request: RequestReceived) -> dict[str, Any]:
+        assert request.method == "initialize"
+        return {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "fake", "version": "9"}}
+
+    async def on_note(note: NotificationReceived) -> None:
+        pass
+
+    async with (
+        open_session(server_end, on_request, on_note) as session,
+        Client(client_end, protocol="2025-11-25", **client_kwargs) as client,
+    ):
+        yield session, client
+
+
+async def test_client_answers_ping_and_refuses_unknown_server_requests(anyio_backend: str) -> None:
+    async with fake_server({}) as (session, client):
+        assert client.server_info is not None and client.server_info.name == "fake"
+        assert await session.request("ping") == {}
+        with pytest.raises(JSONRPCError) as info:
+            await session.request("roots/list")
+        assert info.value.code == -32601
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"message": "m", "requestedSchema": {"type": "object", "properties": {"a": {"type": "object"}}}}, "nested"),
+        ({"message": "m", "requestedSchema": {"type": "array"}}, "object"),
+        ({"mode": "url", "message": "m", "url": "https://x.example", "elicitationId": "1"}, "'url'"),
+        ({"requestedSchema": {"type": "object", "properties": {}}}, "message must be a string"),
+    ],
+)
+async def test_client_refuses_elicitations_outside_the_subset_or_mode(
+    anyio_backend: str, params: dict[str, Any], reason: str
+) -> None:
+    handler = ScriptedHandler(otherwise={})
+    async with fake_server({"elicitation": handler}) as (session, _):
+        with pytest.raises(JSONRPCError, match=reason) as info:
+            await session.request("elicitation/create", params)
+        assert info.value.code == -32602
+    assert handler.requests == []
+
+
+async def test_client_without_handler_declares_nothing_and_refuses(anyio_backend: str) -> None:
+    async with fake_server({}) as (session, client):
+        assert client.elicitation_modes == frozenset()
+        with pytest.raises(JSONRPCError) as info:
+            await session.request("elicitation/create", {"message": "m", "requestedSchema": {"type": "object"}})
+        assert info.value.code == -32602
+
+
+def terminal(lines: list[str]) -> tuple[TerminalHandler, list[str]]:
+    shown: list[str] = []
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        shown.append(prompt)
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    return TerminalHandler(read_line=read, write=shown.append), shown
+
+
+FORM = Form.from_schema(
+    {
+        "type": "object",
+        "required": ["party", "seat", "email"],
+        "properties": {
+            "party": {"type": "integer", "title": "Party size", "minimum": 1, "maximum": 12, "default": 2},
+            "seat": {"type": "string", "title": "Seating", "oneOf": [{"const": "in", "title": "Indoors"},
+                                                                     {"const": "out", "title": "Outdoors"}]},
+            "diet": {"type": "array", "items": {"type": "string", "enum": ["vegan", "halal"]}, "maxItems": 2},
+            "email": {"type": "string", "format": "email"},
+            "ok": {"type": "boolean", "default": True},
+        },
+    }
+)  # fmt: skip
+
+
+def request(**kwargs: Any) -> ElicitationRequest:
+    from elicitor import Implementation
+
+    return ElicitationRequest("Book a table?", FORM, Implementation(name="desk", title="Booking Desk", version="2"))
+
+
+async def test_terminal_handler_fills_every_kind_with_validation_and_review(anyio_backend: str) -> None:
+    handler, shown = terminal(
+        # answer now; party: 20 (too many) then Enter keeps the default 2; seat: 9 (invalid) then 2;
+        # diet: "1,2"; email: "nope" then valid; ok: Enter keeps yes; review: edit 1 -> 4, then submit.
+        ["", "20", "", "9", "2", "1,2", "nope", "a@b.co", "", "1", "4", ""]
+    )
+    outcome = await handler(request())
+    assert outcome == Accepted({"party": 4, "seat": "out", "diet": ["vegan", "halal"], "email": "a@b.co", "ok": True})
+    text = "\n".join(shown)
+    assert "── Booking Desk 2 asks ──" in text
+    assert "must be at most 12" in text
+    assert "pick one of the numbers shown" in text
+    assert "expected an email address" in text
+    assert "2) Outdoors" in text
+    assert "Review:" in text and "Seating: Outdoors" in text
+
+
+@pytest.mark.parametrize(("lines", "action"), [(["d"], "decline"), (["c"], "cancel"), ([], "cancel")])
+async def test_terminal_handler_decline_cancel_and_eof(anyio_backend: str, lines: list[str], action: str) -> None:
+    handler, _ = terminal(lines)
+    assert (await handler(request())).action == action
+
+
+async def test_terminal_handler_decline_at_review(anyio_backend: str) -> None:
+    handler, _ = terminal(["", "", "1", "", "a@b.co", "", "d"])
+    assert await handler(request()) == Declined()
+
+
+async def test_shutdown_escalates_to_sigterm_for_a_server_that_ignores_eof(anyio_backend: str) -> None:
+    script = (
+        "import sys, json, time\n"
+        "req = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'jsonrpc':'2.0','id':req['id'],'error':{'code':-32601,'message':'no'}}), flush=True)\n"
+        "req = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'jsonrpc':'2.0','id':req['id'],'result':{'protocolVersion':'2025-11-25',"
+        "'capabilities':{},'serverInfo':{'name':'stubborn'}}}), flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    client = Client.stdio([sys.executable, "-c", script])
+    async with client:
+        transport = client._session.transport if client._session else None
+    assert transport is not None
+    process = transport.process  # type: ignore[attr-defined]
+    assert process.returncode == -15  # SIGTERM after the grace period
+
+
+def test_demo_books_a_table_end_to_end() -> None:
+    lines = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", "", "", "y", ""]
+    answers = "".join(line + "\n" for line in lines)
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "demo"], input=answers, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio")
+    assert "vegetarian, gluten-free. Reservation " in run.stdout
+    assert "Chez Elicitor booking desk 1.0.0 asks" in run.stderr
