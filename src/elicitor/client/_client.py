@@ -111,6 +111,7 @@ class Client:
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
         self._progress: dict[str, ProgressCallback] = {}
+        self._meta_cache: dict[str, JSONObject] = {}
         self._next_token = 0
         self.protocol_version: str | None = None
         """The revision in use, known once connected."""
@@ -240,12 +241,18 @@ class Client:
         return msgspec.to_builtins(self.client_info)  # type: ignore[no-any-return]
 
     def _with_meta(self, params: JSONObject, version: str | None = None) -> JSONObject:
+        """``params`` with the 2026-07-28 per-request ``_meta`` (built once per version: it goes on every request)."""
         version = version or self.protocol_version
         assert version is not None
-        meta = dict(_dict(params.get("_meta")))
-        meta[META_PROTOCOL_VERSION] = version
-        meta[META_CLIENT_CAPABILITIES] = self._capabilities(version)
-        meta[META_CLIENT_INFO] = self._info()
+        base = self._meta_cache.get(version)
+        if base is None:
+            base = self._meta_cache[version] = {
+                META_PROTOCOL_VERSION: version,
+                META_CLIENT_CAPABILITIES: self._capabilities(version),
+                META_CLIENT_INFO: self._info(),
+            }
+        own = params.get("_meta")
+        meta = {**own, **base} if isinstance(own, dict) else dict(base)
         if self._log_level is not None:
             meta[META_LOG_LEVEL] = self._log_level
         return {**params, "_meta": meta}

@@ -12,12 +12,14 @@ holds, so tool code is the same on every revision.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from ..session import Session
+from .._loop import running_asyncio_loop
+from ..session import Session, Waiter
 from ..types import JSONObject, JSONValue, RequestId
 
 if TYPE_CHECKING:
@@ -62,9 +64,9 @@ def usable_response(method: str, response: object) -> bool:
 class _Waiter:
     __slots__ = ("answer", "event", "method")
 
-    def __init__(self, method: str) -> None:
+    def __init__(self, method: str, loop: asyncio.AbstractEventLoop | None) -> None:
         self.method = method
-        self.event = anyio.Event()
+        self.event = Waiter(loop)
         self.answer: JSONObject | None = None
 
 
@@ -81,7 +83,8 @@ class RoundAsker:
         self.answers = answers
         self.memo: dict[str, JSONValue] | None = memo
         self.asks: dict[str, JSONObject] = {}
-        self.activity = anyio.Event()
+        self._loop = running_asyncio_loop()
+        self.activity = Waiter(self._loop)
         self.owner: int | None = None
         self.concurrent = False
         """Whether a question came from a task other than the handler's own (so branches may ask together)."""
@@ -101,7 +104,7 @@ class RoundAsker:
             self.concurrent = True
         waiter = self._waiting.get(key)
         if waiter is None:
-            waiter = self._waiting[key] = _Waiter(method)
+            waiter = self._waiting[key] = _Waiter(method, self._loop)
         self.asks[key] = {"method": method, "params": params}
         self.activity.set()
         await waiter.event.wait()
@@ -114,7 +117,7 @@ class RoundAsker:
         Questions still unanswered stay in ``asks`` (they are asked again); unknown keys are ignored.
         """
         self._fresh = fresh
-        self.activity = anyio.Event()
+        self.activity = Waiter(self._loop)
         for key, waiter in list(self._waiting.items()):
             candidate = fresh.get(key)
             if isinstance(candidate, dict) and usable_response(waiter.method, candidate):

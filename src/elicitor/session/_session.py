@@ -22,6 +22,7 @@ import anyio.abc
 from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError
+from .._loop import running_asyncio_loop
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -35,7 +36,7 @@ from ..protocol import (
 )
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
-from ._waiter import Waiter, future_factory
+from ._waiter import Waiter
 
 logger = logging.getLogger("elicitor.session")
 
@@ -83,7 +84,7 @@ class Session:
         self._inflight: dict[RequestId, TaskHandle[None]] = {}
         self._closed = False
         self._closed_event = anyio.Event()
-        self._loop = future_factory()
+        self._loop = running_asyncio_loop()
 
     @property
     def closed(self) -> bool:

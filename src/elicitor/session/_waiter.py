@@ -10,17 +10,6 @@ from __future__ import annotations
 import asyncio
 
 import anyio
-import sniffio
-
-
-def future_factory() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop if this task runs on asyncio (call once per session), else ``None``."""
-    try:
-        if sniffio.current_async_library() == "asyncio":
-            return asyncio.get_running_loop()
-    except sniffio.AsyncLibraryNotFoundError:
-        pass
-    return None
 
 
 class Waiter:

@@ -11,6 +11,7 @@ write that fits in the pipe completes without yielding to the loop. POSIX only.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -18,10 +19,11 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import IO
+from typing import IO, cast
 
 import anyio
 
+from .._loop import running_asyncio_loop
 from ..protocol import LineFramer, Oversized
 from ..types import RequestId
 
@@ -29,6 +31,7 @@ DEFAULT_MAX_MESSAGE_SIZE = 1 << 20
 """The largest message accepted on a line (1 MiB); larger lines are refused with -32600 and skipped."""
 
 _READ_SIZE = 1 << 16
+_NOT_ASYNCIO: asyncio.AbstractEventLoop = cast(asyncio.AbstractEventLoop, object())
 
 
 class FdStream:
@@ -53,6 +56,36 @@ class FdStream:
         self._drained = anyio.Event()
         self._broken = False
         self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._readable: asyncio.Future[None] | None = None
+        self._watching = False
+
+    async def _wait_readable(self) -> None:
+        """Wait until the read descriptor has data.
+
+        On asyncio the descriptor stays registered with the selector for the stream's life (registering and
+        unregistering on every wait, as ``anyio.wait_readable`` does, costs a system call pair per message);
+        other backends use ``anyio.wait_readable``.
+        """
+        if self._loop is None:
+            self._loop = running_asyncio_loop()
+            if self._loop is None:
+                self._loop = _NOT_ASYNCIO
+        if self._loop is _NOT_ASYNCIO:
+            await anyio.wait_readable(self._in)
+            return
+        if not self._watching:
+            self._loop.add_reader(self._in, self._on_readable)
+            self._watching = True
+        self._readable = self._loop.create_future()
+        try:
+            await self._readable
+        finally:
+            self._readable = None
+
+    def _on_readable(self) -> None:
+        if self._readable is not None and not self._readable.done():
+            self._readable.set_result(None)
 
     async def receive(self) -> bytes | Oversized:
         while True:
@@ -63,7 +96,7 @@ class FdStream:
             try:
                 data = os.read(self._in, _READ_SIZE)
             except BlockingIOError:
-                await anyio.wait_readable(self._in)
+                await self._wait_readable()
                 continue
             except OSError:
                 data = b""
@@ -125,6 +158,9 @@ class FdStream:
         if self._closed:
             return
         self._closed = True
+        if self._watching and self._loop is not None and self._loop is not _NOT_ASYNCIO:
+            self._loop.remove_reader(self._in)
+            self._watching = False
         for fd, blocking in self._saved.items():
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, blocking)
