@@ -81,6 +81,19 @@ class RawPeer:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    def start_elicitation(self) -> dict[str, Any]:
+        """Initialize, call test_elicitation as request 9, and return the server's elicitation/create."""
+        self.send(INIT)
+        self.read()
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.send(
+            b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation",'
+            b'"arguments":{"message":"hi"}}}\n'
+        )
+        request = self.read()
+        assert request["method"] == "elicitation/create"
+        return request
+
     def close(self) -> int:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
@@ -141,14 +154,7 @@ def test_bad_input_over_stdio_gets_errors_and_the_session_keeps_serving() -> Non
 
 def test_peer_vanishing_mid_elicitation_is_a_clean_cancellation() -> None:
     peer = RawPeer()
-    peer.send(INIT)
-    peer.read()
-    peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-    peer.send(
-        b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation",'
-        b'"arguments":{"message":"hi"}}}\n'
-    )
-    request = peer.read()
+    request = peer.start_elicitation()
     assert request["method"] == "elicitation/create"
     # The client vanishes without answering: the server exits cleanly, without a traceback.
     assert peer.close() == 0
@@ -157,14 +163,7 @@ def test_peer_vanishing_mid_elicitation_is_a_clean_cancellation() -> None:
 def test_answer_to_a_cancelled_elicitation_is_ignored() -> None:
     peer = RawPeer()
     try:
-        peer.send(INIT)
-        peer.read()
-        peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        peer.send(
-            b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"test_elicitation",'
-            b'"arguments":{"message":"hi"}}}\n'
-        )
-        request = peer.read()
+        request = peer.start_elicitation()
         peer.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}\n')
         cancel = peer.read()
         assert cancel["method"] == "notifications/cancelled"

@@ -18,7 +18,7 @@ from datetime import date, datetime
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
-from ..types import REV_2025_06_18
+from ..types import supports_rich_enums
 
 StringFormat: TypeAlias = Literal["email", "uri", "date", "date-time"]
 STRING_FORMATS: Final[frozenset[str]] = frozenset({"email", "uri", "date", "date-time"})
@@ -85,7 +85,7 @@ class StringField(_Field):
             out["maxLength"] = self.max_length
         if self.format is not None:
             out["format"] = self.format
-        if self.default is not None and revision != REV_2025_06_18:
+        if self.default is not None and supports_rich_enums(revision):
             out["default"] = self.default
         return out
 
@@ -120,7 +120,7 @@ class NumberField(_Field):
             out["minimum"] = self.minimum
         if self.maximum is not None:
             out["maximum"] = self.maximum
-        if self.default is not None and revision != REV_2025_06_18:
+        if self.default is not None and supports_rich_enums(revision):
             out["default"] = self.default
         return out
 
@@ -183,7 +183,7 @@ class EnumField(_Field):
     def to_schema(self, revision: str) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "string", **self._annotations()}
         style = self.style
-        if style == "titled" and revision == REV_2025_06_18:
+        if style == "titled" and not supports_rich_enums(revision):
             style = "legacy"
         if style == "titled":
             out["oneOf"] = [{"const": o.value, "title": o.label} for o in self.options]
@@ -191,7 +191,7 @@ class EnumField(_Field):
             out["enum"] = list(self.values)
             if style == "legacy":
                 out["enumNames"] = [o.label for o in self.options]
-        if self.default is not None and revision != REV_2025_06_18:
+        if self.default is not None and supports_rich_enums(revision):
             out["default"] = self.default
         return out
 

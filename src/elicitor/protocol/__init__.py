@@ -9,7 +9,6 @@ from ._connection import (
     RequestCancelled,
     RequestReceived,
     ResultReceived,
-    encode_message,
     error_reply,
 )
 from ._framing import LineFramer, Oversized
@@ -39,7 +38,6 @@ __all__ = [
     "RequestMeta",
     "RequestReceived",
     "ResultReceived",
-    "encode_message",
     "error_reply",
     "is_modern_request",
     "negotiate",

@@ -97,11 +97,6 @@ Event: TypeAlias = (
 """What :meth:`Connection.receive` returns."""
 
 
-def encode_message(message: dict[str, Any]) -> bytes:
-    """Encode one JSON-RPC message (no trailing newline; framing is the transport's business)."""
-    return _encode(message)
-
-
 def error_reply(id: RequestId | None, code: int, message: str, data: JSONValue = None) -> bytes:
     """Bytes of an error response; ``id`` is ``None`` when the request's id could not be read."""
     error: dict[str, JSONValue] = {"code": code, "message": message}
@@ -246,10 +241,6 @@ class Connection:
         if reason:
             params["reason"] = reason
         return self.send_notification(CANCELLED_METHOD, params)
-
-    def forget_request(self, request_id: RequestId) -> None:
-        """Stop awaiting our request ``request_id`` without telling the peer (the transport cancels it)."""
-        self._outgoing.discard(request_id)
 
     def forget_incoming(self, request_id: RequestId) -> None:
         """Drop peer request ``request_id`` without answering (its handler was cancelled: no answer is due)."""

@@ -48,8 +48,3 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 URL_ELICITATION_REQUIRED: Final = -32042
 """2025-11-25 only: the request needs URL-mode elicitation first; ``data.elicitations``."""
-
-
-def is_request_id(value: object) -> bool:
-    """Tell whether ``value`` may be used as a JSON-RPC request id (str or int, bool excluded)."""
-    return type(value) is str or type(value) is int

@@ -45,17 +45,6 @@ class Implementation(_Wire, frozen=True):
         return f"{label} {self.version}".strip()
 
 
-class ElicitResultWire(_Wire, frozen=True):
-    """``ElicitResult``: the client's answer to ``elicitation/create``.
-
-    ``content`` values are string, number, boolean or (2025-11-25+) a list of strings; they are checked
-    against the form by the receiver, not here.
-    """
-
-    action: ElicitAction
-    content: dict[str, Any] | None = None
-
-
 class TextContent(_Wire, frozen=True, tag="text", tag_field="type"):
     text: str
     annotations: dict[str, Any] | None = None
@@ -100,11 +89,6 @@ class Tool(_Wire, frozen=True):
     description: str | None = None
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
-
-
-class ListToolsResult(_Wire, frozen=True):
-    tools: list[Tool]
-    next_cursor: str | None = None
 
 
 class CallToolResult(_Wire, frozen=True):

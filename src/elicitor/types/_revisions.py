@@ -23,9 +23,6 @@ MODERN_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
 ALL_REVISIONS: Final[tuple[Revision, ...]] = MODERN_REVISIONS + HANDSHAKE_REVISIONS
 """Every revision elicitor speaks, newest first."""
 
-OLDER_REVISIONS: Final = ("2025-03-26", "2024-11-05")
-"""Revisions a peer may ask for that elicitor answers gracefully by offering its own latest."""
-
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
@@ -36,11 +33,6 @@ META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 def is_modern(revision: str) -> bool:
     """Tell whether ``revision`` is a stateless (multi-round-trip) revision."""
     return revision in MODERN_REVISIONS
-
-
-def supports_url_mode(revision: str) -> bool:
-    """URL-mode elicitation exists from 2025-11-25 on."""
-    return revision != REV_2025_06_18
 
 
 def supports_rich_enums(revision: str) -> bool:
