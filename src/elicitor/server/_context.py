@@ -41,13 +41,14 @@ class Context:
     """
 
     __slots__ = (
-        "_asker", "_log_level", "_occurrences", "_progress_token", "_session",
+        "_asker", "_log_level", "_notify", "_occurrences", "_progress_token", "_session",
         "capabilities", "client", "request_id", "revision",
     )  # fmt: skip
 
     def __init__(
         self,
         session: ServerSession,
+        notify: Callable[[str, JSONObject], Awaitable[None]],
         request_id: RequestId,
         revision: Revision,
         capabilities: ClientCapabilities,
@@ -58,6 +59,7 @@ class Context:
         log_level: LoggingLevel | None = None,
     ) -> None:
         self._session = session
+        self._notify = notify
         self.request_id = request_id
         """The JSON-RPC id of the request being served."""
         self.revision = revision
@@ -174,7 +176,7 @@ class Context:
         params: JSONObject = {"level": level, "data": data}
         if logger:
             params["logger"] = logger
-        await self._session.notify("notifications/message", params, related=self.request_id)
+        await self._notify("notifications/message", params)
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this call (else do nothing)."""
@@ -185,13 +187,20 @@ class Context:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self._session.notify("notifications/progress", params, related=self.request_id)
+        await self._notify("notifications/progress", params)
 
     # ---- internals -------------------------------------------------------------------------------------------
 
-    def rebind(self, request_id: RequestId, meta: RequestMeta, progress_token: JSONValue) -> None:
-        """Serve a later round of the same call: its request id, metadata and progress token apply from now on."""
+    def rebind(
+        self,
+        request_id: RequestId,
+        meta: RequestMeta,
+        notify: Callable[[str, JSONObject], Awaitable[None]],
+        progress_token: JSONValue,
+    ) -> None:
+        """Serve a later round of the same call: its request id, metadata, stream and progress token apply now."""
         self.request_id = request_id
+        self._notify = notify
         self.capabilities = meta.capabilities
         self.client = meta.client_info
         self._progress_token = progress_token

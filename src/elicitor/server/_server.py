@@ -39,6 +39,9 @@ from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
 
 logger = logging.getLogger("elicitor.server")
+
+Notify = Callable[[str, JSONObject], Awaitable[None]]
+"""Sends a notification (method, params) about the request being served, wherever that request's messages go."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
@@ -181,9 +184,14 @@ class ServerSession:
                 await session.wait_closed()
             runs.cancel_scope.cancel()
 
-    async def notify(self, method: str, params: JSONObject, *, related: RequestId | None) -> None:
-        if self.session is not None:
-            await self.session.notify(method, params, related=related)
+    def notifier(self, related: RequestId) -> Notify:
+        """Where notifications about request ``related`` go on this connection (its session, related to it)."""
+
+        async def notify(method: str, params: JSONObject) -> None:
+            if self.session is not None:
+                await self.session.notify(method, params, related=related)
+
+        return notify
 
     # ---- dispatch --------------------------------------------------------------------------------------------
 
@@ -195,22 +203,24 @@ class ServerSession:
     # than coroutines awaiting one: a tool call may wait minutes for a person, and every coroutine frame on that
     # path is memory held per pending elicitation.
 
-    def on_request(self, request: RequestReceived) -> Awaitable[JSONObject]:
+    def on_request(self, request: RequestReceived, notify: Notify | None = None) -> Awaitable[JSONObject]:
+        """The awaitable answering ``request``; ``notify`` overrides where its notifications go."""
         method, params = request.method, request.params
         if is_modern_request(params):
-            return self._modern(request)
+            return self.serve_modern(request, notify)
         self.handshake.check(method)
         if method == "initialize":
             return _ready(self._initialize(params))
         assert self.handshake.revision is not None
         meta = RequestMeta(self.handshake.revision, self.handshake.capabilities, self.handshake.client_info)
-        return self._route(request, meta, modern=False)
+        return self._route(request, meta, notify, modern=False)
 
-    async def _modern(self, request: RequestReceived) -> JSONObject:
+    async def serve_modern(self, request: RequestReceived, notify: Notify | None = None) -> JSONObject:
+        """Serve a 2026-07-28 request from its own ``_meta`` alone."""
         meta = parse_request_meta(request.params, MODERN_REVISIONS)
         if request.method in _HANDSHAKE_ONLY:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
-        result = await self._route(request, meta, modern=True)
+        result = await self._route(request, meta, notify, modern=True)
         result.setdefault("resultType", "complete")
         result_meta = result.get("_meta")
         if not isinstance(result_meta, dict):
@@ -218,9 +228,11 @@ class ServerSession:
         result_meta[META_SERVER_INFO] = self.server.info
         return result
 
-    def _route(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> Awaitable[JSONObject]:
+    def _route(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify | None, *, modern: bool
+    ) -> Awaitable[JSONObject]:
         if request.method == "tools/call":
-            return self._call_tool(request, meta, modern=modern)
+            return self._call_tool(request, meta, notify or self.notifier(request.id), modern=modern)
         return _ready(self._answer(request, meta, modern=modern))
 
     def _answer(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
@@ -259,7 +271,9 @@ class ServerSession:
 
     # ---- tools -------------------------------------------------------------------------------------------------
 
-    def _call_tool(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> Awaitable[JSONObject]:
+    def _call_tool(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
         params = request.params or {}
         name = params.get("name")
         tool = self.server._tools.get(name) if isinstance(name, str) else None
@@ -272,21 +286,32 @@ class ServerSession:
         request_meta = params.get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
         if modern:
-            return self._call_tool_in_rounds(request, meta, tool, kwargs, token)
+            return self._call_tool_in_rounds(request, meta, notify, tool, kwargs, token)
         assert self.session is not None
-        ctx = self._context(request, meta, token, PushAsker(self.session, request.id))
+        ctx = self._context(request, meta, notify, token, PushAsker(self.session, request.id))
         return self._invoke(tool, ctx, kwargs, modern=False)
 
     def _context(
-        self, request: RequestReceived, meta: RequestMeta, token: JSONValue, asker: PushAsker | RoundAsker
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        token: JSONValue,
+        asker: PushAsker | RoundAsker,
     ) -> Context:
         return Context(
-            self, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
+            self, notify, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
             progress_token=token, log_level=meta.log_level,
         )  # fmt: skip
 
     async def _call_tool_in_rounds(
-        self, request: RequestReceived, meta: RequestMeta, tool: ToolDef, kwargs: dict[str, Any], token: JSONValue
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        tool: ToolDef,
+        kwargs: dict[str, Any],
+        token: JSONValue,
     ) -> JSONObject:
         params = request.params or {}
         binding = request_binding("tools/call", params, self.principal)
@@ -301,16 +326,33 @@ class ServerSession:
         run = self.parked.claim(state.get("r"), state.get("n")) if self.parked is not None else None
         if run is not None and run.context.capabilities == meta.capabilities:
             # Fast path: the run waits in this process; hand it this round's answers.
-            run.context.rebind(request.id, meta, token)
+            run.context.rebind(request.id, meta, notify, token)
             run.asker.next_round(fresh)
         else:
             if run is not None:
                 run.cancel()
             # Stateless path: replay the handler with every answer the sealed state carries.
             asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
-            ctx = self._context(request, meta, token, asker)
+            ctx = self._context(request, meta, notify, token, asker)
             run = Run(functools.partial(self._invoke, tool, ctx, kwargs, modern=True), asker, ctx)
-            self._start(run)
+            if self.parked is None:
+                return await self._one_round(run, binding)
+            self.parked.start(run)
+        return await self._round(run, binding, self.parked)
+
+    async def _one_round(self, run: Run, binding: bytes) -> JSONObject:
+        """Serve a round with nothing to park the run in (no long-lived task group): replay-only."""
+        result: JSONObject | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run.main)
+            try:
+                result = await self._round(run, binding, None)
+            finally:
+                tg.cancel_scope.cancel()
+        assert result is not None
+        return result
+
+    async def _round(self, run: Run, binding: bytes, parked: ParkedRuns | None) -> JSONObject:
         try:
             outcome = await run.next()
         except BaseException:
@@ -320,18 +362,11 @@ class ServerSession:
             return outcome.value
         sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
         token_out = self.server.sealer.seal(sealed, binding)
-        if self.parked is not None:
-            self.parked.park(run)
+        if parked is not None:
+            parked.park(run)
         else:
             run.cancel()
         return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
-
-    def _start(self, run: Run) -> None:
-        if self.parked is not None:
-            self.parked.start(run)
-        else:
-            assert self.session is not None
-            self.session.start_soon(run.main)
 
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:

@@ -138,8 +138,8 @@ class Session:
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await self._send(self.connection.send_notification(method, params), related)
 
-    async def _send(self, data: bytes, related: RequestId | None) -> None:
-        await self.transport.send(data, related)
+    async def _send(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:
+        await self.transport.send(data, related, final=final)
 
     # ---- receiving -----------------------------------------------------------------------------------------
 
@@ -208,13 +208,13 @@ class Session:
             self._inflight.pop(request.id, None)
             self.connection.forget_incoming(request.id)
         if data is not None:
-            await self._reply(data, request.id)
+            await self._reply(data, request.id, final=True)
 
-    async def _reply(self, data: bytes, related: RequestId | None) -> None:
+    async def _reply(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:
         if self._closed:
             return
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await self._send(data, related)
+            await self._send(data, related, final=final)
 
     def _close(self) -> None:
         if self._closed:

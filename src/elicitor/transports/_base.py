@@ -1,8 +1,9 @@
 """The transport interface: move framed messages, nothing else.
 
 A transport knows bytes and framing; it knows no JSON-RPC. The session layer calls it. ``related`` names the peer
-request a message belongs to (or answers), so that transports with per-request streams (Streamable HTTP) can route
-it; stream transports (stdio) ignore it.
+request a message belongs to (or answers), and ``final`` marks the answer itself, so that transports with
+per-request streams (Streamable HTTP) can route a message and end a request's stream; stream transports (stdio)
+ignore both.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Transport(Protocol):
         """
         ...
 
-    async def send(self, message: bytes, related: RequestId | None = None) -> None:
+    async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         """Send one message (without framing; the transport adds it).
 
         Raises:

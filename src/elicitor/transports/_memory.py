@@ -19,7 +19,7 @@ class MemoryTransport:
     async def receive(self) -> bytes | Oversized:
         return await self._inbox.receive()
 
-    async def send(self, message: bytes, related: RequestId | None = None) -> None:
+    async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         await self._outbox.send(message)
 
     async def aclose(self) -> None:

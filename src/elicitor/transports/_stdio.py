@@ -108,7 +108,7 @@ class FdStream:
                 if last is not None:
                     self._ready.append(last)
 
-    async def send(self, message: bytes, related: RequestId | None = None) -> None:
+    async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         if self._broken or self._closed:
             raise anyio.BrokenResourceError
         data = message + b"\n"
