@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import replace
 from types import TracebackType
 from typing import IO, Any
@@ -74,7 +74,8 @@ class Client:
             print(result.text)
 
     Args:
-        connect: a transport, or an async function returning one (called on entry).
+        connect: a transport, or a function returning one (awaitable) or an async context manager that yields one,
+            called on entry.
         elicitation: answers the server's elicitations; ``None`` declares no elicitation capability.
         protocol: ``"auto"`` (probe with ``server/discover``, fall back to ``initialize``) or a revision to use.
         client_info: how this client introduces itself.
@@ -85,7 +86,7 @@ class Client:
 
     def __init__(
         self,
-        connect: Transport | Callable[[], Awaitable[Transport]],
+        connect: Transport | Callable[[], Awaitable[Transport]] | Callable[[], AbstractAsyncContextManager[Transport]],
         *,
         elicitation: ElicitationHandler | None = None,
         protocol: str = "auto",
@@ -109,6 +110,7 @@ class Client:
         self._log_level = log_level
         self._probe_timeout = probe_timeout
         self._stack: AsyncExitStack | None = None
+        self._transport: Any = None
         self._session: Session | None = None
         self._progress: dict[str, ProgressCallback] = {}
         self._meta_cache: dict[str, JSONObject] = {}
@@ -140,6 +142,16 @@ class Client:
 
         return cls(connect, **kwargs)
 
+    @classmethod
+    def http(cls, url: str, *, headers: Mapping[str, str] | None = None, **kwargs: Any) -> Client:
+        """A client for the Streamable HTTP endpoint at ``url``; ``headers`` go on every request.
+
+        Other arguments are as for :class:`Client`.
+        """
+        from ._http import HttpClientTransport
+
+        return cls(lambda: HttpClientTransport.connect(url, headers=headers), **kwargs)
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Client:
@@ -147,7 +159,8 @@ class Client:
             raise RuntimeError("a Client can be entered once")
         self._stack = AsyncExitStack()
         try:
-            transport = self._connect if not callable(self._connect) else await self._connect()
+            transport = await self._open_transport(self._stack)
+            self._transport = transport
             self._session = await self._stack.enter_async_context(
                 open_session(transport, self._on_request, self._on_notification)
             )
@@ -162,6 +175,20 @@ class Client:
     ) -> None:
         assert self._stack is not None
         await self._stack.aclose()
+
+    async def _open_transport(self, stack: AsyncExitStack) -> Transport:
+        if not callable(self._connect):
+            return self._connect
+        made = self._connect()
+        if isinstance(made, AbstractAsyncContextManager):
+            return await stack.enter_async_context(made)
+        return await made
+
+    def _adopt(self, version: str) -> None:
+        """The revision is known: tell the transport (HTTP headers, sessions depend on it)."""
+        self.protocol_version = version
+        if hasattr(self._transport, "protocol_version"):
+            self._transport.protocol_version = version
 
     @property
     def modern(self) -> bool:
@@ -201,7 +228,7 @@ class Client:
         versions = result.get("supportedVersions")
         if not isinstance(versions, list) or version not in versions:
             return False
-        self.protocol_version = version
+        self._adopt(version)
         self.server_capabilities = _dict(result.get("capabilities"))
         self.server_info = parse_implementation(_dict(result.get("_meta")).get(META_SERVER_INFO))
         instructions = result.get("instructions")
@@ -223,12 +250,15 @@ class Client:
             raise ElicitorError(
                 f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
             )
-        self.protocol_version = str(offered)
+        self._adopt(str(offered))
         self.server_capabilities = _dict(result.get("capabilities"))
         self.server_info = parse_implementation(result.get("serverInfo"))
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
         await session.notify("notifications/initialized")
+        start_listening = getattr(self._transport, "start_listening", None)
+        if start_listening is not None:
+            start_listening()
 
     def _capabilities(self, version: str) -> JSONObject:
         if not self.elicitation_modes:

@@ -1,8 +1,9 @@
 """The server side: ``Server``, tools, ``Context`` with ``elicit``, and the 2026-07-28 round driver."""
 
 from ._context import Context
+from ._http import HttpApp
 from ._sealing import KEYS_ENV, StateSealer, generate_key
 from ._server import Server, ServerSession
 from ._tools import ToolDef
 
-__all__ = ["KEYS_ENV", "Context", "Server", "ServerSession", "StateSealer", "ToolDef", "generate_key"]
+__all__ = ["KEYS_ENV", "Context", "HttpApp", "Server", "ServerSession", "StateSealer", "ToolDef", "generate_key"]

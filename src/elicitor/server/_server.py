@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
 
@@ -37,6 +37,9 @@ from ._context import Context
 from ._rounds import AnswerBook, Finished, ParkedRuns, Run
 from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
+
+if TYPE_CHECKING:
+    from ._http import HttpApp
 
 logger = logging.getLogger("elicitor.server")
 
@@ -158,11 +161,39 @@ class Server:
         """Serve on this process's stdin/stdout until stdin closes."""
         await self.serve(StdioServerTransport())
 
-    def run(self, transport: Literal["stdio"] = "stdio", *, backend: str = "asyncio") -> None:
-        """Blocking entry point: serve over ``transport`` on a new event loop."""
-        if transport != "stdio":
-            raise ValueError(f"unknown transport {transport!r}")
-        anyio.run(self.serve_stdio, backend=backend)
+    def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
+        """An ASGI application serving this server over Streamable HTTP at ``path`` (both protocol eras).
+
+        Options are those of :class:`~elicitor.server.HttpApp` (allowed hosts and origins, body limit, event
+        store...). Mount it anywhere; see ``HttpApp`` for the lifespan when mounted inside another application.
+        """
+        from ._http import HttpApp
+
+        return HttpApp(self, path=path, **options)
+
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        backend: str = "asyncio",
+        **options: Any,
+    ) -> None:
+        """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
+
+        HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
+        (DNS-rebinding protection rejects requests addressed to any other host).
+        """
+        if transport == "stdio":
+            anyio.run(self.serve_stdio, backend=backend)
+        elif transport == "http":
+            import uvicorn
+
+            uvicorn.run(self.http_app(path, **options), host=host, port=port, log_level="warning")
+        else:
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 
 
 class ServerSession:

@@ -1,0 +1,256 @@
+"""The client's Streamable HTTP transport (httpx), for both protocol eras.
+
+Every outgoing message is its own POST with ``Accept: application/json, text/event-stream``. The answer is JSON (one
+message) or an SSE stream (messages related to the request, then its answer); either way the messages are queued
+for the session's read loop. Handshake era: the ``Mcp-Session-Id`` from ``initialize`` goes on every later request
+with ``MCP-Protocol-Version``; after the handshake a GET opens the standalone stream; an SSE stream that ends before
+its answer is resumed with GET and ``Last-Event-ID`` after the server's ``retry`` delay; DELETE ends the session on
+close. 2026-07-28: the ``Mcp-Method``/``Mcp-Name`` headers mirror the body, there is no session and no GET.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx2 as httpx
+import msgspec
+
+from ..protocol import Oversized, error_reply
+from ..transports._sse import SSEDecoder
+from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, RequestId, is_modern
+
+logger = logging.getLogger("elicitor.http_client")
+
+_decode = msgspec.json.Decoder().decode
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_ACCEPT = "application/json, text/event-stream"
+_RECONNECTS = 5
+
+
+class SessionExpired(Exception):
+    """The server no longer knows this session (404): the client must initialize again."""
+
+
+class HttpClientTransport:
+    """One MCP endpoint over HTTP. Open it with :meth:`connect`.
+
+    ``protocol_version`` is set by the client once the revision is known; it decides the headers and whether
+    there is a session.
+    """
+
+    def __init__(self, url: str, http: httpx.AsyncClient, tg: anyio.abc.TaskGroup) -> None:
+        self.url = url
+        self.http = http
+        self._tg = tg
+        self.protocol_version: str | None = None
+        self.session_id: str | None = None
+        self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized](math.inf)
+        self._listening = False
+        self._closed = False
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, url: str, *, headers: Mapping[str, str] | None = None, http: httpx.AsyncClient | None = None
+    ) -> AsyncIterator[HttpClientTransport]:
+        """Open a transport to ``url``; ``headers`` go on every request (authorization, say)."""
+        timeout = httpx.Timeout(30.0, read=None)
+        async with anyio.create_task_group() as tg:
+            own = http is None
+            client = http if http is not None else httpx.AsyncClient(timeout=timeout, headers=dict(headers or {}))
+            transport = cls(url, client, tg)
+            try:
+                yield transport
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await transport.aclose()
+                    if own:
+                        await client.aclose()
+                tg.cancel_scope.cancel()
+
+    # ---- Transport -------------------------------------------------------------------------------------------
+
+    async def receive(self) -> bytes | Oversized:
+        return await self._inbox_out.receive()
+
+    async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
+        if self._closed:
+            raise anyio.BrokenResourceError
+        decoded = _decode(message)
+        is_request = "method" in decoded and "id" in decoded
+        headers = self._headers(decoded)
+        if is_request:
+            # The answer may take long (a person is filling a form): read it in the background.
+            self._tg.start_soon(self._exchange, message, headers, decoded["id"])
+            return
+        response = await self.http.post(self.url, content=message, headers=headers)
+        if response.status_code == 404 and self.session_id is not None:
+            raise anyio.BrokenResourceError from SessionExpired("the server ended this session")
+        if response.status_code >= 400:
+            logger.warning("the server refused a message with HTTP %d: %s", response.status_code, response.text[:200])
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._inbox_in.close()
+        if self.session_id is not None and not is_modern(self.protocol_version or ""):
+            try:
+                with anyio.move_on_after(2):
+                    await self.http.delete(self.url, headers=self._base_headers())
+            except httpx.HTTPError:
+                pass
+
+    # ---- after the handshake ----------------------------------------------------------------------------------
+
+    def start_listening(self) -> None:
+        """Open the standalone GET stream (handshake era, once there is a session)."""
+        if self._listening or self.session_id is None or is_modern(self.protocol_version or ""):
+            return
+        self._listening = True
+        self._tg.start_soon(self._listen)
+
+    # ---- internals -------------------------------------------------------------------------------------------
+
+    def _base_headers(self) -> dict[str, str]:
+        headers = {"accept": _ACCEPT, "content-type": "application/json"}
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        return headers
+
+    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
+        headers = self._base_headers()
+        method = message.get("method")
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if isinstance(version, str):  # 2026-07-28: mirror the body into the headers (SEP-2243)
+            headers["mcp-protocol-version"] = version
+            headers.pop("mcp-session-id", None)
+            if isinstance(method, str):
+                headers["mcp-method"] = method
+                field = _NAMED.get(method)
+                if field is not None and isinstance(params, dict) and isinstance(params.get(field), str):
+                    headers["mcp-name"] = encode_header(params[field])
+        return headers
+
+    async def _exchange(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
+        try:
+            async with self.http.stream("POST", self.url, content=message, headers=headers) as response:
+                if response.headers.get("mcp-session-id") and self.session_id is None:
+                    self.session_id = response.headers["mcp-session-id"]
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if kind == "text/event-stream":
+                    done, last_id, retry = await self._read_events(response, request_id)
+                else:
+                    body = await response.aread()
+                    if body:
+                        await self._deliver(body)
+                    elif response.status_code == 404 and self.session_id is not None:
+                        self._fail(request_id, "the server ended this session (404): reconnect to start a new one")
+                    else:
+                        self._fail(request_id, f"the server answered HTTP {response.status_code} with no body")
+                    return
+        except httpx.HTTPError as exc:
+            self._fail(request_id, f"HTTP request failed: {exc}")
+            return
+        if not done:
+            await self._resume(request_id, last_id, retry)
+
+    async def _read_events(
+        self, response: httpx.Response, request_id: RequestId | None
+    ) -> tuple[bool, str | None, int | None]:
+        """Deliver a stream's messages; returns whether the answer to ``request_id`` came, the last id, retry."""
+        decoder = SSEDecoder()
+        done = False
+        try:
+            async for chunk in response.aiter_raw():
+                for event in decoder.feed(chunk):
+                    if event.event != "message" or not event.data:
+                        continue
+                    data = event.data.encode()
+                    await self._deliver(data)
+                    if request_id is not None and _answers(data, request_id):
+                        done = True
+        except (httpx.HTTPError, ValueError) as exc:
+            logger.debug("SSE stream interrupted: %s", exc)
+        return done, decoder.last_event_id, decoder.retry
+
+    async def _resume(self, request_id: RequestId, last_id: str | None, retry: int | None) -> None:
+        """The stream ended before the answer: reconnect with GET and ``Last-Event-ID`` (SEP-1699 polling)."""
+        for _ in range(_RECONNECTS):
+            if last_id is None or self._closed:
+                break
+            await anyio.sleep((retry if retry is not None else 1000) / 1000)
+            headers = self._base_headers()
+            headers["accept"] = "text/event-stream"
+            headers["last-event-id"] = last_id
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        break
+                    done, new_last, new_retry = await self._read_events(response, request_id)
+            except httpx.HTTPError:
+                continue
+            if done:
+                return
+            last_id = new_last or last_id
+            retry = new_retry if new_retry is not None else retry
+        self._fail(request_id, "the server's stream ended before it answered")
+
+    async def _listen(self) -> None:
+        last_id: str | None = None
+        retry: int | None = None
+        for _ in range(_RECONNECTS):
+            headers = self._base_headers()
+            headers["accept"] = "text/event-stream"
+            if last_id is not None:
+                headers["last-event-id"] = last_id
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        return  # 405: the server offers no standalone stream
+                    _, new_last, new_retry = await self._read_events(response, None)
+            except httpx.HTTPError:
+                pass
+            else:
+                last_id = new_last or last_id
+                retry = new_retry if new_retry is not None else retry
+            if self._closed:
+                return
+            await anyio.sleep((retry if retry is not None else 1000) / 1000)
+
+    async def _deliver(self, message: bytes) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._inbox_in.send_nowait(message)
+
+    def _fail(self, request_id: RequestId, reason: str) -> None:
+        """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
+        reply = error_reply(request_id, INTERNAL_ERROR, f"Transport error (local, not from the server): {reason}")
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._inbox_in.send_nowait(reply)
+
+
+def _answers(data: bytes, request_id: RequestId) -> bool:
+    try:
+        message = _decode(data)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
+
+
+def encode_header(value: str) -> str:
+    """A value fit for an ``Mcp-Name``/``Mcp-Param-*`` header: as is if plain ASCII, else the Base64 sentinel."""
+    plain = value == value.strip() and all(0x20 <= ord(c) <= 0x7E for c in value)
+    if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
