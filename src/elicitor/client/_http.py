@@ -101,6 +101,7 @@ class HttpClientTransport:
             return
         self._closed = True
         self._inbox_in.close()
+        self._inbox_out.close()
         if self.session_id is not None and not is_modern(self.protocol_version or ""):
             try:
                 with anyio.move_on_after(2):

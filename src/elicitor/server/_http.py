@@ -117,6 +117,7 @@ class _Stream:
 
     def close(self) -> None:
         self._in.close()
+        self.out.close()
 
 
 class _HttpSession:
@@ -163,6 +164,7 @@ class _HttpSession:
 
     async def end(self) -> None:
         self._inbox_in.close()
+        self._inbox_out.close()
         for stream in self.by_key.values():
             stream.close()
             await self.events.discard(stream.key)

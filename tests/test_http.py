@@ -1,0 +1,316 @@
+"""Streamable HTTP: end to end over uvicorn on every revision, and every malformed request in-process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from elicitor import Accepted, Client, Context, ScriptedHandler, Server
+from elicitor.server import HttpApp
+
+from .conftest import REVISIONS, serving
+
+pytestmark = pytest.mark.anyio
+
+server = Server("http-test", "1.0", title="HTTP Test")
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+async def greet(ctx: Context) -> str:
+    outcome = await ctx.elicit("Your name?", NAME, key="user_name")
+    return f"hello {outcome.data['name']}" if isinstance(outcome, Accepted) else outcome.action
+
+
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    await ctx.report_progress(1, 2, "half")
+    await ctx.log("info", "working")
+    outcome = await ctx.elicit("Go on?", bool)
+    await ctx.report_progress(2, 2, "done")
+    return f"chatty {outcome.action}"
+
+
+cancelled: list[str] = []
+
+
+@server.tool()
+async def slow(ctx: Context) -> str:
+    try:
+        await anyio.sleep(30)
+    except anyio.get_cancelled_exc_class():
+        cancelled.append("slow")
+        raise
+    return "late"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn runs on asyncio
+
+
+@pytest.mark.parametrize("revision", [*REVISIONS, "auto"])
+async def test_elicitation_over_http_on_every_revision(anyio_backend: str, revision: str) -> None:
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    handler = ScriptedHandler([{"name": "Ada"}, {"value": True}])
+    async with (
+        serving(server.http_app()) as url,
+        Client.http(url, elicitation=handler, protocol=revision, log_level="info") as client,
+    ):
+        assert client.protocol_version == ("2026-07-28" if revision == "auto" else revision)
+        assert client.server_info is not None and client.server_info.title == "HTTP Test"
+        assert (await client.call_tool("greet")).text == "hello Ada"
+        assert (await client.call_tool("chatty", progress=on_progress)).text == "chatty accept"
+    assert progress in ([1, 2], [1, 1, 2, 2], [1, 2, 1, 2])  # one report per round on 2026-07-28 replays
+    assert handler.requests[0].message == "Your name?"
+
+
+async def test_many_concurrent_calls_over_one_session(anyio_backend: str) -> None:
+    handler = ScriptedHandler(otherwise={"name": "x"})
+    results: list[str] = []
+    async with (
+        serving(server.http_app()) as url,
+        Client.http(url, elicitation=handler, protocol="2025-11-25") as client,
+    ):
+
+        async def call() -> None:
+            results.append((await client.call_tool("greet")).text)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(call)
+    assert results == ["hello x"] * 20
+
+
+# ---- malformed requests, in-process -------------------------------------------------------------------------
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+}
+JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+@asynccontextmanager
+async def asgi(app: HttpApp | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    app = app or server.http_app()
+    async with app.lifespan():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as http:
+            yield http
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = 1) -> bytes:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id is not None:
+        message["id"] = id
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
+    headers = {**JSON_HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": method}
+    if name is not None:
+        headers["mcp-name"] = name
+    return headers
+
+
+async def initialize(http: httpx.AsyncClient) -> str:
+    params = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}}
+    response = await http.post("/mcp", content=rpc("initialize", params), headers=JSON_HEADERS)
+    assert response.status_code == 200
+    session = response.headers["mcp-session-id"]
+    assert len(session) >= 32
+    notified = await http.post(
+        "/mcp",
+        content=rpc("notifications/initialized", id=None),
+        headers={**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"},
+    )
+    assert notified.status_code == 202
+    return session
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "code"),
+    [
+        ({"content-type": "text/plain", "accept": JSON_HEADERS["accept"]}, b"{}", 415, -32600),
+        ({"content-type": "application/json", "accept": "application/json"}, b"{}", 406, -32600),
+        (JSON_HEADERS, b"{not json", 400, -32700),
+        (JSON_HEADERS, b"\xff\xfe", 400, -32700),
+        (JSON_HEADERS, b"[1, 2]", 400, -32600),
+        (JSON_HEADERS, b'"text"', 400, -32600),
+        (JSON_HEADERS, b"x" * (5 << 20), 413, -32600),
+        (JSON_HEADERS, rpc("tools/list"), 400, -32600),  # handshake era without a session
+        ({**JSON_HEADERS, "mcp-session-id": "nope"}, rpc("tools/list"), 404, -32600),
+        ({**JSON_HEADERS, "host": "evil.example"}, rpc("tools/list"), 421, -32600),
+        ({**JSON_HEADERS, "origin": "https://evil.example"}, rpc("tools/list"), 403, -32600),
+    ],
+)
+async def test_malformed_posts_get_a_specific_4xx_and_jsonrpc_error(
+    anyio_backend: str, headers: dict[str, str], body: bytes, status: int, code: int
+) -> None:
+    async with asgi() as http:
+        response = await http.post("/mcp", content=body, headers=headers)
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+
+
+async def test_other_paths_and_methods(anyio_backend: str) -> None:
+    async with asgi() as http:
+        assert (await http.post("/other", content=b"{}", headers=JSON_HEADERS)).status_code == 404
+        assert (await http.put("/mcp", content=b"{}")).status_code == 405
+        assert (await http.get("/mcp", headers={"accept": "text/event-stream"})).status_code == 405
+        modern_get = await http.get(
+            "/mcp", headers={"accept": "text/event-stream", "mcp-protocol-version": "2026-07-28"}
+        )
+        assert modern_get.status_code == 405
+        assert (await http.delete("/mcp")).status_code == 405
+        assert (await http.delete("/mcp", headers={"mcp-session-id": "nope"})).status_code == 404
+        assert (
+            await http.get("/mcp", headers={"accept": "text/event-stream", "mcp-session-id": "nope"})
+        ).status_code == 404
+
+
+async def test_allowed_hosts_and_origins_are_configurable(anyio_backend: str) -> None:
+    app = server.http_app(allowed_hosts=["mcp.example.com"], allowed_origins=["https://app.example.com"])
+    async with asgi(app) as http:
+        headers = {**JSON_HEADERS, "host": "mcp.example.com", "origin": "https://app.example.com"}
+        params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}}
+        assert (await http.post("/mcp", content=rpc("initialize", params), headers=headers)).status_code == 200
+        localhost = await http.post("/mcp", content=rpc("initialize", params), headers=JSON_HEADERS)
+        assert localhost.status_code == 421
+
+
+async def test_session_lifecycle(anyio_backend: str) -> None:
+    async with asgi() as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        listed = await http.post("/mcp", content=rpc("tools/list", id=2), headers=headers)
+        assert listed.status_code == 200
+        assert listed.headers["content-type"] == "application/json"
+        assert {t["name"] for t in listed.json()["result"]["tools"]} == {"greet", "chatty", "slow"}
+        bad_version = {**headers, "mcp-protocol-version": "1999-01-01"}
+        assert (await http.post("/mcp", content=rpc("ping", id=3), headers=bad_version)).status_code == 400
+        # An answer to an elicitation that no longer exists is accepted and ignored.
+        stale = json.dumps({"jsonrpc": "2.0", "id": 999, "result": {"action": "accept"}}).encode()
+        assert (await http.post("/mcp", content=stale, headers=headers)).status_code == 202
+        assert (await http.delete("/mcp", headers=headers)).status_code == 200
+        assert (await http.post("/mcp", content=rpc("ping", id=4), headers=headers)).status_code == 404
+
+
+V9 = {**META, "io.modelcontextprotocol/protocolVersion": "v9"}
+NO_CAPS = {**META, "io.modelcontextprotocol/clientCapabilities": {}}
+V9_HEADERS = {**modern_headers("server/discover"), "mcp-protocol-version": "v9"}
+
+
+def call(name: str, meta: dict[str, Any] = META) -> bytes:
+    return rpc("tools/call", {"name": name, "_meta": meta})
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "code"),
+    [
+        (modern_headers("server/discover"), rpc("server/discover", {}), 400, -32602),
+        (modern_headers("server/discover"), rpc("server/discover", {"_meta": V9}), 400, -32020),
+        (V9_HEADERS, rpc("server/discover", {"_meta": V9}), 400, -32022),
+        ({**JSON_HEADERS, "mcp-protocol-version": "2026-07-28"}, rpc("server/discover", {"_meta": META}), 400, -32020),
+        (modern_headers("tools/list"), rpc("server/discover", {"_meta": META}), 400, -32020),
+        (modern_headers("tools/call"), call("greet"), 400, -32020),
+        (modern_headers("tools/call", "other"), call("greet"), 400, -32020),
+        (modern_headers("tools/call", "=?base64?!!?="), call("greet"), 400, -32020),
+        (modern_headers("initialize"), rpc("initialize", {"_meta": META}), 404, -32601),
+        (modern_headers("no/such"), rpc("no/such", {"_meta": META}), 404, -32601),
+        (modern_headers("tools/call", "greet"), call("greet", NO_CAPS), 400, -32021),
+        (modern_headers("tools/call", "nope"), call("nope"), 400, -32602),
+    ],
+)  # fmt: skip
+async def test_modern_requests_are_validated_against_their_headers(
+    anyio_backend: str, headers: dict[str, str], body: bytes, status: int, code: int
+) -> None:
+    async with asgi() as http:
+        response = await http.post("/mcp", content=body, headers=headers)
+    assert (response.status_code, response.json()["error"]["code"]) == (status, code)
+    assert response.json()["id"] == 1
+
+
+async def test_modern_round_trip_and_base64_names(anyio_backend: str) -> None:
+    async with asgi() as http:
+        first = await http.post(
+            "/mcp",
+            content=rpc("tools/call", {"name": "greet", "arguments": {}, "_meta": META}),
+            headers=modern_headers("tools/call", "=?base64?Z3JlZXQ=?="),
+        )
+        assert first.status_code == 200
+        result = first.json()["result"]
+        assert result["resultType"] == "input_required"
+        retry = {
+            "name": "greet", "arguments": {}, "_meta": META, "requestState": result["requestState"],
+            "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Bo"}}},
+        }  # fmt: skip
+        done = await http.post(
+            "/mcp", content=rpc("tools/call", retry, id=2), headers=modern_headers("tools/call", "greet")
+        )
+        assert done.json()["result"]["content"][0]["text"] == "hello Bo"
+
+
+async def test_modern_notifications_turn_the_answer_into_sse(anyio_backend: str) -> None:
+    params = {
+        "name": "chatty",
+        "arguments": {},
+        "_meta": {**META, "progressToken": 7, "io.modelcontextprotocol/logLevel": "info"},
+    }
+    async with asgi() as http:
+        response = await http.post(
+            "/mcp", content=rpc("tools/call", params), headers=modern_headers("tools/call", "chatty")
+        )
+    assert response.headers["content-type"] == "text/event-stream"
+    messages = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert [m.get("method") for m in messages] == ["notifications/progress", "notifications/message", None]
+    assert messages[-1]["result"]["resultType"] == "input_required"
+
+
+async def test_closing_the_stream_cancels_a_modern_request(anyio_backend: str) -> None:
+    app = server.http_app()
+    async with serving(app) as url, httpx.AsyncClient() as http:
+        params = {"name": "slow", "arguments": {}, "_meta": META}
+        with anyio.move_on_after(0.5):
+            await http.post(url, content=rpc("tools/call", params), headers=modern_headers("tools/call", "slow"))
+        # The server noticed the disconnect and cancelled the call.
+        with anyio.fail_after(5):
+            while not cancelled:
+                await anyio.sleep(0.05)
+
+
+async def test_sse_resumption_with_last_event_id(anyio_backend: str) -> None:
+    async with serving(server.http_app()) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        call = rpc("tools/call", {"name": "greet"}, id=5)
+        async with http.stream("POST", "/mcp", content=call, headers=headers) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            lines = []
+            async for line in response.aiter_lines():
+                lines.append(line)
+                if line.startswith("data: {"):
+                    break  # the elicitation arrived; drop the connection
+        ids = [line[4:] for line in lines if line.startswith("id: ")]
+        elicitation = json.loads(next(line[6:] for line in lines if line.startswith("data: {")))
+        assert elicitation["method"] == "elicitation/create"
+        answer = {"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept", "content": {"name": "Cy"}}}
+        assert (await http.post("/mcp", content=json.dumps(answer).encode(), headers=headers)).status_code == 202
+        resumed = await http.get(
+            "/mcp", headers={"accept": "text/event-stream", "mcp-session-id": session, "last-event-id": ids[-1]}
+        )
+        data = [json.loads(line[6:]) for line in resumed.text.splitlines() if line.startswith("data: {")]
+        assert data == [{"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "hello Cy"}]}}]

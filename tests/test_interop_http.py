@@ -1,0 +1,81 @@
+"""Interop with the official MCP Python SDK over Streamable HTTP, both directions, both eras."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import mcp_types as types
+import pytest
+from mcp import Client as McpClient
+
+from elicitor import Client, ScriptedHandler
+
+from .conftest import ROOT, free_port, serving
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def everything_app() -> Any:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import server
+    finally:
+        sys.path.pop(0)
+    return server.http_app()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
+async def test_official_client_over_http(anyio_backend: str, mode: str) -> None:
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"username": "u", "email": "e@x.io", "name": "Ada"})
+
+    async with serving(everything_app()) as url, McpClient(url, elicitation_callback=callback, mode=mode) as client:
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        result = await client.call_tool("test_elicitation", {"message": "Who?"})
+        assert "action=accept" in result.content[0].text  # type: ignore[union-attr]
+        result = await client.call_tool("test_input_required_result_elicitation", {})
+        assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+    assert asked == ["Who?", "What is your name?"]
+
+
+async def test_our_client_against_the_official_http_server(anyio_backend: str) -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        with anyio.fail_after(20):
+            while True:
+                try:
+                    async with httpx.AsyncClient() as http:
+                        await http.get(url)
+                    break
+                except httpx.TransportError:
+                    await anyio.sleep(0.1)
+        for protocol, tool, expected in [
+            ("2025-11-25", "push_ask", "hello Grace, 30"),
+            ("2025-06-18", "push_ask", "hello Grace, 30"),
+            ("auto", "resolved_ask", "resolved Grace, 30"),
+        ]:
+            handler = ScriptedHandler([{"name": "Grace"}])
+            async with Client.http(url, elicitation=handler, protocol=protocol) as client:
+                assert client.protocol_version == ("2026-07-28" if protocol == "auto" else protocol)
+                assert (await client.call_tool(tool)).text == expected
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
