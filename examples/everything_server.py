@@ -1,8 +1,9 @@
 """A server with the official conformance fixtures for elicitation, each written once for every revision.
 
-Run it over stdio::
+Run it over stdio, or over Streamable HTTP at http://127.0.0.1:PORT/mcp::
 
     python examples/everything_server.py --stdio
+    python examples/everything_server.py --port 8765
 
 Every tool below uses the ordinary ``ctx.elicit`` API: on 2025-06-18 and 2025-11-25 it sends
 ``elicitation/create`` in the middle of the call; on 2026-07-28 the same code answers ``input_required`` and
@@ -12,11 +13,27 @@ finishes when the client retries with the answers.
 from __future__ import annotations
 
 import argparse
+import base64
+import io
 import sys
+import wave
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from elicitor import Accepted, Choices, Context, Field, InvalidAnswer, Server
+import anyio
+
+from elicitor import (
+    Accepted,
+    AudioContent,
+    Choices,
+    Context,
+    EmbeddedResource,
+    Field,
+    ImageContent,
+    InvalidAnswer,
+    Server,
+    TextContent,
+)
 
 server = Server("elicitor-everything", "1.0.0", title="elicitor conformance fixtures")
 
@@ -135,12 +152,140 @@ async def test_input_required_result_tampered_state(ctx: Context) -> str:
     return f"answered: {outcome.action}"
 
 
+# ---- the rest of the harness's fixtures: content types, errors, logging, progress, JSON Schema 2020-12 ----
+
+RED_PIXEL_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+
+def _silence_wav() -> str:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\0\0" * 80)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+@server.tool()
+async def test_simple_text() -> str:
+    """Return simple text."""
+    return "This is a simple text response for testing."
+
+
+@server.tool()
+async def test_image_content() -> ImageContent:
+    """Return an image (a 1x1 red PNG)."""
+    return ImageContent(data=RED_PIXEL_PNG, mime_type="image/png")
+
+
+@server.tool()
+async def test_audio_content() -> AudioContent:
+    """Return audio (10 ms of silence, WAV)."""
+    return AudioContent(data=_silence_wav(), mime_type="audio/wav")
+
+
+@server.tool()
+async def test_embedded_resource() -> EmbeddedResource:
+    """Return an embedded text resource."""
+    resource = {
+        "uri": "test://embedded-resource",
+        "mimeType": "text/plain",
+        "text": "This is an embedded resource content.",
+    }
+    return EmbeddedResource(resource=resource)
+
+
+@server.tool()
+async def test_multiple_content_types() -> list[Any]:
+    """Return text, an image and an embedded resource together."""
+    resource = {
+        "uri": "test://mixed-content-resource",
+        "mimeType": "application/json",
+        "text": '{"test":"data","value":123}',
+    }
+    return [
+        TextContent(text="Multiple content types test:"),
+        ImageContent(data=RED_PIXEL_PNG, mime_type="image/png"),
+        EmbeddedResource(resource=resource),
+    ]
+
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Send three log messages while working."""
+    await ctx.log("info", "Tool execution started")
+    await anyio.sleep(0.05)
+    await ctx.log("info", "Tool processing data")
+    await anyio.sleep(0.05)
+    await ctx.log("info", "Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Report progress 0, 50, 100 of 100."""
+    for step in (0, 50, 100):
+        await ctx.report_progress(step, 100)
+        if step < 100:
+            await anyio.sleep(0.05)
+    return "Tool with progress executed successfully"
+
+
+@server.tool()
+async def test_error_handling() -> str:
+    """Always fail."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+
+@server.tool(input_schema=JSON_SCHEMA_2020_12, description="Tool with JSON Schema 2020-12 features")
+async def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: dict[str, str] | None = None,
+    contactMethod: str | None = None,
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
+    return f"contact {name or 'someone'} by {contactMethod or 'email'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
-    parser.parse_args()
-    print("elicitor-everything: serving on stdio", file=sys.stderr)
-    server.run("stdio")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--stdio", action="store_true", help="serve over stdin/stdout (the default)")
+    mode.add_argument("--port", type=int, help="serve Streamable HTTP on 127.0.0.1:PORT/mcp instead")
+    args = parser.parse_args()
+    if args.port is not None:
+        print(f"elicitor-everything: serving on http://127.0.0.1:{args.port}/mcp", file=sys.stderr)
+        server.run("http", port=args.port)
+    else:
+        print("elicitor-everything: serving on stdio", file=sys.stderr)
+        server.run("stdio")
 
 
 if __name__ == "__main__":

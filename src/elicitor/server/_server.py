@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable
@@ -108,6 +109,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         annotations: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -119,9 +121,13 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         annotations: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
     ) -> Any:
         """Register a function as a tool. Its typed parameters become the input schema; a parameter annotated
         :class:`Context` receives the call's context. The docstring is the description unless one is given.
+
+        ``input_schema`` replaces the advertised schema (for JSON Schema features a signature cannot say, such
+        as ``if``/``then``); the signature still validates the arguments.
 
         Raises:
             TypeError: the signature cannot be described (``*args``), or the name is taken.
@@ -136,6 +142,8 @@ class Server:
                 annotations=annotations,
                 context_type=Context,
             )
+            if input_schema is not None:
+                tool = dataclasses.replace(tool, input_schema=input_schema)
             if tool.name in self._tools:
                 raise TypeError(f"a tool named {tool.name!r} is already registered")
             self._tools[tool.name] = tool
@@ -419,7 +427,7 @@ class ServerSession:
             raise
         except Exception as exc:
             logger.exception("tool %r failed", tool.name)
-            return error_result(f"Tool {tool.name!r} failed: {exc}")
+            return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
         return to_call_result(value, tool.output_schema is not None)
 
 

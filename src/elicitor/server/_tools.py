@@ -123,6 +123,8 @@ def _inline(schema: dict[str, Any]) -> JSONObject:
 
 
 def _is_structured(tp: Any) -> bool:
+    if isinstance(tp, type) and issubclass(tp, (*_BLOCKS, CallToolResult)):
+        return False  # content, not structured output
     return isinstance(tp, type) and (
         dataclasses.is_dataclass(tp)
         or issubclass(tp, msgspec.Struct)
