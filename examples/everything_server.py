@@ -34,6 +34,7 @@ from elicitor import (
     Server,
     TextContent,
 )
+from elicitor.server import Header
 
 server = Server("elicitor-everything", "1.0.0", title="elicitor conformance fixtures")
 
@@ -150,6 +151,91 @@ async def test_input_required_result_tampered_state(ctx: Context) -> str:
     """Any question: a tampered requestState on the retry must be refused (conformance: ...-tampered-state)."""
     outcome = await ctx.elicit("Please confirm", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
     return f"answered: {outcome.action}"
+
+
+def _text_of(sampled: dict[str, Any]) -> str:
+    content = sampled.get("content")
+    if isinstance(content, list):
+        content = content[0] if content else {}
+    return str(content.get("text", "")) if isinstance(content, dict) else ""
+
+
+@server.tool()
+async def test_sampling(ctx: Context, prompt: str) -> str:
+    """Ask the client's model (conformance: tools-call-sampling)."""
+    return f"LLM response: {_text_of(await ctx.sample(prompt, max_tokens=100))}"
+
+
+@server.tool()
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Sampling under the input key ``capital_question`` (conformance: input-required-result-basic-sampling)."""
+    sampled = await ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"The model says: {_text_of(sampled)}"
+
+
+@server.tool()
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """The client's roots under the input key ``client_roots`` (conformance: input-required-result-basic-list-roots)."""
+    roots = await ctx.list_roots(key="client_roots")
+    return "Roots: " + ", ".join(str(root.get("uri")) for root in roots)
+
+
+@server.tool()
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """An elicitation, a sampling and a roots request in one round (conformance: ...-multiple-input-requests)."""
+    found: dict[str, Any] = {}
+
+    async def name() -> None:
+        found["name"] = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+
+    async def greeting() -> None:
+        found["greeting"] = await ctx.sample("Generate a greeting", max_tokens=50, key="greeting")
+
+    async def roots() -> None:
+        found["roots"] = await ctx.list_roots(key="client_roots")
+
+    async with anyio.create_task_group() as tg:
+        for step in (name, greeting, roots):
+            tg.start_soon(step)
+    return f"name: {found['name'].action}, greeting: {_text_of(found['greeting'])}, roots: {len(found['roots'])}"
+
+
+@server.tool()
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs sampling: a client without it gets -32021 naming sampling (conformance: server-stateless)."""
+    return _text_of(await ctx.sample("Say hi", max_tokens=10))
+
+
+@server.tool()
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Streams a notification, then asks (conformance: server-stateless; no independent request on the stream)."""
+    await ctx.report_progress(0, 1, "asking")
+    outcome = await ctx.elicit("Stream me a name", NAME_FORM, key="stream_name")
+    return f"streamed: {outcome.action}"
+
+
+@server.tool()
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs at info: only clients that asked for a log level hear it (conformance: server-stateless)."""
+    await ctx.log("info", "test_logging_tool ran")
+    return "logged"
+
+
+@server.tool()
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for what the client declared (conformance: input-required-result-capability-check)."""
+    answers: list[str] = []
+    if ctx.can_elicit():
+        answers.append((await ctx.elicit("What is your name?", NAME_FORM, key="user_name")).action)
+    if ctx.capabilities.sampling:
+        answers.append(_text_of(await ctx.sample("Say hello", max_tokens=20, key="hello")))
+    return f"asked for {len(answers)} thing(s)"
+
+
+@server.tool()
+async def test_header_mirroring(region: Annotated[str, Header("Region")], query: str = "") -> str:
+    """A parameter mirrored into the Mcp-Param-Region header (conformance: http-custom-header-server-validation)."""
+    return f"{query or 'nothing'} in {region}"
 
 
 # ---- the rest of the harness's fixtures: content types, errors, logging, progress, JSON Schema 2020-12 ----

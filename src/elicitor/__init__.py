@@ -6,6 +6,7 @@ client answers through a handler. The same tool code serves protocol revisions 2
 """
 
 from ._exceptions import (
+    ClientCapabilityMissing,
     ConnectionClosed,
     ElicitationUnsupported,
     ElicitorError,
@@ -56,6 +57,7 @@ __all__ = [
     "Cancelled",
     "Choices",
     "Client",
+    "ClientCapabilityMissing",
     "ConnectionClosed",
     "ContentBlock",
     "Context",

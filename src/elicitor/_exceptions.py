@@ -8,7 +8,8 @@
   + ConnectionClosed — the peer went away (EOF, process exit) before an answer came
   + FormDefinitionError — a form is outside the spec's restricted schema subset, or asks for a secret
   + InvalidAnswer — accepted content failed the form's validation; ``errors`` lists each field's problem
-  + ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
+  + ClientCapabilityMissing — the client did not declare a capability a call needs (sampling, roots...)
+    - ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
   + TooManyRounds — a multi-round-trip request did not complete within the client's round limit
 """
 
@@ -103,16 +104,27 @@ class InvalidAnswer(ElicitorError, ValueError):
         super().__init__("; ".join(str(e) for e in self.errors) or "invalid answer")
 
 
-class ElicitationUnsupported(ElicitorError):
+class ClientCapabilityMissing(ElicitorError):
+    """The client did not declare a capability this call needs; ``required`` names it as capabilities JSON.
+
+    Left uncaught in a tool on 2026-07-28 it becomes error -32021 with ``data.requiredCapabilities``; on the
+    handshake revisions the tool call ends with an ``isError`` result that says so.
+    """
+
+    def __init__(self, message: str, required: dict[str, JSONValue]) -> None:
+        super().__init__(message)
+        self.required = required
+
+
+class ElicitationUnsupported(ClientCapabilityMissing):
     """The client cannot answer this elicitation (no ``elicitation`` capability, or not this mode).
 
-    It is an exception, never an outcome, so that it can never be mistaken for consent. Left uncaught in a tool
-    on 2026-07-28 it becomes error -32021 with ``data.requiredCapabilities``; on handshake revisions the tool
-    call ends with an ``isError`` result that says so. ``ctx.confirm`` turns it into ``False``.
+    It is an exception, never an outcome, so that it can never be mistaken for consent. ``ctx.confirm`` turns it
+    into ``False``.
     """
 
     def __init__(self, message: str, *, mode: str = "form") -> None:
-        super().__init__(message)
+        super().__init__(message, {"elicitation": {} if mode == "form" else {mode: {}}})
         self.mode = mode
 
 

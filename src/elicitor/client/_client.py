@@ -59,6 +59,8 @@ MAX_ANSWER_ATTEMPTS = 5
 """How often a handler is asked again after an invalid answer before the client cancels the elicitation."""
 
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
+SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject]]
+"""Answers ``sampling/createMessage``: receives its params, returns a ``CreateMessageResult``."""
 LogCallback = Callable[[LoggingLevel, JSONValue, str | None], Awaitable[None]]
 
 
@@ -82,6 +84,8 @@ class Client:
         max_rounds: the cap on ``input_required`` rounds per call (2026-07-28).
         on_log: receives the server's log messages (default: Python logging, logger ``elicitor.server_log``).
         probe_timeout: how long the ``server/discover`` probe waits before assuming a handshake-era server.
+        sampling: answers the server's ``sampling/createMessage`` (declares the ``sampling`` capability).
+        roots: the roots to report for ``roots/list`` (declares the ``roots`` capability).
     """
 
     def __init__(
@@ -95,6 +99,8 @@ class Client:
         on_log: LogCallback | None = None,
         log_level: LoggingLevel | None = None,
         probe_timeout: float = 10.0,
+        sampling: SamplingHandler | None = None,
+        roots: Sequence[JSONObject] | None = None,
     ) -> None:
         if protocol != "auto" and protocol not in ALL_REVISIONS:
             raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
@@ -104,6 +110,8 @@ class Client:
             frozenset(getattr(elicitation, "modes", frozenset({"form"}))) if elicitation is not None else frozenset()
         )
         self._protocol = protocol
+        self._sampling = sampling
+        self._roots = list(roots) if roots is not None else None
         self.client_info = client_info or Implementation(name="elicitor", version=__version__)
         self._max_rounds = max_rounds
         self._on_log = on_log
@@ -261,11 +269,18 @@ class Client:
             start_listening()
 
     def _capabilities(self, version: str) -> JSONObject:
-        if not self.elicitation_modes:
-            return {}
-        if version == REV_2025_06_18:
-            return {"elicitation": {}}
-        return {"elicitation": {mode: {} for mode in sorted(self.elicitation_modes)}}
+        """Exactly what this client can do: nothing is declared without a handler for it."""
+        capabilities: JSONObject = {}
+        if self.elicitation_modes:
+            if version == REV_2025_06_18:
+                capabilities["elicitation"] = {}
+            else:
+                capabilities["elicitation"] = {mode: {} for mode in sorted(self.elicitation_modes)}
+        if self._sampling is not None:
+            capabilities["sampling"] = {}
+        if self._roots is not None:
+            capabilities["roots"] = {}
+        return capabilities
 
     def _info(self) -> JSONObject:
         return msgspec.to_builtins(self.client_info)  # type: ignore[no-any-return]
@@ -404,7 +419,16 @@ class Client:
                 # An input response cannot carry an error: tell the server the request was dismissed.
                 logger.warning("cancelling an input request the client cannot answer: %s", exc.message)
                 return {"action": "cancel"}
+        if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
+            return await self._answer_other(method, params)
         raise RemoteProtocolError(f"the server asked for input this client did not declare: {method!r}")
+
+    async def _answer_other(self, method: str, params: JSONObject) -> JSONObject:
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return await self._sampling(params)
+        if method == "roots/list" and self._roots is not None:
+            return {"roots": self._roots}
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this client did not declare it)")
 
     # ---- the server's requests ---------------------------------------------------------------------------------
 
@@ -413,6 +437,8 @@ class Client:
             return await self._answer_elicitation(request.params or {})
         if request.method == "ping":
             return {}
+        if request.method in ("sampling/createMessage", "roots/list"):
+            return await self._answer_other(request.method, request.params or {})
         raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
 
     async def _answer_elicitation(self, params: JSONObject) -> JSONObject:

@@ -4,6 +4,16 @@ from ._context import Context
 from ._http import HttpApp
 from ._sealing import KEYS_ENV, StateSealer, generate_key
 from ._server import Server, ServerSession
-from ._tools import ToolDef
+from ._tools import Header, ToolDef
 
-__all__ = ["KEYS_ENV", "Context", "HttpApp", "Server", "ServerSession", "StateSealer", "ToolDef", "generate_key"]
+__all__ = [
+    "KEYS_ENV",
+    "Context",
+    "Header",
+    "HttpApp",
+    "Server",
+    "ServerSession",
+    "StateSealer",
+    "ToolDef",
+    "generate_key",
+]

@@ -58,6 +58,10 @@ def usable_response(method: str, response: object) -> bool:
         return False
     if method == "elicitation/create":
         return response.get("action") in _ELICIT_ACTIONS
+    if method == "roots/list":
+        return isinstance(response.get("roots"), list)
+    if method == "sampling/createMessage":
+        return "content" in response
     return True
 
 

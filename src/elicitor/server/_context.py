@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import msgspec
 
-from .._exceptions import ElicitationUnsupported, FieldError, InvalidAnswer
+from .._exceptions import ClientCapabilityMissing, ElicitationUnsupported, FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined, Outcome
 from ..forms import Form
 from ..protocol import ClientCapabilities, RequestMeta
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ._server import ServerSession
 
 T = TypeVar("T")
+_canonical = msgspec.json.Encoder(order="sorted").encode
 _LEVEL_RANK = {level: i for i, level in enumerate(LOGGING_LEVELS)}
 
 
@@ -134,6 +136,53 @@ class Context:
         except (ElicitationUnsupported, InvalidAnswer):
             return False
         return isinstance(outcome, Accepted) and outcome.data.get("confirm") is True
+
+    # ---- sampling and roots: the same path as elicitation -----------------------------------------------------
+
+    async def sample(
+        self,
+        messages: str | Sequence[JSONObject],
+        *,
+        max_tokens: int,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: Sequence[str] | None = None,
+        model_preferences: JSONObject | None = None,
+        key: str | None = None,
+    ) -> JSONObject:
+        """Ask the client's language model for a message (``sampling/createMessage``) and return its result.
+
+        ``messages`` is a prompt string (one user text message) or a list of ``SamplingMessage`` objects. The
+        result is the ``CreateMessageResult`` as sent: ``role``, ``content``, ``model``, ``stopReason``.
+
+        Raises:
+            ClientCapabilityMissing: the client did not declare ``sampling``.
+        """
+        if not self.capabilities.sampling:
+            raise ClientCapabilityMissing("the client did not declare the sampling capability", {"sampling": {}})
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        params: JSONObject = {"messages": list(messages), "maxTokens": max_tokens}
+        optional = {
+            "systemPrompt": system_prompt, "temperature": temperature,
+            "stopSequences": list(stop_sequences) if stop_sequences is not None else None,
+            "modelPreferences": model_preferences,
+        }  # fmt: skip
+        params.update({k: v for k, v in optional.items() if v is not None})
+        digest = hashlib.sha256(_canonical(params)).hexdigest()[:16]
+        return await self._asker.ask("sampling/createMessage", params, self._key(key or f"sample-{digest}"))
+
+    async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
+        """The client's roots (``roots/list``): the directories or files it lets the server work in.
+
+        Raises:
+            ClientCapabilityMissing: the client did not declare ``roots``.
+        """
+        if not self.capabilities.roots:
+            raise ClientCapabilityMissing("the client did not declare the roots capability", {"roots": {}})
+        result = await self._asker.ask("roots/list", {}, self._key(key or "roots"))
+        roots = result.get("roots")
+        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
 
     # ---- replay-safe side effects ------------------------------------------------------------------------------
 

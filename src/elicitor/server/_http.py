@@ -338,7 +338,7 @@ class HttpApp:
             else:
                 await _error(send, 400, None, INVALID_REQUEST, "Invalid request: clients must not POST responses")
             return
-        mismatch = _check_headers(headers, event)
+        mismatch = _check_headers(headers, event, self.server)
         if mismatch is not None:
             await _error(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             return
@@ -574,7 +574,7 @@ class _ModernExchange:
             await _raw(self._send, status, reply)
 
 
-def _check_headers(headers: _Headers, request: RequestReceived) -> str | None:
+def _check_headers(headers: _Headers, request: RequestReceived, server: Server) -> str | None:
     """What is wrong with a 2026-07-28 request's mirrored headers, if anything (SEP-2243)."""
     params = request.params or {}
     meta = params.get("_meta")
@@ -599,6 +599,40 @@ def _check_headers(headers: _Headers, request: RequestReceived) -> str | None:
             return "Mcp-Name is not a valid header value"
         if decoded != params.get(field):
             return f"Mcp-Name {decoded!r} does not match the body's {field} {params.get(field)!r}"
+    if request.method == "tools/call":
+        tool = server.tools.get(str(params.get("name")))
+        arguments = params.get("arguments")
+        if tool is not None and isinstance(arguments, dict):
+            return _check_param_headers(headers, tool.header_params, arguments)
+    return None
+
+
+def _check_param_headers(headers: _Headers, mirrored: dict[str, str], arguments: JSONObject) -> str | None:
+    """Each argument mirrored into ``Mcp-Param-{name}`` must be there, decodable, and equal to the body's."""
+    for parameter, name in mirrored.items():
+        value = arguments.get(parameter)
+        header = headers.get(f"mcp-param-{name.lower()}")
+        if value is None:
+            continue  # absent or null in the body: the client omits the header, and nothing is expected
+        if header is None:
+            return f"the Mcp-Param-{name} header is required: {parameter!r} is in the body"
+        decoded = _decode_header(header)
+        if decoded is None:
+            return f"Mcp-Param-{name} is not a valid header value"
+        if isinstance(value, bool):
+            expected = "true" if value else "false"
+        elif isinstance(value, int):
+            try:
+                same = float(decoded) == value
+            except ValueError:
+                same = False
+            if not same:
+                return f"Mcp-Param-{name} {decoded!r} does not match the body's {parameter} {value!r}"
+            continue
+        else:
+            expected = str(value)
+        if decoded != expected:
+            return f"Mcp-Param-{name} {decoded!r} does not match the body's {parameter} {value!r}"
     return None
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import anyio
 
-from .._exceptions import ConnectionClosed, ElicitationUnsupported, InvalidAnswer, JSONRPCError
+from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
 from ..protocol import (
     Handshake,
     NotificationReceived,
@@ -412,15 +412,14 @@ class ServerSession:
             kwargs[tool.context_param] = ctx
         try:
             value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
-        except ElicitationUnsupported as exc:
+        except ClientCapabilityMissing as exc:
             if modern:
-                required: JSONObject = {"elicitation": {} if exc.mode == "form" else {exc.mode: {}}}
                 raise JSONRPCError(
                     MISSING_REQUIRED_CLIENT_CAPABILITY,
                     f"Missing required client capability: {exc}",
-                    {"requiredCapabilities": required},
+                    {"requiredCapabilities": exc.required},
                 ) from exc
-            return error_result(f"Tool {tool.name!r} could not ask the user: {exc}")
+            return error_result(f"Tool {tool.name!r} needs something the client does not offer: {exc}")
         except InvalidAnswer as exc:
             return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
         except (JSONRPCError, ConnectionClosed):

@@ -20,6 +20,17 @@ _to_builtins = msgspec.to_builtins
 _json = msgspec.json.encode
 
 
+def Header(name: str) -> msgspec.Meta:
+    """Mirror a tool parameter into the ``Mcp-Param-{name}`` HTTP header (2026-07-28, SEP-2243)::
+
+        async def run_query(region: Annotated[str, Header("Region")], query: str) -> str: ...
+
+    Clients then send the value in that header too, so gateways can route on it; the server checks that the
+    header matches the body. Only for string, integer and boolean parameters.
+    """
+    return msgspec.Meta(extra_json_schema={"x-mcp-header": name})
+
+
 @dataclass(frozen=True, slots=True)
 class ToolDef:
     """A registered tool: what ``tools/list`` says of it and how to call it."""
@@ -34,6 +45,18 @@ class ToolDef:
     context_param: str | None
     arguments: type[msgspec.Struct]
     is_async: bool
+
+    @property
+    def header_params(self) -> dict[str, str]:
+        """Parameters mirrored into ``Mcp-Param-*`` headers: parameter name to header name."""
+        properties = self.input_schema.get("properties")
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            name: schema["x-mcp-header"]
+            for name, schema in properties.items()
+            if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str)
+        }
 
     def describe(self) -> JSONObject:
         out: JSONObject = {"name": self.name, "inputSchema": self.input_schema}
