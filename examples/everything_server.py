@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import json
 import sys
 import wave
 from dataclasses import dataclass
@@ -358,6 +359,98 @@ async def json_schema_2020_12_tool(
     email: str | None = None,
 ) -> str:
     return f"contact {name or 'someone'} by {contactMethod or 'email'}"
+
+
+@server.tool()
+async def test_trigger_tool_change() -> str:
+    """Add or remove a tool, and tell listening clients (conformance: server-stateless list changes)."""
+    if "dynamic_tool" in server.tools:
+        server.remove_tool("dynamic_tool")
+    else:
+
+        @server.tool(name="dynamic_tool")
+        async def dynamic() -> str:
+            """A tool that test_trigger_tool_change adds and removes."""
+            return "I come and go"
+
+    server.notify_tools_changed()
+    return "tools changed"
+
+
+@server.tool()
+async def test_trigger_prompt_change() -> str:
+    """Tell listening clients the prompt list changed (conformance: server-stateless list changes)."""
+    server.notify_prompts_changed()
+    return "prompts changed"
+
+
+# ---- resources, prompts, completion ----------------------------------------------------------------------------
+
+
+@server.resource("test://static-text", name="static-text", mime_type="text/plain")
+async def static_text() -> str:
+    """A static text resource."""
+    return "This is the content of the static text resource."
+
+
+@server.resource("test://static-binary", name="static-binary", mime_type="image/png")
+async def static_binary() -> bytes:
+    """A static binary resource (a 1x1 red PNG)."""
+    return base64.b64decode(RED_PIXEL_PNG)
+
+
+@server.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
+async def template_data(id: str) -> str:
+    """Data for any id."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
+
+
+@server.resource("test://watched-resource", name="watched-resource", mime_type="text/plain")
+async def watched_resource() -> str:
+    """A resource clients may subscribe to."""
+    return "Watched resource content."
+
+
+@server.prompt()
+async def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt(arguments={"arg1": "First test argument", "arg2": "Second test argument"})
+async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt(arguments={"resourceUri": "URI of the resource to embed"})
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
+    """A prompt embedding a resource."""
+    resource = {"uri": resourceUri, "mimeType": "text/plain", "text": "Embedded resource content for testing."}
+    return [EmbeddedResource(resource=resource), "Please process the embedded resource above."]
+
+
+@server.prompt()
+async def test_prompt_with_image() -> list[Any]:
+    """A prompt with an image."""
+    return [ImageContent(data=RED_PIXEL_PNG, mime_type="image/png"), "Please analyze the image above."]
+
+
+@server.prompt()
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """A prompt that asks first (conformance: input-required-result-non-tool-request)."""
+    form = {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]}
+    outcome = await ctx.elicit("What context should the prompt use?", form, key="user_context")
+    context = outcome.data["context"] if isinstance(outcome, Accepted) else "none"
+    return f"Use this context: {context}"
+
+
+@server.completion
+async def complete(ref: dict[str, Any], argument: dict[str, Any], context: dict[str, Any] | None) -> list[str]:
+    """Suggest values that start with what was typed so far."""
+    words = ["paris", "park", "party", "pasta", "hello", "world"]
+    typed = str(argument.get("value", ""))
+    return [word for word in words if word.startswith(typed)]
 
 
 def main() -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
 from ..protocol import (
@@ -22,12 +25,14 @@ from ..protocol import (
 from ..session import Session, open_session
 from ..transports import StdioServerTransport, Transport
 from ..types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     LOGGING_LEVELS,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_REVISIONS,
+    RESOURCE_NOT_FOUND,
     JSONObject,
     JSONValue,
     LoggingLevel,
@@ -35,6 +40,7 @@ from ..types import (
 )
 from ._askers import PushAsker, RoundAsker
 from ._context import Context
+from ._features import PromptDef, ResourceDef, completion_result, make_prompt, make_resource
 from ._rounds import AnswerBook, Finished, ParkedRuns, Run
 from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
@@ -44,12 +50,50 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("elicitor.server")
 
+Completer: TypeAlias = "Callable[[JSONObject, JSONObject, JSONObject | None], Awaitable[Sequence[str]]]"
+"""The ``completion/complete`` handler: ``(ref, argument, context)`` to suggested values."""
+
 Notify = Callable[[str, JSONObject], Awaitable[None]]
 """Sends a notification (method, params) about the request being served, wherever that request's messages go."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 """Methods that 2026-07-28 removed: a modern request for one gets -32601."""
+
+
+class _ChangeBus:
+    """Fans change notifications out to every connection and ``subscriptions/listen`` stream that wants them.
+
+    Each listener gets a bounded queue; a listener that stops reading loses changes rather than holding memory.
+    """
+
+    def __init__(self, depth: int = 256) -> None:
+        self._depth = depth
+        self._listeners: set[MemoryObjectSendStream[tuple[str, JSONObject]]] = set()
+
+    @contextmanager
+    def listen(self) -> Iterator[MemoryObjectReceiveStream[tuple[str, JSONObject]]]:
+        send, receive = anyio.create_memory_object_stream[tuple[str, JSONObject]](self._depth)
+        self._listeners.add(send)
+        try:
+            yield receive
+        finally:
+            self._listeners.discard(send)
+            send.close()
+            receive.close()
+
+    def publish(self, method: str, params: JSONObject) -> None:
+        for listener in list(self._listeners):
+            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                listener.send_nowait((method, params))
+
+
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+_LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
 
 
 class Server:
@@ -95,6 +139,11 @@ class Server:
         self.sealer = state if state is not None else StateSealer()
         self.max_parked_runs = max_parked_runs
         self._tools: dict[str, ToolDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: list[ResourceDef] = []
+        self._prompts: dict[str, PromptDef] = {}
+        self._completion: Completer | None = None
+        self._changes = _ChangeBus()
 
     # ---- registration ----------------------------------------------------------------------------------------
 
@@ -155,8 +204,98 @@ class Server:
     def tools(self) -> dict[str, ToolDef]:
         return dict(self._tools)
 
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource at ``uri``, or a template when ``uri`` has ``{variables}`` (the function's arguments).
+
+        The function returns ``str`` (text), ``bytes`` (blob), a contents dict, or a list of those; it may take a
+        :class:`Context` and ask the person things like a tool.
+        """
+
+        def register(func: F) -> F:
+            made = make_resource(
+                func, uri, name=name, title=title, description=description, mime_type=mime_type, context_type=Context
+            )
+            if made.is_template:
+                self._templates.append(made)
+            elif uri in self._resources:
+                raise TypeError(f"a resource at {uri!r} is already registered")
+            else:
+                self._resources[uri] = made
+            return func
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        arguments: Mapping[str, str] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt. Its parameters are its (string) arguments, required unless they have a default;
+        ``arguments`` describes them. It returns text, content blocks, ``{"role", "content"}`` messages, or a list.
+        """
+
+        def register(func: F) -> F:
+            made = make_prompt(
+                func, name=name, title=title, description=description, argument_descriptions=arguments,
+                context_type=Context,
+            )  # fmt: skip
+            if made.name in self._prompts:
+                raise TypeError(f"a prompt named {made.name!r} is already registered")
+            self._prompts[made.name] = made
+            return func
+
+        return register
+
+    def completion(self, func: Completer) -> Completer:
+        """Register the ``completion/complete`` handler: ``(ref, argument, context) -> list[str]``.
+
+        ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``,
+        ``argument`` is ``{"name": ..., "value": ...}``; ``context`` holds already-resolved arguments, if any.
+        """
+        self._completion = func
+        return func
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (call :meth:`notify_tools_changed` to tell clients)."""
+        del self._tools[name]
+
+    def notify_tools_changed(self) -> None:
+        """Tell connected clients the tool list changed (``notifications/tools/list_changed``)."""
+        self._changes.publish("notifications/tools/list_changed", {})
+
+    def notify_prompts_changed(self) -> None:
+        """Tell connected clients the prompt list changed."""
+        self._changes.publish("notifications/prompts/list_changed", {})
+
+    def notify_resources_changed(self) -> None:
+        """Tell connected clients the resource list changed."""
+        self._changes.publish("notifications/resources/list_changed", {})
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients that subscribed to ``uri`` that it changed (``notifications/resources/updated``)."""
+        self._changes.publish("notifications/resources/updated", {"uri": uri})
+
     def capabilities(self) -> JSONObject:
-        return {"tools": {"listChanged": False}, "logging": {}}
+        """What this server offers, from what is registered (and nothing it cannot serve)."""
+        capabilities: JSONObject = {"tools": {"listChanged": True}, "logging": {}}
+        if self._resources or self._templates:
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        if self._prompts:
+            capabilities["prompts"] = {"listChanged": True}
+        if self._completion is not None or self._prompts or self._templates:
+            capabilities["completions"] = {}
+        return capabilities
 
     # ---- serving ---------------------------------------------------------------------------------------------
 
@@ -212,6 +351,8 @@ class ServerSession:
         self.principal = principal
         self.handshake = Handshake()
         self.log_level: LoggingLevel | None = "info"
+        self.subscriptions: set[str] = set()
+        """Resource URIs this connection subscribed to (handshake revisions)."""
         self.session: Session | None = None
         self.parked: ParkedRuns | None = None
 
@@ -220,8 +361,19 @@ class ServerSession:
             self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
             async with open_session(transport, self.on_request, self.on_notification) as session:
                 self.session = session
+                runs.start_soon(self._forward_changes, session)
                 await session.wait_closed()
             runs.cancel_scope.cancel()
+
+    async def _forward_changes(self, session: Session) -> None:
+        """Handshake era: list changes go to the connection, resource updates only if it subscribed."""
+        with self.server._changes.listen() as changes:
+            async for method, params in changes:
+                if self.handshake.revision is None:
+                    continue  # a 2026-07-28 client listens with subscriptions/listen instead
+                if method == "notifications/resources/updated" and params.get("uri") not in self.subscriptions:
+                    continue
+                await session.notify(method, params or None)
 
     def notifier(self, related: RequestId) -> Notify:
         """Where notifications about request ``related`` go on this connection (its session, related to it)."""
@@ -270,8 +422,17 @@ class ServerSession:
     def _route(
         self, request: RequestReceived, meta: RequestMeta, notify: Notify | None, *, modern: bool
     ) -> Awaitable[JSONObject]:
-        if request.method == "tools/call":
+        method = request.method
+        if method == "tools/call":
             return self._call_tool(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "prompts/get" and self.server._prompts:
+            return self._get_prompt(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "resources/read" and (self.server._resources or self.server._templates):
+            return self._read_resource(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "completion/complete" and "completions" in self.server.capabilities():
+            return self._complete(request)
+        if method == "subscriptions/listen" and modern:
+            return self._listen(request, notify or self.notifier(request.id))
         return _ready(self._answer(request, meta, modern=modern))
 
     def _answer(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
@@ -282,6 +443,20 @@ class ServerSession:
                 result.update(ttlMs=0, cacheScope="public")
             return result
         if method == "ping":
+            return {}
+        listed = self._list(method)
+        if listed is not None:
+            if modern:
+                listed.update(ttlMs=0, cacheScope="public")
+            return listed
+        if method in ("resources/subscribe", "resources/unsubscribe") and self.server._resources:
+            uri = (request.params or {}).get("uri")
+            if not isinstance(uri, str):
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
+            if method == "resources/subscribe":
+                self.subscriptions.add(uri)
+            else:
+                self.subscriptions.discard(uri)
             return {}
         if method == "server/discover" and modern:
             result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": self.server.capabilities()}
@@ -296,6 +471,51 @@ class ServerSession:
             self.log_level = level
             return {}
         raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _list(self, method: str) -> JSONObject | None:
+        server = self.server
+        if method == "prompts/list" and server._prompts:
+            return {"prompts": [p.describe() for p in server._prompts.values()]}
+        if method == "resources/list" and (server._resources or server._templates):
+            return {"resources": [r.describe() for r in server._resources.values()]}
+        if method == "resources/templates/list" and (server._resources or server._templates):
+            return {"resourceTemplates": [t.describe() for t in server._templates]}
+        return None
+
+    async def _listen(self, request: RequestReceived, notify: Notify) -> JSONObject:
+        """``subscriptions/listen`` (2026-07-28): acknowledge the filter it can honor, then stream matching changes.
+
+        The request stays open until the client cancels it (closes the stream, or ``notifications/cancelled``).
+        """
+        wanted = (request.params or {}).get("notifications")
+        wanted = wanted if isinstance(wanted, dict) else {}
+        capabilities = self.server.capabilities()
+        agreed: JSONObject = {}
+        for flag, method in _LIST_CHANGED.items():
+            kind = method.split("/")[1]
+            if wanted.get(flag) is True and capabilities.get(kind, {}).get("listChanged"):
+                agreed[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and "resources" in capabilities:
+            agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+        tag = {_SUBSCRIPTION_ID: request.id}
+        with self.server._changes.listen() as changes:
+            await notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": agreed})
+            async for method, params in changes:
+                if _delivers(agreed, method, params):
+                    await notify(method, {**params, "_meta": tag})
+        return {"_meta": tag}
+
+    async def _complete(self, request: RequestReceived) -> JSONObject:
+        params = request.params or {}
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: completion needs ref and argument {name, value}")
+        if self.server._completion is None:
+            return completion_result([])
+        context = params.get("context")
+        values = await self.server._completion(ref, argument, context if isinstance(context, dict) else None)
+        return completion_result([str(v) for v in values])
 
     def _initialize(self, params: JSONObject | None) -> JSONObject:
         revision = self.handshake.initialize(params)
@@ -322,13 +542,73 @@ class ServerSession:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
             return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
-        request_meta = params.get("_meta")
+        return self._with_context(
+            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern
+        )
+
+    def _get_prompt(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        params = request.params or {}
+        prompt = self.server._prompts.get(str(params.get("name")))
+        if prompt is None:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.get('name')!r}")
+        try:
+            kwargs = prompt.bind(params.get("arguments"))
+        except ValueError as exc:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+        def invoke(ctx: Context) -> Awaitable[JSONObject]:
+            return self._invoke_handler(prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, modern=modern)
+
+        return self._with_context(request, meta, notify, invoke, modern=modern)
+
+    def _read_resource(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        uri = (request.params or {}).get("uri")
+        if not isinstance(uri, str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        found = self.server._resources.get(uri)
+        variables: dict[str, str] | None = {} if found is not None else None
+        for template in self.server._templates if found is None else ():
+            variables = template.match(uri)
+            if variables is not None:
+                found = template
+                break
+        if found is None or variables is None:
+            # 2026-07-28 replaced -32002 with -32602 (SEP-2164); earlier revisions keep -32002.
+            code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
+        resource = found
+
+        def convert(value: Any) -> JSONObject:
+            result = resource.contents(uri, value)
+            if modern:
+                result.update(ttlMs=0, cacheScope="public")
+            return result
+
+        def invoke(ctx: Context) -> Awaitable[JSONObject]:
+            return self._invoke_handler(resource.fn, resource.context_param, ctx, variables, convert, modern=modern)
+
+        return self._with_context(request, meta, notify, invoke, modern=modern)
+
+    def _with_context(
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        invoke: Callable[[Context], Awaitable[JSONObject]],
+        *,
+        modern: bool,
+    ) -> Awaitable[JSONObject]:
+        """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28."""
+        request_meta = (request.params or {}).get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
         if modern:
-            return self._call_tool_in_rounds(request, meta, notify, tool, kwargs, token)
+            return self._in_rounds(request, meta, notify, invoke, token)
         assert self.session is not None
-        ctx = self._context(request, meta, notify, token, PushAsker(self.session, request.id))
-        return self._invoke(tool, ctx, kwargs, modern=False)
+        return invoke(self._context(request, meta, notify, token, PushAsker(self.session, request.id)))
 
     def _context(
         self,
@@ -343,17 +623,16 @@ class ServerSession:
             progress_token=token, log_level=meta.log_level,
         )  # fmt: skip
 
-    async def _call_tool_in_rounds(
+    async def _in_rounds(
         self,
         request: RequestReceived,
         meta: RequestMeta,
         notify: Notify,
-        tool: ToolDef,
-        kwargs: dict[str, Any],
+        invoke: Callable[[Context], Awaitable[JSONObject]],
         token: JSONValue,
     ) -> JSONObject:
         params = request.params or {}
-        binding = request_binding("tools/call", params, self.principal)
+        binding = request_binding(request.method, params, self.principal)
         state: JSONObject = {}
         if "requestState" in params:
             state = self.server.sealer.open(params["requestState"], binding)
@@ -373,7 +652,7 @@ class ServerSession:
             # Stateless path: replay the handler with every answer the sealed state carries.
             asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
             ctx = self._context(request, meta, notify, token, asker)
-            run = Run(functools.partial(self._invoke, tool, ctx, kwargs, modern=True), asker, ctx)
+            run = Run(functools.partial(invoke, ctx), asker, ctx)
             if self.parked is None:
                 return await self._one_round(run, binding)
             self.parked.start(run)
@@ -407,6 +686,34 @@ class ServerSession:
             run.cancel()
         return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
 
+    async def _invoke_handler(
+        self,
+        fn: Callable[..., Any],
+        context_param: str | None,
+        ctx: Context,
+        kwargs: dict[str, Any],
+        convert: Callable[[Any], JSONObject],
+        *,
+        modern: bool,
+    ) -> JSONObject:
+        """Run a prompt or resource handler: failures are JSON-RPC errors (these results have no ``isError``)."""
+        if context_param is not None:
+            kwargs = {**kwargs, context_param: ctx}
+        try:
+            value = fn(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            return convert(value)
+        except ClientCapabilityMissing as exc:
+            code = MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR
+            data: JSONObject | None = {"requiredCapabilities": exc.required} if modern else None
+            raise JSONRPCError(code, f"Missing required client capability: {exc}", data) from exc
+        except (JSONRPCError, ConnectionClosed):
+            raise
+        except Exception as exc:
+            logger.exception("handler for %s failed", ctx.request_id)
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}") from exc
+
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
@@ -428,6 +735,12 @@ class ServerSession:
             logger.exception("tool %r failed", tool.name)
             return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
         return to_call_result(value, tool.output_schema is not None)
+
+
+def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:
+    if method == "notifications/resources/updated":
+        return params.get("uri") in agreed.get("resourceSubscriptions", ())
+    return any(agreed.get(flag) for flag, listed in _LIST_CHANGED.items() if listed == method)
 
 
 async def _ready(value: JSONObject) -> JSONObject:
