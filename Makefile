@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit conformance bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/elicitor demo
 
-test: lint typecheck unit
+test: lint typecheck unit conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -27,6 +27,10 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest
+
+# The official MCP conformance harness (Node 22 and the harness install from npm into .cache/ on first use).
+conformance: $(STAMP)
+	$(BIN)/python scripts/conformance.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -28,6 +28,7 @@ from ..protocol import NotificationReceived, RequestReceived, parse_implementati
 from ..session import Session, open_session
 from ..transports import StdioClientTransport, Transport
 from ..types import (
+    ACCEPTED_OLDER_REVISIONS,
     ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
     INVALID_PARAMS,
@@ -49,6 +50,7 @@ from ..types import (
     is_modern,
 )
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
+from ._headers import header_params
 
 logger = logging.getLogger("elicitor.client")
 
@@ -254,7 +256,7 @@ class Client:
             },
         )
         offered = result.get("protocolVersion")
-        if offered not in HANDSHAKE_REVISIONS:
+        if offered not in HANDSHAKE_REVISIONS + ACCEPTED_OLDER_REVISIONS:
             raise ElicitorError(
                 f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
             )
@@ -335,18 +337,65 @@ class Client:
             await self.request("logging/setLevel", {"level": level})
 
     async def list_tools(self) -> list[Tool]:
-        """Every tool the server offers (all pages)."""
+        """Every tool the server offers (all pages).
+
+        Over HTTP, a tool whose ``x-mcp-header`` annotations break the rules of SEP-2243 is left out (with a
+        warning): one malformed definition must not make the others unusable.
+        """
         tools: list[Tool] = []
-        cursor: str | None = None
-        while True:
-            result = await self.request("tools/list", {"cursor": cursor} if cursor else {})
+        for raw in await self._list_all("tools/list", "tools"):
             try:
-                tools.extend(msgspec.convert(result.get("tools", []), list[Tool]))
+                tool = msgspec.convert(raw, Tool)
             except msgspec.ValidationError as exc:
                 raise RemoteProtocolError(f"the server sent an invalid tools/list result: {exc}") from None
+            mirrored = header_params(tool.input_schema)
+            if isinstance(mirrored, str):
+                logger.warning("leaving out tool %r: %s", tool.name, mirrored)
+                continue
+            if mirrored and hasattr(self._transport, "tool_headers"):
+                self._transport.tool_headers[tool.name] = mirrored
+            tools.append(tool)
+        return tools
+
+    async def list_resources(self) -> list[JSONObject]:
+        """Every resource the server lists (all pages), as the wire describes them."""
+        return await self._list_all("resources/list", "resources")
+
+    async def list_resource_templates(self) -> list[JSONObject]:
+        """Every resource template the server lists (all pages)."""
+        return await self._list_all("resources/templates/list", "resourceTemplates")
+
+    async def read_resource(self, uri: str) -> JSONObject:
+        """Read a resource (answering any elicitation on the way); the ``ReadResourceResult`` as sent."""
+        return await self._drive("resources/read", {"uri": uri})
+
+    async def list_prompts(self) -> list[JSONObject]:
+        """Every prompt the server lists (all pages)."""
+        return await self._list_all("prompts/list", "prompts")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> JSONObject:
+        """Get a prompt (answering any elicitation on the way); the ``GetPromptResult`` as sent."""
+        return await self._drive("prompts/get", {"name": name, "arguments": dict(arguments or {})})
+
+    async def complete(self, ref: JSONObject, argument: str, value: str) -> list[str]:
+        """Ask the server to complete ``argument`` of a prompt or resource template from what was typed."""
+        result = await self.request("completion/complete", {"ref": ref, "argument": {"name": argument, "value": value}})
+        completion = result.get("completion")
+        values = completion.get("values") if isinstance(completion, dict) else None
+        return [str(v) for v in values] if isinstance(values, list) else []
+
+    async def _list_all(self, method: str, key: str) -> list[JSONObject]:
+        items: list[JSONObject] = []
+        cursor: str | None = None
+        while True:
+            result = await self.request(method, {"cursor": cursor} if cursor else {})
+            page = result.get(key, [])
+            if not isinstance(page, list):
+                raise RemoteProtocolError(f"the server sent an invalid {method} result: {key} is not a list")
+            items.extend(item for item in page if isinstance(item, dict))
             next_cursor = result.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:
-                return tools
+                return items
             cursor = next_cursor
 
     async def call_tool(

@@ -25,6 +25,7 @@ import msgspec
 from ..protocol import Oversized, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, RequestId, is_modern
+from ._headers import header_value
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -51,6 +52,8 @@ class HttpClientTransport:
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
+        self.tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
+        """Per tool, the arguments mirrored into ``Mcp-Param-*`` headers (filled in by ``Client.list_tools``)."""
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized](math.inf)
         self._listening = False
         self._closed = False
@@ -142,7 +145,22 @@ class HttpClientTransport:
                 field = _NAMED.get(method)
                 if field is not None and isinstance(params, dict) and isinstance(params.get(field), str):
                     headers["mcp-name"] = encode_header(params[field])
+            if method == "tools/call" and isinstance(params, dict):
+                headers.update(self._param_headers(params))
         return headers
+
+    def _param_headers(self, params: dict[str, Any]) -> dict[str, str]:
+        mirrored = self.tool_headers.get(str(params.get("name")), {})
+        arguments = params.get("arguments")
+        out: dict[str, str] = {}
+        for path, name in mirrored.items():
+            value: Any = arguments
+            for step in path:
+                value = value.get(step) if isinstance(value, dict) else None
+            text = header_value(value)
+            if text is not None:
+                out[f"mcp-param-{name.lower()}"] = encode_header(text)
+        return out
 
     async def _exchange(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
         try:

@@ -31,6 +31,7 @@ from ._mcp import (
     Tool,
 )
 from ._revisions import (
+    ACCEPTED_OLDER_REVISIONS,
     ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
     META_CLIENT_CAPABILITIES,
@@ -48,6 +49,7 @@ from ._revisions import (
 )
 
 __all__ = [
+    "ACCEPTED_OLDER_REVISIONS",
     "ALL_REVISIONS",
     "HANDSHAKE_REVISIONS",
     "HEADER_MISMATCH",

@@ -23,6 +23,9 @@ MODERN_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
 ALL_REVISIONS: Final[tuple[Revision, ...]] = MODERN_REVISIONS + HANDSHAKE_REVISIONS
 """Every revision elicitor speaks, newest first."""
 
+ACCEPTED_OLDER_REVISIONS: Final = ("2025-03-26",)
+"""A server may offer these in ``initialize``; the client goes on with them (they have no elicitation at all)."""
+
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"

@@ -1,0 +1,145 @@
+"""Run the official MCP conformance harness against elicitor's server and client (part of ``make test``).
+
+Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored) the first time. Then:
+
+* server mode: ``examples/everything_server.py --port N`` judged by ``--suite all`` of 0.1.16, and of
+  0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``;
+* client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
+  extension, each run alone so that a client crash counts, per harness version and revision.
+
+Expected failures (``scripts/conformance-expected-failures.yml``) may only name ``auth/*`` and extension
+scenarios; the harness itself fails a run whose listed failure passes, so the list stays honest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+NODE_DIR = CACHE / "node22"
+HARNESSES = ("0.1.16", "0.2.0-alpha.12")
+EXPECTED = ROOT / "scripts" / "conformance-expected-failures.yml"
+
+
+def npm_install(folder: Path, package: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "package.json").exists():
+        (folder / "package.json").write_text(json.dumps({"name": folder.name, "private": True}))
+    subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", package], cwd=folder, check=True)
+
+
+def setup() -> dict[str, str]:
+    """Install Node 22 and the harness versions if missing; return the environment to run them in."""
+    node = NODE_DIR / "node_modules" / "node" / "bin" / "node"
+    if not node.exists():
+        print("conformance: installing Node 22 from the npm registry", flush=True)
+        npm_install(NODE_DIR, "node@22")
+    env = {**os.environ, "PATH": f"{node.parent}{os.pathsep}{os.environ['PATH']}"}
+    for version in HARNESSES:
+        binary = CACHE / f"conformance-{version}" / "node_modules" / ".bin" / "conformance"
+        if not binary.exists():
+            print(f"conformance: installing @modelcontextprotocol/conformance@{version}", flush=True)
+            npm_install(CACHE / f"conformance-{version}", f"@modelcontextprotocol/conformance@{version}")
+    return env
+
+
+def harness(version: str) -> str:
+    return str(CACHE / f"conformance-{version}" / "node_modules" / ".bin" / "conformance")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run(command: list[str], env: dict[str, str], log: Path) -> tuple[int, str]:
+    with log.open("w") as out:
+        code = subprocess.run(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent, timeout=600
+        ).returncode
+    return code, log.read_text()
+
+
+def client_scenarios(version: str, env: dict[str, str], spec: str | None) -> list[str]:
+    command = [harness(version), "list", "--client"]
+    if spec:
+        command += ["--spec-version", spec]
+    listing = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    names = re.findall(r"^\s+- (\S+)(?: \[(.*)\])?$", listing, re.M)
+    return [
+        name for name, tags in names
+        if not name.startswith("auth/") and "extension" not in tags and (spec is None or spec in tags or not tags)
+    ]  # fmt: skip
+
+
+def main() -> int:
+    env = setup()
+    logs = CACHE / "conformance-logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    expected = ["--expected-failures", str(EXPECTED)] if EXPECTED.exists() else []
+    results: list[tuple[str, bool, str]] = []
+
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples" / "everything_server.py"), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=(logs / "server.stderr").open("w"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("conformance: the example server did not start") from None
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
+            label = f"server {version}" + (f" {spec}" if spec else "")
+            command = [harness(version), "server", "--url", url, "--suite", "all", *expected]
+            if spec:
+                command += ["--spec-version", spec]
+            code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
+            total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
+            summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
+            results.append((label, code == 0, summary))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+
+    client = f"{sys.executable} {ROOT / 'examples' / 'conformance_client.py'}"
+    for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
+        for scenario in client_scenarios(version, env, spec):
+            label = f"client {version}" + (f" {spec}" if spec else "") + f" {scenario}"
+            command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
+            if spec:
+                command += ["--spec-version", spec]
+            code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
+            passed = re.findall(r"Passed: (\d+)/(\d+)", output)
+            summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
+            results.append((label, code == 0, summary))
+
+    failed = [r for r in results if not r[1]]
+    for label, ok, summary in results:
+        print(f"conformance: {'ok  ' if ok else 'FAIL'} {label}: {summary}")
+    print(f"conformance: logs in {logs}")
+    print(f"conformance: {len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
