@@ -314,3 +314,36 @@ async def test_sse_resumption_with_last_event_id(anyio_backend: str) -> None:
         )
         data = [json.loads(line[6:]) for line in resumed.text.splitlines() if line.startswith("data: {")]
         assert data == [{"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "hello Cy"}]}}]
+
+
+async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backend: str) -> None:
+    app = server.http_app()
+    handler = ScriptedHandler(otherwise={"name": "Eve"})
+    async with serving(app) as url, Client.http(url, elicitation=handler, protocol="2025-11-25") as client:
+        assert (await client.call_tool("greet")).text == "hello Eve"
+        transport = client._transport
+        first = transport.session_id
+        await app._sessions[first].end()  # the server forgets the session (a restart, an expiry...)
+        app._sessions.pop(first)
+        assert (await client.call_tool("greet")).text == "hello Eve"
+        assert transport.session_id not in (None, first)
+
+
+async def test_delete_ends_the_session_and_cancels_its_pending_elicitation(anyio_backend: str) -> None:
+    cancelled.clear()
+    async with serving(server.http_app()) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        body = rpc("tools/call", {"name": "greet"}, id=7)
+        async with http.stream("POST", "/mcp", content=body, headers=headers) as response:
+            lines = response.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: {"):
+                    assert json.loads(line[6:])["method"] == "elicitation/create"
+                    break
+            assert (await http.delete("/mcp", headers=headers)).status_code == 200
+            # The stream of the cancelled call ends without an answer.
+            with anyio.fail_after(5):
+                rest = [line async for line in lines if line.startswith("data: {")]
+            assert rest == []
+        assert (await http.post("/mcp", content=rpc("ping", id=8), headers=headers)).status_code == 404

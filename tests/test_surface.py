@@ -257,3 +257,25 @@ def test_demo_books_a_table_end_to_end() -> None:
     assert run.stdout.startswith("Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio")
     assert "vegetarian, gluten-free. Reservation " in run.stdout
     assert "Chez Elicitor booking desk 1.0.0 asks" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [("no_such_module:server", "cannot load"), ("json:dumps", "is not an elicitor Server")],
+)
+def test_serve_refuses_what_is_not_a_server(target: str, message: str) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "serve", target], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert run.returncode == 2
+    assert message in run.stderr
+
+
+def test_version_and_help() -> None:
+    from elicitor import __version__
+
+    version = subprocess.run([sys.executable, "-m", "elicitor", "--version"], capture_output=True, text=True)
+    assert version.stdout.strip() == f"elicitor {__version__}"
+    usage = subprocess.run([sys.executable, "-m", "elicitor"], capture_output=True, text=True)
+    assert usage.returncode == 2
+    assert "serve" in usage.stderr and "demo" in usage.stderr

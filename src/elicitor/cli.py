@@ -16,14 +16,59 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser("demo", help="run the table-booking demo: a server that asks, you answer")
     demo.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
+    serve = commands.add_parser("serve", help="serve a Server object: elicitor serve package.module:server")
+    serve.add_argument("target", help="module:attribute naming an elicitor Server (or a function returning one)")
+    serve.add_argument("--transport", choices=["http", "stdio"], default="http")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP: the interface to bind (default loopback only)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--path", default="/mcp", help="HTTP: the MCP endpoint's path")
+    serve.add_argument(
+        "--allowed-host", action="append", default=None, help="HTTP: a Host to accept besides loopback (repeatable)"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo_main
 
         demo_main(["client", "--protocol", args.protocol])
         return 0
+    if args.command == "serve":
+        return _serve(args)
     parser.print_help(sys.stderr)
     return 2
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import importlib
+
+    from .server import Server
+    from .server._http import LOCAL_HOSTS
+
+    module_name, _, attribute = args.target.partition(":")
+    sys.path.insert(0, ".")
+    try:
+        target = getattr(importlib.import_module(module_name), attribute or "server")
+    except (ImportError, AttributeError) as exc:
+        print(f"elicitor serve: cannot load {args.target!r}: {exc}", file=sys.stderr)
+        return 2
+    server = target
+    if not isinstance(server, Server) and callable(server):
+        try:
+            server = server()  # a factory returning the Server
+        except Exception as exc:
+            print(
+                f"elicitor serve: {args.target!r} is not an elicitor Server (calling it failed: {exc})", file=sys.stderr
+            )
+            return 2
+    if not isinstance(server, Server):
+        print(f"elicitor serve: {args.target!r} is not an elicitor Server", file=sys.stderr)
+        return 2
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
+        print(f"elicitor: serving {args.target} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
+        server.run("http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts)
+    return 0
 
 
 if __name__ == "__main__":

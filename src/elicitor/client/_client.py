@@ -51,6 +51,7 @@ from ..types import (
 )
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
+from ._http import SESSION_EXPIRED
 
 logger = logging.getLogger("elicitor.client")
 
@@ -321,6 +322,14 @@ class Client:
         params = dict(params or {})
         if self.modern:
             params = self._with_meta(params)
+        try:
+            return await self._require().request(method, params or None)
+        except JSONRPCError as exc:
+            if exc.data != SESSION_EXPIRED or self.protocol_version is None:
+                raise
+        # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
+        logger.info("the server ended the session; initializing a new one")
+        await self._initialize(self.protocol_version)
         return await self._require().request(method, params or None)
 
     async def ping(self) -> None:

@@ -24,7 +24,7 @@ import msgspec
 
 from ..protocol import Oversized, error_reply
 from ..transports._sse import SSEDecoder
-from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, RequestId, is_modern
+from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
 from ._headers import header_value
 
 logger = logging.getLogger("elicitor.http_client")
@@ -37,6 +37,10 @@ _RECONNECTS = 5
 
 class SessionExpired(Exception):
     """The server no longer knows this session (404): the client must initialize again."""
+
+
+SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
+"""The ``data`` of the local error that answers a request whose session the server no longer knows."""
 
 
 class HttpClientTransport:
@@ -167,6 +171,12 @@ class HttpClientTransport:
             async with self.http.stream("POST", self.url, content=message, headers=headers) as response:
                 if response.headers.get("mcp-session-id") and self.session_id is None:
                     self.session_id = response.headers["mcp-session-id"]
+                if response.status_code == 404 and "mcp-session-id" in headers:
+                    # The server no longer knows our session: the client must initialize again (2025-11-25).
+                    self.session_id = None
+                    self._listening = False
+                    self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
+                    return
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if kind == "text/event-stream":
                     done, last_id, retry = await self._read_events(response, request_id)
@@ -174,8 +184,6 @@ class HttpClientTransport:
                     body = await response.aread()
                     if body:
                         await self._deliver(body)
-                    elif response.status_code == 404 and self.session_id is not None:
-                        self._fail(request_id, "the server ended this session (404): reconnect to start a new one")
                     else:
                         self._fail(request_id, f"the server answered HTTP {response.status_code} with no body")
                     return
@@ -252,9 +260,10 @@ class HttpClientTransport:
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._inbox_in.send_nowait(message)
 
-    def _fail(self, request_id: RequestId, reason: str) -> None:
+    def _fail(self, request_id: RequestId, reason: str, data: JSONValue = None) -> None:
         """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
-        reply = error_reply(request_id, INTERNAL_ERROR, f"Transport error (local, not from the server): {reason}")
+        message = f"Transport error (local, not from the server): {reason}"
+        reply = error_reply(request_id, INTERNAL_ERROR, message, data)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._inbox_in.send_nowait(reply)
 
