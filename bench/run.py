@@ -1,10 +1,12 @@
-"""Benchmarks of performance.md over stdio: elicitor against the official MCP Python SDK, in one run.
+"""Benchmarks of performance.md: elicitor against the official MCP Python SDK, in one run.
 
-    python bench/run.py [--runs 3] [--scenarios a,d,e] [--n 2000]
+    python bench/run.py [--runs 3] [--scenarios a,d,e,b,c,eh] [--n 2000]
 
-(a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
-    server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth
-    per pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round.
+stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
+server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth per
+pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round.
+Streamable HTTP on 127.0.0.1 (uvicorn on both sides): (b) one session, n/2 elicitations; (c) 50 concurrent sessions
+of 50 elicitations each, total elicitations/s; (eh) n/2 multi-round-trip rounds.
 Each library uses its own client; the client's handler accepts at once with {"name": "x", "age": 1}. Medians of
 the runs with min-max; ratios are computed run by run. Timings never appear in tests.
 """
@@ -12,10 +14,13 @@ the runs with min-max; ratios are computed run by run. Timings never appear in t
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +84,86 @@ def _text(result: mt.CallToolResult) -> str:
     block = result.content[0]
     assert isinstance(block, mt.TextContent)
     return block.text
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def http_server(script: str) -> AsyncIterator[str]:
+    """Run a bench server over Streamable HTTP in its own process; yields its URL."""
+    port = _port()
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "servers" / script), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{script} did not start") from None
+                await anyio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def ours_http(n: int, protocol: str, sessions: int = 1) -> Result:
+    async with (
+        http_server("elicitor_server.py") as url,
+        Client.http(url, elicitation=_ours_handler, protocol=protocol) as probe,
+    ):
+        await probe.call_tool("ask", {"n": 5})
+        cpu0, _ = _probe((await probe.call_tool("probe")).text)
+
+        async def one() -> None:
+            async with Client.http(url, elicitation=_ours_handler, protocol=protocol, max_rounds=n + 1) as client:
+                result = await client.call_tool("ask", {"n": n})
+                assert result.text == str(n), result
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(sessions):
+                tg.start_soon(one)
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe((await probe.call_tool("probe")).text)
+    total = n * sessions
+    return total / elapsed, (cpu1 - cpu0) / total * 1e6
+
+
+async def theirs_http(n: int, protocol: str, sessions: int = 1) -> Result:
+    mode = "legacy" if protocol != "2026-07-28" else protocol
+    tool = "ask" if mode == "legacy" else "ask_rounds"
+    async with (
+        http_server("mcp_server.py") as url,
+        McpClient(url, elicitation_callback=_theirs_handler, mode=mode) as probe,
+    ):
+        await probe.call_tool(tool, {"n": 5})
+        cpu0, _ = _probe(_text(await probe.call_tool("probe", {})))
+
+        async def one() -> None:
+            async with McpClient(
+                url, elicitation_callback=_theirs_handler, mode=mode, input_required_max_rounds=n + 1
+            ) as client:
+                result = await client.call_tool(tool, {"n": n})
+                assert _text(result) == str(n), result
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(sessions):
+                tg.start_soon(one)
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe(_text(await probe.call_tool("probe", {})))
+    total = n * sessions
+    return total / elapsed, (cpu1 - cpu0) / total * 1e6
 
 
 async def ours_memory(count: int) -> Result:
@@ -162,7 +247,7 @@ def report(title: str, unit: str, ours: list[Result], theirs: list[Result], high
 
 
 async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
-    print(f"elicitor vs official mcp, stdio, {runs} run(s), n={n}, pending={pending}")
+    print(f"elicitor vs official mcp, {runs} run(s), n={n}, pending={pending}")
     plan: list[tuple[str, str, Callable[[], Awaitable[Result]], Callable[[], Awaitable[Result]], bool]] = []
     if "a" in scenarios:
         plan.append(
@@ -181,6 +266,36 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
                 "el/s",
                 lambda: ours_rate(n, "2026-07-28"),
                 lambda: theirs_rate(n, "2026-07-28"),
+                True,
+            )
+        )
+    if "b" in scenarios:
+        plan.append(
+            (
+                "(b) HTTP, one session, 2025-11-25, elicitations/s",
+                "el/s",
+                lambda: ours_http(n // 2, "2025-11-25"),
+                lambda: theirs_http(n // 2, "2025-11-25"),
+                True,
+            )
+        )
+    if "c" in scenarios:
+        plan.append(
+            (
+                "(c) HTTP, 50 concurrent sessions x 50, 2025-11-25, elicitations/s",
+                "el/s",
+                lambda: ours_http(50, "2025-11-25", 50),
+                lambda: theirs_http(50, "2025-11-25", 50),
+                True,
+            )
+        )
+    if "eh" in scenarios:
+        plan.append(
+            (
+                "(e) HTTP, 2026-07-28 multi-round-trip, elicitations/s",
+                "el/s",
+                lambda: ours_http(n // 2, "2026-07-28"),
+                lambda: theirs_http(n // 2, "2026-07-28"),
                 True,
             )
         )

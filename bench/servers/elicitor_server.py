@@ -35,4 +35,9 @@ async def probe() -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--port":
+        server.run("http", port=int(sys.argv[2]))
+    else:
+        server.run()

@@ -63,4 +63,9 @@ async def probe() -> str:
 
 
 if __name__ == "__main__":
-    app.run("stdio")
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--port":
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        app.run("stdio")
