@@ -11,7 +11,7 @@ import anyio
 import httpx2 as httpx
 import pytest
 
-from elicitor import Accepted, Client, Context, ScriptedHandler, Server
+from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server
 from elicitor.server import HttpApp
 
 from .conftest import REVISIONS, serving
@@ -323,8 +323,9 @@ async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backe
         assert (await client.call_tool("greet")).text == "hello Eve"
         transport = client._transport
         first = transport.session_id
-        await app._sessions[first].end()  # the server forgets the session (a restart, an expiry...)
-        app._sessions.pop(first)
+        forgotten = app._sessions.remove(first)  # the server forgets the session (a restart, an expiry...)
+        assert forgotten is not None
+        await forgotten.end()
         assert (await client.call_tool("greet")).text == "hello Eve"
         assert transport.session_id not in (None, first)
 
@@ -347,3 +348,50 @@ async def test_delete_ends_the_session_and_cancels_its_pending_elicitation(anyio
                 rest = [line async for line in lines if line.startswith("data: {")]
             assert rest == []
         assert (await http.post("/mcp", content=rpc("ping", id=8), headers=headers)).status_code == 404
+
+
+async def test_mounted_in_starlette_with_the_lifespan(anyio_backend: str) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    app = server.http_app()
+    host = Starlette(routes=[Mount("/api", app=app)], lifespan=lambda _: app.lifespan())
+    app.path = "/mcp"  # the mount strips /api: the app sees /mcp
+    handler = ScriptedHandler([{"name": "Mo"}])
+    async with serving(host) as url:
+        mounted = url.replace("/mcp", "/api/mcp")
+        async with Client.http(mounted, elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("greet")).text == "hello Mo"
+
+
+async def test_standalone_stream_carries_messages_related_to_no_request(anyio_backend: str) -> None:
+    changing = Server("changing", "1")
+
+    @changing.tool()
+    async def change() -> str:
+        changing.notify_tools_changed()
+        return "changed"
+
+    async with serving(changing.http_app()) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        listen = {"accept": "text/event-stream", "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        async with http.stream("GET", "/mcp", headers=listen) as stream:
+            called = await http.post("/mcp", content=rpc("tools/call", {"name": "change"}, id=3), headers=headers)
+            assert called.json()["result"]["content"][0]["text"] == "changed"
+            with anyio.fail_after(5):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data: {"):
+                        assert json.loads(line[6:]) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+                        break
+            second = await http.get("/mcp", headers=listen)
+            assert second.status_code == 409  # one standalone stream per session
+
+
+async def test_an_error_without_id_still_answers_the_request(anyio_backend: str) -> None:
+    """A server that cannot read a request (a wrong endpoint here) answers with id null: fail, do not hang."""
+    async with serving(server.http_app()) as url:
+        with anyio.fail_after(10), pytest.raises(JSONRPCError) as info:
+            async with Client.http(url.replace("/mcp", "/wrong"), protocol="2025-11-25"):
+                pass
+    assert info.value.code == -32601

@@ -183,7 +183,7 @@ class HttpClientTransport:
                 else:
                     body = await response.aread()
                     if body:
-                        await self._deliver(body)
+                        await self._deliver(_addressed(body, request_id))
                     else:
                         self._fail(request_id, f"the server answered HTTP {response.status_code} with no body")
                     return
@@ -266,6 +266,20 @@ class HttpClientTransport:
         reply = error_reply(request_id, INTERNAL_ERROR, message, data)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._inbox_in.send_nowait(reply)
+
+
+def _addressed(body: bytes, request_id: RequestId) -> bytes:
+    """An error a server sent in answer to our POST without an id (it could not read one) still answers it."""
+    try:
+        message = _decode(body)
+    except msgspec.DecodeError:
+        return error_reply(request_id, INTERNAL_ERROR, "Transport error (local): the server's answer is not JSON")
+    if isinstance(message, dict) and "error" in message and message.get("id") is None:
+        error = message["error"] if isinstance(message["error"], dict) else {}
+        return error_reply(
+            request_id, error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data")
+        )
+    return body
 
 
 def _answers(data: bytes, request_id: RequestId) -> bool:

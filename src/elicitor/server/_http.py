@@ -40,7 +40,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .._exceptions import JSONRPCError
 from ..protocol import Connection, InvalidMessage, Oversized, RequestReceived, error_reply
-from ..transports._events import EventStore, MemoryEventStore, parse_event_id
+from ..transports._events import EventStore, MemoryEventStore, MemorySessionStore, SessionStore, parse_event_id
 from ..transports._sse import encode_event, priming_event
 from ..types import (
     HANDSHAKE_REVISIONS,
@@ -188,6 +188,7 @@ class HttpApp:
         event_store: where SSE events wait for a resuming client (default: bounded, in memory).
         retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
+        session_store: where handshake sessions are found by id (default: in this process).
     """
 
     def __init__(
@@ -201,6 +202,7 @@ class HttpApp:
         event_store: EventStore | None = None,
         retry_ms: int | None = 1000,
         max_sessions: int = 10_000,
+        session_store: SessionStore[Any] | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -210,7 +212,7 @@ class HttpApp:
         self._events = event_store if event_store is not None else MemoryEventStore()
         self._retry = retry_ms
         self._max_sessions = max_sessions
-        self._sessions: dict[str, _HttpSession] = {}
+        self._sessions: SessionStore[Any] = session_store if session_store is not None else MemorySessionStore()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = ServerSession(server)
 
@@ -227,9 +229,9 @@ class HttpApp:
             finally:
                 self._stateless.parked = None
                 self._tg = None
-                for session in list(self._sessions.values()):
+                for session in self._sessions.values():
+                    self._sessions.remove(session.id)
                     await session.end()
-                self._sessions.clear()
                 tg.cancel_scope.cancel()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -251,7 +253,11 @@ class HttpApp:
         if scope["type"] != "http":
             return
         headers = _Headers(scope)
-        if (scope.get("path", "").rstrip("/") or "/") != self.path:
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted (Starlette keeps the prefix in path and sets root_path)
+            path = path[len(root) :]
+        if (path.rstrip("/") or "/") != self.path:
             await _error(send, 404, None, METHOD_NOT_FOUND, f"Not found: the MCP endpoint is {self.path}")
             return
         refusal = self._check_origin(headers)
@@ -393,13 +399,13 @@ class HttpApp:
         if len(self._sessions) >= self._max_sessions:
             return None
         session = _HttpSession(secrets.token_urlsafe(32), self._events)
-        self._sessions[session.id] = session
+        self._sessions.add(session.id, session)
 
         async def run() -> None:
             try:
                 await ServerSession(self.server).run(session)
             finally:
-                self._sessions.pop(session.id, None)
+                self._sessions.remove(session.id)
                 await session.end()
 
         self._tg.start_soon(run)
@@ -515,7 +521,7 @@ class HttpApp:
         if session_id is None:
             await _error(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
             return
-        session = self._sessions.pop(session_id, None)
+        session = self._sessions.remove(session_id)
         if session is None:
             await _error(send, 404, None, INVALID_REQUEST, "Session not found")
             return

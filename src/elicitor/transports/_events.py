@@ -8,7 +8,9 @@ stream; a store shared by several processes (Redis, later) lets a client resume 
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
+
+S = TypeVar("S")
 
 
 class EventStore(Protocol):
@@ -32,6 +34,52 @@ class EventStore(Protocol):
     async def discard(self, stream: str) -> None:
         """Forget ``stream`` (its session ended)."""
         ...
+
+
+class SessionStore(Protocol[S]):
+    """Where an HTTP server finds the handshake-era session a request names (``Mcp-Session-Id``).
+
+    A session here is a live object (the connection's dispatch, in this process); the interface is the seam for a
+    store that also records which replica holds a session, so that others can route to it.
+
+    Example::
+
+        store = MemorySessionStore()
+        store.add("abc", session)
+        assert store.get("abc") is session
+    """
+
+    def add(self, session_id: str, session: S) -> None: ...
+
+    def get(self, session_id: str) -> S | None: ...
+
+    def remove(self, session_id: str) -> S | None: ...
+
+    def values(self) -> list[S]: ...
+
+    def __len__(self) -> int: ...
+
+
+class MemorySessionStore(Generic[S]):
+    """The default :class:`SessionStore`: a dict in this process."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, S] = {}
+
+    def add(self, session_id: str, session: S) -> None:
+        self._sessions[session_id] = session
+
+    def get(self, session_id: str) -> S | None:
+        return self._sessions.get(session_id)
+
+    def remove(self, session_id: str) -> S | None:
+        return self._sessions.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def values(self) -> list[S]:
+        return list(self._sessions.values())
 
 
 class MemoryEventStore:
