@@ -229,6 +229,7 @@ def call(name: str, meta: dict[str, Any] = META) -> bytes:
         (modern_headers("tools/call"), call("greet"), 400, -32020),
         (modern_headers("tools/call", "other"), call("greet"), 400, -32020),
         (modern_headers("tools/call", "=?base64?!!?="), call("greet"), 400, -32020),
+        (modern_headers("tools/call", "gree t"), call("greet"), 400, -32020),
         (modern_headers("initialize"), rpc("initialize", {"_meta": META}), 404, -32601),
         (modern_headers("no/such"), rpc("no/such", {"_meta": META}), 404, -32601),
         (modern_headers("tools/call", "greet"), call("greet", NO_CAPS), 400, -32021),
@@ -242,6 +243,27 @@ async def test_modern_requests_are_validated_against_their_headers(
         response = await http.post("/mcp", content=body, headers=headers)
     assert (response.status_code, response.json()["error"]["code"]) == (status, code)
     assert response.json()["id"] == 1
+
+
+async def test_whitespace_around_header_values_is_not_part_of_them(anyio_backend: str) -> None:
+    body = call("greet")
+    headers = {**modern_headers("tools/call", "greet"), "content-length": str(len(body)), "connection": "close"}
+    lines = [f"{name}: {value}" for name, value in headers.items() if name != "mcp-name"]
+    head = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-name:   greet \t\r\n" + "\r\n".join(lines) + "\r\n\r\n"
+    async with serving(server.http_app()) as url:
+        port = int(url.split(":")[2].split("/")[0])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:  # httpx would refuse to send this
+            await stream.send(head.encode() + body)
+            raw = b""
+            with anyio.fail_after(10):
+                try:
+                    while True:
+                        raw += await stream.receive()
+                except anyio.EndOfStream:
+                    pass
+    status, _, rest = raw.partition(b"\r\n")
+    assert status.split()[1] == b"200", raw
+    assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["result"]["resultType"] == "input_required"
 
 
 async def test_modern_round_trip_and_base64_names(anyio_backend: str) -> None:
@@ -395,3 +417,24 @@ async def test_an_error_without_id_still_answers_the_request(anyio_backend: str)
             async with Client.http(url.replace("/mcp", "/wrong"), protocol="2025-11-25"):
                 pass
     assert info.value.code == -32601
+
+
+async def test_idle_sessions_expire_but_not_while_a_person_answers(anyio_backend: str) -> None:
+    app = server.http_app(session_idle_timeout=0.4)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        body = rpc("tools/call", {"name": "greet"}, id=9)
+        async with http.stream("POST", "/mcp", content=body, headers=headers) as response:
+            lines = response.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: {"):
+                    request = json.loads(line[6:])
+                    break
+            await anyio.sleep(1.0)  # longer than the idle timeout, but a call waits on a person
+            assert app._sessions.get(session) is not None
+            answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}}
+            assert (await http.post("/mcp", content=json.dumps(answer).encode(), headers=headers)).status_code == 202
+            assert [line async for line in lines if line.startswith("data: {")] != []
+        await anyio.sleep(1.0)  # now nothing is in flight and the client is silent: the session expires
+        assert app._sessions.get(session) is None

@@ -28,6 +28,7 @@ import binascii
 import logging
 import math
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -131,6 +132,11 @@ class _HttpSession:
         self.by_key: dict[str, _Stream] = {}
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
+        self.last_seen = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
+        return 0.0 if self.streams or self.standalone.attached else now - self.last_seen
 
     def _new_stream(self) -> _Stream:
         stream = _Stream(secrets.token_hex(8), self.events)
@@ -160,6 +166,7 @@ class _HttpSession:
     # -- fed by the app ----------------------------------------------------------------------------------------
 
     async def deliver(self, message: bytes) -> None:
+        self.last_seen = time.monotonic()
         await self._inbox_in.send(message)
 
     async def end(self) -> None:
@@ -189,6 +196,8 @@ class HttpApp:
         retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
         session_store: where handshake sessions are found by id (default: in this process).
+        session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
+            is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
     """
 
     def __init__(
@@ -203,6 +212,7 @@ class HttpApp:
         retry_ms: int | None = 1000,
         max_sessions: int = 10_000,
         session_store: SessionStore[Any] | None = None,
+        session_idle_timeout: float = 1800.0,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -212,6 +222,7 @@ class HttpApp:
         self._events = event_store if event_store is not None else MemoryEventStore()
         self._retry = retry_ms
         self._max_sessions = max_sessions
+        self._idle_timeout = session_idle_timeout
         self._sessions: SessionStore[Any] = session_store if session_store is not None else MemorySessionStore()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = ServerSession(server)
@@ -224,6 +235,7 @@ class HttpApp:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs)
+            tg.start_soon(self._expire_idle_sessions)
             try:
                 yield
             finally:
@@ -233,6 +245,16 @@ class HttpApp:
                     self._sessions.remove(session.id)
                     await session.end()
                 tg.cancel_scope.cancel()
+
+    async def _expire_idle_sessions(self) -> None:
+        while True:
+            await anyio.sleep(min(60.0, self._idle_timeout / 4))
+            now = time.monotonic()
+            for session in self._sessions.values():
+                if session.idle_for(now) > self._idle_timeout:
+                    logger.info("ending session %.8s... idle for %.0f s", session.id, session.idle_for(now))
+                    self._sessions.remove(session.id)
+                    await session.end()
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -655,12 +677,18 @@ def _decode_header(value: str) -> str | None:
 
 
 class _Headers:
-    """Request headers by lowercase name (the last one wins)."""
+    """Request headers by lowercase name (the last one wins).
+
+    Leading and trailing spaces and tabs are not part of a field value (RFC 9110, section 5.5); some HTTP parsers
+    (httptools) leave them in, so they are stripped here.
+    """
 
     __slots__ = ("_values",)
 
     def __init__(self, scope: Scope) -> None:
-        self._values = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        self._values = {
+            k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())
+        }
 
     def get(self, name: str) -> str | None:
         return self._values.get(name)
