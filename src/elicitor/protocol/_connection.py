@@ -139,6 +139,10 @@ class Connection:
             return _invalid(None, INVALID_REQUEST, "Invalid request: a message must be a JSON object")
         return self._classify(message)
 
+    def receive_decoded(self, message: dict[str, Any]) -> Event:
+        """Like :meth:`receive`, for a message the transport already decoded (HTTP reads the body to route it)."""
+        return self._classify(message)
+
     def _classify(self, message: dict[str, Any]) -> Event:
         raw_id = message.get("id")
         has_id = "id" in message

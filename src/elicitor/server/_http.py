@@ -346,17 +346,15 @@ class HttpApp:
         meta = params.get("_meta") if isinstance(params, dict) else None
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if body_version is not None or (version is not None and version not in _HANDSHAKE_HEADER_VERSIONS):
-            await self._post_modern(headers, message, body, receive, send)
+            await self._post_modern(headers, message, receive, send)
         else:
             await self._post_handshake(headers, message, body, receive, send)
 
     # -- 2026-07-28 ---------------------------------------------------------------------------------------------
 
-    async def _post_modern(
-        self, headers: _Headers, message: JSONObject, body: bytes, receive: Receive, send: Send
-    ) -> None:
+    async def _post_modern(self, headers: _Headers, message: JSONObject, receive: Receive, send: Send) -> None:
         connection = Connection()
-        event = connection.receive(body)
+        event = connection.receive_decoded(message)
         if isinstance(event, InvalidMessage):
             await _raw(send, 400, event.reply or error_reply(None, INVALID_REQUEST, str(event.error)))
             return
