@@ -35,7 +35,7 @@ from elicitor import (
     Server,
     TextContent,
 )
-from elicitor.server import Header
+from elicitor.server import Header, UrlElicitationRequired
 
 server = Server("elicitor-everything", "1.0.0", title="elicitor conformance fixtures")
 
@@ -384,6 +384,44 @@ async def test_trigger_prompt_change() -> str:
     return "prompts changed"
 
 
+# ---- URL mode: open the fixture's URL with a plain GET to complete it -------------------------------------------
+
+FIXTURE_URL = "http://localhost:{port}/fixture/complete/{elicitation_id}"
+PORT = {"value": 0}
+
+
+def _fixture_url() -> str:
+    return FIXTURE_URL.replace("{port}", str(PORT["value"] or 8000))
+
+
+@server.tool()
+async def test_elicitation_url(ctx: Context) -> str:
+    """Ask the person to open a URL; return what they answered (URL mode)."""
+    outcome = await ctx.elicit_url("Please open this page to continue", _fixture_url())
+    return f"URL elicitation: action={outcome.action}"
+
+
+@server.tool()
+async def test_elicitation_url_required(ctx: Context) -> str:
+    """Needs an out-of-band step: -32042 (2025-11-25) or a URL input request (2026-07-28) until it is done."""
+    link = await ctx.url_elicitation("Connect the test service to continue", _fixture_url())
+    if not link.completed:
+        raise UrlElicitationRequired(link)
+    return "connected: the URL elicitation was completed"
+
+
+async def fixture_pages(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """GET /fixture/complete/<id>: the 'third party' page. Opening it completes that elicitation (test fixture)."""
+    path = str(scope.get("path", ""))
+    done = False
+    if scope["type"] == "http" and scope["method"] == "GET" and path.startswith("/fixture/complete/"):
+        done = await server.complete_url_elicitation(path.rsplit("/", 1)[-1])
+    body = b"<p>Done. You can close this page.</p>" if done else b"<p>Unknown or finished link.</p>"
+    status = 200 if done else 404
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/html")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 # ---- resources, prompts, completion ----------------------------------------------------------------------------
 
 
@@ -460,8 +498,9 @@ def main() -> None:
     mode.add_argument("--port", type=int, help="serve Streamable HTTP on 127.0.0.1:PORT/mcp instead")
     args = parser.parse_args()
     if args.port is not None:
+        PORT["value"] = args.port
         print(f"elicitor-everything: serving on http://127.0.0.1:{args.port}/mcp", file=sys.stderr)
-        server.run("http", port=args.port)
+        server.run("http", port=args.port, fallback=fixture_pages)
     else:
         print("elicitor-everything: serving on stdio", file=sys.stderr)
         server.run("stdio")

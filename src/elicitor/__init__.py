@@ -21,7 +21,14 @@ from ._exceptions import (
 )
 from ._outcomes import Accepted, Cancelled, Declined, Outcome
 from ._version import __version__
-from .client import Client, ElicitationHandler, ElicitationRequest, ScriptedHandler, TerminalHandler
+from .client import (
+    Client,
+    ElicitationHandler,
+    ElicitationRequest,
+    ScriptedHandler,
+    TerminalHandler,
+    UrlElicitationRequest,
+)
 from .forms import (
     BooleanField,
     Choices,
@@ -36,7 +43,7 @@ from .forms import (
     StringField,
     Uri,
 )
-from .server import Context, Server, StateSealer
+from .server import Context, Server, StateSealer, UnsafeUrl, UrlElicitation, UrlElicitationRequired
 from .types import (
     AudioContent,
     CallToolResult,
@@ -94,6 +101,10 @@ __all__ = [
     "TextContent",
     "TooManyRounds",
     "Tool",
+    "UnsafeUrl",
     "Uri",
+    "UrlElicitation",
+    "UrlElicitationRequest",
+    "UrlElicitationRequired",
     "__version__",
 ]

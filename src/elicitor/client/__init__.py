@@ -1,8 +1,9 @@
 """The client side: ``Client``, the elicitation handler interface, and the built-in handlers."""
 
 from ._client import DEFAULT_MAX_ROUNDS, Client
-from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler
+from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler, UrlHandler
 from ._terminal import TerminalHandler
+from ._url import UrlElicitationRequest, url_warnings
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
@@ -12,4 +13,7 @@ __all__ = [
     "ElicitationRequest",
     "ScriptedHandler",
     "TerminalHandler",
+    "UrlElicitationRequest",
+    "UrlHandler",
+    "url_warnings",
 ]

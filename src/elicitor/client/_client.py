@@ -41,6 +41,7 @@ from ..types import (
     MODERN_REVISIONS,
     REV_2025_06_18,
     UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
     CallToolResult,
     Implementation,
     JSONObject,
@@ -52,6 +53,7 @@ from ..types import (
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
 from ._http import SESSION_EXPIRED
+from ._url import UrlElicitationRequest, url_warnings
 
 logger = logging.getLogger("elicitor.client")
 
@@ -125,6 +127,7 @@ class Client:
         self._session: Session | None = None
         self._progress: dict[str, ProgressCallback] = {}
         self._meta_cache: dict[str, JSONObject] = {}
+        self._url_pending: dict[str, anyio.Event] = {}
         self._next_token = 0
         self.protocol_version: str | None = None
         """The revision in use, known once connected."""
@@ -446,13 +449,21 @@ class Client:
         """Send ``method`` and follow ``input_required`` rounds until a complete result arrives."""
         responses: JSONObject | None = None
         state: JSONValue = None
+        seen: set[str] = set()
         for _ in range(self._max_rounds + 1):
             attempt = dict(params)
             if responses is not None:
                 attempt["inputResponses"] = responses
             if state is not None:
                 attempt["requestState"] = state
-            result = await self.request(method, attempt)
+            try:
+                result = await self.request(method, attempt)
+            except JSONRPCError as exc:
+                if exc.code != URL_ELICITATION_REQUIRED or self.modern:
+                    raise
+                await self._url_required(exc, seen)
+                responses, state = None, None
+                continue
             kind = result.get("resultType", "complete")
             if kind == "complete":
                 return result
@@ -466,6 +477,54 @@ class Client:
             for key, request in requests.items():
                 responses[key] = await self._answer_input(request)
         raise TooManyRounds(f"{method} still asked for input after {self._max_rounds} rounds")
+
+    async def _url_required(self, error: JSONRPCError, seen: set[str]) -> None:
+        """-32042 (2025-11-25): have the person open each URL, wait until they are done, then the call is retried.
+
+        An id seen before means the server asks again for something already done: a loop, reported as the error.
+        """
+        data = error.data if isinstance(error.data, dict) else {}
+        listed = data.get("elicitations")
+        if not isinstance(listed, list) or not listed or self._handler is None or "url" not in self.elicitation_modes:
+            raise error
+        for params in listed:
+            if not isinstance(params, dict) or params.get("mode") != "url":
+                raise error
+            elicitation_id = str(params.get("elicitationId"))
+            if elicitation_id in seen:
+                raise TooManyRounds(f"the server asked again for URL elicitation {elicitation_id} (a loop)") from error
+            seen.add(elicitation_id)
+            message = params.get("message")
+            answer = await self._answer_url(self._handler, message if isinstance(message, str) else "", params)
+            if answer["action"] != "accept":
+                raise error  # the person declined or cancelled: the call cannot go on
+            await self._wait_done(elicitation_id, params)
+
+    async def _wait_done(self, elicitation_id: str, params: JSONObject) -> None:
+        """Until the server says the interaction is complete, or the person says so (if the handler can ask)."""
+        if self._url_pending.setdefault(elicitation_id, anyio.Event()).is_set():
+            self._forget_url(elicitation_id)
+            return
+        wait_done = getattr(self._handler, "wait_done", None)
+        async with anyio.create_task_group() as tg:
+
+            async def notified() -> None:
+                await self.wait_url_completion(elicitation_id)
+                tg.cancel_scope.cancel()
+
+            async def person() -> None:
+                assert wait_done is not None
+                request = UrlElicitationRequest(
+                    message=str(params.get("message", "")), url=str(params.get("url")), server=self.server_info,
+                    elicitation_id=elicitation_id,
+                )  # fmt: skip
+                await wait_done(request)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(notified)
+            if wait_done is not None:
+                tg.start_soon(person)
+        self._forget_url(elicitation_id)
 
     async def _answer_input(self, request: object) -> JSONObject:
         method = request.get("method") if isinstance(request, dict) else None
@@ -512,12 +571,54 @@ class Client:
         message = params.get("message")
         if not isinstance(message, str):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
+        if mode == "url":
+            return await self._answer_url(handler, message, params)
         try:
             form = Form.from_schema(_dict(params.get("requestedSchema")), check_secrets=False)
         except FormDefinitionError as exc:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
         request = ElicitationRequest(message=message, form=form, server=self.server_info)
         return outcome_to_wire(await self._ask_until_valid(handler, request))
+
+    async def _answer_url(self, handler: ElicitationHandler, message: str, params: JSONObject) -> JSONObject:
+        """A URL-mode request: check it, show it to the person, remember its id while the interaction runs."""
+        url = params.get("url")
+        elicitation_id = params.get("elicitationId")
+        if not isinstance(url, str) or not url:
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs a url")
+        if not self.modern and not isinstance(elicitation_id, str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs an elicitationId")
+        request = UrlElicitationRequest(
+            message=message, url=url, server=self.server_info,
+            elicitation_id=elicitation_id if isinstance(elicitation_id, str) else None,
+            warnings=tuple(url_warnings(url)),
+        )  # fmt: skip
+        url_handler = getattr(handler, "url", None)
+        if url_handler is None:
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: this client's handler does not take URL-mode requests")
+        # Listen for the completion before the person opens the page: it may end before the handler returns.
+        if request.elicitation_id is not None:
+            self._url_pending.setdefault(request.elicitation_id, anyio.Event())
+        try:
+            outcome = await url_handler(request)
+        except BaseException:
+            self._forget_url(request.elicitation_id)
+            raise
+        if not isinstance(outcome, Accepted):
+            self._forget_url(request.elicitation_id)
+        return {"action": outcome.action}
+
+    def _forget_url(self, elicitation_id: str | None) -> None:
+        if elicitation_id is not None:
+            self._url_pending.pop(elicitation_id, None)
+
+    async def wait_url_completion(self, elicitation_id: str) -> None:
+        """Wait for the server's ``notifications/elicitation/complete`` for ``elicitation_id`` (2025-11-25).
+
+        The notification is optional for servers: bound the wait (``anyio.fail_after``) and offer the person a
+        way to say they are done.
+        """
+        await self._url_pending.setdefault(elicitation_id, anyio.Event()).wait()
 
     async def _ask_until_valid(self, handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
         for _ in range(MAX_ANSWER_ATTEMPTS):
@@ -542,6 +643,11 @@ class Client:
                 await self._on_log(level, data, source if isinstance(source, str) else None)
             else:
                 logging.getLogger("elicitor.server_log").info("%s: %s", level, data)
+        elif note.method == "notifications/elicitation/complete":
+            # Unknown or already completed ids are ignored (2025-11-25).
+            done = self._url_pending.get(str(params.get("elicitationId")))
+            if done is not None:
+                done.set()
         elif note.method == "notifications/progress":
             callback = self._progress.get(str(params.get("progressToken")))
             progress = params.get("progress")

@@ -11,6 +11,7 @@ from .._exceptions import FieldError
 from .._outcomes import Accepted, Cancelled, Declined, Outcome
 from ..forms import Form
 from ..types import Implementation
+from ._url import UrlElicitationRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,17 +40,21 @@ class ElicitationRequest:
         return self.server.display() if self.server is not None else "an unnamed server"
 
 
-ElicitationOutcome: TypeAlias = Outcome[dict[str, Any]]
+ElicitationOutcome: TypeAlias = Outcome[Any]
+"""What a handler returns: ``Accepted(content)`` (``Accepted(None)`` for a URL), ``Declined()`` or ``Cancelled()``."""
 
 
 @runtime_checkable
 class ElicitationHandler(Protocol):
     """Answers elicitations for a :class:`~elicitor.Client`.
 
-    Return ``Accepted(content)``, ``Declined()`` or ``Cancelled()``. The client fills schema defaults into accepted
-    content, validates it with the same validator the server uses, and calls the handler again with ``errors``
-    set instead of sending an invalid answer. Concurrent requests reach the handler concurrently: a handler that
-    shows them to a person presents them one at a time (as :class:`TerminalHandler` does).
+    Return ``Accepted(content)``, ``Declined()`` or ``Cancelled()``. URL-mode requests go to the handler's ``url``
+    method (see :class:`UrlHandler`) when its ``modes`` include ``"url"``. The client fills
+    schema defaults into accepted form content, validates it with the same validator the server uses, and calls the
+    handler again with ``errors`` set instead of sending an invalid answer. Concurrent requests reach the handler
+    concurrently: a handler that shows them to a person presents them one at a time (as :class:`TerminalHandler`
+    does). A handler may also offer ``async wait_done(request)``, returning when the person says an out-of-band
+    interaction is finished (the server's completion notification is optional).
 
     A handler may set ``modes`` (default ``{"form"}``): the client declares exactly those modes.
 
@@ -65,8 +70,20 @@ class ElicitationHandler(Protocol):
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome: ...
 
 
+class UrlHandler(Protocol):
+    """The URL-mode part of a handler whose ``modes`` include ``"url"``.
+
+    ``url`` shows the request (the full URL, its host highlighted, its warnings) and opens the URL only after the
+    person consents, returning ``Accepted(None)``; ``wait_done`` (optional) returns when the person says the
+    out-of-band interaction is finished.
+    """
+
+    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome: ...
+
+
 Answer: TypeAlias = (
-    "ElicitationOutcome | dict[str, Any] | Literal['decline', 'cancel'] | Callable[[ElicitationRequest], Answer]"
+    "ElicitationOutcome | dict[str, Any] | Literal['accept', 'decline', 'cancel']"
+    " | Callable[[ElicitationRequest | UrlElicitationRequest], Answer]"
 )
 
 
@@ -74,9 +91,10 @@ Answer: TypeAlias = (
 class ScriptedHandler:
     """A handler for tests and automation: answers from a queue, and records every request it was asked.
 
-    Each queued answer is an outcome, a dict (shorthand for ``Accepted(dict)``), ``"decline"``, ``"cancel"``, or a
-    function of the request returning one of those. When the queue is empty, ``otherwise`` answers (by default
-    nothing does: the handler raises ``LookupError``, which the client reports to the server as an error).
+    Each queued answer is an outcome, a dict (shorthand for ``Accepted(dict)``), ``"accept"`` (``Accepted(None)``,
+    for URLs), ``"decline"``, ``"cancel"``, or a function of the request returning one of those. When the queue is
+    empty, ``otherwise`` answers (by default nothing does: the handler raises ``LookupError``, which the client
+    reports to the server as an error). Set ``modes`` to ``{"form", "url"}`` to take URL-mode requests too.
 
     Example::
 
@@ -89,6 +107,7 @@ class ScriptedHandler:
     otherwise: Answer | None = None
     modes: frozenset[str] = frozenset({"form"})
     requests: list[ElicitationRequest] = field(default_factory=list)
+    url_requests: list[UrlElicitationRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._queue: deque[Answer] = deque(self.answers)
@@ -98,6 +117,15 @@ class ScriptedHandler:
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         self.requests.append(request)
+        return self._next(request)
+
+    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
+        """URL mode (when ``modes`` include ``"url"``): answered from the same queue; nothing is opened."""
+        self.url_requests.append(request)
+        outcome = self._next(request)
+        return Accepted(None) if isinstance(outcome, Accepted) else outcome
+
+    def _next(self, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
         if self._queue:
             answer = self._queue.popleft()
         elif self.otherwise is not None:
@@ -107,11 +135,13 @@ class ScriptedHandler:
         return _resolve(answer, request)
 
 
-def _resolve(answer: Answer, request: ElicitationRequest) -> ElicitationOutcome:
+def _resolve(answer: Answer, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
     while callable(answer) and not isinstance(answer, Accepted | Declined | Cancelled):
         answer = answer(request)
     if isinstance(answer, Accepted | Declined | Cancelled):
         return answer
+    if answer == "accept":
+        return Accepted(None)
     if answer == "decline":
         return Declined()
     if answer == "cancel":

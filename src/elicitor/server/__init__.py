@@ -5,8 +5,10 @@ from ._http import HttpApp
 from ._sealing import KEYS_ENV, StateSealer, generate_key
 from ._server import Server, ServerSession
 from ._tools import Header, ToolDef
+from ._url import ID_PLACEHOLDER, UnsafeUrl, UrlElicitation, UrlElicitationRequired, UrlElicitations, check_url
 
 __all__ = [
+    "ID_PLACEHOLDER",
     "KEYS_ENV",
     "Context",
     "Header",
@@ -15,5 +17,10 @@ __all__ = [
     "ServerSession",
     "StateSealer",
     "ToolDef",
+    "UnsafeUrl",
+    "UrlElicitation",
+    "UrlElicitationRequired",
+    "UrlElicitations",
+    "check_url",
     "generate_key",
 ]

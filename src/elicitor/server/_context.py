@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+import anyio
 import msgspec
 
 from .._exceptions import ClientCapabilityMissing, ElicitationUnsupported, FieldError, InvalidAnswer
@@ -23,8 +25,10 @@ from ..types import (
     RequestId,
     Revision,
     is_modern,
+    supports_url_mode,
 )
 from ._askers import Asker
+from ._url import UrlElicitation
 
 if TYPE_CHECKING:
     from ._server import ServerSession
@@ -124,6 +128,75 @@ class Context:
             params = {"mode": "form", **params}
         raw = await self._asker.ask("elicitation/create", params, self._key(key or f"elicit-{spec.digest(message)}"))
         return _outcome(spec, raw)
+
+    async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Outcome[None]:
+        """Ask the person to open ``url`` for something that must not pass through the client (URL mode).
+
+        ``{elicitation_id}`` in ``url`` is replaced by the elicitation's id, so the page can tell which one it
+        completes. ``Accepted`` means only that the person agreed to open the URL: the interaction itself happens
+        out of band (check its result yourself, e.g. whether the account is now connected).
+
+        Raises:
+            ElicitationUnsupported: the client did not declare URL mode, or speaks 2025-06-18 (no URL mode).
+            UnsafeUrl: the URL is not absolute http(s), carries credentials, or is plain http off loopback.
+        """
+        base = key or _url_key(message, url)
+        elicitation = await self._register_url(message, url, base)
+        raw = await self._asker.ask("elicitation/create", self._url_params(elicitation), self._key(base))
+        action = raw.get("action")
+        if action == "accept":
+            return Accepted(None)
+        if action == "decline":
+            return Declined()
+        if action == "cancel":
+            return Cancelled()
+        raise InvalidAnswer([FieldError(None, f"the client answered with an unknown action {action!r}")])
+
+    async def url_elicitation(self, message: str, url: str, *, key: str | None = None) -> UrlElicitation:
+        """Register a URL-mode elicitation bound to this client and user, without asking yet.
+
+        Use it to ``raise UrlElicitationRequired(...)``, or to learn its id first. Completing it later (from the
+        route the third party calls back) is ``server.complete_url_elicitation(elicitation.id, principal=...)``.
+
+        Raises:
+            ElicitationUnsupported: the client did not declare URL mode, or speaks 2025-06-18.
+            UnsafeUrl: the URL breaks the safe-URL rules.
+        """
+        return await self._register_url(message, url, key or _url_key(message, url))
+
+    async def _register_url(self, message: str, url: str, base: str) -> UrlElicitation:
+        if not self.can_elicit("url") or not supports_url_mode(self.revision):
+            old = not supports_url_mode(self.revision)
+            reason = "speaks 2025-06-18, which has no URL mode" if old else "did not declare URL-mode elicitation"
+            raise ElicitationUnsupported(f"the client {reason}", mode="url")
+        known = None
+        if is_modern(self.revision):
+            # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid.
+            known = await self.once(f"url-id:{base}", lambda: secrets.token_urlsafe(24))
+        registry = self._session.server.url_elicitations
+        modern = is_modern(self.revision)
+        return registry.new(
+            message, url, principal=self._session.principal, elicitation_id=known,
+            notify=None if modern else self._session.notifier(None),
+            allow_http=self._session.server.allow_http_urls,
+            owner=None if modern else (self._session, base),
+        )  # fmt: skip
+
+    async def wait_for_url_elicitations(self, elicitations: Sequence[UrlElicitation]) -> None:
+        """2026-07-28: ask for every URL elicitation in one round and wait until the person has dealt with them."""
+
+        async def one(elicitation: UrlElicitation) -> None:
+            key = self._key(_url_key(elicitation.message, elicitation.url))
+            await self._asker.ask("elicitation/create", self._url_params(elicitation), key)
+
+        async with anyio.create_task_group() as tg:
+            for elicitation in elicitations:
+                tg.start_soon(one, elicitation)
+
+    def _url_params(self, elicitation: UrlElicitation) -> JSONObject:
+        if is_modern(self.revision):
+            return {"mode": "url", "message": elicitation.message, "url": elicitation.url}
+        return elicitation.to_wire()
 
     async def confirm(self, message: str) -> bool:
         """Ask a yes/no question; **fail-closed**: ``True`` only when the person accepts with "yes".
@@ -270,6 +343,10 @@ _CONFIRM_FORM: Form[dict[str, Any]] = Form.from_schema(
         "required": ["confirm"],
     }
 )
+
+
+def _url_key(message: str, url: str) -> str:
+    return "url-" + hashlib.sha256(_canonical([message, url])).hexdigest()[:16]
 
 
 def _outcome(form: Form[T], raw: JSONObject) -> Outcome[T]:

@@ -198,6 +198,8 @@ class HttpApp:
         session_store: where handshake sessions are found by id (default: in this process).
         session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
             is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
+        fallback: an ASGI app for every other path (the page a URL-mode elicitation sends people to, a callback
+            route); without it, other paths get 404. Host and Origin checks apply to the MCP endpoint only.
     """
 
     def __init__(
@@ -213,6 +215,7 @@ class HttpApp:
         max_sessions: int = 10_000,
         session_store: SessionStore[Any] | None = None,
         session_idle_timeout: float = 1800.0,
+        fallback: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -223,6 +226,7 @@ class HttpApp:
         self._retry = retry_ms
         self._max_sessions = max_sessions
         self._idle_timeout = session_idle_timeout
+        self._fallback = fallback
         self._sessions: SessionStore[Any] = session_store if session_store is not None else MemorySessionStore()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = ServerSession(server)
@@ -280,6 +284,9 @@ class HttpApp:
         if root and path.startswith(root):  # mounted (Starlette keeps the prefix in path and sets root_path)
             path = path[len(root) :]
         if (path.rstrip("/") or "/") != self.path:
+            if self._fallback is not None:
+                await self._fallback(scope, receive, send)
+                return
             await _error(send, 404, None, METHOD_NOT_FOUND, f"Not found: the MCP endpoint is {self.path}")
             return
         refusal = self._check_origin(headers)

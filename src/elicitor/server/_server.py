@@ -33,6 +33,7 @@ from ..types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_REVISIONS,
     RESOURCE_NOT_FOUND,
+    URL_ELICITATION_REQUIRED,
     JSONObject,
     JSONValue,
     LoggingLevel,
@@ -44,6 +45,7 @@ from ._features import PromptDef, ResourceDef, completion_result, make_prompt, m
 from ._rounds import AnswerBook, Finished, ParkedRuns, Run
 from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
+from ._url import UrlElicitationRequired, UrlElicitations
 
 if TYPE_CHECKING:
     from ._http import HttpApp
@@ -120,6 +122,7 @@ class Server:
             random per process (replicas must share keys: see :class:`StateSealer`).
         max_parked_runs: how many 2026-07-28 calls may wait between rounds in memory per connection (a cache:
             beyond it, or after a restart, a retry replays the tool from the sealed state).
+        allow_http_urls: let URL-mode elicitations use plain http to hosts other than loopback (development).
     """
 
     def __init__(
@@ -131,6 +134,7 @@ class Server:
         instructions: str | None = None,
         state: StateSealer | None = None,
         max_parked_runs: int = 1024,
+        allow_http_urls: bool = False,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
@@ -138,6 +142,9 @@ class Server:
         self.instructions = instructions
         self.sealer = state if state is not None else StateSealer()
         self.max_parked_runs = max_parked_runs
+        self.allow_http_urls = allow_http_urls
+        self.url_elicitations = UrlElicitations()
+        """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: list[ResourceDef] = []
@@ -266,6 +273,16 @@ class Server:
         self._completion = func
         return func
 
+    async def complete_url_elicitation(self, elicitation_id: str, *, principal: str | None = None) -> bool:
+        """Say that the out-of-band interaction of a URL-mode elicitation is done (2025-11-25).
+
+        Call it from wherever you learn it (the route a third party redirects the person back to), with who is
+        signed in there as ``principal``: the initiating client, and only it, gets
+        ``notifications/elicitation/complete``. Returns ``False`` for an unknown, expired or already completed id,
+        or another user's elicitation — a forged, replayed or phished completion.
+        """
+        return await self.url_elicitations.complete(elicitation_id, principal=principal)
+
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (call :meth:`notify_tools_changed` to tell clients)."""
         del self._tools[name]
@@ -375,7 +392,7 @@ class ServerSession:
                     continue
                 await session.notify(method, params or None)
 
-    def notifier(self, related: RequestId) -> Notify:
+    def notifier(self, related: RequestId | None) -> Notify:
         """Where notifications about request ``related`` go on this connection (its session, related to it)."""
 
         async def notify(method: str, params: JSONObject) -> None:
@@ -717,24 +734,42 @@ class ServerSession:
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
-        try:
-            value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
-        except ClientCapabilityMissing as exc:
-            if modern:
-                raise JSONRPCError(
-                    MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    f"Missing required client capability: {exc}",
-                    {"requiredCapabilities": exc.required},
-                ) from exc
-            return error_result(f"Tool {tool.name!r} needs something the client does not offer: {exc}")
-        except InvalidAnswer as exc:
-            return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
-        except (JSONRPCError, ConnectionClosed):
-            raise
-        except Exception as exc:
-            logger.exception("tool %r failed", tool.name)
-            return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
-        return to_call_result(value, tool.output_schema is not None)
+        while True:
+            try:
+                value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
+                return to_call_result(value, tool.output_schema is not None)
+            except UrlElicitationRequired as exc:
+                required = exc
+            except ClientCapabilityMissing as exc:
+                return _missing(tool, exc, modern=modern)
+            except InvalidAnswer as exc:
+                return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
+            except (JSONRPCError, ConnectionClosed):
+                raise
+            except Exception as exc:
+                logger.exception("tool %r failed", tool.name)
+                return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
+            # The tool needs out-of-band interactions first.
+            if not modern:
+                # 2025-11-25: error -32042 lists them; the client has the person open them and calls again.
+                elicitations: JSONValue = [e.to_wire() for e in required.elicitations]
+                raise JSONRPCError(URL_ELICITATION_REQUIRED, str(required), {"elicitations": elicitations})
+            # 2026-07-28: ask for them in a round; once the person has dealt with them, run the tool again.
+            try:
+                await ctx.wait_for_url_elicitations(required.elicitations)
+            except ClientCapabilityMissing as exc:
+                return _missing(tool, exc, modern=modern)
+
+
+def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, modern: bool) -> JSONObject:
+    """A tool needs a capability the client did not declare: -32021 on 2026-07-28, an ``isError`` result before."""
+    if modern:
+        raise JSONRPCError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: {exc}",
+            {"requiredCapabilities": exc.required},
+        ) from exc
+    return error_result(f"Tool {tool.name!r} needs something the client does not offer: {exc}")
 
 
 def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:

@@ -46,6 +46,7 @@ from ._revisions import (
     Revision,
     is_modern,
     supports_rich_enums,
+    supports_url_mode,
 )
 
 __all__ = [
@@ -90,4 +91,5 @@ __all__ = [
     "Tool",
     "is_modern",
     "supports_rich_enums",
+    "supports_url_mode",
 ]

@@ -38,6 +38,11 @@ def is_modern(revision: str) -> bool:
     return revision in MODERN_REVISIONS
 
 
+def supports_url_mode(revision: str) -> bool:
+    """URL-mode elicitation exists from 2025-11-25 on."""
+    return revision != REV_2025_06_18
+
+
 def supports_rich_enums(revision: str) -> bool:
     """SEP-1330 enums (titled ``oneOf``, multi-select) and SEP-1034 defaults exist from 2025-11-25 on."""
     return revision != REV_2025_06_18

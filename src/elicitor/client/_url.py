@@ -1,0 +1,76 @@
+"""URL-mode elicitation on the client: what a handler is shown, and what looks suspicious about a URL.
+
+Spec (2025-11-25 and 2026-07-28, client/elicitation "Safe URL Handling"): clients MUST NOT prefetch the URL, MUST
+NOT open it without explicit consent, MUST show the full URL first, SHOULD highlight the domain and SHOULD warn
+about ambiguous or suspicious URIs (Punycode, for example).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+from ..types import Implementation
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def url_warnings(url: str) -> list[str]:
+    """What a person should know before opening ``url``, most serious first (empty if nothing stands out)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ["this is not a valid URL"]
+    host = parts.hostname or ""
+    warnings = []
+    if parts.scheme not in ("http", "https"):
+        warnings.append(f"it is not a web address ({parts.scheme or 'no scheme'}:)")
+    if parts.username is not None or parts.password is not None:
+        warnings.append("it contains a user name or password before the host, a trick to disguise the real host")
+    if any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
+        warnings.append("the host uses international characters (Punycode), which can imitate another site's name")
+    try:
+        ipaddress.ip_address(host)
+        warnings.append("the host is a bare IP address, not a name")
+    except ValueError:
+        pass
+    if parts.scheme == "http":
+        warnings.append("the connection is not encrypted (http, not https)")
+    if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+        warnings.append(f"it uses an unusual port ({port})")
+    return warnings
+
+
+@dataclass(frozen=True, slots=True)
+class UrlElicitationRequest:
+    """A server asks the person to open a URL (URL mode), as a handler sees it.
+
+    Attributes:
+        message: what the server asks and why.
+        url: the full URL, exactly as it will be opened — show all of it.
+        server: who asks (self-reported).
+        elicitation_id: the server's id for it (2025-11-25; ``None`` on 2026-07-28).
+        warnings: what looks suspicious about the URL (see :func:`url_warnings`).
+    """
+
+    message: str
+    url: str
+    server: Implementation | None
+    elicitation_id: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+    mode: Literal["url"] = "url"
+
+    @property
+    def host(self) -> str:
+        """The host the URL leads to: the part to highlight (subdomain tricks hide in the rest)."""
+        try:
+            return urlsplit(self.url).hostname or ""
+        except ValueError:
+            return ""
+
+    @property
+    def server_label(self) -> str:
+        return self.server.display() if self.server is not None else "an unnamed server"

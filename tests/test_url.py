@@ -1,0 +1,226 @@
+"""URL-mode elicitation on every revision: asking, -32042 and its 2026-07-28 form, completion, safety."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import (
+    Accepted,
+    Client,
+    Context,
+    Declined,
+    ElicitationRequest,
+    JSONRPCError,
+    ScriptedHandler,
+    Server,
+    TooManyRounds,
+    UnsafeUrl,
+    UrlElicitationRequest,
+    UrlElicitationRequired,
+)
+from elicitor.client import url_warnings
+from elicitor.server import check_url
+from elicitor.transports import memory_pair
+
+from .conftest import connected
+
+pytestmark = pytest.mark.anyio
+
+server = Server("url-server", "1.0")
+CONNECT = "https://auth.example.com/connect?e={elicitation_id}"
+
+
+@server.tool()
+async def open_page(ctx: Context) -> str:
+    outcome = await ctx.elicit_url("Please sign in to the example service", CONNECT)
+    return f"action={outcome.action}"
+
+
+@server.tool()
+async def needs_connection(ctx: Context) -> str:
+    link = await ctx.url_elicitation("Connect your calendar", CONNECT)
+    if not link.completed:
+        raise UrlElicitationRequired(link)
+    return "connected"
+
+
+class Person:
+    """A URL handler that 'completes' the page it is shown (or not), like a person in a browser would."""
+
+    modes = frozenset({"form", "url"})
+
+    def __init__(self, *, complete: bool = True, answer: str = "accept") -> None:
+        self.complete = complete
+        self.answer = answer
+        self.seen: list[UrlElicitationRequest] = []
+
+    async def __call__(self, request: ElicitationRequest) -> Any:
+        return Declined()
+
+    async def url(self, request: UrlElicitationRequest) -> Any:
+        self.seen.append(request)
+        if self.answer != "accept":
+            return Declined()
+        if self.complete:
+            elicitation_id = request.url.rsplit("=", 1)[-1]
+            assert await server.complete_url_elicitation(elicitation_id)
+        return Accepted(None)
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_elicit_url_accept_and_decline(anyio_backend: str, revision: str) -> None:
+    handler = ScriptedHandler(["accept", "decline"], modes=frozenset({"form", "url"}))
+    async with connected(server, elicitation=handler, protocol=revision) as client:
+        assert (await client.call_tool("open_page")).text == "action=accept"
+        assert (await client.call_tool("open_page")).text == "action=decline"
+    request = handler.url_requests[0]
+    assert request.message == "Please sign in to the example service"
+    assert request.host == "auth.example.com"
+    assert request.url.startswith("https://auth.example.com/connect?e=")
+    assert len(request.url.rsplit("=", 1)[-1]) >= 32  # an unguessable id in place of {elicitation_id}
+    assert request.warnings == ()
+    assert (request.elicitation_id is None) == (revision == "2026-07-28")
+
+
+async def test_url_mode_is_declared_only_by_handlers_that_take_it(anyio_backend: str) -> None:
+    for revision in ("2025-06-18", "2025-11-25"):
+        async with connected(server, elicitation=ScriptedHandler(), protocol=revision) as client:
+            result = await client.call_tool("open_page")
+            assert result.is_error
+            assert "URL" in result.text
+    async with connected(server, elicitation=ScriptedHandler(), protocol="2026-07-28") as client:
+        with pytest.raises(JSONRPCError) as info:
+            await client.call_tool("open_page")
+        assert info.value.data == {"requiredCapabilities": {"elicitation": {"url": {}}}}
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_url_elicitation_required_round_trip(anyio_backend: str, revision: str) -> None:
+    person = Person()
+    async with connected(server, elicitation=person, protocol=revision) as client:
+        assert (await client.call_tool("needs_connection")).text == "connected"
+        assert (await client.call_tool("needs_connection")).text == "connected"
+    # 2025-11-25: on the same connection the question is answered already, no new link. 2026-07-28 keeps no
+    # connection: each call stands alone (a tool remembers what it needs, e.g. a stored credential).
+    assert len(person.seen) == (1 if revision == "2025-11-25" else 2)
+
+
+async def test_minus_32042_on_the_wire_and_a_person_who_declines(anyio_backend: str) -> None:
+    async with connected(server, elicitation=Person(answer="decline"), protocol="2025-11-25") as client:
+        with pytest.raises(JSONRPCError) as info:
+            await client.call_tool("needs_connection")
+    assert info.value.code == -32042
+    data: Any = info.value.data
+    (elicitation,) = data["elicitations"]
+    assert elicitation["mode"] == "url"
+    assert elicitation["message"] == "Connect your calendar"
+    assert elicitation["url"].endswith(elicitation["elicitationId"])
+
+
+async def test_asking_again_for_what_was_not_completed_is_a_loop(anyio_backend: str) -> None:
+    class SaysDone(Person):
+        async def wait_done(self, request: UrlElicitationRequest) -> None:
+            return  # the person says "done" without finishing in the browser
+
+    async with connected(server, elicitation=SaysDone(complete=False), protocol="2025-11-25") as client:
+        with pytest.raises(TooManyRounds, match="loop"):
+            await client.call_tool("needs_connection")
+
+
+async def test_completion_reaches_only_the_initiating_client(anyio_backend: str) -> None:
+    waiting: dict[str, Client] = {}
+    shown: list[tuple[str, str]] = []
+
+    class Shows(Person):
+        def __init__(self, name: str) -> None:
+            super().__init__(complete=False)
+            self.name = name
+
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            shown.append((self.name, request.elicitation_id or ""))
+            return Accepted(None)
+
+    async with anyio.create_task_group() as tg:
+        ends = {name: memory_pair() for name in ("a", "b")}
+        for server_end, _ in ends.values():
+            tg.start_soon(server.serve, server_end)
+        async with (
+            Client(ends["a"][1], elicitation=Shows("a"), protocol="2025-11-25") as a,
+            Client(ends["b"][1], elicitation=Shows("b"), protocol="2025-11-25") as b,
+        ):
+            waiting.update(a=a, b=b)
+            results: dict[str, str] = {}
+
+            async def call(name: str) -> None:
+                results[name] = (await waiting[name].call_tool("needs_connection")).text
+
+            async with anyio.create_task_group() as calls:
+                calls.start_soon(call, "a")
+                calls.start_soon(call, "b")
+                with anyio.fail_after(5):
+                    while len(shown) < 2:
+                        await anyio.sleep(0.01)
+                ids = dict(shown)
+                assert ids["a"] != ids["b"]
+                assert await server.complete_url_elicitation(ids["a"])
+                with anyio.fail_after(5):
+                    while "a" not in results:
+                        await anyio.sleep(0.01)
+                assert "b" not in results  # b's client did not hear a's completion
+                assert not await server.complete_url_elicitation(ids["a"])  # replayed: refused
+                assert not await server.complete_url_elicitation("forged-id")  # forged: refused
+                assert await server.complete_url_elicitation(ids["b"])
+        tg.cancel_scope.cancel()
+    assert results == {"a": "connected", "b": "connected"}
+
+
+async def test_completion_by_another_user_is_refused(anyio_backend: str) -> None:
+    registry = server.url_elicitations
+    link = registry.new("Connect", CONNECT, principal="alice", notify=None)
+    assert not await registry.complete(link.id, principal="mallory")
+    assert not await registry.complete(link.id)  # nobody signed in
+    assert await registry.complete(link.id, principal="alice")
+    assert link.completed
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ftp://example.com/x", "absolute http"),
+        ("/relative", "absolute http"),
+        ("https://user:pw@example.com/", "credentials"),
+        ("http://example.com/", "use https"),
+    ],
+)
+def test_unsafe_urls_are_refused(url: str, reason: str) -> None:
+    with pytest.raises(UnsafeUrl, match=reason):
+        check_url(url)
+
+
+def test_http_is_fine_on_loopback_or_when_allowed() -> None:
+    check_url("http://localhost:8000/fixture")
+    check_url("http://127.0.0.1/x")
+    check_url("http://example.com/", allow_http=True)
+
+
+@pytest.mark.parametrize(
+    ("url", "warning"),
+    [
+        ("https://xn--pple-43d.com/login", "Punycode"),
+        ("https://аpple.com/login", "Punycode"),
+        ("https://93.184.216.34/", "IP address"),
+        ("http://example.com/", "not encrypted"),
+        ("https://example.com@evil.example/", "user name or password"),
+        ("https://example.com:8443/", "unusual port"),
+        ("javascript:alert(1)", "not a web address"),
+    ],
+)
+def test_client_warns_about_suspicious_urls(url: str, warning: str) -> None:
+    assert any(warning in text for text in url_warnings(url)), url_warnings(url)
+
+
+def test_plain_https_urls_raise_no_warning() -> None:
+    assert url_warnings("https://calendar.example.com/connect?x=1") == []
