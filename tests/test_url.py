@@ -9,13 +9,16 @@ import pytest
 
 from elicitor import (
     Accepted,
+    Cancelled,
     Client,
     Context,
     Declined,
     ElicitationRequest,
+    Implementation,
     JSONRPCError,
     ScriptedHandler,
     Server,
+    TerminalHandler,
     TooManyRounds,
     UnsafeUrl,
     UrlElicitationRequest,
@@ -224,3 +227,70 @@ def test_client_warns_about_suspicious_urls(url: str, warning: str) -> None:
 
 def test_plain_https_urls_raise_no_warning() -> None:
     assert url_warnings("https://calendar.example.com/connect?x=1") == []
+
+
+def terminal_person(lines: list[str]) -> tuple[TerminalHandler, list[str], list[str]]:
+    shown: list[str] = []
+    opened: list[str] = []
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        shown.append(prompt)
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    def open_url(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    return TerminalHandler(read_line=read, write=shown.append, open_url=open_url), shown, opened
+
+
+SUSPICIOUS = UrlElicitationRequest(
+    message="Sign in",
+    url="https://example.com@xn--pple-43d.com:8443/login?e=1",
+    server=Implementation(name="desk", version="1"),
+    elicitation_id="e1",
+    warnings=tuple(url_warnings("https://example.com@xn--pple-43d.com:8443/login?e=1")),
+)
+
+
+async def test_terminal_opens_a_url_only_after_an_explicit_yes(anyio_backend: str) -> None:
+    handler, shown, opened = terminal_person(["", "maybe", "y"])
+    assert handler.modes == frozenset({"form", "url"})
+    assert isinstance(await handler.url(SUSPICIOUS), Accepted)
+    assert opened == [SUSPICIOUS.url]  # after two prompts that were not a yes
+    text = "\n".join(shown)
+    assert SUSPICIOUS.url in text  # the full URL, untruncated
+    assert "Host: xn--pple-43d.com" in text  # the real host, set apart from the decoy before the "@"
+    assert "desk 1 asks" in text
+    for warning in SUSPICIOUS.warnings:
+        assert warning in text
+
+
+@pytest.mark.parametrize(("line", "outcome"), [("n", Declined), ("c", Cancelled), (None, Cancelled)])
+async def test_terminal_declining_or_cancelling_opens_nothing(
+    anyio_backend: str, line: str | None, outcome: type
+) -> None:
+    handler, _, opened = terminal_person([line] if line is not None else [])
+    assert isinstance(await handler.url(SUSPICIOUS), outcome)
+    assert opened == []
+
+
+async def test_terminal_url_handler_over_a_real_session(anyio_backend: str) -> None:
+    handler, _, opened = terminal_person(["y", ""])
+    async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+        assert client.elicitation_modes == frozenset({"form", "url"})
+        with anyio.fail_after(5):
+            # The person opens the page, then presses Enter; no completion notification ever comes.
+            with pytest.raises(TooManyRounds, match="loop"):
+                await client.call_tool("needs_connection")
+    assert len(opened) == 1
+
+
+async def test_terminal_handler_can_leave_url_mode_out(anyio_backend: str) -> None:
+    handler = TerminalHandler(read_line=lambda p: "", write=lambda t: None, url_mode=False)
+    async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+        assert client.elicitation_modes == frozenset({"form"})

@@ -3,11 +3,17 @@
 The person always sees which server asks, can decline or cancel at the first prompt and at the review, and
 reviews every answer before it is sent (the spec's client MUSTs). Each field is checked as it is typed, with the
 same validator the server uses; defaults are pre-filled (Enter keeps them).
+
+URL mode (client/elicitation "Safe URL Handling"): the full URL is shown with its host set apart, with every
+warning; nothing is fetched; the browser opens only after the person types an explicit yes.
 """
 
 from __future__ import annotations
 
+import select
 import sys
+import threading
+import webbrowser
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +24,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
+from ._url import UrlElicitationRequest
 
 
 class _Cancel(Exception):
@@ -30,18 +37,82 @@ class TerminalHandler:
     Args:
         read_line: reads one line after showing a prompt (default: prompt on stderr, read stdin); EOF means cancel.
         write: shows text (default: print to stderr, so a program's stdout stays clean).
+        open_url: opens a URL the person agreed to open, returning whether it could (default: the system
+            browser, :func:`webbrowser.open`). Never called without consent.
+        url_mode: offer URL mode to servers (default ``True``).
     """
-
-    modes = frozenset({"form"})
 
     def __init__(
         self,
         read_line: Callable[[str], str] | None = None,
         write: Callable[[str], None] | None = None,
+        *,
+        open_url: Callable[[str], bool] | None = None,
+        url_mode: bool = True,
     ) -> None:
         self._one_at_a_time = anyio.Lock()
         self._read = read_line or _read_stdin
+        self._custom_reader = read_line is not None
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._open = open_url or webbrowser.open
+        self._bold = write is None and sys.stderr.isatty()
+        self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
+
+    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
+        """Show a URL-mode request; open the URL only if the person says yes (accept means they consented)."""
+        async with self._one_at_a_time:
+            return await anyio.to_thread.run_sync(self._ask_url, request)
+
+    async def wait_done(self, request: UrlElicitationRequest) -> None:
+        """Return when the person presses Enter to say they have finished in the browser.
+
+        The client races this against the server's completion notification and cancels the loser; the default
+        reader polls, so a cancelled wait leaves no thread behind to swallow the next answer.
+        """
+        async with self._one_at_a_time:
+            self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
+            if self._custom_reader:
+                await anyio.to_thread.run_sync(self._read, "", abandon_on_cancel=True)
+                return
+            stop = threading.Event()
+            try:
+                await anyio.to_thread.run_sync(_wait_for_enter, stop, abandon_on_cancel=True)
+            finally:
+                stop.set()
+
+    def _ask_url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
+        w = self._write
+        w("")
+        w(f"── {request.server_label} asks you to open a web page ──")
+        w(request.message)
+        w("")
+        host = request.host
+        shown = request.url
+        if host and self._bold:
+            shown = shown.replace(host, f"\x1b[1;4m{host}\x1b[0m", 1)
+        w(f"  URL:  {shown}")
+        w(f"  Host: {host or '(none)'}")
+        for warning in request.warnings:
+            w(f"  ⚠ Careful: {warning}.")
+        w("  Nothing has been opened or fetched.")
+        try:
+            while True:
+                choice = self._line("Open it in your browser? y = open, n = decline, c = cancel: ").lower()
+                if choice in ("y", "yes", "o", "open"):
+                    break
+                if choice in ("n", "no", "d", "decline"):
+                    return Declined()
+                if choice in ("c", "cancel"):
+                    raise _Cancel
+        except (_Cancel, EOFError, KeyboardInterrupt):
+            w("Cancelled.")
+            return Cancelled()
+        try:
+            opened = self._open(request.url)
+        except Exception:  # a broken opener must not lose the person's consent
+            opened = False
+        w("Opened in your browser." if opened else "Could not open a browser: copy the URL above into one.")
+        return Accepted(None)
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
@@ -120,6 +191,18 @@ class TerminalHandler:
                 return
             except Problem as exc:
                 w(f"  {exc}")
+
+
+def _wait_for_enter(stop: threading.Event) -> None:
+    """Block until a line arrives on stdin or ``stop`` is set (polled, so the thread ends when told)."""
+    while not stop.is_set():
+        try:
+            ready, _, _ = select.select([sys.stdin], [], [], 0.2)
+        except (OSError, ValueError):  # no selectable stdin (e.g. closed): nothing to wait for
+            return
+        if ready:
+            sys.stdin.readline()
+            return
 
 
 def _read_stdin(prompt: str) -> str:
