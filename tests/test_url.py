@@ -294,3 +294,21 @@ async def test_terminal_handler_can_leave_url_mode_out(anyio_backend: str) -> No
     handler = TerminalHandler(read_line=lambda p: "", write=lambda t: None, url_mode=False)
     async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
         assert client.elicitation_modes == frozenset({"form"})
+
+
+async def test_2026_asks_again_each_round_until_the_interaction_is_complete(anyio_backend: str) -> None:
+    class SlowPerson(Person):
+        """Opens the page each time, finishes only on the third visit."""
+
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            self.seen.append(request)
+            if len(self.seen) == 3:
+                assert await server.complete_url_elicitation(request.url.rsplit("=", 1)[-1])
+            return Accepted(None)
+
+    person = SlowPerson()
+    async with connected(server, elicitation=person, protocol="2026-07-28") as client:
+        with anyio.fail_after(5):
+            assert (await client.call_tool("needs_connection")).text == "connected"
+    assert len(person.seen) == 3
+    assert len({request.url for request in person.seen}) == 1  # the same link every round

@@ -531,11 +531,22 @@ class Client:
         params = request.get("params") if isinstance(request, dict) else None
         if method == "elicitation/create" and isinstance(params, dict):
             try:
-                return await self._answer_elicitation(params)
+                answer = await self._answer_elicitation(params)
             except JSONRPCError as exc:
                 # An input response cannot carry an error: tell the server the request was dismissed.
                 logger.warning("cancelling an input request the client cannot answer: %s", exc.message)
                 return {"action": "cancel"}
+            wait_done = getattr(self._handler, "wait_done", None)
+            if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:
+                # 2026-07-28 has no completion notification: retry once the person says they are done, so
+                # the server sees the finished interaction instead of asking again at once.
+                message, url = params.get("message"), params.get("url")
+                await wait_done(
+                    UrlElicitationRequest(
+                        message=message if isinstance(message, str) else "", url=str(url), server=self.server_info
+                    )
+                )
+            return answer
         if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
             return await self._answer_other(method, params)
         raise RemoteProtocolError(f"the server asked for input this client did not declare: {method!r}")

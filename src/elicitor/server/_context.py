@@ -182,11 +182,15 @@ class Context:
             owner=None if modern else (self._session, base),
         )  # fmt: skip
 
-    async def wait_for_url_elicitations(self, elicitations: Sequence[UrlElicitation]) -> None:
-        """2026-07-28: ask for every URL elicitation in one round and wait until the person has dealt with them."""
+    async def wait_for_url_elicitations(self, elicitations: Sequence[UrlElicitation], *, attempt: int = 1) -> None:
+        """2026-07-28: ask for every URL elicitation in one round and wait until the person has dealt with them.
+
+        ``attempt`` numbers the rounds of one call, so that asking again (the interaction is not complete yet)
+        is a new question rather than a replay of the answer already recorded.
+        """
 
         async def one(elicitation: UrlElicitation) -> None:
-            key = self._key(_url_key(elicitation.message, elicitation.url))
+            key = self._key(f"{attempt}:{_url_key(elicitation.message, elicitation.url)}")
             await self._asker.ask("elicitation/create", self._url_params(elicitation), key)
 
         async with anyio.create_task_group() as tg:

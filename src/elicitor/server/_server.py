@@ -734,6 +734,7 @@ class ServerSession:
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
+        attempt = 0
         while True:
             try:
                 value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
@@ -755,8 +756,10 @@ class ServerSession:
                 elicitations: JSONValue = [e.to_wire() for e in required.elicitations]
                 raise JSONRPCError(URL_ELICITATION_REQUIRED, str(required), {"elicitations": elicitations})
             # 2026-07-28: ask for them in a round; once the person has dealt with them, run the tool again.
+            # Each attempt is its own question: a person who has not finished yet is asked again, next round.
+            attempt += 1
             try:
-                await ctx.wait_for_url_elicitations(required.elicitations)
+                await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
             except ClientCapabilityMissing as exc:
                 return _missing(tool, exc, modern=modern)
 
