@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -246,17 +248,46 @@ async def test_shutdown_escalates_to_sigterm_for_a_server_that_ignores_eof(anyio
     assert process.returncode == -15  # SIGTERM after the grace period
 
 
-def test_demo_books_a_table_end_to_end() -> None:
-    lines = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", "", "", "y", ""]
-    answers = "".join(line + "\n" for line in lines)
-    run = subprocess.run(
-        [sys.executable, "-m", "elicitor", "demo"], input=answers, capture_output=True, text=True, timeout=60,
-        cwd=ROOT,
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25"])
+def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) -> None:
+    """``make demo`` as a person drives it: the form in the terminal, then the calendar page in a "browser"."""
+    import getpass
+
+    import httpx2
+
+    lines = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", "", "", "y", "", "y"]
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "elicitor", "demo", "--protocol", protocol], cwd=ROOT, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "BROWSER": "true"},  # the system "browser" does nothing; this test is the browser
     )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio")
-    assert "vegetarian, gluten-free. Reservation " in run.stdout
-    assert "Chez Elicitor booking desk 1.0.0 asks" in run.stderr
+    assert demo.stdin is not None and demo.stderr is not None
+    demo.stdin.write("".join(line + "\n" for line in lines))
+    demo.stdin.flush()
+    shown = []
+    for line in demo.stderr:
+        shown.append(line)
+        if line.startswith("Waiting for the server"):
+            break
+    text = "".join(shown)
+    assert "Chez Elicitor booking desk 1.0.0 asks" in text
+    (url,) = re.findall(r"URL:\s+(\S+)", text)
+    assert "Host: 127.0.0.1" in text and "not encrypted" in text
+    with httpx2.Client(follow_redirects=True) as browser:
+        assert "sign in" in browser.get(url).text  # nobody signed in yet
+        page = browser.post(url, data={"signin": "mallory"})
+        assert "allow access" in page.text
+        refused = browser.post(url, data={"decision": "allow"})
+        assert refused.status_code == 403  # signed in as someone the link was not made for
+        browser.cookies.clear()
+        browser.post(url, data={"signin": getpass.getuser()})
+        assert "Calendar connected" in browser.post(url, data={"decision": "allow"}).text
+    stdout, stderr = demo.communicate(timeout=30)
+    assert demo.returncode == 0, stderr
+    booked, added = stdout.splitlines()
+    assert booked.startswith("Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio")
+    assert "vegetarian, gluten-free. Reservation " in booked
+    assert added == "Result: Added 'Dinner at Chez Elicitor' to the calendar."
 
 
 @pytest.mark.parametrize(

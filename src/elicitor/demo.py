@@ -1,4 +1,9 @@
-"""The demo: a table-booking desk whose tool asks the person for the details, and a terminal client.
+"""The demo: a table-booking desk whose tools ask the person for input, and a terminal client.
+
+``book_table`` asks for the booking details with a form, then for a confirmation. ``add_to_calendar`` needs the
+person's calendar connected first: something that must not pass through the client, so it uses URL mode. The
+server serves a small "calendar provider" on loopback; the person signs in there and allows access in their
+browser, and the server tells the client the interaction is complete.
 
 ``elicitor demo`` (what ``make demo`` runs) starts the server as a child process over stdio and answers its
 questions in this terminal. ``python -m elicitor.demo server`` runs only the server.
@@ -7,18 +12,26 @@ questions in this terminal. ``python -m elicitor.demo server`` runs only the ser
 from __future__ import annotations
 
 import argparse
+import getpass
+import hashlib
+import hmac
+import html
 import secrets
+import socket
 import sys
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs
 
 import anyio
 
+from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client, TerminalHandler
 from .forms import Choices, Email, Field
-from .server import Context, Server
+from .server import Context, Server, UrlElicitationRequired
+from .transports import StdioServerTransport
 
 server = Server("booking-desk", "1.0.0", title="Chez Elicitor booking desk")
 
@@ -61,6 +74,132 @@ async def book_table(ctx: Context, restaurant: str = "Chez Elicitor") -> str:
     return f"Booked: {summary}. Reservation {code}; confirmation sent to {booking.email}."
 
 
+# ---- URL mode: connecting a calendar -----------------------------------------------------------------------------
+
+
+class CalendarPages:
+    """The pages the person opens in their browser: sign in, then allow the booking desk into the calendar.
+
+    Who may complete an elicitation: its id in the link is an unguessable, single-use token that expires with the
+    server's registry; and the person signed in here must be the user the elicitation was created for
+    (``complete_url_elicitation(..., principal=...)`` refuses anyone else). The sign-in cookie is signed with a
+    key that lives only in this process, ``HttpOnly`` and ``SameSite=Strict`` (no cross-site form posts).
+    """
+
+    def __init__(self) -> None:
+        self.base = ""
+        self._key = secrets.token_bytes(32)
+
+    def link(self) -> str:
+        return f"{self.base}/connect/{{elicitation_id}}"
+
+    def _cookie(self, user: str) -> str:
+        tag = hmac.new(self._key, user.encode(), hashlib.sha256).hexdigest()
+        return f"{user}.{tag}"
+
+    def _user(self, headers: dict[bytes, bytes]) -> str | None:
+        for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == "calendar_user":
+                user = value.rpartition(".")[0]
+                if user and hmac.compare_digest(self._cookie(user), value):
+                    return user
+        return None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return None
+        headers = dict(scope["headers"])
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body") or len(body) > 4096:
+                break
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        path, method = scope["path"], scope["method"]
+        parts = path.strip("/").split("/")
+        if len(parts) != 2 or parts[0] != "connect":
+            return await _page(send, 404, "Not found", "<p>There is nothing here.</p>")
+        elicitation_id = parts[1]
+        elicitation = server.url_elicitations.get(elicitation_id)
+        if elicitation is None or elicitation.completed:
+            return await _page(send, 410, "Link expired", "<p>This link has expired or was used already.</p>")
+        user = self._user(headers)
+        if method == "POST" and form.get("signin"):
+            name = form["signin"].strip()[:64].replace(".", "_") or "guest"
+            cookie = f"calendar_user={self._cookie(name)}; Path=/; HttpOnly; SameSite=Strict"
+            return await send_redirect(send, path, cookie)
+        if user is None:
+            guess = html.escape(getpass.getuser())
+            return await _page(send, 200, "Example Calendar: sign in", (
+                "<p>Sign in to Example Calendar.</p>"
+                f'<form method="post"><label>User name <input name="signin" value="{guess}" autofocus></label>'
+                " <button>Sign in</button></form>"
+                "<p><small>Signing in as someone else shows the server refusing to complete the link.</small></p>"
+            ))  # fmt: skip
+        if method == "POST" and form.get("decision") == "allow":
+            if await server.complete_url_elicitation(elicitation_id, principal=user):
+                return await _page(send, 200, "Calendar connected", (
+                    f"<p>Booking desk can now add events to <b>{html.escape(user)}</b>'s calendar.</p>"
+                    "<p>You can close this tab and return to your terminal.</p>"
+                ))  # fmt: skip
+            return await _page(send, 403, "Not allowed", (
+                f"<p>This link was not created for <b>{html.escape(user)}</b>. Nothing was connected.</p>"
+            ))  # fmt: skip
+        if method == "POST":
+            return await _page(send, 200, "Not connected", "<p>Nothing was connected. Return to your terminal.</p>")
+        return await _page(send, 200, "Example Calendar: allow access?", (
+            f"<p>Signed in as <b>{html.escape(user)}</b>.</p>"
+            f"<p><b>Chez Elicitor booking desk</b> asks: {html.escape(elicitation.message)}</p>"
+            '<form method="post"><button name="decision" value="allow">Allow</button> '
+            '<button name="decision" value="deny">Deny</button></form>'
+        ))  # fmt: skip
+
+
+async def _page(send: Any, status: int, title: str, body: str) -> None:
+    text = (
+        f"<!doctype html><meta charset=utf-8><title>{title}</title>"
+        f"<body style='font-family:sans-serif;max-width:36em;margin:3em auto'><h1>{title}</h1>{body}</body>"
+    ).encode()
+    headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(text)).encode())]
+    headers.append((b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": text})
+
+
+async def send_redirect(send: Any, location: str, cookie: str) -> None:
+    headers = [(b"location", location.encode()), (b"set-cookie", cookie.encode()), (b"content-length", b"0")]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+pages = CalendarPages()
+
+
+@server.tool()
+async def add_to_calendar(ctx: Context, event: str = "Dinner at Chez Elicitor") -> str:
+    """Add an event to the person's calendar; they connect the calendar in their browser first (URL mode)."""
+    link = await ctx.url_elicitation("Connect your calendar so the booking desk can add the dinner.", pages.link())
+    if not link.completed:
+        raise UrlElicitationRequired(link)  # -32042 on 2025-11-25, a URL input request on 2026-07-28
+    return f"Added {event!r} to the calendar."
+
+
+async def serve_with_pages() -> None:
+    """The server over stdio for the signed-in OS user, and the calendar pages on a loopback port."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    pages.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    web = uvicorn.Server(uvicorn.Config(pages, log_level="warning", access_log=False, lifespan="off"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(web.serve, [sock])
+        await server.serve(StdioServerTransport(), principal=getpass.getuser())
+        web.should_exit = True
+
+
 async def run_client(protocol: str) -> None:
     command = [sys.executable, "-m", "elicitor.demo", "server"]
     async with Client.stdio(command, elicitation=TerminalHandler(), protocol=protocol) as client:
@@ -72,6 +211,17 @@ async def run_client(protocol: str) -> None:
         result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
         print("", file=sys.stderr)
         print(("Error: " if result.is_error else "Result: ") + result.text)
+        if result.is_error or not result.text.startswith("Booked"):
+            return
+        if "url" not in client.elicitation_modes:
+            return
+        print("\nCalling add_to_calendar ...", file=sys.stderr)
+        try:
+            result = await client.call_tool("add_to_calendar")
+        except (JSONRPCError, TooManyRounds) as exc:
+            print(f"Not added to the calendar: {exc}")
+            return
+        print(("Error: " if result.is_error else "Result: ") + result.text)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--protocol", default="auto", help="auto, 2026-07-28, 2025-11-25 or 2025-06-18")
     args = parser.parse_args(argv)
     if args.role == "server":
-        server.run()
+        anyio.run(serve_with_pages)
     else:
         try:
             anyio.run(run_client, args.protocol)
