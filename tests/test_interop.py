@@ -6,6 +6,7 @@ import subprocess
 import sys
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp import Client as McpClient
@@ -89,3 +90,22 @@ async def test_our_client_through_the_official_resolver(anyio_backend: str, revi
         result = await client.call_tool("resolved_ask")
         assert result.text == "resolved Lin, 40"
     assert handler.requests[0].message == "Who are you (resolver)?"
+
+
+async def test_our_client_and_the_official_servers_url_mode(anyio_backend: str) -> None:
+    """The official server's URL mode, its -32042 and its completion notification, met by our client."""
+
+    class Person(ScriptedHandler):
+        async def wait_done(self, request: Any) -> None:
+            return  # the person says they have finished in the browser
+
+    handler = Person(["accept", "accept"], modes=frozenset({"form", "url"}))
+    async with Client.stdio(THEIRS, elicitation=handler, protocol="2025-11-25", stderr=subprocess.DEVNULL) as client:
+        assert client.elicitation_modes == frozenset({"form", "url"})
+        assert (await client.call_tool("push_url")).text == "accept"
+        with anyio.fail_after(5):
+            await client.wait_url_completion("peer-1")  # the server's notification arrived and was matched
+        assert (await client.call_tool("url_required")).text == "connected"  # -32042, presented, retried
+    first, second = handler.url_requests
+    assert (first.elicitation_id, first.host) == ("peer-1", "auth.example.com")
+    assert (second.elicitation_id, second.message) == ("peer-2", "Connect")

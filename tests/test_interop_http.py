@@ -79,3 +79,51 @@ async def test_our_client_against_the_official_http_server(anyio_backend: str) -
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+async def test_official_client_and_our_url_mode_over_http(anyio_backend: str) -> None:
+    """URL mode, -32042 and the completion notification, as the official client (2025-11-25) sees them."""
+    from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import fixture_pages, server
+    finally:
+        sys.path.pop(0)
+    asked: list[types.ElicitRequestParams] = []
+    completed: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept")
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+
+    app = server.http_app(fallback=fixture_pages)
+    async with (
+        serving(app) as url,
+        McpClient(url, elicitation_callback=callback, message_handler=on_message, mode="legacy") as client,
+    ):
+        result = await client.call_tool("test_elicitation_url", {})
+        assert result.content[0].text == "URL elicitation: action=accept"  # type: ignore[union-attr]
+        (params,) = asked
+        assert isinstance(params, types.ElicitRequestURLParams) and params.mode == "url"
+        assert params.elicitation_id and params.url.endswith(params.elicitation_id)
+
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("test_elicitation_url_required", {})
+        # The SDK's own model of -32042 accepts our error data.
+        (required,) = UrlElicitationRequiredError.from_error(info.value.error).elicitations
+        assert required.mode == "url" and required.message == "Connect the test service to continue"
+        # The person opens the page (here: the fixture's plain GET, on the port actually served).
+        base = url.removesuffix("/mcp")
+        async with httpx.AsyncClient() as browser:
+            page = await browser.get(f"{base}/fixture/complete/{required.elicitation_id}")
+        assert page.status_code == 200
+        with anyio.fail_after(5):
+            while required.elicitation_id not in completed:
+                await anyio.sleep(0.01)
+        result = await client.call_tool("test_elicitation_url_required", {})
+        assert result.content[0].text == "connected: the URL elicitation was completed"  # type: ignore[union-attr]

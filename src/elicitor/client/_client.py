@@ -69,6 +69,10 @@ SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject]]
 LogCallback = Callable[[LoggingLevel, JSONValue, str | None], Awaitable[None]]
 
 
+MAX_PENDING_URL_ELICITATIONS = 1024
+"""URL elicitations whose completion the client remembers at once (the oldest are forgotten first)."""
+
+
 class Client:
     """An MCP client that answers elicitations.
 
@@ -609,6 +613,8 @@ class Client:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this client's handler does not take URL-mode requests")
         # Listen for the completion before the person opens the page: it may end before the handler returns.
         if request.elicitation_id is not None:
+            if len(self._url_pending) >= MAX_PENDING_URL_ELICITATIONS:  # nobody waited for the oldest: drop it
+                self._url_pending.pop(next(iter(self._url_pending)))
             self._url_pending.setdefault(request.elicitation_id, anyio.Event())
         try:
             outcome = await url_handler(request)
