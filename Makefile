@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit conformance bench clean
+.PHONY: demo test lint typecheck unit node-peers conformance bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -25,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) node-peers
 	$(BIN)/pytest
+
+# Node 22, the conformance harness and the TypeScript SDK (a test peer), from npm into .cache/ on first use.
+node-peers: $(STAMP)
+	$(BIN)/python scripts/conformance.py --install-only
 
 # The official MCP conformance harness (Node 22 and the harness install from npm into .cache/ on first use).
 conformance: $(STAMP)

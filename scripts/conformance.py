@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache"
 NODE_DIR = CACHE / "node22"
 HARNESSES = ("0.1.16", "0.2.0-alpha.12")
+TS_SDK = "1.32.2"
+TS_SDK_DIR = CACHE / f"ts-sdk-{TS_SDK}"
+"""The official TypeScript SDK, a peer for the interop tests (``tests/test_interop_ts.py``)."""
 EXPECTED = ROOT / "scripts" / "conformance-expected-failures.yml"
 
 
@@ -50,6 +53,9 @@ def setup() -> dict[str, str]:
         if not binary.exists():
             print(f"conformance: installing @modelcontextprotocol/conformance@{version}", flush=True)
             npm_install(CACHE / f"conformance-{version}", f"@modelcontextprotocol/conformance@{version}")
+    if not (TS_SDK_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").exists():
+        print(f"conformance: installing @modelcontextprotocol/sdk@{TS_SDK}", flush=True)
+        npm_install(TS_SDK_DIR, f"@modelcontextprotocol/sdk@{TS_SDK}")
     return env
 
 
@@ -85,6 +91,8 @@ def client_scenarios(version: str, env: dict[str, str], spec: str | None) -> lis
 
 def main() -> int:
     env = setup()
+    if "--install-only" in sys.argv[1:]:
+        return 0
     logs = CACHE / "conformance-logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)

@@ -1,0 +1,61 @@
+"""Interop with the official TypeScript SDK (npm ``@modelcontextprotocol/sdk``) as a client of our HTTP server.
+
+``make test`` installs the SDK into ``.cache/`` (``scripts/conformance.py --install-only``) before the suite runs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import anyio
+import pytest
+
+from .conftest import ROOT, serving
+
+pytestmark = pytest.mark.anyio
+
+SDK = ROOT / ".cache" / "ts-sdk-1.32.2"
+NODE22 = ROOT / ".cache" / "node22" / "node_modules" / "node" / "bin" / "node"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def node() -> str:
+    if not (SDK / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
+        pytest.skip("the TypeScript SDK is not installed: run `make test` (or scripts/conformance.py --install-only)")
+    found = str(NODE22) if NODE22.exists() else shutil.which("node")
+    if found is None:
+        pytest.skip("no node on PATH")
+    return found
+
+
+async def test_typescript_client_meets_form_and_url_mode(anyio_backend: str) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import fixture_pages, server
+    finally:
+        sys.path.pop(0)
+    # The script imports the SDK from SDK/node_modules: run it from a copy placed there.
+    script = SDK / "ts_client.mjs"
+    script.write_text((ROOT / "tests" / "peers" / "ts_client.mjs").read_text())
+    async with serving(server.http_app(fallback=fixture_pages)) as url:
+        with anyio.fail_after(60):
+            run = await anyio.run_process([node(), str(script), url], check=False)
+    assert run.returncode == 0, run.stderr.decode()
+    seen = json.loads(run.stdout.decode().strip().splitlines()[-1])
+    assert seen["protocol"] == "2025-11-25"
+    assert seen["results"]["form"].startswith("User response: action=accept")
+    assert seen["results"]["url"] == "URL elicitation: action=accept"
+    url_request = seen["asked"][1]
+    assert url_request["mode"] == "url" and url_request["url"].endswith(url_request["elicitationId"])
+    # -32042, parsed by the SDK; the page; the completion notification; the retry.
+    assert seen["error"]["code"] == -32042
+    (elicitation,) = seen["error"]["data"]["elicitations"]
+    assert seen["page"] == 200
+    assert elicitation["elicitationId"] in seen["completed"]
+    assert seen["results"]["required"] == "connected: the URL elicitation was completed"
