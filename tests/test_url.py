@@ -312,3 +312,39 @@ async def test_2026_asks_again_each_round_until_the_interaction_is_complete(anyi
             assert (await client.call_tool("needs_connection")).text == "connected"
     assert len(person.seen) == 3
     assert len({request.url for request in person.seen}) == 1  # the same link every round
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn serves on asyncio
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_url_required_round_trip_over_http(anyio_backend: str, revision: str) -> None:
+    """The example server's fixture over real Streamable HTTP: the person's browser is a plain GET of the page."""
+    import sys
+
+    import httpx2
+
+    from .conftest import ROOT, serving
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import fixture_pages
+        from everything_server import server as example
+    finally:
+        sys.path.pop(0)
+    opened: list[str] = []
+
+    class Browser(Person):
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            opened.append(request.url)
+            elicitation_id = request.url.rsplit("/", 1)[-1]
+            async with httpx2.AsyncClient() as browser:
+                page = await browser.get(f"{base}/fixture/complete/{elicitation_id}")
+            assert page.status_code == 200
+            return Accepted(None)
+
+    async with serving(example.http_app(fallback=fixture_pages)) as url:
+        base = url.removesuffix("/mcp")
+        async with Client.http(url, elicitation=Browser(), protocol=revision) as client:
+            with anyio.fail_after(10):
+                result = await client.call_tool("test_elicitation_url_required")
+    assert result.text == "connected: the URL elicitation was completed"
+    assert len(opened) == 1
