@@ -348,3 +348,54 @@ async def test_url_required_round_trip_over_http(anyio_backend: str, revision: s
                 result = await client.call_tool("test_elicitation_url_required")
     assert result.text == "connected: the URL elicitation was completed"
     assert len(opened) == 1
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_http_binds_sessions_and_url_elicitations_to_the_authenticated_user(
+    anyio_backend: str, revision: str
+) -> None:
+    """``HttpApp(principal=...)``: whoever the authentication in front says made the request owns what it starts."""
+    import httpx2
+
+    from .conftest import serving
+
+    def user(scope: dict[str, Any]) -> str | None:  # stands in for real authentication middleware
+        for name, value in scope["headers"]:
+            if name == b"x-test-user":
+                return str(value.decode())
+        return None
+
+    ids: list[str] = []
+
+    class Remembers(Person):
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            ids.append(request.url.rsplit("=", 1)[-1])
+            return Declined()
+
+    async with serving(server.http_app(principal=user)) as url:
+        alice = {"x-test-user": "alice"}
+        async with Client.http(url, headers=alice, elicitation=Remembers(), protocol=revision) as client:
+            if revision == "2025-11-25":
+                with pytest.raises(JSONRPCError):  # declined: the -32042 comes back to the caller
+                    await client.call_tool("needs_connection")
+            else:
+                declined = await client.call_tool("needs_connection")  # declined: the call ends, once
+                assert declined.is_error and "declined" in declined.text
+            assert not await server.complete_url_elicitation(ids[0], principal="bob")
+            assert await server.complete_url_elicitation(ids[0], principal="alice")
+        if revision == "2025-11-25":
+            accept = {"accept": "application/json, text/event-stream", "mcp-protocol-version": revision}
+            me = {"name": "t", "version": "1"}
+            hello = {
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": revision, "capabilities": {}, "clientInfo": me},
+            }  # fmt: skip
+            async with httpx2.AsyncClient() as web:
+                started = await web.post(url, json=hello, headers={**accept, **alice})
+                session = {"mcp-session-id": started.headers["mcp-session-id"]}
+                listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+                stolen = await web.post(url, json=listing, headers={**accept, **session, "x-test-user": "bob"})
+                assert stolen.status_code == 404  # another user's session does not exist for bob
+                owned = await web.post(url, json=listing, headers={**accept, **session, **alice})
+                assert owned.status_code == 200

@@ -98,6 +98,8 @@ class RequestMeta:
     capabilities: ClientCapabilities
     client_info: Implementation | None
     log_level: LoggingLevel | None = None
+    principal: str | None = None
+    """The authenticated user, as the transport established it; never read from the message."""
 
 
 def negotiate(requested: object) -> Revision:

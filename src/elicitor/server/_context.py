@@ -48,7 +48,7 @@ class Context:
 
     __slots__ = (
         "_asker", "_log_level", "_notify", "_occurrences", "_progress_token", "_session",
-        "capabilities", "client", "request_id", "revision",
+        "capabilities", "client", "principal", "request_id", "revision",
     )  # fmt: skip
 
     def __init__(
@@ -63,8 +63,11 @@ class Context:
         *,
         progress_token: JSONValue = None,
         log_level: LoggingLevel | None = None,
+        principal: str | None = None,
     ) -> None:
         self._session = session
+        self.principal = principal
+        """The user the transport authenticated (``HttpApp(principal=...)``, ``serve(..., principal=...)``), or None."""
         self._notify = notify
         self.request_id = request_id
         """The JSON-RPC id of the request being served."""
@@ -176,26 +179,32 @@ class Context:
         registry = self._session.server.url_elicitations
         modern = is_modern(self.revision)
         return registry.new(
-            message, url, principal=self._session.principal, elicitation_id=known,
+            message, url, principal=self.principal, elicitation_id=known,
             notify=None if modern else self._session.notifier(None),
             allow_http=self._session.server.allow_http_urls,
             owner=None if modern else (self._session, base),
         )  # fmt: skip
 
-    async def wait_for_url_elicitations(self, elicitations: Sequence[UrlElicitation], *, attempt: int = 1) -> None:
-        """2026-07-28: ask for every URL elicitation in one round and wait until the person has dealt with them.
+    async def wait_for_url_elicitations(
+        self, elicitations: Sequence[UrlElicitation], *, attempt: int = 1
+    ) -> list[UrlElicitation]:
+        """2026-07-28: ask for every URL elicitation in one round; return those the person did not accept.
 
         ``attempt`` numbers the rounds of one call, so that asking again (the interaction is not complete yet)
         is a new question rather than a replay of the answer already recorded.
         """
+        refused: list[UrlElicitation] = []
 
         async def one(elicitation: UrlElicitation) -> None:
             key = self._key(f"{attempt}:{_url_key(elicitation.message, elicitation.url)}")
-            await self._asker.ask("elicitation/create", self._url_params(elicitation), key)
+            answer = await self._asker.ask("elicitation/create", self._url_params(elicitation), key)
+            if answer.get("action") != "accept":
+                refused.append(elicitation)
 
         async with anyio.create_task_group() as tg:
             for elicitation in elicitations:
                 tg.start_soon(one, elicitation)
+        return refused
 
     def _url_params(self, elicitation: UrlElicitation) -> JSONObject:
         if is_modern(self.revision):

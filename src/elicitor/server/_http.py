@@ -133,6 +133,7 @@ class _HttpSession:
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
         self.last_seen = time.monotonic()
+        self.principal: str | None = None
 
     def idle_for(self, now: float) -> float:
         """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
@@ -200,6 +201,10 @@ class HttpApp:
             is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
         fallback: an ASGI app for every other path (the page a URL-mode elicitation sends people to, a callback
             route); without it, other paths get 404. Host and Origin checks apply to the MCP endpoint only.
+        principal: who made a request, as the authentication in front of this app established it (for example
+            ``lambda scope: scope["user"].identity`` under Starlette's ``AuthenticationMiddleware``). A session
+            belongs to the user who created it (another user's request for it gets 404, as for an unknown
+            session); sealed ``requestState`` and URL-mode elicitations are bound to the user.
     """
 
     def __init__(
@@ -216,6 +221,7 @@ class HttpApp:
         session_store: SessionStore[Any] | None = None,
         session_idle_timeout: float = 1800.0,
         fallback: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
+        principal: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -227,6 +233,7 @@ class HttpApp:
         self._max_sessions = max_sessions
         self._idle_timeout = session_idle_timeout
         self._fallback = fallback
+        self._principal = principal
         self._sessions: SessionStore[Any] = session_store if session_store is not None else MemorySessionStore()
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = ServerSession(server)
@@ -279,6 +286,8 @@ class HttpApp:
         if scope["type"] != "http":
             return
         headers = _Headers(scope)
+        if self._principal is not None:
+            headers.principal = self._principal(scope)
         path = scope.get("path", "")
         root = scope.get("root_path", "")
         if root and path.startswith(root):  # mounted (Starlette keeps the prefix in path and sets root_path)
@@ -375,7 +384,7 @@ class HttpApp:
         if mismatch is not None:
             await _error(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             return
-        await _ModernExchange(self._stateless, connection, event, receive, send).run()
+        await _ModernExchange(self._stateless, connection, event, receive, send, headers.principal).run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------
 
@@ -389,12 +398,12 @@ class HttpApp:
             if not (is_request and message.get("method") == "initialize"):
                 await _error(send, 400, _id(message), INVALID_REQUEST, "Bad request: Mcp-Session-Id header is required")
                 return
-            session = await self._create_session()
+            session = await self._create_session(headers.principal)
             if session is None:
                 await _error(send, 503, _id(message), INVALID_REQUEST, "Too many sessions; try again later")
                 return
         else:
-            found = self._sessions.get(session_id)
+            found = self._find(session_id, headers)
             if found is None:
                 await _error(send, 404, _id(message), INVALID_REQUEST, "Session not found: initialize a new session")
                 return
@@ -417,7 +426,14 @@ class HttpApp:
         await session.deliver(body)
         await self._respond_from(stream, session, receive, send)
 
-    async def _create_session(self) -> _HttpSession | None:
+    def _find(self, session_id: str, headers: _Headers) -> _HttpSession | None:
+        """The session with this id, if it belongs to the user making the request."""
+        session: _HttpSession | None = self._sessions.get(session_id)
+        if session is None or session.principal != headers.principal:
+            return None
+        return session
+
+    async def _create_session(self, principal: str | None) -> _HttpSession | None:
         if self._tg is None:
             raise RuntimeError(
                 "the HTTP app's lifespan is not running: serve it with an ASGI server, or enter app.lifespan() from "
@@ -426,11 +442,12 @@ class HttpApp:
         if len(self._sessions) >= self._max_sessions:
             return None
         session = _HttpSession(secrets.token_urlsafe(32), self._events)
+        session.principal = principal
         self._sessions.add(session.id, session)
 
         async def run() -> None:
             try:
-                await ServerSession(self.server).run(session)
+                await ServerSession(self.server, principal=principal).run(session)
             finally:
                 self._sessions.remove(session.id)
                 await session.end()
@@ -513,7 +530,7 @@ class HttpApp:
         if "text/event-stream" not in (headers.get("accept") or ""):
             await _error(send, 406, None, INVALID_REQUEST, "Not acceptable: Accept must list text/event-stream")
             return
-        session = self._sessions.get(session_id)
+        session = self._find(session_id, headers)
         if session is None:
             await _error(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
             return
@@ -548,10 +565,11 @@ class HttpApp:
         if session_id is None:
             await _error(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
             return
-        session = self._sessions.remove(session_id)
+        session = self._find(session_id, headers)
         if session is None:
             await _error(send, 404, None, INVALID_REQUEST, "Session not found")
             return
+        self._sessions.remove(session_id)
         await session.end()
         await _empty(send, 200)
 
@@ -560,9 +578,16 @@ class _ModernExchange:
     """One 2026-07-28 POST: serve the request, stream its notifications if any, stop when the client leaves."""
 
     def __init__(
-        self, session: ServerSession, connection: Connection, request: RequestReceived, receive: Receive, send: Send
+        self,
+        session: ServerSession,
+        connection: Connection,
+        request: RequestReceived,
+        receive: Receive,
+        send: Send,
+        principal: str | None,
     ) -> None:
         self._session = session
+        self._principal = principal
         self._connection = connection
         self._request = request
         self._receive = receive
@@ -589,7 +614,7 @@ class _ModernExchange:
 
             tg.start_soon(watch)
             try:
-                result = await self._session.serve_modern(request, self.notify)
+                result = await self._session.serve_modern(request, self.notify, self._principal)
             except JSONRPCError as exc:
                 reply = self._connection.send_error(request.id, exc)
                 status = 404 if exc.code == METHOD_NOT_FOUND else 400 if exc.code in _BAD_REQUEST_CODES else 200
@@ -688,12 +713,13 @@ class _Headers:
     (httptools) leave them in, so they are stripped here.
     """
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "principal")
 
     def __init__(self, scope: Scope) -> None:
         self._values = {
             k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())
         }
+        self.principal: str | None = None
 
     def get(self, name: str) -> str | None:
         return self._values.get(name)

@@ -419,13 +419,22 @@ class ServerSession:
         self.handshake.check(method)
         if method == "initialize":
             return _ready(self._initialize(params))
-        assert self.handshake.revision is not None
-        meta = RequestMeta(self.handshake.revision, self.handshake.capabilities, self.handshake.client_info)
+        handshake = self.handshake
+        assert handshake.revision is not None
+        meta = RequestMeta(handshake.revision, handshake.capabilities, handshake.client_info, principal=self.principal)
         return self._route(request, meta, notify, modern=False)
 
-    async def serve_modern(self, request: RequestReceived, notify: Notify | None = None) -> JSONObject:
-        """Serve a 2026-07-28 request from its own ``_meta`` alone."""
+    async def serve_modern(
+        self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
+    ) -> JSONObject:
+        """Serve a 2026-07-28 request from its own ``_meta`` alone.
+
+        ``principal`` is the user the transport authenticated for this request (default: the connection's).
+        """
         meta = parse_request_meta(request.params, MODERN_REVISIONS)
+        principal = principal if principal is not None else self.principal
+        if principal is not None:
+            meta = dataclasses.replace(meta, principal=principal)
         if request.method in _HANDSHAKE_ONLY:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
         result = await self._route(request, meta, notify, modern=True)
@@ -637,7 +646,7 @@ class ServerSession:
     ) -> Context:
         return Context(
             self, notify, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
-            progress_token=token, log_level=meta.log_level,
+            progress_token=token, log_level=meta.log_level, principal=meta.principal,
         )  # fmt: skip
 
     async def _in_rounds(
@@ -649,7 +658,7 @@ class ServerSession:
         token: JSONValue,
     ) -> JSONObject:
         params = request.params or {}
-        binding = request_binding(request.method, params, self.principal)
+        binding = request_binding(request.method, params, meta.principal)
         state: JSONObject = {}
         if "requestState" in params:
             state = self.server.sealer.open(params["requestState"], binding)
@@ -759,9 +768,12 @@ class ServerSession:
             # Each attempt is its own question: a person who has not finished yet is asked again, next round.
             attempt += 1
             try:
-                await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
+                refused = await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
             except ClientCapabilityMissing as exc:
                 return _missing(tool, exc, modern=modern)
+            if refused:  # declined or cancelled: the call cannot go on (on 2025-11-25, the client stops there)
+                steps = "; ".join(e.message for e in refused)
+                return error_result(f"Tool {tool.name!r} needs a step the person declined or cancelled: {steps}")
 
 
 def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, modern: bool) -> JSONObject:
