@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -310,3 +311,49 @@ def test_version_and_help() -> None:
     usage = subprocess.run([sys.executable, "-m", "elicitor"], capture_output=True, text=True)
     assert usage.returncode == 2
     assert "serve" in usage.stderr and "demo" in usage.stderr
+
+
+def check(target: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "elicitor", "check", target]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+def test_check_describes_a_schema_and_the_revisions_that_carry_it(tmp_path: Any) -> None:
+    schema = {
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {"type": "string", "title": "Your name", "minLength": 1},
+            "age": {"type": "integer", "minimum": 0, "default": 30},
+            "seat": {"type": "string", "oneOf": [{"const": "in", "title": "Indoors"}]},
+        },
+    }
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps({"mode": "form", "message": "?", "requestedSchema": schema}))
+    run = check(str(path))
+    assert run.returncode == 0, run.stderr
+    assert "name: string, required\n    shown as: Your name\n" in run.stdout
+    assert "    default: 30\n" in run.stdout
+    assert "choices: Indoors (sends 'in')" in run.stdout
+    assert "2025-06-18: yes (defaults of age are not sent" in run.stdout
+    assert "2026-07-28: yes\n" in run.stdout
+
+
+def test_check_names_what_is_outside_the_subset() -> None:
+    nested = check("-", json.dumps({"type": "object", "properties": {"x": {"type": "object"}}}))
+    assert nested.returncode == 1
+    assert "field 'x': nested objects are not allowed" in nested.stderr
+    secret = check("-", json.dumps({"type": "object", "properties": {"password": {"type": "string"}}}))
+    assert secret.returncode == 1
+    assert "URL mode" in secret.stderr
+
+
+def test_check_reads_python_types_and_reports_unreadable_input() -> None:
+    booking = check("elicitor.demo:Booking")
+    assert booking.returncode == 0, booking.stderr
+    assert "diet: multi-select, required" in booking.stdout
+    assert "2025-06-18: no: multi-select fields (diet)" in booking.stdout
+    for target, message in [("nope", "neither a JSON file"), ("no_module:Form", "cannot load"), ("-", "cannot read")]:
+        run = check(target, "{not json" if target == "-" else None)
+        assert run.returncode == 2
+        assert message in run.stderr

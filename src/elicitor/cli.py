@@ -25,6 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument(
         "--allowed-host", action="append", default=None, help="HTTP: a Host to accept besides loopback (repeatable)"
     )
+    check = commands.add_parser(
+        "check",
+        help="is a requestedSchema or form inside the spec's subset, and for which revisions?",
+        description="Check a requestedSchema (a JSON file, or - for stdin) or a Python form type (module:attribute): "
+        "exit 0 inside the subset, 1 outside it, 2 when the input cannot be read.",
+    )
+    check.add_argument("target", help="schema.json, -, or module:attribute (a dataclass, TypedDict, model...)")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo_main
@@ -33,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
+    if args.command == "check":
+        from ._check import main as check_main
+
+        return check_main(args.target)
     parser.print_help(sys.stderr)
     return 2
 

@@ -1,0 +1,117 @@
+"""``elicitor check``: is a ``requestedSchema`` (or a Python form type) inside the subset, and for which revisions?
+
+Reads a JSON file (a bare ``requestedSchema``, or ``elicitation/create`` params or request that hold one), ``-``
+for standard input, or ``module:attribute`` naming a type ``Form.of`` accepts. Prints what a client will render,
+field by field, and which protocol revisions can carry the form. Exit status: 0 inside the subset, 1 outside it
+(the error says which field and why), 2 when the input cannot be read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ._exceptions import ElicitationUnsupported, FormDefinitionError
+from .client._terminal import _hint
+from .forms import EnumField, Form, FormField, MultiEnumField
+from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
+
+REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
+_TERMINAL_ONLY = ("'-'", "type a number", "separated by commas")
+"""Parts of the terminal's hints about typing, not about what the field accepts."""
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def load(target: str) -> Form[Any]:
+    """The form ``target`` names. Raises FormDefinitionError (outside the subset) or _Unreadable."""
+    if target == "-" or target.endswith(".json") or Path(target).is_file():
+        try:
+            text = sys.stdin.read() if target == "-" else Path(target).read_text(encoding="utf-8")
+            document = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _Unreadable(f"cannot read {target!r} as JSON: {exc}") from None
+        return Form.from_schema(_schema_in(document))
+    module_name, colon, attribute = target.partition(":")
+    if not colon or not attribute:
+        raise _Unreadable(f"{target!r} is neither a JSON file nor module:attribute (e.g. myapp.forms:Booking)")
+    sys.path.insert(0, ".")
+    try:
+        spec = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise _Unreadable(f"cannot load {target!r}: {exc}") from None
+    finally:
+        sys.path.pop(0)
+    return Form.of(spec)
+
+
+def _schema_in(document: object) -> dict[str, Any]:
+    """The requestedSchema in a document: the schema itself, or elicitation/create params, or the request."""
+    if isinstance(document, dict) and isinstance(document.get("params"), dict):
+        document = document["params"]
+    if isinstance(document, dict) and isinstance(document.get("requestedSchema"), dict):
+        document = document["requestedSchema"]
+    if not isinstance(document, dict):
+        raise _Unreadable("the JSON must be an object: a requestedSchema, or elicitation/create params holding one")
+    return document
+
+
+def report(form: Form[Any], out: TextIO) -> None:
+    """What a client renders, and which revisions carry the form (with what each leaves out)."""
+    out.write(f"Inside the elicitation schema subset: {len(form.fields)} field(s).\n\n")
+    for f in form.fields:
+        out.write(f"  {f.name}: {_kind(f)}, {'required' if f.required else 'optional'}\n")
+        out.write(f"    shown as: {f.label}\n")
+        if f.description:
+            out.write(f"    description: {f.description}\n")
+        rules = [part for part in _hint(f).split("; ") if part and not any(t in part for t in _TERMINAL_ONLY)]
+        if rules:
+            out.write(f"    accepts: {'; '.join(rules)}\n")
+        default = getattr(f, "default", None)
+        if default is not None:
+            out.write(f"    default: {json.dumps(list(default) if isinstance(default, tuple) else default)}\n")
+        if isinstance(f, EnumField | MultiEnumField):
+            choices = ", ".join(o.value if o.label == o.value else f"{o.label} (sends {o.value!r})" for o in f.options)
+            out.write(f"    choices: {choices}\n")
+    out.write("\nProtocol revisions:\n")
+    full = form.schema(REV_2025_11_25)["properties"]
+    for revision in REVISIONS:
+        try:
+            sent = form.schema(revision)["properties"]
+        except ElicitationUnsupported as exc:
+            out.write(f"  {revision}: no: {exc}\n")
+            continue
+        assert isinstance(sent, dict) and isinstance(full, dict)
+        dropped = [name for name, field in full.items() if "default" in field and "default" not in sent[name]]
+        note = f" (defaults of {', '.join(dropped)} are not sent: this revision allows them on booleans only)"
+        out.write(f"  {revision}: yes{note if dropped else ''}\n")
+
+
+def _kind(f: FormField) -> str:
+    if isinstance(f, MultiEnumField):
+        return "multi-select"
+    if isinstance(f, EnumField):
+        return "single-select"
+    fmt = getattr(f, "format", None)
+    return f"{f.kind} ({fmt})" if fmt else f.kind
+
+
+def main(target: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    try:
+        form = load(target)
+    except _Unreadable as exc:
+        err.write(f"elicitor check: {exc}\n")
+        return 2
+    except FormDefinitionError as exc:
+        err.write(f"elicitor check: outside the elicitation schema subset: {exc}\n")
+        return 1
+    try:
+        report(form, out)
+    except BrokenPipeError:  # piped into head: the reader has what it wanted
+        sys.stderr.close()
+    return 0
