@@ -109,3 +109,33 @@ async def test_our_client_and_the_official_servers_url_mode(anyio_backend: str) 
     first, second = handler.url_requests
     assert (first.elicitation_id, first.host) == ("peer-1", "auth.example.com")
     assert (second.elicitation_id, second.message) == ("peer-2", "Connect")
+
+
+async def test_our_handlers_inside_the_official_client(anyio_backend: str) -> None:
+    """sdk_elicitation_callback: a host built on the official SDK answers with an elicitor handler in one line."""
+    from elicitor import Accepted, TerminalHandler
+    from elicitor.client import UrlElicitationRequest, sdk_elicitation_callback
+
+    lines = iter(["", "Ada", "ada@example.com", "", ""])  # TerminalHandler: answer now, fields, then submit
+    shown: list[str] = []
+    terminal = TerminalHandler(read_line=lambda prompt: next(lines), write=shown.append)
+    async with McpClient(OURS, elicitation_callback=sdk_elicitation_callback(terminal), mode="legacy") as client:
+        result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+    assert "action=accept" in result.content[0].text  # type: ignore[union-attr]
+    assert "Ada" in result.content[0].text  # type: ignore[union-attr]
+    assert any("elicitor conformance fixtures" in line and "asks" in line for line in shown)  # which server asks
+
+    class Invalid(ScriptedHandler):
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            self.url_requests.append(request)
+            return Accepted(None)
+
+    # An invalid answer never leaves: the handler is asked again with the errors, then the request is cancelled.
+    scripted = Invalid([{"username": 5}] * 5 + ["accept"], modes=frozenset({"form", "url"}))
+    async with McpClient(OURS, elicitation_callback=sdk_elicitation_callback(scripted), mode="legacy") as client:
+        result = await client.call_tool("test_elicitation", {"message": "?"})
+        assert "action=cancel" in result.content[0].text  # type: ignore[union-attr]
+        assert len(scripted.requests) == 5 and scripted.requests[-1].errors
+        result = await client.call_tool("test_elicitation_url", {})
+        assert result.content[0].text == "URL elicitation: action=accept"  # type: ignore[union-attr]
+    assert scripted.url_requests[0].elicitation_id is not None

@@ -2,6 +2,7 @@
 
 from ._client import DEFAULT_MAX_ROUNDS, Client
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler, UrlHandler
+from ._sdk import sdk_elicitation_callback
 from ._terminal import TerminalHandler
 from ._url import UrlElicitationRequest, url_warnings
 
@@ -15,5 +16,6 @@ __all__ = [
     "TerminalHandler",
     "UrlElicitationRequest",
     "UrlHandler",
+    "sdk_elicitation_callback",
     "url_warnings",
 ]

@@ -73,6 +73,24 @@ MAX_PENDING_URL_ELICITATIONS = 1024
 """URL elicitations whose completion the client remembers at once (the oldest are forgotten first)."""
 
 
+async def ask_until_valid(handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
+    """Ask ``handler``; fill defaults into an acceptance and validate it, asking again with the errors if invalid.
+
+    After ``MAX_ANSWER_ATTEMPTS`` invalid answers the request is cancelled: nothing invalid is ever sent.
+    """
+    for _ in range(MAX_ANSWER_ATTEMPTS):
+        outcome = await handler(request)
+        if not isinstance(outcome, Accepted):
+            return outcome
+        content = request.form.with_defaults(outcome.data or {})
+        try:
+            return Accepted(request.form.validate(content))
+        except InvalidAnswer as exc:
+            request = replace(request, errors=exc.errors, previous=content)
+    logger.warning("no valid answer after %d attempts; cancelling the elicitation", MAX_ANSWER_ATTEMPTS)
+    return Cancelled()
+
+
 class Client:
     """An MCP client that answers elicitations.
 
@@ -638,17 +656,7 @@ class Client:
         await self._url_pending.setdefault(elicitation_id, anyio.Event()).wait()
 
     async def _ask_until_valid(self, handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
-        for _ in range(MAX_ANSWER_ATTEMPTS):
-            outcome = await handler(request)
-            if not isinstance(outcome, Accepted):
-                return outcome
-            content = request.form.with_defaults(outcome.data or {})
-            try:
-                return Accepted(request.form.validate(content))
-            except InvalidAnswer as exc:
-                request = replace(request, errors=exc.errors, previous=content)
-        logger.warning("no valid answer after %d attempts; cancelling the elicitation", MAX_ANSWER_ATTEMPTS)
-        return Cancelled()
+        return await ask_until_valid(handler, request)
 
     async def _on_notification(self, note: NotificationReceived) -> None:
         params = note.params or {}

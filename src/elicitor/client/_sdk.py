@@ -1,0 +1,73 @@
+"""elicitor's handlers as the official MCP Python SDK's ``elicitation_callback``.
+
+A host built on that SDK adopts the terminal handler (or any elicitor handler) in one line::
+
+    from elicitor.client import TerminalHandler, sdk_elicitation_callback
+
+    async with mcp.Client(server, elicitation_callback=sdk_elicitation_callback(TerminalHandler())) as client: ...
+
+The callback does what ``elicitor.Client`` does with a request: shows which server asks, parses the schema (a
+request outside the subset is answered with -32602), fills defaults and validates the person's answer before it is
+sent, and shows URL-mode requests with their warnings. The SDK itself stays an optional dependency: it is imported
+only when a request arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .._exceptions import FormDefinitionError
+from .._outcomes import outcome_to_wire
+from ..forms import Form
+from ..protocol import parse_implementation
+from ..types import INVALID_PARAMS, Implementation
+from ._client import ask_until_valid
+from ._handlers import ElicitationHandler, ElicitationRequest
+from ._url import UrlElicitationRequest, url_warnings
+
+
+class SdkCallback(Protocol):
+    """The shape of the official SDK's ``elicitation_callback``."""
+
+    async def __call__(self, context: Any, params: Any) -> Any: ...
+
+
+def sdk_elicitation_callback(handler: ElicitationHandler) -> SdkCallback:
+    """The official SDK's ``elicitation_callback(context, params)``, answered by ``handler``.
+
+    Declare URL mode to the SDK yourself only if ``handler`` has a ``url`` method (the SDK declares both modes).
+    """
+
+    async def callback(context: Any, params: Any) -> Any:
+        import mcp_types as types  # the official SDK's types; present wherever this callback is used
+
+        raw = params.model_dump(by_alias=True, exclude_none=True, mode="json")
+        server = _server_of(context)
+        message = str(raw.get("message", ""))
+        if raw.get("mode") == "url":
+            url_handler = getattr(handler, "url", None)
+            if url_handler is None:
+                return types.ErrorData(code=INVALID_PARAMS, message="Invalid params: URL mode is not supported here")
+            url = str(raw.get("url", ""))
+            request = UrlElicitationRequest(
+                message=message, url=url, server=server, elicitation_id=raw.get("elicitationId"),
+                warnings=tuple(url_warnings(url)),
+            )  # fmt: skip
+            return types.ElicitResult(action=(await url_handler(request)).action)
+        try:
+            form = Form.from_schema(raw.get("requestedSchema") or {}, check_secrets=False)
+        except FormDefinitionError as exc:
+            text = f"Invalid params: requestedSchema is not a valid form: {exc}"
+            return types.ErrorData(code=INVALID_PARAMS, message=text)
+        outcome = await ask_until_valid(handler, ElicitationRequest(message=message, form=form, server=server))
+        return types.ElicitResult.model_validate(outcome_to_wire(outcome))
+
+    return callback
+
+
+def _server_of(context: Any) -> Implementation | None:
+    """Who asks, as the SDK's session recorded it (self-reported by the server)."""
+    info = getattr(getattr(context, "session", None), "server_info", None)
+    if info is None:
+        return None
+    return parse_implementation(info.model_dump(by_alias=True, exclude_none=True, mode="json"))
