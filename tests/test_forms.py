@@ -389,7 +389,8 @@ def form_fields(draw: st.DrawFn, name: str) -> Any:
 @st.composite
 def forms(draw: st.DrawFn) -> Form[dict[str, Any]]:
     field_names = draw(st.lists(names, min_size=1, max_size=6, unique=True))
-    return Form(tuple(draw(form_fields(n)) for n in field_names))
+    # Generated titles may read like "token": the secret check is tested on its own, not here.
+    return Form(tuple(draw(form_fields(n)) for n in field_names), check_secrets=False)
 
 
 def value_for(draw: Any, f: Any) -> Any:
@@ -460,7 +461,7 @@ def test_emitted_requests_are_accepted_by_the_official_wire_models(form: Form[di
             # ... and of the revision's PrimitiveSchemaDefinition union.
             any_primitive.validate_python(prop)
     # The raw schema reads back into the same fields: server and client see one form.
-    assert Form.from_schema(form.schema()).fields == form.fields
+    assert Form.from_schema(form.schema(), check_secrets=False).fields == form.fields
 
 
 @given(forms())

@@ -357,3 +357,38 @@ def test_check_reads_python_types_and_reports_unreadable_input() -> None:
         run = check(target, "{not json" if target == "-" else None)
         assert run.returncode == 2
         assert message in run.stderr
+
+
+def test_connect_calls_tools_and_answers_their_questions() -> None:
+    """``elicitor connect`` over stdio, driven like a person: arguments, an elicitation, progress, logs, JSON args."""
+    lines = [
+        "test_elicitation", "Who are you?", "", "Ada", "ada@example.com", "",  # arguments, then the form, submit
+        "test_tool_with_progress",
+        "test_tool_with_logging",
+        "json_schema_2020_12_tool", "{bad", "c",  # a schema outside the form subset: JSON arguments
+        "nope",
+        "q",
+    ]  # fmt: skip
+    server = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "--protocol", "2025-11-25", *server],
+        input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = run.stderr
+    assert "Connected to elicitor conformance fixtures 1.0.0, protocol 2025-11-25." in out
+    assert "── elicitor conformance fixtures 1.0.0 asks ──\nWho are you?" in out
+    assert "Result: User response: action=accept, content={'username': 'Ada', 'email': 'ada@example.com'}" in out
+    assert "progress 50/100" in out and "Result: Tool with progress executed successfully" in out
+    assert "[info] Tool processing data" in out
+    assert "Not JSON:" in out
+    assert "No tool 'nope'." in out
+
+
+def test_connect_says_what_went_wrong() -> None:
+    usage = subprocess.run([sys.executable, "-m", "elicitor", "connect"], capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and "give a command to run" in usage.stderr
+    missing = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "/nonexistent/server"], capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 1 and "cannot connect to /nonexistent/server" in missing.stderr

@@ -32,6 +32,14 @@ def main(argv: list[str] | None = None) -> int:
         "exit 0 inside the subset, 1 outside it, 2 when the input cannot be read.",
     )
     check.add_argument("target", help="schema.json, -, or module:attribute (a dataclass, TypedDict, model...)")
+    connect = commands.add_parser(
+        "connect",
+        help="an interactive client: list tools, call one, answer its questions",
+        description="Connect to an MCP server (a command run over stdio, or a Streamable HTTP URL), call its tools "
+        "and answer their elicitations in this terminal.",
+    )
+    connect.add_argument("target", nargs=argparse.REMAINDER, help="a command and its arguments, or an http(s) URL")
+    connect.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo_main
@@ -40,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
+    if args.command == "connect":
+        if not args.target:
+            connect.error("give a command to run (e.g. python server.py) or an http(s) URL")
+        from ._connect import main as connect_main
+
+        return connect_main(args.target, args.protocol)
     if args.command == "check":
         from ._check import main as check_main
 

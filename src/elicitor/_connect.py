@@ -1,0 +1,127 @@
+"""``elicitor connect``: an interactive client in the terminal.
+
+Connects to a server (a command to run over stdio, or a Streamable HTTP URL), lists its tools, asks for a tool's
+arguments from its ``inputSchema`` (field by field when the schema is a flat form, as JSON otherwise), calls it,
+shows progress and log messages as they come, answers elicitations with :class:`TerminalHandler`, and prints the
+result (text, then structured content as indented JSON). Empty input or ``q`` at the tool prompt ends the session.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ._exceptions import ElicitorError, FormDefinitionError, JSONRPCError
+from .client import Client, TerminalHandler
+from .forms import Form
+from .types import JSONValue, Tool
+
+
+async def run(target: list[str], *, protocol: str = "auto", handler: TerminalHandler | None = None) -> int:
+    terminal = handler or TerminalHandler()
+    write = terminal._write
+
+    async def on_log(level: str, data: JSONValue, source: str | None) -> None:
+        text = data if isinstance(data, str) else json.dumps(data)
+        write(f"  [{level}{' ' + source if source else ''}] {text}")
+
+    kwargs: dict[str, Any] = {"elicitation": terminal, "protocol": protocol, "on_log": on_log, "log_level": "info"}
+    if len(target) == 1 and target[0].startswith(("http://", "https://")):
+        client = Client.http(target[0], **kwargs)
+    else:
+        client = Client.stdio(target, **kwargs)
+    async with client:
+        label = client.server_info.display() if client.server_info else "the server"
+        write(f"Connected to {label}, protocol {client.protocol_version}.")
+        tools = await client.list_tools()
+        if not tools:
+            write("It offers no tools.")
+            return 0
+        while True:
+            write("")
+            for i, tool in enumerate(tools, 1):
+                write(f"  {i}. {tool.name}{': ' + tool.description.splitlines()[0] if tool.description else ''}")
+            try:
+                choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
+            except EOFError:
+                return 0
+            if choice in ("", "q", "quit"):
+                return 0
+            picked = _pick(tools, choice)
+            if picked is None:
+                write(f"No tool {choice!r}.")
+                continue
+            try:
+                arguments = await _arguments(terminal, picked)
+            except EOFError:
+                return 0
+            if arguments is None:
+                continue
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                write(
+                    f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{' ' + message if message else ''}"
+                )
+
+            try:
+                result = await client.call_tool(picked.name, arguments, progress=progress)
+            except (JSONRPCError, ElicitorError) as exc:
+                write(f"Error: {exc}")
+                continue
+            write("")
+            write(("Error: " if result.is_error else "Result: ") + result.text)
+            if result.structured_content is not None:
+                write(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+
+
+async def _read(terminal: TerminalHandler, prompt: str) -> str:
+    line: str = await anyio.to_thread.run_sync(terminal._read, prompt)
+    return line.strip()
+
+
+def _pick(tools: list[Tool], choice: str) -> Tool | None:
+    if choice.isdigit() and 1 <= int(choice) <= len(tools):
+        return tools[int(choice) - 1]
+    return next((tool for tool in tools if tool.name == choice), None)
+
+
+async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | None:
+    """The tool's arguments: field by field for a flat schema, else one JSON object. None: the person gave up."""
+    try:
+        form = Form.from_schema(tool.input_schema, check_secrets=False)
+    except FormDefinitionError:
+        form = None
+    if form is None:
+        while True:
+            text = await _read(terminal, f"Arguments for {tool.name} as a JSON object (Enter for {{}}, c to cancel): ")
+            if text == "c":
+                return None
+            try:
+                value = json.loads(text or "{}")
+            except json.JSONDecodeError as exc:
+                terminal._write(f"  Not JSON: {exc}")
+                continue
+            if isinstance(value, dict):
+                return value
+            terminal._write("  The arguments must be a JSON object.")
+    values: dict[str, Any] = dict(form.with_defaults({}))
+    if form.fields:
+        terminal._write(f"Arguments for {tool.name}:")
+    for field in form.fields:
+        await anyio.to_thread.run_sync(terminal._fill, field, values)
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def main(target: list[str], protocol: str) -> int:
+    try:
+        return anyio.run(lambda: run(target, protocol=protocol))
+    except KeyboardInterrupt:
+        print("\nBye.", file=sys.stderr)
+        return 130
+    except (OSError, ElicitorError) as exc:
+        print(f"elicitor connect: cannot connect to {' '.join(target)}: {exc}", file=sys.stderr)
+        return 1
