@@ -399,3 +399,54 @@ async def test_http_binds_sessions_and_url_elicitations_to_the_authenticated_use
                 assert stolen.status_code == 404  # another user's session does not exist for bob
                 owned = await web.post(url, json=listing, headers={**accept, **session, **alice})
                 assert owned.status_code == 200
+
+
+async def test_elicitation_limit_declines_the_excess_without_asking(anyio_backend: str) -> None:
+    limited = Server("asks-in-a-loop", "1")
+
+    @limited.tool()
+    async def pester(ctx: Context) -> str:
+        actions = [(await ctx.elicit(f"Question {i}?", bool, key=f"q{i}")).action for i in range(5)]
+        return ",".join(actions)
+
+    handler = ScriptedHandler([{"value": True}] * 5)
+    async with connected(limited, elicitation=handler, elicitation_limit=(3, 60.0)) as client:
+        assert (await client.call_tool("pester")).text == "accept,accept,accept,decline,decline"
+    assert len(handler.requests) == 3  # the person saw only the first three
+
+    async def unused() -> Any:
+        raise AssertionError("never connected")
+
+    with pytest.raises(ValueError, match="elicitation_limit"):
+        Client(unused, elicitation=handler, elicitation_limit=(0, 1.0))
+
+
+async def test_terminal_shows_how_many_questions_wait(anyio_backend: str) -> None:
+    import time
+
+    shown: list[str] = []
+
+    answered: list[str] = []
+
+    def read(prompt: str) -> str:
+        deadline = time.monotonic() + 5
+        while not answered and handler.waiting < 2 and time.monotonic() < deadline:  # let the others queue up
+            time.sleep(0.005)
+        answered.append(prompt)
+        return "d"
+
+    handler = TerminalHandler(read_line=read, write=shown.append)
+    asking = Server("asks-three", "1")
+
+    @asking.tool()
+    async def three(ctx: Context) -> str:
+        async with anyio.create_task_group() as tg:
+            for i in range(3):
+                tg.start_soon(ctx.elicit, f"Question {i}?", bool)
+        return "done"
+
+    async with connected(asking, elicitation=handler, protocol="2025-11-25") as client:
+        assert (await client.call_tool("three")).text == "done"
+    assert handler.waiting == 0
+    queue = [line for line in shown if "waiting after this one" in line]
+    assert queue == ["(2 more questions waiting after this one)", "(1 more question waiting after this one)"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import replace
@@ -113,6 +114,9 @@ class Client:
         probe_timeout: how long the ``server/discover`` probe waits before assuming a handshake-era server.
         sampling: answers the server's ``sampling/createMessage`` (declares the ``sampling`` capability).
         roots: the roots to report for ``roots/list`` (declares the ``roots`` capability).
+        elicitation_limit: ``(count, seconds)``: at most ``count`` elicitations from this server in any
+            ``seconds``; the excess is declined without reaching the person, with a warning logged saying why
+            (a server that asks in a loop cannot flood them). Default: no limit.
     """
 
     def __init__(
@@ -128,6 +132,7 @@ class Client:
         probe_timeout: float = 10.0,
         sampling: SamplingHandler | None = None,
         roots: Sequence[JSONObject] | None = None,
+        elicitation_limit: tuple[int, float] | None = None,
     ) -> None:
         if protocol != "auto" and protocol not in ALL_REVISIONS:
             raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
@@ -150,6 +155,10 @@ class Client:
         self._progress: dict[str, ProgressCallback] = {}
         self._meta_cache: dict[str, JSONObject] = {}
         self._url_pending: dict[str, anyio.Event] = {}
+        if elicitation_limit is not None and (elicitation_limit[0] < 1 or elicitation_limit[1] <= 0):
+            raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
+        self._limit = elicitation_limit
+        self._recent: deque[float] = deque()
         self._next_token = 0
         self.protocol_version: str | None = None
         """The revision in use, known once connected."""
@@ -601,6 +610,8 @@ class Client:
         mode = params.get("mode", "form")
         if handler is None or mode not in self.elicitation_modes:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: this client did not declare elicitation mode {mode!r}")
+        if self._over_limit():
+            return {"action": "decline"}
         message = params.get("message")
         if not isinstance(message, str):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
@@ -642,6 +653,22 @@ class Client:
         if not isinstance(outcome, Accepted):
             self._forget_url(request.elicitation_id)
         return {"action": outcome.action}
+
+    def _over_limit(self) -> bool:
+        """Whether this elicitation exceeds ``elicitation_limit`` (a sliding window); logs why when it does."""
+        if self._limit is None:
+            return False
+        count, seconds = self._limit
+        now = anyio.current_time()
+        recent = self._recent
+        while recent and recent[0] <= now - seconds:
+            recent.popleft()
+        if len(recent) >= count:
+            who = self.server_info.display() if self.server_info else "the server"
+            logger.warning("declined an elicitation from %s: more than %d in %g s", who, count, seconds)
+            return True
+        recent.append(now)
+        return False
 
     def _forget_url(self, elicitation_id: str | None) -> None:
         if elicitation_id is not None:

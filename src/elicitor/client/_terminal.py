@@ -51,6 +51,7 @@ class TerminalHandler:
         url_mode: bool = True,
     ) -> None:
         self._one_at_a_time = anyio.Lock()
+        self._waiting = 0
         self._read = read_line or _read_stdin
         self._custom_reader = read_line is not None
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -115,8 +116,21 @@ class TerminalHandler:
         return Accepted(None)
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
-        async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
-            return await anyio.to_thread.run_sync(self._ask, request)
+        self._waiting += 1
+        queued = True
+        try:
+            async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
+                self._waiting -= 1
+                queued = False
+                return await anyio.to_thread.run_sync(self._ask, request)
+        finally:
+            if queued:  # cancelled while still in the queue
+                self._waiting -= 1
+
+    @property
+    def waiting(self) -> int:
+        """Requests queued behind the one being answered (shown to the person with each question)."""
+        return self._waiting
 
     def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         try:
@@ -129,6 +143,8 @@ class TerminalHandler:
         w = self._write
         w("")
         w(f"── {request.server_label} asks ──")
+        if self._waiting:
+            w(f"({self._waiting} more question{'s' if self._waiting > 1 else ''} waiting after this one)")
         w(request.message)
         if request.errors:
             w("Your previous answer was not accepted:")
