@@ -450,3 +450,21 @@ async def test_terminal_shows_how_many_questions_wait(anyio_backend: str) -> Non
     assert handler.waiting == 0
     queue = [line for line in shown if "waiting after this one" in line]
     assert queue == ["(2 more questions waiting after this one)", "(1 more question waiting after this one)"]
+
+
+async def test_a_closed_connection_takes_its_url_elicitations_with_it(anyio_backend: str) -> None:
+    person = Person(complete=False)
+    async with connected(server, elicitation=person, protocol="2025-11-25") as client:
+        person.wait_done = _done  # type: ignore[attr-defined]
+        with pytest.raises(TooManyRounds):  # no completion comes; the person "says done"; asked again: a loop
+            await client.call_tool("needs_connection")
+        elicitation_id = person.seen[0].url.rsplit("=", 1)[-1]
+        assert server.url_elicitations.get(elicitation_id) is not None
+    with anyio.fail_after(5):
+        while server.url_elicitations.get(elicitation_id) is not None:
+            await anyio.sleep(0.01)
+    assert not await server.complete_url_elicitation(elicitation_id)  # nobody left to tell
+
+
+async def _done(request: UrlElicitationRequest) -> None:
+    return

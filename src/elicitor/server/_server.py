@@ -374,13 +374,16 @@ class ServerSession:
         self.parked: ParkedRuns | None = None
 
     async def run(self, transport: Transport) -> None:
-        async with anyio.create_task_group() as runs:
-            self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
-            async with open_session(transport, self.on_request, self.on_notification) as session:
-                self.session = session
-                runs.start_soon(self._forward_changes, session)
-                await session.wait_closed()
-            runs.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as runs:
+                self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
+                async with open_session(transport, self.on_request, self.on_notification) as session:
+                    self.session = session
+                    runs.start_soon(self._forward_changes, session)
+                    await session.wait_closed()
+                runs.cancel_scope.cancel()
+        finally:
+            self.server.url_elicitations.forget_connection(self)
 
     async def _forward_changes(self, session: Session) -> None:
         """Handshake era: list changes go to the connection, resource updates only if it subscribed."""

@@ -149,6 +149,14 @@ class UrlElicitations:
             await elicitation.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
         return True
 
+    def forget_connection(self, connection: object) -> int:
+        """Drop the elicitations a closed connection started (nobody is left to notify); returns how many."""
+        gone = [(owner, eid) for owner, eid in self._owned.items() if owner[0] is connection]
+        for owner, elicitation_id in gone:
+            del self._owned[owner]
+            self._known.pop(elicitation_id, None)
+        return len(gone)
+
     def _expire(self) -> None:
         now = time.monotonic()
         while self._known:
