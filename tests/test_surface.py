@@ -392,3 +392,32 @@ def test_connect_says_what_went_wrong() -> None:
         [sys.executable, "-m", "elicitor", "connect", "/nonexistent/server"], capture_output=True, text=True, timeout=60
     )
     assert missing.returncode == 1 and "cannot connect to /nonexistent/server" in missing.stderr
+
+
+def test_connect_with_the_browser_ui() -> None:
+    import httpx2
+
+    server = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    connect = subprocess.Popen(
+        [sys.executable, "-m", "elicitor", "connect", "--ui", "browser", *server], cwd=ROOT, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "BROWSER": "/nonexistent/browser"},  # cannot open: the link is printed
+    )  # fmt: skip
+    assert connect.stdin is not None and connect.stderr is not None
+    connect.stdin.write("test_elicitation\nWho are you?\n")
+    connect.stdin.flush()
+    link = None
+    for line in connect.stderr:
+        found = re.search(r"open (http://127\.0\.0\.1:\d+/form/\S+)", line)
+        if found:
+            link = found.group(1)
+            break
+    assert link is not None
+    with httpx2.Client() as browser:
+        page = browser.get(link)
+        assert "elicitor conformance fixtures 1.0.0 asks:" in page.text
+        sent = browser.post(link, data={"username": "ada", "email": "ada@example.com", "_action": "submit"})
+        assert sent.status_code == 200
+    _, stderr = connect.communicate("q\n", timeout=30)
+    assert connect.returncode == 0, stderr
+    assert "Result: User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}" in stderr

@@ -16,20 +16,31 @@ import anyio
 import anyio.to_thread
 
 from ._exceptions import ElicitorError, FormDefinitionError, JSONRPCError
-from .client import Client, TerminalHandler
+from .client import BrowserHandler, Client, TerminalHandler
 from .forms import Form
 from .types import JSONValue, Tool
 
 
-async def run(target: list[str], *, protocol: str = "auto", handler: TerminalHandler | None = None) -> int:
+async def run(
+    target: list[str], *, protocol: str = "auto", handler: TerminalHandler | None = None, ui: str = "terminal"
+) -> int:
     terminal = handler or TerminalHandler()
+    if ui == "browser":
+        async with BrowserHandler(write=terminal._write) as browser:
+            return await _session(target, protocol, terminal, browser)
+    return await _session(target, protocol, terminal, terminal)
+
+
+async def _session(
+    target: list[str], protocol: str, terminal: TerminalHandler, answers: TerminalHandler | BrowserHandler
+) -> int:
     write = terminal._write
 
     async def on_log(level: str, data: JSONValue, source: str | None) -> None:
         text = data if isinstance(data, str) else json.dumps(data)
         write(f"  [{level}{' ' + source if source else ''}] {text}")
 
-    kwargs: dict[str, Any] = {"elicitation": terminal, "protocol": protocol, "on_log": on_log, "log_level": "info"}
+    kwargs: dict[str, Any] = {"elicitation": answers, "protocol": protocol, "on_log": on_log, "log_level": "info"}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
         client = Client.http(target[0], **kwargs)
     else:
@@ -116,9 +127,9 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
     return {k: v for k, v in values.items() if v is not None}
 
 
-def main(target: list[str], protocol: str) -> int:
+def main(target: list[str], protocol: str, ui: str = "terminal") -> int:
     try:
-        return anyio.run(lambda: run(target, protocol=protocol))
+        return anyio.run(lambda: run(target, protocol=protocol, ui=ui))
     except KeyboardInterrupt:
         print("\nBye.", file=sys.stderr)
         return 130

@@ -1,5 +1,6 @@
 """The client side: ``Client``, the elicitation handler interface, and the built-in handlers."""
 
+from ._browser import BrowserHandler
 from ._client import DEFAULT_MAX_ROUNDS, Client
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler, UrlHandler
 from ._sdk import sdk_elicitation_callback
@@ -8,6 +9,7 @@ from ._url import UrlElicitationRequest, url_warnings
 
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
+    "BrowserHandler",
     "Client",
     "ElicitationHandler",
     "ElicitationOutcome",

@@ -1,0 +1,121 @@
+"""The browser handler over real HTTP: the page, validation on the page, submit, decline, cancel."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Annotated, Literal
+
+import anyio
+import httpx2
+import pytest
+
+from elicitor import Accepted, Context, Server
+from elicitor.client import BrowserHandler
+from elicitor.forms import Email, Field
+
+from .conftest import connected
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the page is served by uvicorn
+
+
+@dataclass
+class Booking:
+    party: Annotated[int, Field(title="Party size", minimum=1, maximum=12)]
+    day: date
+    email: Email
+    diet: Annotated[list[Literal["vegan", "halal"]], Field(max_items=2)]
+    patio: bool = False
+    notes: str | None = None
+
+
+server = Server("desk", "1.0", title="Booking Desk")
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    outcome = await ctx.elicit("Book a table?", Booking)
+    if isinstance(outcome, Accepted):
+        b = outcome.data
+        return f"{b.party} on {b.day} for {b.email}, {b.diet}, patio={b.patio}"
+    return outcome.action
+
+
+async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
+    links: list[str] = []
+    pages: list[httpx2.Response] = []
+
+    async def person() -> None:
+        while not links:
+            await anyio.sleep(0.01)
+        async with httpx2.AsyncClient() as browser:
+            page = await browser.get(links[0])
+            pages.append(page)
+            wrong = {"party": "40", "day": "2026-12-24", "email": "ada@example.com", "diet": ["vegan"]}
+            pages.append(await browser.post(links[0], data={**wrong, "_action": "submit"}))
+            right = {**wrong, "party": "3", "patio": "true"}
+            pages.append(await browser.post(links[0], data={**right, "_action": "submit"}))
+            pages.append(await browser.get(links[0]))
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    async with BrowserHandler(open_url=opener, write=lambda text: None) as handler, anyio.create_task_group() as tg:
+        tg.start_soon(person)
+        async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(10):
+                result = await client.call_tool("book")
+    assert result.text == "3 on 2026-12-24 for ada@example.com, ['vegan'], patio=True"
+    first, invalid, sent, after = pages
+    assert links[0].startswith("http://127.0.0.1:") and len(links[0].rsplit("/", 1)[-1]) >= 32
+    assert first.status_code == 200
+    assert "default-src 'none'" in first.headers["content-security-policy"]
+    text = first.text
+    assert "Booking Desk 1.0 asks:" in text and "Book a table?" in text
+    assert 'type=number step="1" min="1" max="12"' in text and 'type="email"' in text and 'type="date"' in text
+    assert "Party size <span class=req>(required)</span>" in text
+    assert 'type=checkbox name="diet" value="halal"' in text and "choose 0 to 2" in text
+    assert invalid.status_code == 422 and "Please check" in invalid.text and 'value="40"' in invalid.text
+    assert sent.status_code == 200 and "sent" in sent.text
+    assert after.status_code == 404  # answered: the page is gone
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_decline_and_cancel_from_the_page(anyio_backend: str, action: str) -> None:
+    links: list[str] = []
+
+    async def person() -> None:
+        while not links:
+            await anyio.sleep(0.01)
+        async with httpx2.AsyncClient() as browser:
+            await browser.post(links[0], data={"_action": action})
+
+    def cannot_open(url: str) -> bool:
+        links.append(url)
+        return False
+
+    shown: list[str] = []
+    async with (
+        BrowserHandler(open_url=cannot_open, write=shown.append) as handler,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(person)
+        async with connected(server, elicitation=handler, protocol="2026-07-28") as client:
+            with anyio.fail_after(10):
+                assert (await client.call_tool("book")).text == action
+    assert shown == [f"Booking Desk 1.0 asks a question: open {links[0]}"]  # the opener failed: the link is printed
+
+
+async def test_unknown_tokens_are_not_found(anyio_backend: str) -> None:
+    async with (
+        BrowserHandler(open_url=lambda url: True, write=lambda text: None) as handler,
+        httpx2.AsyncClient() as browser,
+    ):
+        assert (await browser.get(f"{handler.base}/form/guess")).status_code == 404
+        assert (await browser.get(f"{handler.base}/")).status_code == 404
