@@ -54,7 +54,7 @@ from ..types import (
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
 from ._http import SESSION_EXPIRED
-from ._url import UrlElicitationRequest, url_warnings
+from ._url import UrlElicitationRequest
 
 logger = logging.getLogger("elicitor.client")
 
@@ -516,7 +516,7 @@ class Client:
         """
         data = error.data if isinstance(error.data, dict) else {}
         listed = data.get("elicitations")
-        if not isinstance(listed, list) or not listed or self._handler is None or "url" not in self.elicitation_modes:
+        if not isinstance(listed, list) or not listed:
             raise error
         for params in listed:
             if not isinstance(params, dict) or params.get("mode") != "url":
@@ -525,14 +525,17 @@ class Client:
             if elicitation_id in seen:
                 raise TooManyRounds(f"the server asked again for URL elicitation {elicitation_id} (a loop)") from error
             seen.add(elicitation_id)
-            message = params.get("message")
-            answer = await self._answer_url(self._handler, message if isinstance(message, str) else "", params)
+            try:
+                answer = await self._answer_elicitation(params)  # the same checks as a URL request mid-call
+            except JSONRPCError:
+                raise error from None  # this client cannot take it: the caller gets the server's error
             if answer["action"] != "accept":
                 raise error  # the person declined or cancelled: the call cannot go on
-            await self._wait_done(elicitation_id, params)
+            await self._wait_done(UrlElicitationRequest.from_params(params, self.server_info))
 
-    async def _wait_done(self, elicitation_id: str, params: JSONObject) -> None:
+    async def _wait_done(self, request: UrlElicitationRequest) -> None:
         """Until the server says the interaction is complete, or the person says so (if the handler can ask)."""
+        elicitation_id = str(request.elicitation_id)
         if self._url_pending.setdefault(elicitation_id, anyio.Event()).is_set():
             self._forget_url(elicitation_id)
             return
@@ -545,10 +548,6 @@ class Client:
 
             async def person() -> None:
                 assert wait_done is not None
-                request = UrlElicitationRequest(
-                    message=str(params.get("message", "")), url=str(params.get("url")), server=self.server_info,
-                    elicitation_id=elicitation_id,
-                )  # fmt: skip
                 await wait_done(request)
                 tg.cancel_scope.cancel()
 
@@ -571,12 +570,7 @@ class Client:
             if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:
                 # 2026-07-28 has no completion notification: retry once the person says they are done, so
                 # the server sees the finished interaction instead of asking again at once.
-                message, url = params.get("message"), params.get("url")
-                await wait_done(
-                    UrlElicitationRequest(
-                        message=message if isinstance(message, str) else "", url=str(url), server=self.server_info
-                    )
-                )
+                await wait_done(UrlElicitationRequest.from_params(params, self.server_info))
             return answer
         if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
             return await self._answer_other(method, params)
@@ -616,7 +610,7 @@ class Client:
         if not isinstance(message, str):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
         if mode == "url":
-            return await self._answer_url(handler, message, params)
+            return await self._answer_url(handler, params)
         try:
             form = Form.from_schema(_dict(params.get("requestedSchema")), check_secrets=False)
         except FormDefinitionError as exc:
@@ -624,19 +618,13 @@ class Client:
         request = ElicitationRequest(message=message, form=form, server=self.server_info)
         return outcome_to_wire(await self._ask_until_valid(handler, request))
 
-    async def _answer_url(self, handler: ElicitationHandler, message: str, params: JSONObject) -> JSONObject:
+    async def _answer_url(self, handler: ElicitationHandler, params: JSONObject) -> JSONObject:
         """A URL-mode request: check it, show it to the person, remember its id while the interaction runs."""
-        url = params.get("url")
-        elicitation_id = params.get("elicitationId")
-        if not isinstance(url, str) or not url:
+        request = UrlElicitationRequest.from_params(params, self.server_info)
+        if not request.url:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs a url")
-        if not self.modern and not isinstance(elicitation_id, str):
+        if not self.modern and request.elicitation_id is None:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs an elicitationId")
-        request = UrlElicitationRequest(
-            message=message, url=url, server=self.server_info,
-            elicitation_id=elicitation_id if isinstance(elicitation_id, str) else None,
-            warnings=tuple(url_warnings(url)),
-        )  # fmt: skip
         url_handler = getattr(handler, "url", None)
         if url_handler is None:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this client's handler does not take URL-mode requests")

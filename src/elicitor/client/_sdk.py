@@ -23,7 +23,7 @@ from ..protocol import parse_implementation
 from ..types import INVALID_PARAMS, Implementation
 from ._client import ask_until_valid
 from ._handlers import ElicitationHandler, ElicitationRequest
-from ._url import UrlElicitationRequest, url_warnings
+from ._url import UrlElicitationRequest
 
 
 class SdkCallback(Protocol):
@@ -48,11 +48,7 @@ def sdk_elicitation_callback(handler: ElicitationHandler) -> SdkCallback:
             url_handler = getattr(handler, "url", None)
             if url_handler is None:
                 return types.ErrorData(code=INVALID_PARAMS, message="Invalid params: URL mode is not supported here")
-            url = str(raw.get("url", ""))
-            request = UrlElicitationRequest(
-                message=message, url=url, server=server, elicitation_id=raw.get("elicitationId"),
-                warnings=tuple(url_warnings(url)),
-            )  # fmt: skip
+            request = UrlElicitationRequest.from_params(raw, server)
             return types.ElicitResult(action=(await url_handler(request)).action)
         try:
             form = Form.from_schema(raw.get("requestedSchema") or {}, check_secrets=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..types import Implementation
@@ -62,6 +62,17 @@ class UrlElicitationRequest:
     elicitation_id: str | None = None
     warnings: tuple[str, ...] = field(default=())
     mode: Literal["url"] = "url"
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any], server: Implementation | None) -> UrlElicitationRequest:
+        """The request as a handler sees it, from ``elicitation/create`` params (warnings worked out here)."""
+        message, url, elicitation_id = params.get("message"), params.get("url"), params.get("elicitationId")
+        url = url if isinstance(url, str) else ""
+        return cls(
+            message=message if isinstance(message, str) else "", url=url, server=server,
+            elicitation_id=elicitation_id if isinstance(elicitation_id, str) else None,
+            warnings=tuple(url_warnings(url)),
+        )  # fmt: skip
 
     @property
     def host(self) -> str:

@@ -146,14 +146,7 @@ class Context:
         base = key or _url_key(message, url)
         elicitation = await self._register_url(message, url, base)
         raw = await self._asker.ask("elicitation/create", self._url_params(elicitation), self._key(base))
-        action = raw.get("action")
-        if action == "accept":
-            return Accepted(None)
-        if action == "decline":
-            return Declined()
-        if action == "cancel":
-            return Cancelled()
-        raise InvalidAnswer([FieldError(None, f"the client answered with an unknown action {action!r}")])
+        return _outcome(None, raw)
 
     async def url_elicitation(self, message: str, url: str, *, key: str | None = None) -> UrlElicitation:
         """Register a URL-mode elicitation bound to this client and user, without asking yet.
@@ -362,9 +355,18 @@ def _url_key(message: str, url: str) -> str:
     return "url-" + hashlib.sha256(_canonical([message, url])).hexdigest()[:16]
 
 
-def _outcome(form: Form[T], raw: JSONObject) -> Outcome[T]:
+@overload
+def _outcome(form: Form[T], raw: JSONObject) -> Outcome[T]: ...
+@overload
+def _outcome(form: None, raw: JSONObject) -> Outcome[None]: ...
+
+
+def _outcome(form: Form[T] | None, raw: JSONObject) -> Outcome[T] | Outcome[None]:
+    """An ElicitResult as an outcome: a form's answer parsed into its type; URL mode (no form) carries no data."""
     action = raw.get("action")
     if action == "accept":
+        if form is None:
+            return Accepted(None)
         content = raw.get("content")
         return Accepted(form.parse({} if content is None else content))
     if action == "decline":
