@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor import Client, Server
+from elicitor import Client, Server, TerminalHandler
 from elicitor.transports import memory_pair
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,3 +62,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def scripted_terminal(lines: list[str], **options: Any) -> tuple[TerminalHandler, list[str]]:
+    """A TerminalHandler fed ``lines`` (EOF after them) that records every prompt and every line it shows."""
+    shown: list[str] = []
+    feed = iter(lines)
+
+    def read(prompt: str) -> str:
+        shown.append(prompt)
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    return TerminalHandler(read_line=read, write=shown.append, **options), shown

@@ -24,13 +24,12 @@ from elicitor import (
     JSONRPCError,
     ScriptedHandler,
     Server,
-    TerminalHandler,
 )
 from elicitor.protocol import NotificationReceived, RequestReceived
 from elicitor.session import Session, open_session
 from elicitor.transports import memory_pair
 
-from .conftest import REVISIONS, ROOT, connected
+from .conftest import REVISIONS, ROOT, connected, scripted_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -167,20 +166,6 @@ async def test_client_without_handler_declares_nothing_and_refuses(anyio_backend
         assert info.value.code == -32602
 
 
-def terminal(lines: list[str]) -> tuple[TerminalHandler, list[str]]:
-    shown: list[str] = []
-    feed = iter(lines)
-
-    def read(prompt: str) -> str:
-        shown.append(prompt)
-        try:
-            return next(feed)
-        except StopIteration:
-            raise EOFError from None
-
-    return TerminalHandler(read_line=read, write=shown.append), shown
-
-
 FORM = Form.from_schema(
     {
         "type": "object",
@@ -204,7 +189,7 @@ def request(**kwargs: Any) -> ElicitationRequest:
 
 
 async def test_terminal_handler_fills_every_kind_with_validation_and_review(anyio_backend: str) -> None:
-    handler, shown = terminal(
+    handler, shown = scripted_terminal(
         # answer now; party: 20 (too many) then Enter keeps the default 2; seat: 9 (invalid) then 2;
         # diet: "1,2"; email: "nope" then valid; ok: Enter keeps yes; review: edit 1 -> 4, then submit.
         ["", "20", "", "9", "2", "1,2", "nope", "a@b.co", "", "1", "4", ""]
@@ -222,12 +207,12 @@ async def test_terminal_handler_fills_every_kind_with_validation_and_review(anyi
 
 @pytest.mark.parametrize(("lines", "action"), [(["d"], "decline"), (["c"], "cancel"), ([], "cancel")])
 async def test_terminal_handler_decline_cancel_and_eof(anyio_backend: str, lines: list[str], action: str) -> None:
-    handler, _ = terminal(lines)
+    handler, _ = scripted_terminal(lines)
     assert (await handler(request())).action == action
 
 
 async def test_terminal_handler_decline_at_review(anyio_backend: str) -> None:
-    handler, _ = terminal(["", "", "1", "", "a@b.co", "", "d"])
+    handler, _ = scripted_terminal(["", "", "1", "", "a@b.co", "", "d"])
     assert await handler(request()) == Declined()
 
 

@@ -28,7 +28,7 @@ from elicitor.client import url_warnings
 from elicitor.server import check_url
 from elicitor.transports import memory_pair
 
-from .conftest import connected
+from .conftest import connected, scripted_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -230,22 +230,15 @@ def test_plain_https_urls_raise_no_warning() -> None:
 
 
 def terminal_person(lines: list[str]) -> tuple[TerminalHandler, list[str], list[str]]:
-    shown: list[str] = []
+    """A scripted terminal whose browser opener records what it was asked to open."""
     opened: list[str] = []
-    feed = iter(lines)
-
-    def read(prompt: str) -> str:
-        shown.append(prompt)
-        try:
-            return next(feed)
-        except StopIteration:
-            raise EOFError from None
 
     def open_url(url: str) -> bool:
         opened.append(url)
         return True
 
-    return TerminalHandler(read_line=read, write=shown.append, open_url=open_url), shown, opened
+    handler, shown = scripted_terminal(lines, open_url=open_url)
+    return handler, shown, opened
 
 
 SUSPICIOUS = UrlElicitationRequest(
