@@ -129,7 +129,7 @@ class CalendarPages:
         if method == "POST" and form.get("signin"):
             name = form["signin"].strip()[:64].replace(".", "_") or "guest"
             cookie = f"calendar_user={self._cookie(name)}; Path=/; HttpOnly; SameSite=Strict"
-            return await send_redirect(send, path, cookie)
+            return await _redirect(send, path, cookie)
         if user is None:
             guess = html.escape(getpass.getuser())
             return await _page(send, 200, "Example Calendar: sign in", (
@@ -168,7 +168,7 @@ async def _page(send: Any, status: int, title: str, body: str) -> None:
     await send({"type": "http.response.body", "body": text})
 
 
-async def send_redirect(send: Any, location: str, cookie: str) -> None:
+async def _redirect(send: Any, location: str, cookie: str) -> None:
     headers = [(b"location", location.encode()), (b"set-cookie", cookie.encode()), (b"content-length", b"0")]
     await send({"type": "http.response.start", "status": 303, "headers": headers})
     await send({"type": "http.response.body", "body": b""})

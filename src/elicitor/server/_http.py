@@ -124,8 +124,10 @@ class _Stream:
 class _HttpSession:
     """A handshake-era session: the :class:`Transport` a :class:`ServerSession` runs over, fed by HTTP requests."""
 
-    def __init__(self, session_id: str, events: EventStore) -> None:
+    def __init__(self, session_id: str, events: EventStore, principal: str | None = None) -> None:
         self.id = session_id
+        self.principal = principal
+        """The user who created the session; only their requests find it."""
         self.events = events
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes](256)
         self.streams: dict[RequestId, _Stream] = {}
@@ -133,7 +135,6 @@ class _HttpSession:
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
         self.last_seen = time.monotonic()
-        self.principal: str | None = None
 
     def idle_for(self, now: float) -> float:
         """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
@@ -441,8 +442,7 @@ class HttpApp:
             )
         if len(self._sessions) >= self._max_sessions:
             return None
-        session = _HttpSession(secrets.token_urlsafe(32), self._events)
-        session.principal = principal
+        session = _HttpSession(secrets.token_urlsafe(32), self._events, principal)
         self._sessions.add(session.id, session)
 
         async def run() -> None:
