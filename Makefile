@@ -4,7 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit node-peers conformance bench clean
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test lint typecheck unit node-peers system-deps conformance bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -25,8 +27,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP) node-peers
+unit: $(STAMP) node-peers system-deps
 	$(BIN)/pytest
+
+# Debian's chromium (the browser UI tests drive it with Playwright) and tmux (the real-terminal test), if missing.
+system-deps:
+	@command -v chromium >/dev/null && command -v tmux >/dev/null || { \
+	  $(SUDO) apt-get install -y -q chromium tmux >/dev/null 2>&1 || \
+	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium tmux >/dev/null; }; }
 
 # Node 22, the conformance harness and the TypeScript SDK (a test peer), from npm into .cache/ on first use.
 node-peers: $(STAMP)

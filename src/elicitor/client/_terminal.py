@@ -1,4 +1,6 @@
-"""A plain terminal handler: one question per field, then a review step. Works over any dumb terminal or pipe.
+"""The terminal handler: a full-screen form on a terminal (see ``_screen``), one question per line elsewhere.
+
+The line-based mode asks one question per field, then shows a review step; it works over any dumb terminal or pipe.
 
 The person always sees which server asks, can decline or cancel at the first prompt and at the review, and
 reviews every answer before it is sent (the spec's client MUSTs). Each field is checked as it is typed, with the
@@ -10,6 +12,7 @@ warning; nothing is fetched; the browser opens only after the person types an ex
 
 from __future__ import annotations
 
+import os
 import select
 import sys
 import threading
@@ -19,11 +22,15 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+from prompt_toolkit.input import Input
+from prompt_toolkit.output import Output
 
 from .._outcomes import Accepted, Cancelled, Declined
-from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
+from ..forms import BooleanField, EnumField, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
+from ._present import hint, parse_text, show
+from ._screen import FormScreen, Terminal, UrlScreen, WaitScreen, run_screen
 from ._url import UrlElicitationRequest
 
 
@@ -40,6 +47,11 @@ class TerminalHandler:
         open_url: opens a URL the person agreed to open, returning whether it could (default: the system
             browser, :func:`webbrowser.open`). Never called without consent.
         url_mode: offer URL mode to servers (default ``True``).
+        screen: ``True`` for the full-screen form (prompt_toolkit), ``False`` for one question per line. By default
+            the full screen is used when stdin and stderr are both a terminal (and ``TERM`` is not ``dumb``) and
+            neither ``read_line`` nor ``write`` is given; pipes and dumb terminals get lines.
+        input, output: prompt_toolkit input and output for the full screen (default: this process's terminal,
+            drawn on stderr); giving either selects the full screen. Tests pass a pipe input here.
     """
 
     def __init__(
@@ -49,7 +61,13 @@ class TerminalHandler:
         *,
         open_url: Callable[[str], bool] | None = None,
         url_mode: bool = True,
+        screen: bool | None = None,
+        input: Input | None = None,
+        output: Output | None = None,
     ) -> None:
+        if screen is None:
+            screen = input is not None or output is not None or (read_line is None and write is None and _is_tty())
+        self._screen = Terminal(input, output) if screen else None
         self._one_at_a_time = anyio.Lock()
         self._waiting = 0
         self._read = read_line or _read_stdin
@@ -62,7 +80,12 @@ class TerminalHandler:
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         """Show a URL-mode request; open the URL only if the person says yes (accept means they consented)."""
         async with self._one_at_a_time:
-            return await anyio.to_thread.run_sync(self._ask_url, request)
+            if self._screen is None:
+                return await anyio.to_thread.run_sync(self._ask_url, request)
+            outcome = await run_screen(UrlScreen(request, self._screen).app, Cancelled())
+            if isinstance(outcome, Accepted):
+                self._open_consented(request.url)
+            return outcome
 
     async def wait_done(self, request: UrlElicitationRequest) -> None:
         """Return when the person presses Enter to say they have finished in the browser.
@@ -71,6 +94,9 @@ class TerminalHandler:
         reader polls, so a cancelled wait leaves no thread behind to swallow the next answer.
         """
         async with self._one_at_a_time:
+            if self._screen is not None:
+                await run_screen(WaitScreen(request, self._screen, None).app, None)
+                return
             self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
             if self._custom_reader:
                 await anyio.to_thread.run_sync(self._read, "", abandon_on_cancel=True)
@@ -108,12 +134,15 @@ class TerminalHandler:
         except (_Cancel, EOFError, KeyboardInterrupt):
             w("Cancelled.")
             return Cancelled()
-        try:
-            opened = self._open(request.url)
-        except Exception:  # a broken opener must not lose the person's consent
-            opened = False
+        opened = self._open_consented(request.url)
         w("Opened in your browser." if opened else "Could not open a browser: copy the URL above into one.")
         return Accepted(None)
+
+    def _open_consented(self, url: str) -> bool:
+        try:
+            return bool(self._open(url))
+        except Exception:  # a broken opener must not lose the person's consent
+            return False
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         self._waiting += 1
@@ -122,6 +151,9 @@ class TerminalHandler:
             async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
                 self._waiting -= 1
                 queued = False
+                if self._screen is not None:
+                    screen = FormScreen(request, self._screen, lambda: self._waiting)
+                    return await run_screen(screen.app, Cancelled())
                 return await anyio.to_thread.run_sync(self._ask, request)
         finally:
             if queued:  # cancelled while still in the queue
@@ -163,7 +195,7 @@ class TerminalHandler:
             w("")
             w("Review:")
             for i, f in enumerate(fields, 1):
-                w(f"  {i}. {f.label}: {_show(f, values.get(f.name))}")
+                w(f"  {i}. {f.label}: {show(f, values.get(f.name))}")
             choice = self._line("[Enter] submit, a number to edit, d = decline, c = cancel: ").lower()
             if choice == "":
                 return Accepted({k: v for k, v in values.items() if v is not None})
@@ -192,7 +224,7 @@ class TerminalHandler:
                 w(f"   {i}) {option.label}")
         current = values.get(f.name)
         while True:
-            shown = f" [{_show(f, current)}]" if current is not None else ""
+            shown = f" [{show(f, current)}]" if current is not None else ""
             text = self._line(f"> {shown} ".replace(">  ", "> "))
             if text == "":
                 if current is not None or not f.required:
@@ -203,10 +235,17 @@ class TerminalHandler:
                 values.pop(f.name, None)
                 return
             try:
-                values[f.name] = f.check(_parse(f, text))
+                values[f.name] = parse_text(f, text)
                 return
             except Problem as exc:
                 w(f"  {exc}")
+
+
+def _is_tty() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
+    except (AttributeError, ValueError):  # replaced or closed streams
+        return False
 
 
 def _wait_for_enter(stop: threading.Event) -> None:
@@ -230,76 +269,14 @@ def _read_stdin(prompt: str) -> str:
     return line.rstrip("\n")
 
 
-def _parse(f: FormField, text: str) -> Any:
-    if isinstance(f, BooleanField):
-        lowered = text.lower()
-        if lowered in ("y", "yes", "true", "1"):
-            return True
-        if lowered in ("n", "no", "false", "0"):
-            return False
-        raise Problem("answer y or n")
-    if isinstance(f, NumberField):
-        try:
-            return int(text) if f.integer else float(text)
-        except ValueError:
-            raise Problem("expected a whole number" if f.integer else "expected a number") from None
-    if isinstance(f, EnumField):
-        return _pick(f.options, text)
-    if isinstance(f, MultiEnumField):
-        return [_pick(f.options, part.strip()) for part in text.split(",") if part.strip()]
-    return text
-
-
-def _pick(options: tuple[Any, ...], text: str) -> str:
-    if text.isdigit() and 1 <= int(text) <= len(options):
-        return str(options[int(text) - 1].value)
-    for option in options:
-        if text in (option.value, option.title):
-            return str(option.value)
-    raise Problem("pick one of the numbers shown")
-
-
 def _hint(f: FormField) -> str:
-    parts: list[str] = []
-    if isinstance(f, StringField):
-        if f.format:
-            parts.append(
-                {
-                    "email": "an email address",
-                    "uri": "a URL",
-                    "date": "a date, YYYY-MM-DD",
-                    "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ",
-                }[f.format]
-            )
-        if f.min_length is not None or f.max_length is not None:
-            parts.append(f"{f.min_length or 0}–{f.max_length if f.max_length is not None else '∞'} characters")
-    elif isinstance(f, NumberField):
-        parts.append("a whole number" if f.integer else "a number")
-        if f.minimum is not None or f.maximum is not None:
-            low = "" if f.minimum is None else f"{f.minimum:g}"
-            high = "" if f.maximum is None else f"{f.maximum:g}"
-            parts.append(f"from {low or '−∞'} to {high or '∞'}")
-    elif isinstance(f, BooleanField):
+    parts = hint(f)
+    if isinstance(f, BooleanField):
         parts.append("y or n")
     elif isinstance(f, EnumField):
         parts.append("type a number")
-    else:
-        parts.append("numbers separated by commas")
-        if f.min_items is not None or f.max_items is not None:
-            parts.append(f"choose {f.min_items or 0}–{f.max_items if f.max_items is not None else 'any'}")
+    elif isinstance(f, MultiEnumField):
+        parts.insert(0, "numbers separated by commas")
     if not f.required:
         parts.append("'-' to leave empty")
     return "; ".join(parts)
-
-
-def _show(f: FormField, value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(f, BooleanField):
-        return "yes" if value else "no"
-    if isinstance(f, EnumField):
-        return next((o.label for o in f.options if o.value == value), str(value))
-    if isinstance(f, MultiEnumField):
-        labels = {o.value: o.label for o in f.options}
-        return ", ".join(labels.get(v, v) for v in value) or "none"
-    return str(value)

@@ -1,0 +1,457 @@
+"""The full-screen terminal renderer (prompt_toolkit): the form, the review step and the URL consent screen.
+
+What a person sees for a form (client/elicitation "User Interaction Model": show which server asks, let the person
+review and edit before sending, offer decline and cancel):
+
+- a banner naming the server (title or name, version) and how many more questions wait their turn;
+- the message, then every field with its title, ``*`` when required, its description and a hint from the schema
+  (format, length, bounds, how many to choose); text and numbers as input lines, booleans as a checkbox,
+  single-select as radio buttons showing titles (the value is what is sent), multi-select as checkboxes;
+  defaults pre-filled;
+- live validation with the same validator the server uses (an error appears under a field as soon as what is
+  typed cannot fit; a missing required answer is pointed out when the person asks to review);
+- Review, then Submit or Edit; Decline and Cancel at every step; Esc cancels.
+
+URL mode (client/elicitation "Safe URL Handling"): the full URL with its host highlighted, every warning, and an
+Open button that is never focused first — a stray Enter cannot open anything.
+
+Each screen is a prompt_toolkit ``Application`` run in a worker thread (prompt_toolkit brings its own asyncio loop
+there, so this works under any anyio backend). When the request is cancelled (the server gave up, the connection
+closed), the application is told to exit and the terminal is handed back before the cancellation goes on.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+import anyio
+import anyio.to_thread
+from prompt_toolkit.application import Application
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.key_binding.bindings.focus import focus_next, focus_previous
+from prompt_toolkit.key_binding.key_processor import KeyPressEvent
+from prompt_toolkit.layout import (
+    AnyContainer,
+    ConditionalContainer,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    ScrollablePane,
+    VSplit,
+    Window,
+)
+from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.styles import Style
+from prompt_toolkit.widgets import Box, Button, Checkbox, CheckboxList, RadioList, TextArea
+
+from .._exceptions import InvalidAnswer
+from .._outcomes import Accepted, Cancelled, Declined
+from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField
+from ..forms._fields import Problem
+from ._handlers import ElicitationOutcome, ElicitationRequest
+from ._present import hint, parse_text, show
+from ._url import UrlElicitationRequest
+
+T = TypeVar("T")
+
+_STYLE = Style.from_dict(
+    {
+        "banner": "reverse bold",
+        "waiting": "italic",
+        "message": "bold",
+        "label": "bold",
+        "required": "fg:ansired bold",
+        "hint": "fg:ansibrightblack",
+        "error": "fg:ansired bold",
+        "warning": "fg:ansiyellow bold",
+        "input": "underline",
+        "host": "reverse bold underline",
+        "help": "reverse",
+        "button.focused": "reverse bold",
+    }
+)
+
+
+class Terminal:
+    """Where the screens run: prompt_toolkit input and output (default: the process's terminal, drawn on stderr)."""
+
+    def __init__(self, input: Input | None = None, output: Output | None = None) -> None:
+        self._input = input
+        self._output = output
+
+    def application(self, layout: Layout, bindings: KeyBindings) -> Application[Any]:
+        return Application(
+            layout=layout,
+            key_bindings=bindings,
+            style=_STYLE,
+            full_screen=True,
+            mouse_support=False,
+            refresh_interval=1.0,  # the queue count can change while a question is on screen
+            input=self._input or create_input(),
+            output=self._output or create_output(stdout=sys.stderr),
+        )
+
+
+async def run_screen(app: Application[T], on_cancel: T) -> T:
+    """Run ``app`` in a worker thread; if the caller is cancelled, make it exit and wait until it has."""
+    stop = threading.Event()
+    finished = threading.Event()
+
+    def run() -> T:
+        try:
+            return app.run(pre_run=lambda: _exit(app, on_cancel) if stop.is_set() else None, handle_sigint=False)
+        finally:
+            finished.set()
+
+    try:
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        stop.set()
+        loop = app.loop
+        if app.is_running and loop is not None:
+            loop.call_soon_threadsafe(_exit, app, on_cancel)
+        with anyio.CancelScope(shield=True):  # give the terminal back before anything else draws on it
+            await anyio.to_thread.run_sync(finished.wait, 5.0)
+        raise
+
+
+def _exit(app: Application[T], result: T) -> None:
+    """Exit with ``result`` unless the application already has one (a second press is ignored)."""
+    future = app.future
+    if app.is_running and future is not None and not future.done():
+        app.exit(result=result)
+
+
+def _bindings(on_escape: Callable[[KeyPressEvent], None]) -> KeyBindings:
+    kb = KeyBindings()
+    kb.add("tab")(focus_next)
+    kb.add("s-tab")(focus_previous)
+    in_text = Condition(lambda: _current_buffer_is_line())
+    kb.add("down", filter=in_text)(focus_next)
+    kb.add("up", filter=in_text)(focus_previous)
+    kb.add("escape", eager=True)(on_escape)
+    kb.add("c-c")(on_escape)
+    return kb
+
+
+def _current_buffer_is_line() -> bool:
+    from prompt_toolkit.application.current import get_app
+
+    return get_app().layout.current_buffer is not None
+
+
+def _banner(text: Callable[[], str]) -> Window:
+    return Window(FormattedTextControl(lambda: [("class:banner", f" {text()} ")]), height=1, style="class:banner")
+
+
+def _help(text: str) -> Window:
+    return Window(FormattedTextControl([("class:help", f" {text} ")]), height=1, style="class:help")
+
+
+def _lines(get: Callable[[], StyleAndTextTuples]) -> Window:
+    return Window(FormattedTextControl(get), dont_extend_height=True, wrap_lines=True)
+
+
+class _Row:
+    """One field on screen: its widget, how to read its value, and what is wrong with it right now."""
+
+    def __init__(self, f: FormField, value: Any, attempted: Callable[[], bool]) -> None:
+        self.field = f
+        self._attempted = attempted
+        self.forced_error = ""  # an error from the form's validator, until the value changes
+        self._forced_for: Any = None
+        self.text: TextArea | None = None
+        self.radio: RadioList[str | None] | None = None
+        self.checks: CheckboxList[str] | None = None
+        self.box: Checkbox | None = None
+        widget: AnyContainer
+        if isinstance(f, BooleanField):
+            self.box = Checkbox(text=f.label, checked=bool(value))
+            widget = self.box
+        elif isinstance(f, EnumField):
+            choices: list[tuple[str | None, str]] = [(o.value, o.label) for o in f.options]
+            if value is None:
+                choices.insert(0, (None, "(none)" if not f.required else "(not chosen)"))
+            self.radio = RadioList(choices, default=value, show_scrollbar=False)
+            widget = self.radio
+        elif isinstance(f, MultiEnumField):
+            self.checks = CheckboxList([(o.value, o.label) for o in f.options], default_values=list(value or []))
+            self.checks.show_scrollbar = False
+            widget = self.checks
+        else:
+            shown = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+            self.text = TextArea(
+                text=shown, multiline=False, height=1, style="class:input", prompt=[("class:hint", "› ")],
+                accept_handler=_next,
+            )  # fmt: skip
+            self.text.buffer.cursor_position = len(shown)  # typing adds to a default; Ctrl-U clears it
+            widget = self.text
+        self.focus_target: Any = widget
+        header: StyleAndTextTuples = [("class:label", f.label)]
+        if f.required:
+            header.append(("class:required", " *"))
+        parts: list[AnyContainer] = []
+        if not isinstance(f, BooleanField):
+            parts.append(Window(FormattedTextControl(header), height=1))
+        if f.description:
+            parts.append(_lines(lambda: [("class:hint", f.description or "")]))
+        parts.append(widget)
+        words = hint(f)
+        if isinstance(f, NumberField | EnumField | MultiEnumField) or words:
+            extra = {EnumField: "↑↓ then Space", MultiEnumField: "↑↓ then Space to tick"}.get(type(f))
+            words = [*words, extra] if extra else words
+        parts.append(_lines(self._status(" · ".join(words))))
+        self.container = HSplit([*parts, Window(height=1)])
+
+    def _status(self, words: str) -> Callable[[], StyleAndTextTuples]:
+        def status() -> StyleAndTextTuples:
+            error = self.error()
+            if error:
+                return [("class:error", f"✗ {error}")]
+            return [("class:hint", words)] if words else []
+
+        return status
+
+    def raw(self) -> Any:
+        """What the widget holds now (``None`` when nothing is chosen or typed)."""
+        if self.box is not None:
+            return self.box.checked
+        if self.radio is not None:
+            return self.radio.current_value
+        if self.checks is not None:
+            order = [o.value for o in self.field.options]  # type: ignore[union-attr]
+            return sorted(self.checks.current_values, key=order.index)
+        assert self.text is not None
+        text = self.text.text
+        return None if text.strip() == "" else text
+
+    def value(self) -> Any:
+        """The checked value, ``None`` when left empty; raises ``Problem`` when it cannot be sent."""
+        raw = self.raw()
+        if raw is None or (self.checks is not None and raw == [] and not self.field.required):
+            if self.field.required:
+                raise Problem("this field is required")
+            return None
+        if self.text is not None:
+            return parse_text(self.field, raw.strip() if isinstance(self.field, NumberField) else raw)
+        return self.field.check(raw)
+
+    def error(self) -> str:
+        raw = self.raw()
+        if self.forced_error and raw == self._forced_for:
+            return self.forced_error
+        if (raw is None or raw == []) and not self._attempted():
+            return ""  # an empty field is pointed out when the person asks to review, not while they start
+        try:
+            self.value()
+        except Problem as exc:
+            return str(exc)
+        return ""
+
+    def force(self, message: str) -> None:
+        self.forced_error, self._forced_for = message, self.raw()
+
+
+def _next(buffer: Any) -> bool:
+    from prompt_toolkit.application.current import get_app
+
+    get_app().layout.focus_next()
+    return True  # keep the text
+
+
+class FormScreen:
+    """The form and its review step for one request; ``app.run()`` returns the outcome."""
+
+    def __init__(self, request: ElicitationRequest, terminal: Terminal, waiting: Callable[[], int]) -> None:
+        self.request = request
+        self.reviewing = False
+        self.attempted = False
+        self.answer: dict[str, Any] = {}
+        self.summary = ""
+        form = request.form
+        values = dict(request.previous) if request.previous is not None else form.with_defaults({})
+        self.rows = [_Row(f, values.get(f.name), lambda: self.attempted) for f in form.fields]
+        for error in request.errors:
+            row = self._row(error.field)
+            if row is not None:
+                row.force(error.message)
+
+        def asks() -> str:
+            return f"{request.server_label} asks"
+
+        def queue() -> StyleAndTextTuples:
+            n = waiting()
+            return [("class:waiting", f"{n} more question{'s' if n != 1 else ''} waiting after this one")] if n else []
+
+        top: list[AnyContainer] = [_lines(queue), _lines(lambda: [("class:message", request.message)])]
+        if request.errors:
+            listed = "; ".join(str(e) for e in request.errors)
+            top.append(_lines(lambda: [("class:error", f"Your previous answer was not accepted: {listed}")]))
+        top.append(Window(height=1))
+
+        self.review_button = Button("Review", handler=self._review, width=10)
+        actions = VSplit(
+            [self.review_button, Button("Decline", handler=self._decline, width=11),
+             Button("Cancel", handler=self._cancel, width=10)],
+            padding=2,
+        )  # fmt: skip
+        form_body = HSplit(
+            [*top, *(r.container for r in self.rows), _lines(lambda: [("class:error", self.summary)]), actions]
+        )
+        self.submit_button = Button("Submit", handler=self._submit, width=10)
+        review_actions = VSplit(
+            [self.submit_button, Button("Edit", handler=self._edit, width=8),
+             Button("Decline", handler=self._decline, width=11), Button("Cancel", handler=self._cancel, width=10)],
+            padding=2,
+        )  # fmt: skip
+        review_body = HSplit(
+            [_lines(lambda: [("class:message", "Review your answer before it is sent")]), Window(height=1),
+             _lines(self._review_lines), Window(height=1), review_actions]
+        )  # fmt: skip
+        body = HSplit(
+            [
+                _banner(asks),
+                ConditionalContainer(
+                    ScrollablePane(Box(form_body, padding=0, padding_left=1).__pt_container__()),
+                    Condition(lambda: not self.reviewing),
+                ),
+                ConditionalContainer(
+                    ScrollablePane(Box(review_body, padding=0, padding_left=1).__pt_container__()),
+                    Condition(lambda: self.reviewing),
+                ),
+                _help("Tab / Shift-Tab move · Space ticks · Enter next or press · Esc cancel"),
+            ]
+        )
+        first = self.rows[0].focus_target if self.rows else self.review_button
+        self.app: Application[ElicitationOutcome] = terminal.application(
+            Layout(body, focused_element=first), _bindings(lambda event: self._cancel())
+        )
+
+    def _row(self, name: str | None) -> _Row | None:
+        return next((r for r in self.rows if r.field.name == name), None)
+
+    def _review_lines(self) -> StyleAndTextTuples:
+        out: StyleAndTextTuples = []
+        for row in self.rows:
+            f = row.field
+            out += [("class:label", f"{f.label}: "), ("", show(f, self.answer.get(f.name))), ("", "\n")]
+        return out
+
+    def _review(self) -> None:
+        self.attempted = True
+        values: dict[str, Any] = {}
+        bad: list[_Row] = []
+        for row in self.rows:
+            try:
+                value = row.value()
+            except Problem:
+                bad.append(row)
+                continue
+            if value is not None:
+                values[row.field.name] = value
+        if not bad:
+            try:
+                self.answer = self.request.form.validate(self.request.form.with_defaults(values))
+            except InvalidAnswer as exc:
+                for error in exc.errors:
+                    found = self._row(error.field)
+                    if found is not None:
+                        found.force(error.message)
+                        bad.append(found)
+                if not bad:
+                    self.summary = "; ".join(str(e) for e in exc.errors)
+                    return
+        if bad:
+            self.summary = f"Please fix {len(bad)} field{'s' if len(bad) > 1 else ''} marked ✗."
+            self.app.layout.focus(bad[0].focus_target)
+            return
+        self.summary = ""
+        self.reviewing = True
+        self.app.layout.focus(self.submit_button)
+
+    def _edit(self) -> None:
+        self.reviewing = False
+        self.app.layout.focus(self.rows[0].focus_target if self.rows else self.review_button)
+
+    def _submit(self) -> None:
+        _exit(self.app, Accepted(self.answer))
+
+    def _decline(self) -> None:
+        _exit(self.app, Declined())
+
+    def _cancel(self) -> None:
+        _exit(self.app, Cancelled())
+
+
+class UrlScreen:
+    """The URL-mode consent screen; ``app.run()`` returns ``Accepted(None)`` only when the person chose Open."""
+
+    def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
+        url, host = request.url, request.host
+        at = url.find(host) if host else -1
+        shown: StyleAndTextTuples = (
+            [("", url[:at]), ("class:host", host), ("", url[at + len(host) :])] if at >= 0 else [("", url)]
+        )
+        details: StyleAndTextTuples = [("class:label", "Host: "), ("class:host", host or "(none)"), ("", "\n")]
+        for warning in request.warnings:
+            details += [("class:warning", f"⚠ Careful: {warning}."), ("", "\n")]
+        details.append(("", "Nothing has been opened or fetched."))
+        self.url_window = Window(FormattedTextControl(shown, focusable=True), dont_extend_height=True, wrap_lines=True)
+        actions = VSplit(
+            [Button("Open in browser", handler=lambda: self._done(Accepted(None)), width=19),
+             Button("Decline", handler=lambda: self._done(Declined()), width=11),
+             Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)],
+            padding=2,
+        )  # fmt: skip
+        body = HSplit(
+            [
+                _banner(lambda: f"{request.server_label} asks you to open a web page"),
+                _lines(lambda: [("class:message", request.message)]),
+                Window(height=1),
+                _lines(lambda: [("class:label", "URL:")]),
+                self.url_window,
+                Window(height=1),
+                _lines(lambda: details),
+                Window(height=1),
+                actions,
+                Window(),
+                _help("Tab to a button · Enter presses it · Esc cancel"),
+            ]
+        )
+        self.app: Application[ElicitationOutcome] = terminal.application(
+            Layout(body, focused_element=self.url_window), _bindings(lambda event: self._done(Cancelled()))
+        )
+
+    def _done(self, outcome: ElicitationOutcome) -> None:
+        _exit(self.app, outcome)
+
+
+class WaitScreen(Generic[T]):
+    """While the person works in the browser: returns when they say they are done (Enter or Esc)."""
+
+    def __init__(self, request: UrlElicitationRequest, terminal: Terminal, done: T) -> None:
+        button = Button("I'm done", handler=lambda: self._done(done), width=12)
+        body = HSplit(
+            [
+                _banner(lambda: f"{request.server_label}: finish in your browser"),
+                _lines(lambda: [("", "Waiting for the server to see that you have finished.")]),
+                _lines(lambda: [("class:hint", f"If no browser opened, open this yourself: {request.url}")]),
+                Window(height=1),
+                button,
+                Window(),
+                _help("Enter or Esc when you have finished"),
+            ]
+        )
+        self._value = done
+        self.app: Application[T] = terminal.application(
+            Layout(body, focused_element=button), _bindings(lambda event: self._done(done))
+        )
+
+    def _done(self, value: T) -> None:
+        _exit(self.app, value)

@@ -1,0 +1,378 @@
+"""The full-screen terminal renderer: headless through prompt_toolkit's pipe input, and once for real in tmux."""
+
+from __future__ import annotations
+
+import getpass
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from prompt_toolkit.data_structures import Size
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output.vt100 import Vt100_Output
+
+from elicitor import Accepted, Cancelled, Declined, FieldError, Form, TerminalHandler
+from elicitor.client import ElicitationRequest, UrlElicitationRequest
+from elicitor.types import Implementation
+
+from .conftest import ROOT
+
+SERVER = Implementation(name="hotel", version="2.1", title="Grand Hotel")
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Your name", "minLength": 2},
+        "email": {"type": "string", "format": "email", "title": "Email"},
+        "guests": {"type": "integer", "minimum": 1, "maximum": 10, "title": "Guests", "default": 2},
+        "news": {"type": "boolean", "title": "Newsletter", "default": False},
+        "room": {
+            "type": "string",
+            "title": "Room",
+            "oneOf": [{"const": "s", "title": "Single"}, {"const": "d", "title": "Double"}],
+        },
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "items": {"anyOf": [{"const": "b", "title": "Breakfast"}, {"const": "p", "title": "Parking"}]},
+            "maxItems": 1,
+        },
+        "arrival": {"type": "string", "format": "date", "title": "Arrival"},
+        "note": {"type": "string", "title": "Note", "description": "Anything the desk should know"},
+    },
+    "required": ["name", "email", "guests", "room", "arrival"],
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the screens run in a worker thread either way; the first test below runs on both backends
+
+
+TAB, SHIFT_TAB, DOWN, ESC, ENTER = "\t", "\x1b[Z", "\x1b[B", "\x1b", "\r"
+
+
+class Screen:
+    """A pipe-fed terminal of 100x60 whose drawing is kept, readable as plain text."""
+
+    def __init__(self, pipe: PipeInput) -> None:
+        self.pipe = pipe
+        self.buffer = io.StringIO()
+        self.output = Vt100_Output(self.buffer, lambda: Size(rows=60, columns=100), term="xterm")
+
+    def text(self) -> str:
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]", "", self.buffer.getvalue())
+
+    async def type(self, *keys: str, settle: float = 0.15) -> None:
+        for key in keys:
+            self.pipe.send_text(key)
+            await anyio.sleep(0.03)
+        await anyio.sleep(settle)
+
+    async def shows(self, text: str) -> None:
+        with anyio.move_on_after(5):
+            while text not in self.text():
+                await anyio.sleep(0.05)
+            return
+        raise AssertionError(f"{text!r} never appeared; the screen drew:\n{self.text()[-2500:]}")
+
+
+@asynccontextmanager
+async def screen_handler(**options: Any) -> AsyncIterator[tuple[TerminalHandler, Screen]]:
+    with create_pipe_input() as pipe:
+        screen = Screen(pipe)
+        yield TerminalHandler(input=pipe, output=screen.output, **options), screen
+
+
+def request(**overrides: Any) -> ElicitationRequest:
+    return ElicitationRequest(
+        overrides.pop("message", "Book a room"), Form.from_schema(overrides.pop("schema", SCHEMA)), SERVER, **overrides
+    )
+
+
+async def answer(handler: TerminalHandler, req: Any, drive: Any) -> Any:
+    """Run the handler on ``req`` while ``drive()`` types; return the handler's outcome."""
+    result: list[Any] = []
+
+    async def ask() -> None:
+        result.append(await (handler.url(req) if isinstance(req, UrlElicitationRequest) else handler(req)))
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            await drive()
+    return result[0]
+
+
+FILL = ["Ada", TAB, "ada@example.com", TAB, TAB, " ", TAB, DOWN, DOWN, " ", TAB, DOWN, " ", TAB, "2026-12-24", TAB]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+async def test_every_field_kind_is_filled_reviewed_and_sent() -> None:
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Grand Hotel 2.1 asks")
+            await screen.type(*FILL, TAB, ENTER)  # past the optional note, onto Review
+            await screen.shows("Review your answer before it is sent")
+            text = screen.text()
+            assert "Room: Double" in text and "Extras: Parking" in text and "Newsletter: yes" in text
+            await screen.type(ENTER)  # Submit
+
+        outcome = await answer(handler, request(), drive)
+    assert outcome == Accepted(
+        {"name": "Ada", "email": "ada@example.com", "guests": 2, "news": True, "room": "d", "extras": ["p"],
+         "arrival": "2026-12-24"}
+    )  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_the_screen_names_the_server_marks_required_fields_and_hints_from_the_schema() -> None:
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Grand Hotel 2.1 asks")
+            text = screen.text()
+            assert "Book a room" in text
+            assert "Your name *" in text and "Note" in text and "Note *" not in text
+            assert "an email address" in text and "a whole number · from 1 to 10" in text
+            assert "a date, YYYY-MM-DD" in text and "choose 0–1" in text
+            assert "Anything the desk should know" in text
+            assert "(not chosen)" in text and "Single" in text and "Double" in text  # titles, not "s"/"d"
+            assert "Esc cancel" in text
+            await screen.type(ESC)
+
+        assert await answer(handler, request(), drive) == Cancelled()
+
+
+@pytest.mark.anyio
+async def test_live_validation_shows_errors_and_review_refuses_until_they_are_fixed() -> None:
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("asks")
+            await screen.type("A", TAB, "not-an-email", TAB, "\x7f99")
+            await screen.shows("✗ must be at least 2 characters")
+            await screen.shows("✗ expected an email address")
+            await screen.shows("✗ must be at most 10")
+            await screen.type(TAB * 6, ENTER)  # Review
+            await screen.shows("Please fix 5 fields marked ✗.")  # name, email, guests, room, arrival
+            await screen.shows("✗ this field is required")
+            assert "Review your answer" not in screen.text()
+            await screen.type("da", TAB, "\x15ada@example.com", TAB, "\x153", TAB, TAB)  # focus is back on the name
+            await screen.type(DOWN, " ", TAB, TAB, "2026-01-02", TAB, TAB, ENTER)
+            await screen.shows("Review your answer before it is sent")
+            await screen.type(TAB, ENTER)  # Edit
+            await screen.type(TAB * 8, ENTER)  # back on Review
+            await screen.shows("Guests: 3")
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, request(), drive)
+    assert isinstance(outcome, Accepted)
+    assert outcome.data == {"name": "Ada", "email": "ada@example.com", "guests": 3, "news": False, "room": "s",
+                            "arrival": "2026-01-02"}  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_decline_and_cancel_from_the_form_and_from_the_review() -> None:
+    async with screen_handler() as (handler, screen):
+
+        async def decline_at_once() -> None:
+            await screen.shows("asks")
+            await screen.type(SHIFT_TAB, SHIFT_TAB, ENTER)  # from the first field back round to Decline
+
+        assert await answer(handler, request(), decline_at_once) == Declined()
+
+    async with screen_handler() as (handler, screen):
+
+        async def cancel_at_review() -> None:
+            await screen.shows("asks")
+            await screen.type(*FILL, TAB, ENTER)
+            await screen.shows("Review your answer")
+            await screen.type(TAB, TAB, TAB, ENTER)  # Submit, Edit, Decline, Cancel
+
+        assert await answer(handler, request(), cancel_at_review) == Cancelled()
+
+
+@pytest.mark.anyio
+async def test_a_retry_shows_the_previous_errors_and_prefills_the_previous_answer() -> None:
+    previous = {"name": "Ada", "email": "ada@example.com", "guests": 4, "room": "d", "arrival": "2026-02-03"}
+    retry = request(previous=previous, errors=(FieldError("guests", "the desk refused this"),))
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Your previous answer was not accepted: guests: the desk refused this")
+            await screen.shows("✗ the desk refused this")
+            await screen.type(TAB, TAB, "\x7f5", TAB * 6, ENTER)
+            await screen.shows("Guests: 5")
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, retry, drive)
+    assert outcome == Accepted({**previous, "guests": 5, "news": False})
+
+
+@pytest.mark.anyio
+async def test_the_queue_is_visible_and_requests_are_answered_one_at_a_time() -> None:
+    confirm = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}, "required": ["ok"]}
+    async with screen_handler() as (handler, screen):
+        outcomes: list[Any] = []
+
+        async def ask(message: str) -> None:
+            outcomes.append((message, await handler(request(message=message, schema=confirm))))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "first")
+                await screen.shows("first")
+                tg.start_soon(ask, "second")
+                await screen.shows("1 more question waiting after this one")
+                await screen.type(" ", TAB, ENTER)
+                await screen.shows("Review your answer")
+                await screen.type(ENTER)
+                await screen.shows("second")
+                await screen.type(ESC)
+    assert outcomes == [("first", Accepted({"ok": True})), ("second", Cancelled())]
+
+
+@pytest.mark.anyio
+async def test_a_cancelled_request_gives_the_terminal_back() -> None:
+    async with screen_handler() as (handler, screen):
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(handler, request())
+                await screen.shows("asks")
+                tg.cancel_scope.cancel()  # the server gave up, say
+        confirm = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}}
+
+        async def drive() -> None:
+            await screen.shows("OK")
+            await screen.type(TAB, ENTER, ENTER)
+
+        assert await answer(handler, request(schema=confirm), drive) == Accepted({"ok": False})
+
+
+@pytest.mark.anyio
+async def test_url_consent_shows_the_full_url_and_host_and_opens_only_on_open() -> None:
+    opened: list[str] = []
+
+    def open_url(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    url = "http://user@xn--pple-43d.com:8080/consent?x=1"
+    req = UrlElicitationRequest.from_params({"message": "Sign in to continue", "url": url}, SERVER)
+    async with screen_handler(open_url=open_url) as (handler, screen):
+
+        async def stray_enter_then_decline() -> None:
+            await screen.shows("Grand Hotel 2.1 asks you to open a web page")
+            text = screen.text()
+            assert url in text and "Host: xn--pple-43d.com" in text
+            assert "Punycode" in text and "user name or password" in text and "not encrypted" in text
+            assert "unusual port (8080)" in text and "Nothing has been opened or fetched." in text
+            await screen.type(ENTER)  # a stray Enter lands on the URL, not on Open
+            assert opened == []
+            await screen.type(TAB, TAB, ENTER)
+
+        assert await answer(handler, req, stray_enter_then_decline) == Declined()
+
+        async def open_it() -> None:
+            await screen.shows("asks you to open a web page")
+            await screen.type(TAB, ENTER)
+
+        assert await answer(handler, req, open_it) == Accepted(None)
+        assert opened == [url]
+
+        async def done() -> None:
+            await screen.shows("finish in your browser")
+            await screen.type(ENTER)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(handler.wait_done, req)
+                await done()
+
+
+# ---- once for real: the demo in a terminal inside tmux -----------------------------------------------------------
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = f"elicitor-{uuid.uuid4().hex[:8]}"
+
+    def __call__(self, *args: str) -> str:
+        env = {**os.environ, "BROWSER": "true"}  # the system "browser" does nothing; the test is the browser
+        return subprocess.run(
+            ["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True, env=env
+        ).stdout
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            if key in ("Tab", "BTab", "Enter", "Down", "Up", "Space", "Escape", "BSpace"):
+                self("send-keys", "-t", "demo", key)
+            else:
+                self("send-keys", "-t", "demo", "-l", key)
+            time.sleep(0.05)
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-J", "-t", "demo")
+
+    def wait_for(self, text: str, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            shown = self.screen()
+            if text in shown:
+                return shown
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared; the screen shows:\n{shown}")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is not installed (make test installs it)")
+    session = Tmux()
+    try:
+        yield session
+    finally:
+        subprocess.run(["tmux", "-L", session.socket, "kill-server"], capture_output=True)
+
+
+def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
+    """``make demo`` in tmux: the full-screen form, the confirmation, the URL consent, the browser step."""
+    command = f"{sys.executable} -m elicitor demo; echo '[demo exited '$?']'; sleep 60"
+    tmux("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", "-c", str(ROOT), command)
+    shown = tmux.wait_for("Chez Elicitor booking desk 1.0.0 asks")
+    assert "Party size *" in shown and "Heated patio" in shown and "Dietary needs" in shown
+    tmux.keys("3", "Tab", "2026-12-24", "Tab", "Down", "Down", "Space", "Tab", "ada@example.com", "Tab")
+    tmux.keys("Space", "Down", "Down", "Space", "Tab", "Tab", "Enter")
+    shown = tmux.wait_for("Review your answer before it is sent")
+    assert "Seating: Heated patio" in shown and "Dietary needs: vegetarian, gluten-free" in shown
+    tmux.keys("Enter")
+    tmux.wait_for("Confirm the booking")
+    tmux.keys("Space", "Tab", "Enter")
+    tmux.wait_for("Confirm: yes")
+    tmux.keys("Enter")
+    shown = tmux.wait_for("asks you to open a web page")
+    (url,) = re.findall(r"(http://127\.0\.0\.1:\d+/\S+)", shown)
+    assert "Host: 127.0.0.1" in shown and "not encrypted" in shown
+    tmux.keys("Tab", "Enter")  # Open in browser (BROWSER=true: nothing opens; this test is the browser)
+    tmux.wait_for("finish in your browser")
+    with httpx2.Client(follow_redirects=True) as browser:
+        browser.post(url, data={"signin": getpass.getuser()})
+        assert "Calendar connected" in browser.post(url, data={"decision": "allow"}).text
+    tmux.keys("Enter")  # "I'm done" (2026-07-28 retries when the person says so; 2025-11-25 hears from the server)
+    shown = tmux.wait_for("[demo exited 0]")
+    assert "Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio" in shown
+    assert "Result: Added 'Dinner at Chez Elicitor' to the calendar." in shown
