@@ -57,9 +57,12 @@ async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
             page = await browser.get(links[0])
             pages.append(page)
             wrong = {"party": "40", "day": "2026-12-24", "email": "ada@example.com", "diet": ["vegan"]}
-            pages.append(await browser.post(links[0], data={**wrong, "_action": "submit"}))
+            pages.append(await browser.post(links[0], data={**wrong, "_action": "review"}))
             right = {**wrong, "party": "3", "patio": "true"}
-            pages.append(await browser.post(links[0], data={**right, "_action": "submit"}))
+            review = await browser.post(links[0], data={**right, "_action": "review"})
+            assert review.status_code == 200 and "Review your answer" in review.text
+            assert "<dt>Party size</dt><dd>3</dd>" in review.text and "<dt>patio</dt><dd>yes</dd>" in review.text
+            pages.append(await browser.post(links[0], data={"_action": "send"}))
             pages.append(await browser.get(links[0]))
 
     def opener(url: str) -> bool:
@@ -80,7 +83,7 @@ async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
     assert "Booking Desk 1.0 asks:" in text and "Book a table?" in text
     assert 'type=number step="1" min="1" max="12"' in text and 'type="email"' in text and 'type="date"' in text
     assert "Party size <span class=req>(required)</span>" in text
-    assert 'type=checkbox name="diet" value="halal"' in text and "choose 0 to 2" in text
+    assert 'type=checkbox name="diet" value="halal"' in text and "choose 0–2" in text
     assert invalid.status_code == 422 and "Please check" in invalid.text and 'value="40"' in invalid.text
     assert sent.status_code == 200 and "sent" in sent.text
     assert after.status_code == 404  # answered: the page is gone
@@ -117,5 +120,5 @@ async def test_unknown_tokens_are_not_found(anyio_backend: str) -> None:
         BrowserHandler(open_url=lambda url: True, write=lambda text: None) as handler,
         httpx2.AsyncClient() as browser,
     ):
-        assert (await browser.get(f"{handler.base}/form/guess")).status_code == 404
+        assert (await browser.get(f"{handler.base}/q/guess")).status_code == 404
         assert (await browser.get(f"{handler.base}/")).status_code == 404

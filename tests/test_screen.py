@@ -354,6 +354,8 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     command = f"{sys.executable} -m elicitor demo; echo '[demo exited '$?']'; sleep 60"
     tmux("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", "-c", str(ROOT), command)
     shown = tmux.wait_for("Chez Elicitor booking desk 1.0.0 asks")
+    (ROOT / "artifacts").mkdir(exist_ok=True)
+    (ROOT / "artifacts" / "terminal-form.txt").write_text(shown)  # what a person sees, for people to look at
     assert "Party size *" in shown and "Heated patio" in shown and "Dietary needs" in shown
     tmux.keys("3", "Tab", "2026-12-24", "Tab", "Down", "Down", "Space", "Tab", "ada@example.com", "Tab")
     tmux.keys("Space", "Down", "Down", "Space", "Tab", "Tab", "Enter")

@@ -393,7 +393,7 @@ def test_connect_with_the_browser_ui() -> None:
     connect.stdin.flush()
     link = None
     for line in connect.stderr:
-        found = re.search(r"open (http://127\.0\.0\.1:\d+/form/\S+)", line)
+        found = re.search(r"open (http://127\.0\.0\.1:\d+/q/\S+)", line)
         if found:
             link = found.group(1)
             break
@@ -401,8 +401,9 @@ def test_connect_with_the_browser_ui() -> None:
     with httpx2.Client() as browser:
         page = browser.get(link)
         assert "elicitor conformance fixtures 1.0.0 asks:" in page.text
-        sent = browser.post(link, data={"username": "ada", "email": "ada@example.com", "_action": "submit"})
-        assert sent.status_code == 200
+        review = browser.post(link, data={"username": "ada", "email": "ada@example.com", "_action": "review"})
+        assert "Review your answer" in review.text
+        assert "sent" in browser.post(link, data={"_action": "send"}).text
     _, stderr = connect.communicate("q\n", timeout=30)
     assert connect.returncode == 0, stderr
     assert "Result: User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}" in stderr

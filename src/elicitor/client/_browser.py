@@ -1,24 +1,41 @@
 """A browser handler: each question becomes a page on 127.0.0.1, answered in the person's browser.
 
-The page is served from a random loopback port under an unguessable per-question token, with no external assets
-(a strict Content-Security-Policy: nothing loads from anywhere, forms post only to the page itself). It names the
-server that asks, marks required fields, pre-fills defaults, uses the browser's native inputs (email, URL, date,
-number bounds, checkboxes for multi-select), validates the answer with the same validator the server uses and shows
-the errors on the page, and offers Submit, Decline and Cancel. The answer goes back to the waiting handler.
+The page is served from a random loopback port under an unguessable per-question token (``/q/<token>``), with no
+external assets: a strict Content-Security-Policy lets nothing load from anywhere, forms post only to the page
+itself, and the one inline script carries a per-response nonce. Requests naming another Host are refused (DNS
+rebinding).
+
+A form page names the server that asks, marks required fields, pre-fills defaults, uses the browser's native
+inputs (email, URL, date, number bounds, radio buttons and checkboxes showing titles), and offers Review, Decline
+and Cancel; Review validates with the same validator the server uses and shows either the errors on the form or the
+answer to check, with Send and Edit (client/elicitation "User Interaction Model": review before sending, decline and
+cancel at any time).
+
+A URL page (client/elicitation "Safe URL Handling") shows the full URL with its host marked, every warning, and
+nothing is fetched; "Open" posts the person's consent and only then redirects a new tab to the URL (no referrer).
+The page then offers "I'm done" for the wait that follows.
+
+The page's small script reports that it is still open. A page the person closes (or navigates away from) becomes
+Cancel after a grace period, so the server does not wait for an answer nobody will give; a reload within the grace
+period keeps the question. When the question ends elsewhere (the server cancelled it), the page says so. Without
+JavaScript everything still works except those two signals.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import re
 import secrets
 import socket
 import sys
+import time
 import webbrowser
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import parse_qs
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.abc
@@ -27,16 +44,42 @@ from .._exceptions import InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ._handlers import ElicitationOutcome, ElicitationRequest
+from ._present import hint, show
+from ._url import UrlElicitationRequest
 
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
 _MAX_BODY = 64 * 1024
+_MAX_PAGES = 64  # URL pages kept for the "I'm done" wait; the oldest go first
+_STALE = 120.0  # a page whose script stops reporting for this long (a crashed or killed browser) is gone
+_HOST_SOURCE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$")
+
+State = Literal["asking", "reviewing", "opened", "finished"]
 
 
-@dataclass
-class _Pending:
-    request: ElicitationRequest
-    done: anyio.Event = field(default_factory=anyio.Event)
+@dataclass(eq=False)
+class _Page:
+    kind: Literal["form", "url"]
+    request: ElicitationRequest | UrlElicitationRequest
+    token: str
+    state: State = "asking"
+    done: anyio.Event = field(default_factory=anyio.Event)  # the person answered (or the page is gone)
+    finished: anyio.Event = field(default_factory=anyio.Event)  # URL: the person said they are done
     outcome: ElicitationOutcome | None = None
+    draft: dict[str, Any] = field(default_factory=dict)  # a form answer under review
+    latest: str = ""  # the newest page instance that reported in
+    beat: float | None = None  # when it last did
+    left: float | None = None  # when that instance said it was going away
+
+    def settle(self, outcome: ElicitationOutcome) -> None:
+        if not self.done.is_set():
+            self.outcome = outcome
+            self.done.set()
+
+    def gone(self, now: float, grace: float) -> bool:
+        """Has the person closed the page (or lost it) for longer than the grace period?"""
+        if self.left is not None and now - self.left > grace:
+            return True
+        return self.beat is not None and now - self.beat > max(grace, _STALE)
 
 
 class BrowserHandler:
@@ -48,17 +91,24 @@ class BrowserHandler:
         open_url: opens a page, returning whether it could (default :func:`webbrowser.open`); when it cannot, the
             link is printed (``write``) for the person to open.
         write: where to print links (default: stderr).
+        grace: seconds a closed page has to come back (a reload) before its question becomes Cancel.
+        url_mode: offer URL mode to servers (default ``True``): consent on a page, then the URL in a new tab.
     """
 
-    modes = frozenset({"form"})
-
     def __init__(
-        self, open_url: Callable[[str], bool] | None = None, write: Callable[[str], None] | None = None
+        self,
+        open_url: Callable[[str], bool] | None = None,
+        write: Callable[[str], None] | None = None,
+        *,
+        grace: float = 10.0,
+        url_mode: bool = True,
     ) -> None:
         self._open = open_url or webbrowser.open
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
-        self._pending: dict[str, _Pending] = {}
+        self._grace = grace
+        self._pages: dict[str, _Page] = {}
         self.base = ""
+        self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
 
     @asynccontextmanager
     async def _serving(self) -> AsyncIterator[None]:
@@ -66,7 +116,8 @@ class BrowserHandler:
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
-        self.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self._host = f"127.0.0.1:{sock.getsockname()[1]}"
+        self.base = f"http://{self._host}"
         server = uvicorn.Server(
             uvicorn.Config(self._app, log_level="warning", access_log=False, lifespan="off", interface="asgi3")
         )
@@ -78,9 +129,9 @@ class BrowserHandler:
                 yield
             finally:
                 server.should_exit = True
-                for pending in self._pending.values():
-                    pending.outcome = Cancelled()
-                    pending.done.set()
+                for page in self._pages.values():
+                    page.settle(Cancelled())
+                    page.finished.set()
         sock.close()
 
     async def __aenter__(self) -> BrowserHandler:
@@ -91,42 +142,99 @@ class BrowserHandler:
     async def __aexit__(self, *exc: object) -> None:
         await self._cm.__aexit__(None, None, None)
 
+    # ---- the handler side --------------------------------------------------------------------------------------
+
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
+        page = self._add("form", request)
+        try:
+            self._show(page, "asks a question")
+            await self._until(page.done, page)
+            return page.outcome or Cancelled()
+        finally:
+            page.state = "finished"
+            self._pages.pop(page.token, None)
+
+    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
+        """Show the URL on a consent page; ``Accepted(None)`` once the person chose to open it (in a new tab)."""
+        page = self._add("url", request)
+        kept = False
+        try:
+            self._show(page, "asks you to open a web page")
+            await self._until(page.done, page)
+            outcome = page.outcome or Cancelled()
+            kept = isinstance(outcome, Accepted)  # the same page carries "I'm done" for wait_done
+            return outcome
+        finally:
+            if not kept:
+                page.state = "finished"
+                self._pages.pop(page.token, None)
+
+    async def wait_done(self, request: UrlElicitationRequest) -> None:
+        """Return when the person presses "I'm done" on the URL's page (or closes it)."""
+        page = next((p for p in self._pages.values() if p.kind == "url" and p.request == request), None)
+        if page is None:
+            return
+        try:
+            await self._until(page.finished, page)
+        finally:
+            page.state = "finished"
+            self._pages.pop(page.token, None)
+
+    def _add(self, kind: Literal["form", "url"], request: ElicitationRequest | UrlElicitationRequest) -> _Page:
         if not self.base:
             raise RuntimeError("enter the BrowserHandler (async with) before a client uses it")
-        token = secrets.token_urlsafe(24)
-        pending = self._pending[token] = _Pending(request)
-        url = f"{self.base}/form/{token}"
+        while len(self._pages) >= _MAX_PAGES:
+            oldest = next(iter(self._pages.values()))
+            oldest.settle(Cancelled())
+            oldest.finished.set()
+            del self._pages[oldest.token]
+        page = _Page(kind, request, secrets.token_urlsafe(24))
+        self._pages[page.token] = page
+        return page
+
+    def _show(self, page: _Page, what: str) -> None:
+        url = f"{self.base}/q/{page.token}"
         try:
+            opened = bool(self._open(url))
+        except Exception:  # a broken opener must not lose the question
             opened = False
-            try:
-                opened = self._open(url)
-            except Exception:  # a broken opener must not lose the question
-                opened = False
-            label = request.server_label
-            self._write(
-                f"{label} asks a question: " + (f"answer it in your browser ({url})" if opened else f"open {url}")
-            )
-            await pending.done.wait()
-            return pending.outcome or Cancelled()
-        finally:
-            del self._pending[token]
+        label = page.request.server_label
+        self._write(f"{label} {what}: " + (f"answer it in your browser ({url})" if opened else f"open {url}"))
+
+    async def _until(self, event: anyio.Event, page: _Page) -> None:
+        """Wait for ``event``; a page gone for longer than the grace period ends the wait as Cancel."""
+        tick = min(0.5, max(self._grace / 4, 0.05))
+        while not event.is_set():
+            with anyio.move_on_after(tick):
+                await event.wait()
+            if not event.is_set() and page.gone(time.monotonic(), self._grace):
+                page.settle(Cancelled())
+                page.finished.set()
+                return
 
     # ---- the web side ------------------------------------------------------------------------------------------
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        path = str(scope["path"])
-        pending = self._pending.get(path.removeprefix("/form/")) if path.startswith("/form/") else None
-        if pending is None or pending.done.is_set():
+        headers = dict(scope.get("headers") or [])
+        if headers.get(b"host", b"").decode("latin-1") != self._host:
+            await _respond(send, 421, _page("Wrong host", "<p>This page is served for 127.0.0.1 only.</p>"))
+            return
+        token, _, action = str(scope["path"]).removeprefix("/q/").partition("/")
+        page = self._pages.get(token) if str(scope["path"]).startswith("/q/") else None
+        if action in ("beat", "gone") and scope["method"] == "POST":
+            await self._signal(page, action, parse_qs(scope.get("query_string", b"").decode()), send)
+            return
+        if page is None or action or page.state == "finished" or (page.kind == "form" and page.done.is_set()):
             await _respond(send, 404, _page("Not found", "<p>This question is not waiting for an answer.</p>"))
             return
+        page.left = None  # it is being looked at
         if scope["method"] == "GET":
-            await _respond(send, 200, _render(pending.request, pending.request.form.with_defaults({}), []))
+            await self._render(send, 200, page)
             return
         if scope["method"] != "POST":
-            await _respond(send, 405, _page("Not allowed", "<p>Use the form.</p>"))
+            await _respond(send, 405, _page("Not allowed", "<p>Use the buttons on the page.</p>"))
             return
         body = b""
         while True:
@@ -138,25 +246,112 @@ class BrowserHandler:
             if not message.get("more_body"):
                 break
         posted = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-        action = (posted.get("_action") or ["submit"])[0]
+        action = (posted.get("_action") or [""])[0]
+        if page.kind == "url":
+            await self._url_action(page, action, send)
+        else:
+            await self._form_action(page, action, posted, send)
+
+    async def _signal(self, page: _Page | None, action: str, query: dict[str, list[str]], send: Any) -> None:
+        """The page's script: ``beat`` (still open; answers the page's state) or ``gone`` (closing)."""
+        instance = (query.get("page") or [""])[0][:64]
+        if page is None:
+            await _respond_json(send, 404, {"state": "finished"})
+            return
+        now = time.monotonic()
+        if action == "beat":
+            page.latest, page.beat, page.left = instance, now, None
+        elif instance == page.latest:  # a late goodbye from a page already replaced (a reload) does not count
+            page.left = now
+        await _respond_json(send, 200, {"state": page.state})
+
+    async def _form_action(self, page: _Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
+        request = page.request
+        assert isinstance(request, ElicitationRequest)
         if action in ("decline", "cancel"):
-            pending.outcome = Declined() if action == "decline" else Cancelled()
-            pending.done.set()
+            page.settle(Declined() if action == "decline" else Cancelled())
             word = "declined" if action == "decline" else "cancelled"
             await _respond(send, 200, _page("Done", f"<p>You {word}. You can close this tab.</p>"))
             return
-        values, errors = _read_answer(pending.request, posted)
+        if action == "send" and page.state == "reviewing":
+            page.settle(Accepted(page.draft))
+            await _respond(send, 200, _page("Sent", "<p>Your answer was sent. You can close this tab.</p>"))
+            return
+        if action == "edit":
+            page.state = "asking"
+            await self._render(send, 200, page, page.draft)
+            return
+        values, errors = _read_answer(request, posted)
         if not errors:
             try:
-                data = pending.request.form.validate(pending.request.form.with_defaults(values))
+                page.draft = request.form.validate(request.form.with_defaults(values))
             except InvalidAnswer as exc:
                 errors = [str(error) for error in exc.errors]
             else:
-                pending.outcome = Accepted(data)
-                pending.done.set()
-                await _respond(send, 200, _page("Sent", "<p>Your answer was sent. You can close this tab.</p>"))
+                page.state = "reviewing"
+                await self._render(send, 200, page)
                 return
-        await _respond(send, 422, _render(pending.request, values, errors))
+        page.state = "asking"
+        await self._render(send, 422, page, values, tuple(errors))
+
+    async def _url_action(self, page: _Page, action: str, send: Any) -> None:
+        request = page.request
+        assert isinstance(request, UrlElicitationRequest)
+        if action in ("decline", "cancel") and not page.done.is_set():
+            page.settle(Declined() if action == "decline" else Cancelled())
+            word = "declined" if action == "decline" else "cancelled"
+            await _respond(send, 200, _page("Done", f"<p>You {word}; nothing was opened. You can close this tab.</p>"))
+            return
+        if action == "open" and _origin(request.url) is not None:
+            page.settle(Accepted(None))
+            page.state = "opened"
+            await _redirect(send, request.url)
+            return
+        if action == "done" and page.state == "opened":
+            page.finished.set()
+            await _respond(send, 200, _page("Thank you", "<p>Thank you. You can close this tab.</p>"))
+            return
+        await self._render(send, 200, page)
+
+    async def _render(
+        self, send: Any, status: int, page: _Page, values: dict[str, Any] | None = None, errors: tuple[str, ...] = ()
+    ) -> None:
+        nonce = secrets.token_urlsafe(16)
+        script = (
+            f'<script nonce="{nonce}" data-base="/q/{page.token}" data-every="{_beat_every(self._grace)}">'
+            f"{_SCRIPT}</script>"
+        )
+        request = page.request
+        if isinstance(request, UrlElicitationRequest):
+            body, extra = _url_page(request, page.state), _origin(request.url)
+        elif page.state == "reviewing":
+            body, extra = _review_page(request, page.draft), None
+        else:
+            shown = values if values is not None else request.form.with_defaults({})
+            body, extra = _form_page(request, shown, errors), None
+        await _respond(send, status, _page(f"{request.server_label} asks", body + script), nonce, extra)
+
+
+def _beat_every(grace: float) -> int:
+    """How often the page reports in (ms): a few times within the grace period, at most every 5 seconds."""
+    return int(min(5.0, max(grace / 3, 0.1)) * 1000)
+
+
+def _origin(url: str) -> str | None:
+    """The URL's origin as a CSP source (a form may redirect there), or ``None`` if it is no web address."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    if not _HOST_SOURCE.match(host):
+        return None
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> tuple[dict[str, Any], list[str]]:
@@ -185,47 +380,104 @@ def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> t
     return values, errors
 
 
-def _render(request: ElicitationRequest, values: dict[str, Any], errors: list[str]) -> bytes:
+def _who(request: ElicitationRequest | UrlElicitationRequest, what: str) -> str:
     e = html.escape
-    parts = [f"<p class=who>{e(request.server_label)} asks:</p><p class=message>{e(request.message)}</p>"]
+    return f"<p class=who>{e(request.server_label)} {what}</p><p class=message>{e(request.message)}</p>"
+
+
+_CLOSED = (
+    '<div data-when="finished" hidden role=status><p class=closed>This question is no longer waiting for an answer. '
+    "You can close this tab.</p></div>"
+)
+
+
+def _form_page(request: ElicitationRequest, values: dict[str, Any], errors: tuple[str, ...]) -> str:
+    e = html.escape
+    parts = [_who(request, "asks:"), _CLOSED, '<div data-when="asking reviewing">']
     if errors:
         items = "".join(f"<li>{e(error)}</li>" for error in errors)
         parts.append(f"<div class=errors role=alert><p>Please check:</p><ul>{items}</ul></div>")
     parts.append('<form method="post">')
-    for f in request.form.fields:
-        parts.append(_field(f, values.get(f.name)))
+    for i, f in enumerate(request.form.fields):
+        parts.append(_field(f, values.get(f.name), autofocus=i == 0))
     parts.append(
-        '<p class=actions><button name="_action" value="submit">Submit</button> '
+        '<p class=actions><button name="_action" value="review">Review</button> '
         '<button name="_action" value="decline" formnovalidate>Decline</button> '
-        '<button name="_action" value="cancel" formnovalidate>Cancel</button></p></form>'
+        '<button name="_action" value="cancel" formnovalidate>Cancel</button></p></form></div>'
     )
-    return _page(f"{request.server_label} asks", "".join(parts))
+    return "".join(parts)
 
 
-def _field(f: FormField, value: Any) -> str:
+def _review_page(request: ElicitationRequest, draft: dict[str, Any]) -> str:
+    e = html.escape
+    rows = "".join(
+        f"<dt>{e(f.label)}</dt><dd>{e(show(f, draft.get(f.name)))}</dd>" for f in request.form.fields
+    )  # fmt: skip
+    return (
+        f'{_who(request, "asks:")}{_CLOSED}<div data-when="asking reviewing"><h1>Review your answer</h1>'
+        f'<dl>{rows}</dl><form method="post"><p class=actions>'
+        '<button name="_action" value="send" autofocus>Send</button> '
+        '<button name="_action" value="edit">Edit</button> '
+        '<button name="_action" value="decline">Decline</button> '
+        '<button name="_action" value="cancel">Cancel</button></p></form></div>'
+    )
+
+
+def _url_page(request: UrlElicitationRequest, state: State) -> str:
+    e = html.escape
+    url, host = request.url, request.host
+    at = url.find(host) if host else -1
+    shown = e(url) if at < 0 else f"{e(url[:at])}<mark>{e(host)}</mark>{e(url[at + len(host) :])}"
+    warnings = "".join(f"<li>{e(w)}</li>" for w in request.warnings)
+    parts = [
+        _who(request, "asks you to open a web page:"),
+        f'<div data-when="asking"{"" if state == "asking" else " hidden"}><p class=url><code>{shown}</code></p>',
+        f"<p>Host: <mark>{e(host or '(none)')}</mark></p>",
+        f"<div class=errors role=alert><p>Careful:</p><ul>{warnings}</ul></div>" if warnings else "",
+        "<p>Nothing has been opened or fetched.</p><form method=post>",
+    ]
+    if _origin(url) is not None:
+        parts.append('<button name="_action" value="open" formtarget="_blank">Open the page in a new tab</button> ')
+    else:
+        parts.append("<p>This is not a web address, so it cannot be opened from here.</p>")
+    parts.append(
+        '<button name="_action" value="decline" autofocus>Decline</button> '
+        '<button name="_action" value="cancel">Cancel</button></form></div>'
+    )
+    hidden = "" if state == "opened" else " hidden"
+    parts.append(
+        f'<div data-when="opened"{hidden}><p>When you have finished on that page:</p><form method=post>'
+        '<button name="_action" value="done">I\'m done</button></form></div>'
+    )
+    parts.append(_CLOSED)
+    return "".join(parts)
+
+
+def _field(f: FormField, value: Any, *, autofocus: bool = False) -> str:
     e = html.escape
     name = e(f.name)
     mark = " <span class=req>(required)</span>" if f.required else ""
-    help_text = f"<small>{e(f.description)}</small>" if f.description else ""
+    words = "; ".join(_browser_hint(f))
+    notes = "".join(f"<small>{e(text)}</small>" for text in (f.description, words) if text)
     required = " required" if f.required else ""
+    focus = " autofocus" if autofocus else ""
     if isinstance(f, BooleanField):
         checked = " checked" if value else ""
         return (
-            f'<p><label><input type=checkbox name="{name}" value="true"{checked}> {e(f.label)}</label>{help_text}</p>'
+            f'<p><label><input type=checkbox name="{name}" value="true"{checked}{focus}> {e(f.label)}</label>'
+            f"{notes}</p>"
         )
     if isinstance(f, EnumField | MultiEnumField):
         chosen = set(value or []) if isinstance(f, MultiEnumField) else {value}
         kind = "checkbox" if isinstance(f, MultiEnumField) else "radio"
-        limits = ""
-        if isinstance(f, MultiEnumField) and (f.min_items or f.max_items):
-            limits = f"<small>choose {f.min_items or 0} to {f.max_items if f.max_items is not None else 'any'}</small>"
         options = "".join(
             f'<label><input type={kind} name="{name}" value="{e(o.value)}"'
-            f"{' checked' if o.value in chosen else ''}{required if kind == 'radio' else ''}> {e(o.label)}</label><br>"
-            for o in f.options
+            f"{' checked' if o.value in chosen else ''}{required if kind == 'radio' else ''}"
+            f"{focus if i == 0 else ''}> {e(o.label)}</label>"
+            for i, o in enumerate(f.options)
         )
-        return f"<fieldset><legend>{e(f.label)}{mark}</legend>{help_text}{limits}{options}</fieldset>"
-    attrs = f' name="{name}" id="f-{name}"{required}'
+        return f"<fieldset><legend>{e(f.label)}{mark}</legend>{notes}{options}</fieldset>"
+    attrs = f' name="{name}" id="f-{name}"{required}{focus}'
     if isinstance(f, NumberField):
         step = "1" if f.integer else "any"
         attrs += f' type=number step="{step}"'
@@ -238,15 +490,42 @@ def _field(f: FormField, value: Any) -> str:
     shown = "" if value is None else str(value)
     if isinstance(f, StringField) and f.format == "date-time" and shown:
         shown = shown[:16]
-    return f'<p><label for="f-{name}">{e(f.label)}{mark}</label>{help_text}<input{attrs} value="{e(shown)}"></p>'
+    return f'<p><label for="f-{name}">{e(f.label)}{mark}</label>{notes}<input{attrs} value="{e(shown)}"></p>'
 
+
+def _browser_hint(f: FormField) -> list[str]:
+    """The schema's hints, less what the browser's own date pickers show; date-times are read as UTC."""
+    words = hint(f)
+    if isinstance(f, StringField) and f.format == "date":
+        return words[1:]
+    if isinstance(f, StringField) and f.format == "date-time":
+        return ["a date and time, in UTC", *words[1:]]
+    return words
+
+
+# Reports that the page is open, shows what the handler says of the question, and says goodbye when it goes.
+_SCRIPT = """(() => {
+const s = document.currentScript, base = s.dataset.base, every = +s.dataset.every;
+const id = Math.random().toString(36).slice(2) + Date.now().toString(36);
+const show = (state) => {
+  for (const el of document.querySelectorAll("[data-when]")) el.hidden = !el.dataset.when.split(" ").includes(state);
+  if (state === "finished") clearInterval(timer);
+};
+const beat = () => fetch(base + "/beat?page=" + id, {method: "POST", cache: "no-store"})
+  .then((r) => r.json()).then((j) => show(j.state)).catch(() => {});
+const timer = setInterval(beat, every);
+beat();
+addEventListener("pagehide", () => navigator.sendBeacon(base + "/gone?page=" + id));
+})();"""
 
 _STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:34em;margin:1.5em auto;padding:0 1em;line-height:1.4}"
-    "label{display:block}input:not([type=checkbox]):not([type=radio]){width:100%;padding:.4em;font-size:1em}"
-    "small{display:block;color:#555}.req{color:#a00;font-size:.85em}.errors{border:2px solid #a00;padding:0 1em}"
-    ".who{font-weight:bold}.message{font-size:1.15em}fieldset{margin:1em 0}button{font-size:1em;padding:.5em 1em}"
-    "button:focus,input:focus{outline:3px solid #36c}"
+    "label{display:block;margin:.2em 0}input:not([type=checkbox]):not([type=radio]){width:100%;padding:.4em;"
+    "font-size:1em;box-sizing:border-box}small{display:block;color:#555}.req{color:#a00;font-size:.85em}"
+    ".errors{border:2px solid #a00;padding:0 1em;margin:1em 0}.who{font-weight:bold}.message{font-size:1.15em}"
+    "fieldset{margin:1em 0}button{font-size:1em;padding:.5em 1em;margin:.2em 0}"
+    "button:focus,input:focus{outline:3px solid #36c}h1{font-size:1.2em}dt{font-weight:bold}dd{margin:0 0 .6em}"
+    ".url code{word-break:break-all;font-size:1.05em}mark{background:#fe6;font-weight:bold}"
 )
 
 
@@ -258,14 +537,40 @@ def _page(title: str, body: str) -> bytes:
     ).encode()
 
 
-async def _respond(send: Any, status: int, body: bytes) -> None:
-    headers = [
-        (b"content-type", b"text/html; charset=utf-8"),
-        (b"content-length", str(len(body)).encode()),
-        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"),
+def _security_headers(nonce: str | None = None, form_target: str | None = None) -> list[tuple[bytes, bytes]]:
+    script = f"; script-src 'nonce-{nonce}'; connect-src 'self'" if nonce else ""
+    forms = "'self'" + (f" {form_target}" if form_target else "")
+    csp = f"default-src 'none'; style-src 'unsafe-inline'; form-action {forms}{script}; base-uri 'none'"
+    return [
+        (b"content-security-policy", csp.encode()),
         (b"cache-control", b"no-store"),
         (b"referrer-policy", b"no-referrer"),
         (b"x-frame-options", b"DENY"),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+
+
+async def _respond(
+    send: Any, status: int, body: bytes, nonce: str | None = None, form_target: str | None = None
+) -> None:
+    headers = [
+        (b"content-type", b"text/html; charset=utf-8"),
+        (b"content-length", str(len(body)).encode()),
+        *_security_headers(nonce, form_target),
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _respond_json(send: Any, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + _security_headers()})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect(send: Any, location: str) -> None:
+    """Send the new tab on to the URL the person agreed to open (no referrer: the token stays here)."""
+    headers = [(b"location", location.encode("utf-8")), (b"content-length", b"0"), *_security_headers()]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,321 @@
+"""The browser handler in a real browser: Debian's headless Chromium, driven by Playwright.
+
+Every field kind filled (partly from the keyboard), native and server-side validation errors, review, edit, send,
+decline, cancel, a closed page becoming cancel after the grace period (and a reload not), a question the server
+withdrew, and URL consent. A phone-sized screenshot of a form is saved to ``artifacts/`` for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from playwright.async_api import Browser, Page, async_playwright
+
+from elicitor import Accepted, Cancelled, Context, Declined, Form, Server
+from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
+from elicitor.types import Implementation
+
+from .conftest import ROOT, connected, serving
+
+pytestmark = pytest.mark.anyio
+ARTIFACTS = ROOT / "artifacts"
+GRACE = 0.6
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # Playwright's async API runs on asyncio
+
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Your name", "minLength": 2, "maxLength": 40},
+        "email": {"type": "string", "format": "email", "title": "Email"},
+        "site": {"type": "string", "format": "uri", "title": "Website"},
+        "arrival": {"type": "string", "format": "date", "title": "Arrival"},
+        "dinner": {"type": "string", "format": "date-time", "title": "Dinner at"},
+        "guests": {"type": "integer", "minimum": 1, "maximum": 10, "title": "Guests", "default": 2},
+        "budget": {"type": "number", "minimum": 0, "title": "Budget per night", "description": "In euros"},
+        "news": {"type": "boolean", "title": "Send me the newsletter", "default": False},
+        "floor": {"type": "string", "title": "Floor", "enum": ["low", "high"]},
+        "room": {
+            "type": "string",
+            "title": "Room",
+            "oneOf": [{"const": "s", "title": "Single room"}, {"const": "d", "title": "Double room"}],
+        },
+        "pillows": {"type": "array", "title": "Pillows", "items": {"type": "string", "enum": ["soft", "firm"]}},
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "minItems": 1,
+            "maxItems": 2,
+            "items": {
+                "anyOf": [
+                    {"const": "b", "title": "Breakfast"},
+                    {"const": "p", "title": "Parking"},
+                    {"const": "s", "title": "Spa"},
+                ]
+            },
+        },
+        "note": {"type": "string", "title": "Note for the desk"},
+    },
+    "required": ["name", "email", "arrival", "guests", "room", "extras"],
+}
+
+server = Server("hotel", "2.1", title="Grand Hotel")
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    outcome = await ctx.elicit("Book a room at the Grand Hotel.", Form.from_schema(SCHEMA))
+    return json.dumps(outcome.data, sort_keys=True) if isinstance(outcome, Accepted) else outcome.action
+
+
+@asynccontextmanager
+async def chromium() -> AsyncIterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is not installed (make test installs it)")
+    args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"]  # fmt: skip
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=executable, args=args, headless=True)
+        try:
+            yield browser
+        finally:
+            await browser.close()
+
+
+class Person:
+    """A browser and the links the handler asked it to open."""
+
+    def __init__(self, browser: Browser) -> None:
+        self.browser = browser
+        self.links: list[str] = []
+
+    def open(self, url: str) -> bool:
+        self.links.append(url)
+        return True
+
+    async def page(self, index: int = 0, **options: Any) -> Page:
+        with anyio.fail_after(10):
+            while len(self.links) <= index:
+                await anyio.sleep(0.02)
+        page = await self.browser.new_page(**options)
+        await page.goto(self.links[index])
+        return page
+
+
+@asynccontextmanager
+async def person_and_handler(**options: Any) -> AsyncIterator[tuple[Person, BrowserHandler]]:
+    async with chromium() as browser:
+        person = Person(browser)
+        async with BrowserHandler(open_url=person.open, write=lambda text: None, grace=GRACE, **options) as handler:
+            yield person, handler
+
+
+async def fill_valid(page: Page) -> None:
+    await page.wait_for_function("document.activeElement.id === 'f-name'")  # the first field has the focus
+    await page.keyboard.type("Ada")
+    await page.get_by_label("Email").fill("ada@example.com")
+    await page.get_by_label("Website").fill("https://ada.example.com/")
+    await page.get_by_label("Arrival").fill("2026-12-24")
+    await page.get_by_label("Dinner at").fill("2026-12-24T19:30")
+    await page.get_by_label("Budget per night").fill("120.5")
+    await page.get_by_label("Send me the newsletter").check()
+    await page.get_by_label("high").check()
+    await page.get_by_label("Double room").check()
+    await page.get_by_label("soft").check()
+    await page.get_by_label("Breakfast").check()
+    await page.get_by_label("Spa").check()
+
+
+async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> None:
+    async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
+        results: list[str] = []
+
+        async def call() -> None:
+            async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+                results.append((await client.call_tool("book")).text)
+
+        tg.start_soon(call)
+        page = await person.page(viewport={"width": 390, "height": 844})  # a phone-sized window
+        assert await page.title() == "Grand Hotel 2.1 asks"
+        body = await page.inner_text("body")
+        assert "Grand Hotel 2.1 asks:" in body and "Book a room at the Grand Hotel." in body
+        assert "Your name (required)" in body and "Note for the desk" in body and "In euros" in body
+        assert "an email address" in body and "from 1 to 10" in body and "choose 1–2" in body
+        assert await page.get_by_label("Guests").input_value() == "2"  # the default, pre-filled
+        await fill_valid(page)
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "browser-form.png"), full_page=True)
+        await page.get_by_role("button", name="Review").click()
+        await page.get_by_text("Review your answer").wait_for()
+        review = await page.inner_text("dl")
+        assert "Double room" in review and "Breakfast, Spa" in review and "2026-12-24T19:30:00Z" in review
+        await page.keyboard.press("Enter")  # Send has the focus
+        await page.get_by_text("Your answer was sent").wait_for()
+        with anyio.fail_after(10):
+            while not results:
+                await anyio.sleep(0.02)
+    assert json.loads(results[0]) == {
+        "name": "Ada", "email": "ada@example.com", "site": "https://ada.example.com/", "arrival": "2026-12-24",
+        "dinner": "2026-12-24T19:30:00Z", "guests": 2, "budget": 120.5, "news": True, "floor": "high",
+        "room": "d", "pillows": ["soft"], "extras": ["b", "s"],
+    }  # fmt: skip
+
+
+async def test_validation_errors_edit_and_send() -> None:
+    async with person_and_handler() as (person, handler):
+        request = ElicitationRequest("Book", Form.from_schema(SCHEMA), Implementation(name="hotel", version="2.1"))
+        outcome: list[Any] = []
+
+        async def ask() -> None:
+            outcome.append(await handler(request))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            page = await person.page()
+            await fill_valid(page)
+            await page.get_by_label("Guests").fill("99")
+            await page.get_by_role("button", name="Review").click()
+            assert await page.eval_on_selector("#f-guests", "el => el.validity.rangeOverflow")  # the browser's own
+            assert "Review your answer" not in await page.inner_text("body")
+            await page.get_by_label("Guests").fill("3")
+            await page.get_by_label("Email").fill("ada@localhost")  # the browser accepts it; the validator not
+            await page.get_by_label("Parking").check()  # three extras: more than allowed
+            await page.get_by_role("button", name="Review").click()
+            alert = page.get_by_role("alert")
+            await alert.wait_for()
+            text = await alert.inner_text()
+            assert "email: expected an email address" in text and "extras: choose at most 2" in text
+            assert await page.get_by_label("Email").input_value() == "ada@localhost"  # nothing typed is lost
+            await page.get_by_label("Email").fill("ada@example.com")
+            await page.get_by_label("Parking").uncheck()
+            await page.get_by_role("button", name="Review").click()
+            await page.get_by_role("button", name="Edit").click()
+            await page.get_by_label("Guests").fill("4")
+            await page.get_by_role("button", name="Review").click()
+            assert "Guests\n4" in await page.inner_text("dl")
+            await page.get_by_role("button", name="Send").click()
+    assert isinstance(outcome[0], Accepted) and outcome[0].data["guests"] == 4
+
+
+@pytest.mark.parametrize(("button", "expected"), [("Decline", Declined()), ("Cancel", Cancelled())])
+async def test_decline_and_cancel_buttons(button: str, expected: Any) -> None:
+    async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
+        results: list[str] = []
+
+        async def call() -> None:
+            async with connected(server, elicitation=handler, protocol="2026-07-28") as client:
+                results.append((await client.call_tool("book")).text)
+
+        tg.start_soon(call)
+        page = await person.page()
+        await page.get_by_role("button", name=button).click()
+        await page.get_by_text(f"You {expected.action}d" if button == "Decline" else "You cancelled").wait_for()
+        with anyio.fail_after(10):
+            while not results:
+                await anyio.sleep(0.02)
+    assert results == [expected.action]
+
+
+async def test_a_closed_page_becomes_cancel_after_the_grace_period_and_a_reload_does_not() -> None:
+    async with person_and_handler() as (person, handler):
+        request = ElicitationRequest("Book", Form.from_schema(SCHEMA), None)
+        outcome: list[Any] = []
+
+        async def ask() -> None:
+            outcome.append(await handler(request))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            page = await person.page()
+            await page.wait_for_timeout(300)
+            await page.reload()
+            await page.wait_for_timeout(GRACE * 3000)
+            assert outcome == []  # reloaded, still asking
+            await page.close(run_before_unload=True)
+            with anyio.fail_after(10):
+                while not outcome:
+                    await anyio.sleep(0.05)
+    assert outcome == [Cancelled()]
+
+
+async def test_the_page_says_when_the_question_was_withdrawn() -> None:
+    async with person_and_handler() as (person, handler):
+        request = ElicitationRequest("Book", Form.from_schema(SCHEMA), None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(handler, request)
+            page = await person.page()
+            await page.get_by_label("Email").fill("typed before the server gave up")
+            tg.cancel_scope.cancel()  # the server cancelled the request
+        notice = page.get_by_text("This question is no longer waiting for an answer.")
+        await notice.wait_for(state="visible", timeout=5000)
+        assert not await page.get_by_role("button", name="Review").is_visible()
+
+
+async def test_url_consent_in_the_browser() -> None:
+    fetched: list[dict[bytes, bytes]] = []
+
+    async def provider(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        fetched.append(dict(scope["headers"]))
+        body = b"<title>Provider</title><p>Sign in to the provider"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async with serving(provider) as endpoint, person_and_handler() as (person, handler):
+        target = endpoint.replace("/mcp", "/connect?state=xyz")
+        request = UrlElicitationRequest.from_params({"message": "Connect your calendar", "url": target}, None)
+        outcomes: list[Any] = []
+
+        async def ask() -> None:
+            outcomes.append(await handler.url(request))
+            await handler.wait_done(request)
+            outcomes.append("done")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            page = await person.page()
+            body = await page.inner_text("body")
+            assert "asks you to open a web page" in body and "Connect your calendar" in body
+            assert target in body and "Nothing has been opened or fetched." in body
+            assert await page.inner_text("mark >> nth=0") == "127.0.0.1"
+            assert "not encrypted" in body and "unusual port" in body and "bare IP address" in body
+            assert fetched == []  # shown, not fetched
+            async with page.context.expect_page() as opening:
+                await page.get_by_role("button", name="Open the page in a new tab").click()
+            tab = await opening.value
+            await tab.wait_for_load_state()
+            assert tab.url == target and "Sign in to the provider" in await tab.inner_text("body")
+            assert b"referer" not in fetched[0]  # the page's token did not leak to the site
+            done = page.get_by_role("button", name="I'm done")
+            await done.wait_for(state="visible", timeout=5000)
+            await done.click()
+    assert outcomes == [Accepted(None), "done"]
+
+
+async def test_url_decline_opens_nothing() -> None:
+    async with person_and_handler() as (person, handler):
+        request = UrlElicitationRequest.from_params({"message": "Pay", "url": "https://pay.example.com/x"}, None)
+        outcomes: list[Any] = []
+
+        async def ask() -> None:
+            outcomes.append(await handler.url(request))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            page = await person.page()
+            await page.wait_for_function("document.activeElement.value === 'decline'")
+            await page.keyboard.press("Enter")  # Decline has the focus: a stray Enter opens nothing
+            await page.get_by_text("You declined; nothing was opened.").wait_for()
+    assert outcomes == [Declined()]
