@@ -375,6 +375,17 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
         browser.post(url, data={"signin": getpass.getuser()})
         assert "Calendar connected" in browser.post(url, data={"decision": "allow"}).text
     tmux.keys("Enter")  # "I'm done" (2026-07-28 retries when the person says so; 2025-11-25 hears from the server)
-    shown = tmux.wait_for("[demo exited 0]")
+    shown = tmux.wait_for("Tool to call")
     assert "Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio" in shown
     assert "Result: Added 'Dinner at Chez Elicitor' to the calendar." in shown
+    tmux.keys("update_profile", "Enter")  # the tool menu: every kind of field
+    shown = tmux.wait_for("Spice tolerance")
+    assert "0 is mild, 10 is fiery" in shown and "(*) By email" in shown  # the default, chosen
+    tmux.keys("Ada", "Tab", "Space", "Tab", "Tab", "BSpace", "7.5", "Tab", "Space", "Tab", "Tab", "Tab", "Enter")
+    shown = tmux.wait_for("Review your answer")
+    assert "Spice tolerance: 7.5" in shown and "Birthday: —" in shown
+    tmux.keys("Enter")
+    tmux.wait_for("Tool to call (number or name; Enter or q to quit): ")
+    tmux.keys("q", "Enter")
+    shown = tmux.wait_for("[demo exited 0]")
+    assert "Result: Profile saved for Ada: likes starters, spice 7.5/10, contact: email, monthly menu." in shown

@@ -48,45 +48,49 @@ async def _session(
     async with client:
         label = client.server_info.display() if client.server_info else "the server"
         write(f"Connected to {label}, protocol {client.protocol_version}.")
-        tools = await client.list_tools()
-        if not tools:
-            write("It offers no tools.")
+        return await tool_menu(client, terminal)
+
+
+async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
+    """Offer the server's tools until the person quits: pick one, give its arguments, see what it returns."""
+    write = terminal._write
+    tools = await client.list_tools()
+    if not tools:
+        write("It offers no tools.")
+        return 0
+    while True:
+        write("")
+        for i, tool in enumerate(tools, 1):
+            write(f"  {i}. {tool.name}{': ' + tool.description.splitlines()[0] if tool.description else ''}")
+        try:
+            choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
+        except EOFError:
             return 0
-        while True:
-            write("")
-            for i, tool in enumerate(tools, 1):
-                write(f"  {i}. {tool.name}{': ' + tool.description.splitlines()[0] if tool.description else ''}")
-            try:
-                choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
-            except EOFError:
-                return 0
-            if choice in ("", "q", "quit"):
-                return 0
-            picked = _pick(tools, choice)
-            if picked is None:
-                write(f"No tool {choice!r}.")
-                continue
-            try:
-                arguments = await _arguments(terminal, picked)
-            except EOFError:
-                return 0
-            if arguments is None:
-                continue
+        if choice in ("", "q", "quit"):
+            return 0
+        picked = _pick(tools, choice)
+        if picked is None:
+            write(f"No tool {choice!r}.")
+            continue
+        try:
+            arguments = await _arguments(terminal, picked)
+        except EOFError:
+            return 0
+        if arguments is None:
+            continue
 
-            async def progress(done: float, total: float | None, message: str | None) -> None:
-                write(
-                    f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{' ' + message if message else ''}"
-                )
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{' ' + message if message else ''}")
 
-            try:
-                result = await client.call_tool(picked.name, arguments, progress=progress)
-            except (JSONRPCError, ElicitorError) as exc:
-                write(f"Error: {exc}")
-                continue
-            write("")
-            write(("Error: " if result.is_error else "Result: ") + result.text)
-            if result.structured_content is not None:
-                write(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+        try:
+            result = await client.call_tool(picked.name, arguments, progress=progress)
+        except (JSONRPCError, ElicitorError) as exc:
+            write(f"Error: {exc}")
+            continue
+        write("")
+        write(("Error: " if result.is_error else "Result: ") + result.text)
+        if result.structured_content is not None:
+            write(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
 
 async def _read(terminal: TerminalHandler, prompt: str) -> str:

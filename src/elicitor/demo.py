@@ -26,10 +26,11 @@ from urllib.parse import parse_qs
 
 import anyio
 
+from ._connect import tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client, TerminalHandler
-from .forms import Choices, Email, Field
+from .forms import Choices, Email, Field, Uri
 from .server import Context, Server, UrlElicitationRequired
 from .transports import StdioServerTransport
 
@@ -72,6 +73,41 @@ async def book_table(ctx: Context, restaurant: str = "Chez Elicitor") -> str:
         return "No booking made: not confirmed."
     code = await ctx.once("reservation", lambda: secrets.token_hex(3).upper())
     return f"Booked: {summary}. Reservation {code}; confirmation sent to {booking.email}."
+
+
+class Contact(Choices):
+    EMAIL = "email", "By email"
+    PHONE = "phone", "By phone"
+    NEVER = "never", "Please don't"
+
+
+Course = Literal["starters", "mains", "desserts", "wine"]
+
+
+@dataclass
+class Profile:
+    name: Annotated[str, Field(title="Display name", min_length=2, max_length=40)]
+    favourites: Annotated[list[Course], Field(title="Favourite courses", min_items=1, max_items=3)]
+    contact: Annotated[Contact, Field(title="How may we contact you?")] = Contact.EMAIL
+    spice: Annotated[
+        float, Field(title="Spice tolerance", description="0 is mild, 10 is fiery", minimum=0, maximum=10)
+    ] = 5.0
+    newsletter: Annotated[bool, Field(title="Send me the monthly menu")] = False
+    birthday: Annotated[date | None, Field(title="Birthday", description="For a dessert on the house")] = None
+    website: Annotated[Uri | None, Field(title="Your website")] = None
+
+
+@server.tool()
+async def update_profile(ctx: Context) -> str:
+    """Update your guest profile: a form with every kind of field (text, numbers, choices, dates, yes/no)."""
+    outcome = await ctx.elicit("Tell the restaurant about yourself (everything is optional but your name).", Profile)
+    if not isinstance(outcome, Accepted):
+        return f"Profile unchanged: you {outcome.action}d." if outcome.action == "decline" else "Profile unchanged."
+    p = outcome.data
+    return (
+        f"Profile saved for {p.name}: likes {', '.join(p.favourites)}, spice {p.spice:g}/10, "
+        f"contact: {p.contact.value}" + (", monthly menu" if p.newsletter else "") + "."
+    )
 
 
 # ---- URL mode: connecting a calendar -----------------------------------------------------------------------------
@@ -201,27 +237,35 @@ async def serve_with_pages() -> None:
 
 
 async def run_client(protocol: str) -> None:
+    """The guided tour (a booking, then the calendar), then the tool menu for the person to explore."""
     command = [sys.executable, "-m", "elicitor.demo", "server"]
-    async with Client.stdio(command, elicitation=TerminalHandler(), protocol=protocol) as client:
-        label = client.server_info.display() if client.server_info else "the server"
-        print(f"Connected to {label} over stdio, protocol {client.protocol_version}.", file=sys.stderr)
-        for tool in await client.list_tools():
-            print(f"  tool {tool.name}: {tool.description}", file=sys.stderr)
-        print("Calling book_table ...", file=sys.stderr)
-        result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
-        print("", file=sys.stderr)
-        print(("Error: " if result.is_error else "Result: ") + result.text)
-        if result.is_error or not result.text.startswith("Booked"):
-            return
-        if "url" not in client.elicitation_modes:
-            return
-        print("\nCalling add_to_calendar ...", file=sys.stderr)
-        try:
-            result = await client.call_tool("add_to_calendar")
-        except (JSONRPCError, TooManyRounds) as exc:
-            print(f"Not added to the calendar: {exc}")
-            return
-        print(("Error: " if result.is_error else "Result: ") + result.text)
+    terminal = TerminalHandler()
+    async with Client.stdio(command, elicitation=terminal, protocol=protocol) as client:
+        await _tour(client)
+        print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
+        await tool_menu(client, terminal)
+
+
+async def _tour(client: Client) -> None:
+    label = client.server_info.display() if client.server_info else "the server"
+    print(f"Connected to {label} over stdio, protocol {client.protocol_version}.", file=sys.stderr)
+    for tool in await client.list_tools():
+        print(f"  tool {tool.name}: {tool.description}", file=sys.stderr)
+    print("Calling book_table ...", file=sys.stderr)
+    result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
+    print("", file=sys.stderr)
+    print(("Error: " if result.is_error else "Result: ") + result.text)
+    if result.is_error or not result.text.startswith("Booked"):
+        return
+    if "url" not in client.elicitation_modes:
+        return
+    print("\nCalling add_to_calendar ...", file=sys.stderr)
+    try:
+        result = await client.call_tool("add_to_calendar")
+    except (JSONRPCError, TooManyRounds) as exc:
+        print(f"Not added to the calendar: {exc}")
+        return
+    print(("Error: " if result.is_error else "Result: ") + result.text)
 
 
 def main(argv: list[str] | None = None) -> None:
