@@ -298,6 +298,21 @@ def test_version_and_help() -> None:
     assert "serve" in usage.stderr and "demo" in usage.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        ("demo", "--ui {terminal,lines,browser}"),
+        ("serve", "--transport {http,stdio}"),
+        ("check", "exit 0 inside the subset, 1 outside it, 2 when the input cannot be read"),
+        ("connect", "a command and its arguments, or an http(s) URL"),
+    ],
+)
+def test_every_command_has_help(command: str, says: str) -> None:
+    run = subprocess.run([sys.executable, "-m", "elicitor", command, "--help"], capture_output=True, text=True)
+    assert run.returncode == 0
+    assert run.stdout.startswith(f"usage: elicitor {command}") and says in " ".join(run.stdout.split())
+
+
 def check(target: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "elicitor", "check", target]
     return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=60, cwd=ROOT)

@@ -24,7 +24,7 @@ from .types import JSONValue, Tool
 async def run(
     target: list[str], *, protocol: str = "auto", handler: TerminalHandler | None = None, ui: str = "terminal"
 ) -> int:
-    terminal = handler or TerminalHandler()
+    terminal = handler or TerminalHandler(screen=False if ui == "lines" else None)
     if ui == "browser":
         async with BrowserHandler(write=terminal._write) as browser:
             return await _session(target, protocol, terminal, browser)

@@ -7,6 +7,12 @@ import sys
 
 from ._version import __version__
 
+UIS = ["terminal", "lines", "browser"]
+UI_HELP = (
+    "where to answer elicitations: terminal (full-screen forms; one question per line when the terminal cannot "
+    "draw them), lines (always one question per line), browser (pages on 127.0.0.1)"
+)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -14,9 +20,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"elicitor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = commands.add_parser("demo", help="run the table-booking demo: a server that asks, you answer")
+    demo = commands.add_parser(
+        "demo",
+        help="run the table-booking demo: a server that asks, you answer",
+        description="Start the demo server (a table-booking desk whose tools ask you questions) and answer it here: "
+        "a guided booking, connecting a calendar in your browser (URL mode), then its tools to try yourself.",
+    )
     demo.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
-    serve = commands.add_parser("serve", help="serve a Server object: elicitor serve package.module:server")
+    demo.add_argument("--ui", choices=UIS, default="terminal", help=UI_HELP)
+    serve = commands.add_parser(
+        "serve",
+        help="serve a Server object: elicitor serve package.module:server",
+        description="Serve an elicitor Server over Streamable HTTP (loopback by default) or stdio. "
+        "Exit 2 when the target cannot be loaded.",
+    )
     serve.add_argument("target", help="module:attribute naming an elicitor Server (or a function returning one)")
     serve.add_argument("--transport", choices=["http", "stdio"], default="http")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: the interface to bind (default loopback only)")
@@ -36,18 +53,16 @@ def main(argv: list[str] | None = None) -> int:
         "connect",
         help="an interactive client: list tools, call one, answer its questions",
         description="Connect to an MCP server (a command run over stdio, or a Streamable HTTP URL), call its tools "
-        "and answer their elicitations in this terminal.",
+        "and answer their elicitations here (full-screen terminal forms by default) or in your browser.",
     )
     connect.add_argument("target", nargs=argparse.REMAINDER, help="a command and its arguments, or an http(s) URL")
     connect.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
-    connect.add_argument(
-        "--ui", choices=["terminal", "browser"], default="terminal", help="where to answer elicitations"
-    )
+    connect.add_argument("--ui", choices=UIS, default="terminal", help=UI_HELP)
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo_main
 
-        demo_main(["client", "--protocol", args.protocol])
+        demo_main(["client", "--protocol", args.protocol, "--ui", args.ui])
         return 0
     if args.command == "serve":
         return _serve(args)

@@ -29,7 +29,7 @@ import anyio
 from ._connect import tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
-from .client import Client, TerminalHandler
+from .client import BrowserHandler, Client, TerminalHandler
 from .forms import Choices, Email, Field, Uri
 from .server import Context, Server, UrlElicitationRequired
 from .transports import StdioServerTransport
@@ -236,11 +236,19 @@ async def serve_with_pages() -> None:
         web.should_exit = True
 
 
-async def run_client(protocol: str) -> None:
+async def run_client(protocol: str, ui: str = "terminal") -> None:
     """The guided tour (a booking, then the calendar), then the tool menu for the person to explore."""
+    terminal = TerminalHandler(screen=False if ui == "lines" else None)
+    if ui == "browser":
+        async with BrowserHandler(write=terminal._write) as browser:
+            await _run_client(protocol, terminal, browser)
+    else:
+        await _run_client(protocol, terminal, terminal)
+
+
+async def _run_client(protocol: str, terminal: TerminalHandler, answers: TerminalHandler | BrowserHandler) -> None:
     command = [sys.executable, "-m", "elicitor.demo", "server"]
-    terminal = TerminalHandler()
-    async with Client.stdio(command, elicitation=terminal, protocol=protocol) as client:
+    async with Client.stdio(command, elicitation=answers, protocol=protocol) as client:
         await _tour(client)
         print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
         await tool_menu(client, terminal)
@@ -272,12 +280,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="elicitor demo", description="The table-booking demo.")
     parser.add_argument("role", nargs="?", choices=["client", "server"], default="client")
     parser.add_argument("--protocol", default="auto", help="auto, 2026-07-28, 2025-11-25 or 2025-06-18")
+    parser.add_argument("--ui", choices=["terminal", "lines", "browser"], default="terminal")
     args = parser.parse_args(argv)
     if args.role == "server":
         anyio.run(serve_with_pages)
     else:
         try:
-            anyio.run(run_client, args.protocol)
+            anyio.run(run_client, args.protocol, args.ui)
         except KeyboardInterrupt:
             print("\nBye.", file=sys.stderr)
 
