@@ -319,3 +319,33 @@ async def test_url_decline_opens_nothing() -> None:
             await page.keyboard.press("Enter")  # Decline has the focus: a stray Enter opens nothing
             await page.get_by_text("You declined; nothing was opened.").wait_for()
     assert outcomes == [Declined()]
+
+
+async def test_the_official_sdk_client_answers_in_chromium_through_the_adapter() -> None:
+    """A host built on the official SDK adopts the browser handler in one line (sdk_elicitation_callback)."""
+    from mcp import Client as McpClient
+
+    from elicitor.client import sdk_elicitation_callback
+
+    from .test_interop import OURS
+
+    async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
+        results: list[str] = []
+
+        async def call() -> None:
+            callback = sdk_elicitation_callback(handler)
+            async with McpClient(OURS, elicitation_callback=callback, mode="legacy") as client:
+                result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+                results.append(result.content[0].text)  # type: ignore[union-attr]
+
+        tg.start_soon(call)
+        page = await person.page()
+        assert "elicitor conformance fixtures 1.0.0 asks:" in await page.inner_text("body")
+        await page.get_by_label("username").fill("ada")
+        await page.get_by_label("email").fill("ada@example.com")
+        await page.get_by_role("button", name="Review").click()
+        await page.get_by_role("button", name="Send").click()
+        with anyio.fail_after(20):
+            while not results:
+                await anyio.sleep(0.05)
+    assert "action=accept" in results[0] and "'username': 'ada'" in results[0]

@@ -389,3 +389,28 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     tmux.keys("q", "Enter")
     shown = tmux.wait_for("[demo exited 0]")
     assert "Result: Profile saved for Ada: likes starters, spice 7.5/10, contact: email, monthly menu." in shown
+
+
+@pytest.mark.anyio
+async def test_the_official_sdk_client_answers_on_the_full_screen_through_the_adapter() -> None:
+    from mcp import Client as McpClient
+
+    from elicitor.client import sdk_elicitation_callback
+
+    from .test_interop import OURS
+
+    async with screen_handler() as (handler, screen):
+        results: list[str] = []
+
+        async def call() -> None:
+            async with McpClient(OURS, elicitation_callback=sdk_elicitation_callback(handler), mode="legacy") as c:
+                results.append((await c.call_tool("test_elicitation", {"message": "Who are you?"})).content[0].text)  # type: ignore[union-attr]
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await screen.shows("elicitor conformance fixtures 1.0.0 asks")
+                await screen.type("ada", TAB, "ada@example.com", TAB, ENTER)
+                await screen.shows("Review your answer")
+                await screen.type(ENTER)
+    assert "action=accept" in results[0] and "'email': 'ada@example.com'" in results[0]
