@@ -349,3 +349,24 @@ async def test_the_official_sdk_client_answers_in_chromium_through_the_adapter()
             while not results:
                 await anyio.sleep(0.05)
     assert "action=accept" in results[0] and "'username': 'ada'" in results[0]
+
+
+async def test_concurrent_questions_come_one_at_a_time_with_the_queue_shown() -> None:
+    confirm = Form.from_schema({"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}})
+    async with person_and_handler() as (person, handler):
+        outcomes: list[Any] = []
+
+        async def ask(message: str) -> None:
+            outcomes.append((message, await handler(ElicitationRequest(message, confirm, None))))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "first")
+            page = await person.page()
+            tg.start_soon(ask, "second")
+            await page.get_by_text("1 more question waiting after this one").wait_for()  # updated live
+            assert len(person.links) == 1  # the second page is not open yet
+            await page.get_by_role("button", name="Decline").click()
+            second = await person.page(1)
+            assert "second" in await second.inner_text("body") and handler.waiting == 0
+            await second.get_by_role("button", name="Cancel").click()
+    assert outcomes == [("first", Declined()), ("second", Cancelled())]

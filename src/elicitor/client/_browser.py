@@ -15,6 +15,8 @@ A URL page (client/elicitation "Safe URL Handling") shows the full URL with its 
 nothing is fetched; "Open" posts the person's consent and only then redirects a new tab to the URL (no referrer).
 The page then offers "I'm done" for the wait that follows.
 
+Concurrent questions are shown one at a time; each page says how many more wait behind it.
+
 The page's small script reports that it is still open. A page the person closes (or navigates away from) becomes
 Cancel after a grace period, so the server does not wait for an answer nobody will give; a reload within the grace
 period keeps the question. When the question ends elsewhere (the server cancelled it), the page says so. Without
@@ -107,6 +109,8 @@ class BrowserHandler:
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._grace = grace
         self._pages: dict[str, _Page] = {}
+        self._one_at_a_time = anyio.Lock()
+        self._waiting = 0
         self.base = ""
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
 
@@ -144,7 +148,30 @@ class BrowserHandler:
 
     # ---- the handler side --------------------------------------------------------------------------------------
 
+    @property
+    def waiting(self) -> int:
+        """Questions queued behind the one on screen (each page shows the count)."""
+        return self._waiting
+
+    @asynccontextmanager
+    async def _turn(self) -> AsyncIterator[None]:
+        """One question at a time: a person answers one page, the others wait their turn (visibly)."""
+        self._waiting += 1
+        queued = True
+        try:
+            async with self._one_at_a_time:
+                self._waiting -= 1
+                queued = False
+                yield
+        finally:
+            if queued:  # cancelled while still in the queue
+                self._waiting -= 1
+
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
+        async with self._turn():
+            return await self._ask(request)
+
+    async def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         page = self._add("form", request)
         try:
             self._show(page, "asks a question")
@@ -156,6 +183,10 @@ class BrowserHandler:
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         """Show the URL on a consent page; ``Accepted(None)`` once the person chose to open it (in a new tab)."""
+        async with self._turn():
+            return await self._ask_url(request)
+
+    async def _ask_url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         page = self._add("url", request)
         kept = False
         try:
@@ -263,7 +294,7 @@ class BrowserHandler:
             page.latest, page.beat, page.left = instance, now, None
         elif instance == page.latest:  # a late goodbye from a page already replaced (a reload) does not count
             page.left = now
-        await _respond_json(send, 200, {"state": page.state})
+        await _respond_json(send, 200, {"state": page.state, "waiting": _queue_text(self._waiting)})
 
     async def _form_action(self, page: _Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
         request = page.request
@@ -329,7 +360,12 @@ class BrowserHandler:
         else:
             shown = values if values is not None else request.form.with_defaults({})
             body, extra = _form_page(request, shown, errors), None
-        await _respond(send, status, _page(f"{request.server_label} asks", body + script), nonce, extra)
+        queue = f"<p class=queue data-waiting>{html.escape(_queue_text(self._waiting))}</p>"
+        await _respond(send, status, _page(f"{request.server_label} asks", queue + body + script), nonce, extra)
+
+
+def _queue_text(waiting: int) -> str:
+    return f"{waiting} more question{'s' if waiting != 1 else ''} waiting after this one" if waiting else ""
 
 
 def _beat_every(grace: float) -> int:
@@ -511,8 +547,10 @@ const show = (state) => {
   for (const el of document.querySelectorAll("[data-when]")) el.hidden = !el.dataset.when.split(" ").includes(state);
   if (state === "finished") clearInterval(timer);
 };
+const queue = document.querySelector("[data-waiting]");
 const beat = () => fetch(base + "/beat?page=" + id, {method: "POST", cache: "no-store"})
-  .then((r) => r.json()).then((j) => show(j.state)).catch(() => {});
+  .then((r) => r.json()).then((j) => { show(j.state); if (queue) queue.textContent = j.waiting || ""; })
+  .catch(() => {});
 const timer = setInterval(beat, every);
 beat();
 addEventListener("pagehide", () => navigator.sendBeacon(base + "/gone?page=" + id));
@@ -525,7 +563,8 @@ _STYLE = (
     ".errors{border:2px solid #a00;padding:0 1em;margin:1em 0}.who{font-weight:bold}.message{font-size:1.15em}"
     "fieldset{margin:1em 0}button{font-size:1em;padding:.5em 1em;margin:.2em 0}"
     "button:focus,input:focus{outline:3px solid #36c}h1{font-size:1.2em}dt{font-weight:bold}dd{margin:0 0 .6em}"
-    ".url code{word-break:break-all;font-size:1.05em}mark{background:#fe6;font-weight:bold}"
+    ".url code{word-break:break-all;font-size:1.05em}.queue{font-style:italic;color:#555}"
+    "mark{background:#fe6;font-weight:bold}"
 )
 
 
