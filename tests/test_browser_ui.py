@@ -149,7 +149,7 @@ async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> No
         page = await person.page(viewport={"width": 390, "height": 844})  # a phone-sized window
         assert await page.title() == "Grand Hotel 2.1 asks"
         body = await page.inner_text("body")
-        assert "Grand Hotel 2.1 asks:" in body and "Book a room at the Grand Hotel." in body
+        assert "Grand Hotel 2.1 asks:\n\nserver name: hotel\n" in body and "Book a room at the Grand Hotel." in body
         assert "Your name (required)" in body and "Note for the desk" in body and "In euros" in body
         assert "an email address" in body and "from 1 to 10" in body and "choose 1–2" in body
         assert await page.get_by_label("Guests").input_value() == "2"  # the default, pre-filled

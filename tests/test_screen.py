@@ -142,7 +142,7 @@ async def test_the_screen_names_the_server_marks_required_fields_and_hints_from_
     async with screen_handler() as (handler, screen):
 
         async def drive() -> None:
-            await screen.shows("Grand Hotel 2.1 asks")
+            await screen.shows("Grand Hotel 2.1 asks   (server name: hotel)")
             text = screen.text()
             assert "Book a room" in text
             assert "Your name *" in text and "Note" in text and "Note *" not in text

@@ -197,7 +197,7 @@ async def test_terminal_handler_fills_every_kind_with_validation_and_review(anyi
     outcome = await handler(request())
     assert outcome == Accepted({"party": 4, "seat": "out", "diet": ["vegan", "halal"], "email": "a@b.co", "ok": True})
     text = "\n".join(shown)
-    assert "── Booking Desk 2 asks ──" in text
+    assert "── Booking Desk 2 asks (server name: desk) ──" in text
     assert "must be at most 12" in text
     assert "pick one of the numbers shown" in text
     assert "expected an email address" in text
@@ -377,7 +377,7 @@ def test_connect_calls_tools_and_answers_their_questions() -> None:
     assert run.returncode == 0, run.stderr
     out = run.stderr
     assert "Connected to elicitor conformance fixtures 1.0.0, protocol 2025-11-25." in out
-    assert "── elicitor conformance fixtures 1.0.0 asks ──\nWho are you?" in out
+    assert "── elicitor conformance fixtures 1.0.0 asks (server name: elicitor-everything) ──\nWho are you?" in out
     assert "Result: User response: action=accept, content={'username': 'Ada', 'email': 'ada@example.com'}" in out
     assert "progress 50/100" in out and "Result: Tool with progress executed successfully" in out
     assert "[info] Tool processing data" in out

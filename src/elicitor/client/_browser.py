@@ -46,7 +46,7 @@ from .._exceptions import InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, show
+from ._present import hint, server_name, show
 from ._url import UrlElicitationRequest
 
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
@@ -418,7 +418,9 @@ def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> t
 
 def _who(request: ElicitationRequest | UrlElicitationRequest, what: str) -> str:
     e = html.escape
-    return f"<p class=who>{e(request.server_label)} {what}</p><p class=message>{e(request.message)}</p>"
+    name = server_name(request.server)
+    named = f"<small>server name: {e(name)}</small>" if name else ""
+    return f"<p class=who>{e(request.server_label)} {what}</p>{named}<p class=message>{e(request.message)}</p>"
 
 
 _CLOSED = (

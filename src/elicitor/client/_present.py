@@ -10,6 +10,7 @@ from typing import Any
 
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ..forms._fields import Problem
+from ..types import Implementation
 
 _FORMATS = {
     "email": "an email address",
@@ -17,6 +18,16 @@ _FORMATS = {
     "date": "a date, YYYY-MM-DD",
     "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ",
 }
+
+
+def server_name(server: Implementation | None) -> str:
+    """The server's own name when its title hides it (``"booking-desk"`` behind "Chez Elicitor booking desk").
+
+    Titles are free text any server can choose; the name beside it helps a person tell two servers apart.
+    """
+    if server is None or not server.title or server.title == server.name:
+        return ""
+    return server.name
 
 
 def hint(f: FormField) -> list[str]:

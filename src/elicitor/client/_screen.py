@@ -55,7 +55,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, parse_text, show
+from ._present import hint, parse_text, server_name, show
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -283,7 +283,8 @@ class FormScreen:
                 row.force(error.message)
 
         def asks() -> str:
-            return f"{request.server_label} asks"
+            name = server_name(request.server)
+            return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
 
         def queue() -> StyleAndTextTuples:
             n = waiting()

@@ -29,7 +29,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, parse_text, show
+from ._present import hint, parse_text, server_name, show
 from ._screen import FormScreen, Terminal, UrlScreen, WaitScreen, run_screen
 from ._url import UrlElicitationRequest
 
@@ -174,7 +174,8 @@ class TerminalHandler:
     def _session(self, request: ElicitationRequest) -> ElicitationOutcome:
         w = self._write
         w("")
-        w(f"── {request.server_label} asks ──")
+        name = server_name(request.server)
+        w(f"── {request.server_label} asks{f' (server name: {name})' if name else ''} ──")
         if self._waiting:
             w(f"({self._waiting} more question{'s' if self._waiting > 1 else ''} waiting after this one)")
         w(request.message)
