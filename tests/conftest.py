@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from elicitor import Client, Server, TerminalHandler
@@ -77,3 +78,32 @@ def scripted_terminal(lines: list[str], **options: Any) -> tuple[TerminalHandler
             raise EOFError from None
 
     return TerminalHandler(read_line=read, write=shown.append, **options), shown
+
+
+class Later:
+    """What a call started in the background returns: ``await later.value()`` once the test needs it."""
+
+    def __init__(self) -> None:
+        self._done = anyio.Event()
+        self._value: Any = None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    async def value(self, timeout: float = 20) -> Any:
+        with anyio.fail_after(timeout):
+            await self._done.wait()
+        return self._value
+
+
+def later(tg: anyio.abc.TaskGroup, function: Any, *args: Any) -> Later:
+    """Start ``await function(*args)`` in ``tg``; its result arrives in the returned :class:`Later`."""
+    result = Later()
+
+    async def run() -> None:
+        result._value = await function(*args)
+        result._done.set()
+
+    tg.start_soon(run)
+    return result

@@ -21,7 +21,7 @@ from elicitor import Accepted, Cancelled, Context, Declined, Form, Server
 from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.types import Implementation
 
-from .conftest import ROOT, connected, serving
+from .conftest import ROOT, connected, later, serving
 
 pytestmark = pytest.mark.anyio
 ARTIFACTS = ROOT / "artifacts"
@@ -113,6 +113,11 @@ class Person:
         return page
 
 
+async def call_book(handler: BrowserHandler, protocol: str) -> str:
+    async with connected(server, elicitation=handler, protocol=protocol) as client:
+        return (await client.call_tool("book")).text
+
+
 @asynccontextmanager
 async def person_and_handler(**options: Any) -> AsyncIterator[tuple[Person, BrowserHandler]]:
     async with chromium() as browser:
@@ -139,13 +144,7 @@ async def fill_valid(page: Page) -> None:
 
 async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> None:
     async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
-        results: list[str] = []
-
-        async def call() -> None:
-            async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
-                results.append((await client.call_tool("book")).text)
-
-        tg.start_soon(call)
+        booked = later(tg, call_book, handler, "2025-11-25")
         page = await person.page(viewport={"width": 390, "height": 844})  # a phone-sized window
         assert await page.title() == "Grand Hotel 2.1 asks"
         body = await page.inner_text("body")
@@ -162,26 +161,18 @@ async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> No
         assert "Double room" in review and "Breakfast, Spa" in review and "2026-12-24T19:30:00Z" in review
         await page.keyboard.press("Enter")  # Send has the focus
         await page.get_by_text("Your answer was sent").wait_for()
-        with anyio.fail_after(10):
-            while not results:
-                await anyio.sleep(0.02)
-    assert json.loads(results[0]) == {
-        "name": "Ada", "email": "ada@example.com", "site": "https://ada.example.com/", "arrival": "2026-12-24",
-        "dinner": "2026-12-24T19:30:00Z", "guests": 2, "budget": 120.5, "news": True, "floor": "high",
-        "room": "d", "pillows": ["soft"], "extras": ["b", "s"],
-    }  # fmt: skip
+        assert json.loads(await booked.value()) == {
+            "name": "Ada", "email": "ada@example.com", "site": "https://ada.example.com/", "arrival": "2026-12-24",
+            "dinner": "2026-12-24T19:30:00Z", "guests": 2, "budget": 120.5, "news": True, "floor": "high",
+            "room": "d", "pillows": ["soft"], "extras": ["b", "s"],
+        }  # fmt: skip
 
 
 async def test_validation_errors_edit_and_send() -> None:
     async with person_and_handler() as (person, handler):
         request = ElicitationRequest("Book", Form.from_schema(SCHEMA), Implementation(name="hotel", version="2.1"))
-        outcome: list[Any] = []
-
-        async def ask() -> None:
-            outcome.append(await handler(request))
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
+            outcome = later(tg, handler, request)
             page = await person.page()
             await fill_valid(page)
             await page.get_by_label("Guests").fill("99")
@@ -205,48 +196,32 @@ async def test_validation_errors_edit_and_send() -> None:
             await page.get_by_role("button", name="Review").click()
             assert "Guests\n4" in await page.inner_text("dl")
             await page.get_by_role("button", name="Send").click()
-    assert isinstance(outcome[0], Accepted) and outcome[0].data["guests"] == 4
+            sent = await outcome.value()
+    assert isinstance(sent, Accepted) and sent.data["guests"] == 4
 
 
 @pytest.mark.parametrize(("button", "expected"), [("Decline", Declined()), ("Cancel", Cancelled())])
 async def test_decline_and_cancel_buttons(button: str, expected: Any) -> None:
     async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
-        results: list[str] = []
-
-        async def call() -> None:
-            async with connected(server, elicitation=handler, protocol="2026-07-28") as client:
-                results.append((await client.call_tool("book")).text)
-
-        tg.start_soon(call)
+        booked = later(tg, call_book, handler, "2026-07-28")
         page = await person.page()
         await page.get_by_role("button", name=button).click()
-        await page.get_by_text(f"You {expected.action}d" if button == "Decline" else "You cancelled").wait_for()
-        with anyio.fail_after(10):
-            while not results:
-                await anyio.sleep(0.02)
-    assert results == [expected.action]
+        await page.get_by_text("You declined" if button == "Decline" else "You cancelled").wait_for()
+        assert await booked.value() == expected.action
 
 
 async def test_a_closed_page_becomes_cancel_after_the_grace_period_and_a_reload_does_not() -> None:
     async with person_and_handler() as (person, handler):
         request = ElicitationRequest("Book", Form.from_schema(SCHEMA), None)
-        outcome: list[Any] = []
-
-        async def ask() -> None:
-            outcome.append(await handler(request))
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
+            outcome = later(tg, handler, request)
             page = await person.page()
             await page.wait_for_timeout(300)
             await page.reload()
             await page.wait_for_timeout(GRACE * 3000)
-            assert outcome == []  # reloaded, still asking
+            assert not outcome.done  # reloaded, still asking
             await page.close(run_before_unload=True)
-            with anyio.fail_after(10):
-                while not outcome:
-                    await anyio.sleep(0.05)
-    assert outcome == [Cancelled()]
+            assert await outcome.value(10) == Cancelled()
 
 
 async def test_the_page_says_when_the_question_was_withdrawn() -> None:
@@ -307,18 +282,13 @@ async def test_url_consent_in_the_browser() -> None:
 async def test_url_decline_opens_nothing() -> None:
     async with person_and_handler() as (person, handler):
         request = UrlElicitationRequest.from_params({"message": "Pay", "url": "https://pay.example.com/x"}, None)
-        outcomes: list[Any] = []
-
-        async def ask() -> None:
-            outcomes.append(await handler.url(request))
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
+            outcome = later(tg, handler.url, request)
             page = await person.page()
             await page.wait_for_function("document.activeElement.value === 'decline'")
             await page.keyboard.press("Enter")  # Decline has the focus: a stray Enter opens nothing
             await page.get_by_text("You declined; nothing was opened.").wait_for()
-    assert outcomes == [Declined()]
+            assert await outcome.value() == Declined()
 
 
 async def test_the_official_sdk_client_answers_in_chromium_through_the_adapter() -> None:
@@ -329,44 +299,33 @@ async def test_the_official_sdk_client_answers_in_chromium_through_the_adapter()
 
     from .test_interop import OURS
 
+    async def call(handler: BrowserHandler) -> str:
+        async with McpClient(OURS, elicitation_callback=sdk_elicitation_callback(handler), mode="legacy") as client:
+            result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            return result.content[0].text  # type: ignore[union-attr]
+
     async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
-        results: list[str] = []
-
-        async def call() -> None:
-            callback = sdk_elicitation_callback(handler)
-            async with McpClient(OURS, elicitation_callback=callback, mode="legacy") as client:
-                result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
-                results.append(result.content[0].text)  # type: ignore[union-attr]
-
-        tg.start_soon(call)
+        called = later(tg, call, handler)
         page = await person.page()
         assert "elicitor conformance fixtures 1.0.0 asks:" in await page.inner_text("body")
         await page.get_by_label("username").fill("ada")
         await page.get_by_label("email").fill("ada@example.com")
         await page.get_by_role("button", name="Review").click()
         await page.get_by_role("button", name="Send").click()
-        with anyio.fail_after(20):
-            while not results:
-                await anyio.sleep(0.05)
-    assert "action=accept" in results[0] and "'username': 'ada'" in results[0]
+        text = await called.value()
+    assert "action=accept" in text and "'username': 'ada'" in text
 
 
 async def test_concurrent_questions_come_one_at_a_time_with_the_queue_shown() -> None:
     confirm = Form.from_schema({"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}})
-    async with person_and_handler() as (person, handler):
-        outcomes: list[Any] = []
-
-        async def ask(message: str) -> None:
-            outcomes.append((message, await handler(ElicitationRequest(message, confirm, None))))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask, "first")
-            page = await person.page()
-            tg.start_soon(ask, "second")
-            await page.get_by_text("1 more question waiting after this one").wait_for()  # updated live
-            assert len(person.links) == 1  # the second page is not open yet
-            await page.get_by_role("button", name="Decline").click()
-            second = await person.page(1)
-            assert "second" in await second.inner_text("body") and handler.waiting == 0
-            await second.get_by_role("button", name="Cancel").click()
-    assert outcomes == [("first", Declined()), ("second", Cancelled())]
+    async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
+        first = later(tg, handler, ElicitationRequest("first", confirm, None))
+        page = await person.page()
+        second_outcome = later(tg, handler, ElicitationRequest("second", confirm, None))
+        await page.get_by_text("1 more question waiting after this one").wait_for()  # updated live
+        assert len(person.links) == 1  # the second page is not open yet
+        await page.get_by_role("button", name="Decline").click()
+        second = await person.page(1)
+        assert "second" in await second.inner_text("body") and handler.waiting == 0
+        await second.get_by_role("button", name="Cancel").click()
+        assert (await first.value(), await second_outcome.value()) == (Declined(), Cancelled())
