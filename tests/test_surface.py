@@ -29,7 +29,7 @@ from elicitor.protocol import NotificationReceived, RequestReceived
 from elicitor.session import Session, open_session
 from elicitor.transports import memory_pair
 
-from .conftest import REVISIONS, ROOT, connected, scripted_terminal
+from .conftest import REVISIONS, ROOT, connected, free_port, scripted_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -385,13 +385,9 @@ def test_connect_calls_tools_and_answers_their_questions() -> None:
     assert "No tool 'nope'." in out
 
 
-def test_connect_says_what_went_wrong() -> None:
+def test_connect_without_a_target_shows_its_usage() -> None:
     usage = subprocess.run([sys.executable, "-m", "elicitor", "connect"], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "give a command to run" in usage.stderr
-    missing = subprocess.run(
-        [sys.executable, "-m", "elicitor", "connect", "/nonexistent/server"], capture_output=True, text=True, timeout=60
-    )
-    assert missing.returncode == 1 and "cannot connect to /nonexistent/server" in missing.stderr
 
 
 def test_connect_with_the_browser_ui() -> None:
@@ -422,3 +418,19 @@ def test_connect_with_the_browser_ui() -> None:
     _, stderr = connect.communicate("q\n", timeout=30)
     assert connect.returncode == 0, stderr
     assert "Result: User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}" in stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [
+        (["no-such-program-here"], "no program 'no-such-program-here': check the command"),
+        ([sys.executable, "-c", "import sys; print('not MCP'); sys.stdin.read()"], "no MCP handshake within 2 s"),
+        ([sys.executable, "-c", "pass"], "Run the command alone to see its own errors"),
+        ([f"http://127.0.0.1:{free_port()}/mcp"], "Is the server running, at that address and path?"),
+    ],
+)
+def test_connect_says_what_went_wrong_and_what_to_do(target: list[str], says: str) -> None:
+    command = [sys.executable, "-m", "elicitor", "connect", "--timeout", "2", *target]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode == 1
+    assert says in run.stderr and "Traceback" not in run.stderr

@@ -21,18 +21,31 @@ from .forms import Form
 from .types import JSONValue, Tool
 
 
+class HandshakeTimeout(Exception):
+    """The target did not complete the MCP handshake in time (not an MCP server, or stuck)."""
+
+
 async def run(
-    target: list[str], *, protocol: str = "auto", handler: TerminalHandler | None = None, ui: str = "terminal"
+    target: list[str],
+    *,
+    protocol: str = "auto",
+    handler: TerminalHandler | None = None,
+    ui: str = "terminal",
+    timeout: float = 30.0,
 ) -> int:
     terminal = handler or TerminalHandler(screen=False if ui == "lines" else None)
     if ui == "browser":
         async with BrowserHandler(write=terminal._write) as browser:
-            return await _session(target, protocol, terminal, browser)
-    return await _session(target, protocol, terminal, terminal)
+            return await _session(target, protocol, terminal, browser, timeout)
+    return await _session(target, protocol, terminal, terminal, timeout)
 
 
 async def _session(
-    target: list[str], protocol: str, terminal: TerminalHandler, answers: TerminalHandler | BrowserHandler
+    target: list[str],
+    protocol: str,
+    terminal: TerminalHandler,
+    answers: TerminalHandler | BrowserHandler,
+    timeout: float,
 ) -> int:
     write = terminal._write
 
@@ -45,10 +58,35 @@ async def _session(
         client = Client.http(target[0], **kwargs)
     else:
         client = Client.stdio(target, **kwargs)
-    async with client:
-        label = client.server_info.display() if client.server_info else "the server"
-        write(f"Connected to {label}, protocol {client.protocol_version}.")
-        return await tool_menu(client, terminal)
+    timed_out = False
+    code = 0
+    failed: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        ready = anyio.Event()
+
+        async def watchdog() -> None:  # the library has no timeouts; a person at a prompt deserves one here
+            nonlocal timed_out
+            with anyio.move_on_after(timeout):
+                await ready.wait()
+                return
+            timed_out = True
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watchdog)
+        try:
+            async with client:
+                ready.set()
+                label = client.server_info.display() if client.server_info else "the server"
+                write(f"Connected to {label}, protocol {client.protocol_version}.")
+                code = await tool_menu(client, terminal)
+        except (OSError, ElicitorError) as exc:  # raised below, outside the task group, as itself
+            failed = exc
+            ready.set()
+    if failed is not None:
+        raise failed
+    if timed_out:
+        raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
+    return code
 
 
 async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
@@ -131,12 +169,23 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
     return {k: v for k, v in values.items() if v is not None}
 
 
-def main(target: list[str], protocol: str, ui: str = "terminal") -> int:
+def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0) -> int:
+    shown = " ".join(target)
+    is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
     try:
-        return anyio.run(lambda: run(target, protocol=protocol, ui=ui))
+        return anyio.run(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout))
     except KeyboardInterrupt:
         print("\nBye.", file=sys.stderr)
         return 130
-    except (OSError, ElicitorError) as exc:
-        print(f"elicitor connect: cannot connect to {' '.join(target)}: {exc}", file=sys.stderr)
+    except FileNotFoundError:
+        print(f"elicitor connect: no program {target[0]!r}: check the command (or give the server's http(s) URL).",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    except (OSError, ElicitorError, HandshakeTimeout) as exc:
+        advice = (
+            "Is the server running, at that address and path?"
+            if is_url
+            else "Run the command alone to see its own errors: it must speak MCP on stdin and stdout."
+        )
+        print(f"elicitor connect: cannot connect to {shown}: {exc}. {advice}", file=sys.stderr)
         return 1

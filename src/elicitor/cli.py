@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     connect.add_argument("target", nargs=argparse.REMAINDER, help="a command and its arguments, or an http(s) URL")
     connect.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
     connect.add_argument("--ui", choices=UIS, default="terminal", help=UI_HELP)
+    connect.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds to wait for the MCP handshake (default 30)"
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         from .demo import main as demo_main
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             connect.error("give a command to run (e.g. python server.py) or an http(s) URL")
         from ._connect import main as connect_main
 
-        return connect_main(args.target, args.protocol, args.ui)
+        return connect_main(args.target, args.protocol, args.ui, args.timeout)
     if args.command == "check":
         from ._check import main as check_main
 
