@@ -122,3 +122,32 @@ async def test_unknown_tokens_are_not_found(anyio_backend: str) -> None:
     ):
         assert (await browser.get(f"{handler.base}/q/guess")).status_code == 404
         assert (await browser.get(f"{handler.base}/")).status_code == 404
+
+
+async def test_a_url_that_is_no_web_address_is_shown_but_never_opened(anyio_backend: str) -> None:
+    from elicitor import Declined
+    from elicitor.client import UrlElicitationRequest
+
+    from .conftest import later
+
+    links: list[str] = []
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    request = UrlElicitationRequest.from_params({"message": "Look", "url": "file:///etc/passwd"}, None)
+    async with (
+        BrowserHandler(open_url=opener, write=lambda text: None) as handler,
+        anyio.create_task_group() as tg,
+        httpx2.AsyncClient() as browser,
+    ):
+        outcome = later(tg, handler.url, request)
+        while not links:
+            await anyio.sleep(0.01)
+        page = await browser.get(links[0])
+        assert "This is not a web address" in page.text and 'value="open"' not in page.text
+        forced = await browser.post(links[0], data={"_action": "open"})  # a hand-made post changes nothing
+        assert forced.status_code == 200 and "location" not in forced.headers and not outcome.done
+        await browser.post(links[0], data={"_action": "decline"})
+        assert await outcome.value() == Declined()

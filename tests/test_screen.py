@@ -303,6 +303,19 @@ async def test_url_consent_shows_the_full_url_and_host_and_opens_only_on_open() 
                 await done()
 
 
+@pytest.mark.anyio
+async def test_the_screen_offers_no_open_button_for_what_is_not_a_web_address() -> None:
+    req = UrlElicitationRequest.from_params({"message": "Look", "url": "javascript:alert(1)"}, SERVER)
+    async with screen_handler(open_url=lambda url: pytest.fail("opened")) as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("This is not a web address: it will not be opened from here.")
+            assert "Open in browser" not in screen.text()
+            await screen.type(TAB, ENTER)  # the first button is Decline
+
+        assert await answer(handler, req, drive) == Declined()
+
+
 # ---- once for real: the demo in a terminal inside tmux -----------------------------------------------------------
 
 

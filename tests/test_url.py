@@ -263,6 +263,39 @@ async def test_terminal_opens_a_url_only_after_an_explicit_yes(anyio_backend: st
         assert warning in text
 
 
+@pytest.mark.parametrize(
+    ("url", "host"),
+    [
+        ("https://pay.example.com/x", "pay.example.com"),
+        ("https://EVIL.example/x", "EVIL.example"),  # highlighted as written
+        ("https://evil.example@evil.example.bank.com/", "evil.example.bank.com"),  # not the decoy in the user info
+        ("https://a.com@a.com.evil.net:8443/a.com", "a.com.evil.net"),
+        ("http://[::1]:8080/x", "::1"),
+    ],
+)
+def test_the_highlighted_host_is_the_real_one(url: str, host: str) -> None:
+    request = UrlElicitationRequest.from_params({"message": "?", "url": url}, None)
+    span = request.host_span
+    assert span is not None and url[span[0] : span[1]] == host
+
+
+@pytest.mark.parametrize(
+    ("url", "openable"),
+    [("https://a.example/", True), ("http://127.0.0.1:9/", True), ("file:///etc/passwd", False),
+     ("javascript:alert(1)", False), ("ms-settings:privacy", False), ("https:///nohost", False), ("", False)],
+)  # fmt: skip
+def test_only_web_addresses_are_offered_for_opening(url: str, openable: bool) -> None:
+    assert UrlElicitationRequest.from_params({"message": "?", "url": url}, None).openable is openable
+
+
+async def test_the_terminal_never_opens_what_is_not_a_web_address(anyio_backend: str) -> None:
+    handler, shown, opened = terminal_person(["y", "yes", "n"])
+    request = UrlElicitationRequest.from_params({"message": "Look", "url": "file:///etc/passwd"}, None)
+    assert await handler.url(request) == Declined()
+    assert opened == []
+    assert "This is not a web address: it will not be opened from here." in "\n".join(shown)
+
+
 @pytest.mark.parametrize(("line", "outcome"), [("n", Declined), ("c", Cancelled), (None, Cancelled)])
 async def test_terminal_declining_or_cancelling_opens_nothing(
     anyio_backend: str, line: str | None, outcome: type

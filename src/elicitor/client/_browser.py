@@ -333,7 +333,7 @@ class BrowserHandler:
             word = "declined" if action == "decline" else "cancelled"
             await _respond(send, 200, _page("Done", f"<p>You {word}; nothing was opened. You can close this tab.</p>"))
             return
-        if action == "open" and _origin(request.url) is not None:
+        if action == "open" and request.openable and _origin(request.url) is not None:
             page.settle(Accepted(None))
             page.state = "opened"
             await _redirect(send, request.url)
@@ -463,9 +463,10 @@ def _review_page(request: ElicitationRequest, draft: dict[str, Any]) -> str:
 
 def _url_page(request: UrlElicitationRequest, state: State) -> str:
     e = html.escape
-    url, host = request.url, request.host
-    at = url.find(host) if host else -1
-    shown = e(url) if at < 0 else f"{e(url[:at])}<mark>{e(host)}</mark>{e(url[at + len(host) :])}"
+    url, host, span = request.url, request.host, request.host_span
+    shown = (
+        e(url) if span is None else f"{e(url[: span[0]])}<mark>{e(url[span[0] : span[1]])}</mark>{e(url[span[1] :])}"
+    )
     warnings = "".join(f"<li>{e(w)}</li>" for w in request.warnings)
     parts = [
         _who(request, "asks you to open a web page:"),
@@ -474,7 +475,7 @@ def _url_page(request: UrlElicitationRequest, state: State) -> str:
         f"<div class=errors role=alert><p>Careful:</p><ul>{warnings}</ul></div>" if warnings else "",
         "<p>Nothing has been opened or fetched.</p><form method=post>",
     ]
-    if _origin(url) is not None:
+    if request.openable and _origin(url) is not None:
         parts.append('<button name="_action" value="open" formtarget="_blank">Open the page in a new tab</button> ')
     else:
         parts.append("<p>This is not a web address, so it cannot be opened from here.</p>")

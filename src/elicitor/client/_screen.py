@@ -394,22 +394,24 @@ class UrlScreen:
     """The URL-mode consent screen; ``app.run()`` returns ``Accepted(None)`` only when the person chose Open."""
 
     def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
-        url, host = request.url, request.host
-        at = url.find(host) if host else -1
+        url, host, span = request.url, request.host, request.host_span
         shown: StyleAndTextTuples = (
-            [("", url[:at]), ("class:host", host), ("", url[at + len(host) :])] if at >= 0 else [("", url)]
+            [("", url[: span[0]]), ("class:host", url[span[0] : span[1]]), ("", url[span[1] :])]
+            if span
+            else [("", url)]
         )
         details: StyleAndTextTuples = [("class:label", "Host: "), ("class:host", host or "(none)"), ("", "\n")]
         for warning in request.warnings:
             details += [("class:warning", f"⚠ Careful: {warning}."), ("", "\n")]
         details.append(("", "Nothing has been opened or fetched."))
+        if not request.openable:
+            details.append(("class:warning", "\nThis is not a web address: it will not be opened from here."))
         self.url_window = Window(FormattedTextControl(shown, focusable=True), dont_extend_height=True, wrap_lines=True)
-        actions = VSplit(
-            [Button("Open in browser", handler=lambda: self._done(Accepted(None)), width=19),
-             Button("Decline", handler=lambda: self._done(Declined()), width=11),
-             Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)],
-            padding=2,
-        )  # fmt: skip
+        buttons = [Button("Decline", handler=lambda: self._done(Declined()), width=11),
+                   Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)]  # fmt: skip
+        if request.openable:
+            buttons.insert(0, Button("Open in browser", handler=lambda: self._done(Accepted(None)), width=19))
+        actions = VSplit(buttons, padding=2)
         body = HSplit(
             [
                 _banner(lambda: f"{request.server_label} asks you to open a web page"),

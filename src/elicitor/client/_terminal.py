@@ -113,19 +113,25 @@ class TerminalHandler:
         w(f"── {request.server_label} asks you to open a web page ──")
         w(request.message)
         w("")
-        host = request.host
-        shown = request.url
-        if host and self._bold:
-            shown = shown.replace(host, f"\x1b[1;4m{host}\x1b[0m", 1)
+        host, shown, span = request.host, request.url, request.host_span
+        if span is not None and self._bold:
+            shown = f"{shown[: span[0]]}\x1b[1;4m{shown[span[0] : span[1]]}\x1b[0m{shown[span[1] :]}"
         w(f"  URL:  {shown}")
         w(f"  Host: {host or '(none)'}")
         for warning in request.warnings:
             w(f"  ⚠ Careful: {warning}.")
         w("  Nothing has been opened or fetched.")
+        if not request.openable:
+            w("  This is not a web address: it will not be opened from here.")
+        question = (
+            "Open it in your browser? y = open, n = decline, c = cancel: "
+            if request.openable
+            else "n = decline, c = cancel: "
+        )
         try:
             while True:
-                choice = self._line("Open it in your browser? y = open, n = decline, c = cancel: ").lower()
-                if choice in ("y", "yes", "o", "open"):
+                choice = self._line(question).lower()
+                if choice in ("y", "yes", "o", "open") and request.openable:
                     break
                 if choice in ("n", "no", "d", "decline"):
                     return Declined()

@@ -83,5 +83,31 @@ class UrlElicitationRequest:
             return ""
 
     @property
+    def host_span(self) -> tuple[int, int] | None:
+        """Where the host stands in ``url`` (after any user info), to highlight exactly that part."""
+        host, url = self.host, self.url
+        start = url.find("//")
+        if not host or start < 0:
+            return None
+        start += 2
+        end = min((i for i in (url.find(c, start) for c in "/?#") if i >= 0), default=len(url))
+        at = url.rfind("@", start, end)
+        begin = url.lower().find(host, at + 1 if at >= 0 else start, end)
+        return (begin, begin + len(host)) if begin >= 0 else None
+
+    @property
+    def openable(self) -> bool:
+        """Whether a client should offer to open it at all: only web addresses (http, https) with a host.
+
+        Anything else (``file:``, ``javascript:``, an app's own scheme) would hand the server's string to whatever
+        the system registered for it, so it is shown but never opened.
+        """
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:
+            return False
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+    @property
     def server_label(self) -> str:
         return self.server.display() if self.server is not None else "an unnamed server"
