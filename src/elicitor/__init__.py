@@ -22,12 +22,14 @@ from ._exceptions import (
 from ._outcomes import Accepted, Cancelled, Declined, Outcome
 from ._version import __version__
 from .client import (
+    BrowserHandler,
     Client,
     ElicitationHandler,
     ElicitationRequest,
     ScriptedHandler,
     TerminalHandler,
     UrlElicitationRequest,
+    sdk_elicitation_callback,
 )
 from .forms import (
     BooleanField,
@@ -60,6 +62,7 @@ __all__ = [
     "Accepted",
     "AudioContent",
     "BooleanField",
+    "BrowserHandler",
     "CallToolResult",
     "Cancelled",
     "Choices",
@@ -107,4 +110,5 @@ __all__ = [
     "UrlElicitationRequest",
     "UrlElicitationRequired",
     "__version__",
+    "sdk_elicitation_callback",
 ]

@@ -18,20 +18,23 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-from prompt_toolkit.input import Input
-from prompt_toolkit.output import Output
 
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
 from ._present import hint, parse_text, server_name, show
-from ._screen import FormScreen, Terminal, UrlScreen, WaitScreen, run_screen
 from ._url import UrlElicitationRequest
+
+if TYPE_CHECKING:  # prompt_toolkit is imported only when a full screen is drawn (servers never pay for it)
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
+    from ._screen import Terminal
 
 
 class _Cancel(Exception):
@@ -67,7 +70,11 @@ class TerminalHandler:
     ) -> None:
         if screen is None:
             screen = input is not None or output is not None or (read_line is None and write is None and _is_tty())
-        self._screen = Terminal(input, output) if screen else None
+        self._screen: Terminal | None = None
+        if screen:
+            from ._screen import Terminal
+
+            self._screen = Terminal(input, output)
         self._one_at_a_time = anyio.Lock()
         self._waiting = 0
         self._read = read_line or _read_stdin
@@ -82,6 +89,8 @@ class TerminalHandler:
         async with self._one_at_a_time:
             if self._screen is None:
                 return await anyio.to_thread.run_sync(self._ask_url, request)
+            from ._screen import UrlScreen, run_screen
+
             outcome = await run_screen(UrlScreen(request, self._screen).app, Cancelled())
             if isinstance(outcome, Accepted):
                 self._open_consented(request.url)
@@ -95,6 +104,8 @@ class TerminalHandler:
         """
         async with self._one_at_a_time:
             if self._screen is not None:
+                from ._screen import WaitScreen, run_screen
+
                 await run_screen(WaitScreen(request, self._screen, None).app, None)
                 return
             self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
@@ -158,6 +169,8 @@ class TerminalHandler:
                 self._waiting -= 1
                 queued = False
                 if self._screen is not None:
+                    from ._screen import FormScreen, run_screen
+
                     screen = FormScreen(request, self._screen, lambda: self._waiting)
                     return await run_screen(screen.app, Cancelled())
                 return await anyio.to_thread.run_sync(self._ask, request)
