@@ -16,3 +16,64 @@ def test_all_lists_every_public_member() -> None:
         if not name.startswith("_") and getattr(value, "__module__", "").startswith("elicitor")
     }
     assert public <= set(elicitor.__all__)
+
+
+# The public API, pinned: adding or removing a name is a decision, made here on purpose.
+PUBLIC = [
+    "Accepted",
+    "AudioContent",
+    "BooleanField",
+    "BrowserHandler",
+    "CallToolResult",
+    "Cancelled",
+    "Choices",
+    "Client",
+    "ClientCapabilityMissing",
+    "ConnectionClosed",
+    "ContentBlock",
+    "Context",
+    "Declined",
+    "ElicitationHandler",
+    "ElicitationRequest",
+    "ElicitationUnsupported",
+    "ElicitorError",
+    "Email",
+    "EmbeddedResource",
+    "EnumField",
+    "Field",
+    "FieldError",
+    "Form",
+    "FormDefinitionError",
+    "FormField",
+    "ImageContent",
+    "Implementation",
+    "InvalidAnswer",
+    "JSONRPCError",
+    "LocalProtocolError",
+    "MultiEnumField",
+    "NumberField",
+    "Option",
+    "Outcome",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "ResourceLink",
+    "ScriptedHandler",
+    "Server",
+    "StateSealer",
+    "StringField",
+    "TerminalHandler",
+    "TextContent",
+    "TooManyRounds",
+    "Tool",
+    "UnsafeUrl",
+    "Uri",
+    "UrlElicitation",
+    "UrlElicitationRequest",
+    "UrlElicitationRequired",
+    "__version__",
+    "sdk_elicitation_callback",
+]
+
+
+def test_the_public_api_is_exactly_this() -> None:
+    assert elicitor.__all__ == PUBLIC
