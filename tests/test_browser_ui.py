@@ -8,12 +8,14 @@ withdrew, and URL consent. A phone-sized screenshot of a form is saved to ``arti
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.streams.text
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
@@ -329,3 +331,66 @@ async def test_concurrent_questions_come_one_at_a_time_with_the_queue_shown() ->
         assert "second" in await second.inner_text("body") and handler.waiting == 0
         await second.get_by_role("button", name="Cancel").click()
         assert (await first.value(), await second_outcome.value()) == (Declined(), Cancelled())
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_the_demo_answered_in_chromium(protocol: str) -> None:
+    """``elicitor demo --ui browser``: the booking, the confirmation and the calendar consent, all in pages."""
+    import getpass
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "BROWSER": "true"}  # the system "browser" does nothing; Chromium here is the browser
+    command = [sys.executable, "-m", "elicitor", "demo", "--ui", "browser", "--protocol", protocol]
+    async with (
+        await anyio.open_process(command, env=env, stdin=subprocess.PIPE, cwd=ROOT) as demo,
+        chromium() as browser,
+    ):
+        assert demo.stderr is not None and demo.stdout is not None and demo.stdin is not None
+        lines = anyio.streams.text.TextReceiveStream(demo.stderr)
+        shown = ""
+
+        async def next_page(what: str) -> Page:
+            nonlocal shown
+            with anyio.fail_after(30):
+                while not (found := re.search(rf"{what}: answer it in your browser \((http://\S+)\)", shown)):
+                    shown += await lines.receive()
+            shown = shown[found.end() :]
+            page = await browser.new_page()
+            await page.goto(found.group(1))
+            return page
+
+        page = await next_page("asks a question")
+        assert "Chez Elicitor booking desk 1.0.0 asks:" in await page.inner_text("body")
+        await page.get_by_label("Party size").fill("2")
+        await page.get_by_label("Date").fill("2026-12-31")
+        await page.get_by_label("Heated patio").check()
+        await page.get_by_label("Contact email").fill("ada@example.com")
+        await page.get_by_label("vegan").check()
+        await page.get_by_role("button", name="Review").click()
+        await page.get_by_role("button", name="Send").click()
+        page = await next_page("asks a question")
+        assert "Confirm the booking: 2 at Chez Elicitor on Thursday 31 December 2026" in await page.inner_text("body")
+        await page.get_by_label("Confirm").check()
+        await page.get_by_role("button", name="Review").click()
+        await page.get_by_role("button", name="Send").click()
+        page = await next_page("asks you to open a web page")
+        async with page.context.expect_page() as opening:
+            await page.get_by_role("button", name="Open the page in a new tab").click()
+        calendar = await opening.value
+        await calendar.get_by_label("User name").fill(getpass.getuser())
+        await calendar.get_by_role("button", name="Sign in").click()
+        await calendar.get_by_role("button", name="Allow").click()
+        await calendar.get_by_text("Calendar connected").wait_for()
+        if protocol == "2026-07-28":  # no notifications in this revision: the person says when they are done
+            await page.get_by_role("button", name="I'm done").click()
+        with anyio.fail_after(30):
+            while "Now try the tools yourself" not in shown:
+                shown += await lines.receive()
+        await demo.stdin.aclose()  # the tool menu reads end of input: the demo ends
+        output = b"".join([chunk async for chunk in demo.stdout]).decode()
+        assert await demo.wait() == 0
+    booked, added = output.splitlines()
+    assert booked.startswith("Result: Booked: 2 at Chez Elicitor on Thursday 31 December 2026, Heated patio, vegan.")
+    assert added == "Result: Added 'Dinner at Chez Elicitor' to the calendar."
