@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
 .PHONY: demo test lint typecheck unit node-peers system-deps conformance bench clean
 
@@ -33,8 +34,9 @@ unit: $(STAMP) node-peers system-deps
 # Debian's chromium (the browser UI tests drive it with Playwright) and tmux (the real-terminal test), if missing.
 system-deps:
 	@command -v chromium >/dev/null && command -v tmux >/dev/null || { \
-	  $(SUDO) apt-get install -y -q chromium tmux >/dev/null 2>&1 || \
-	  { $(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q chromium tmux >/dev/null; }; }
+	  echo "installing Debian's chromium and tmux for the UI tests"; \
+	  $(APT) install -y -q chromium tmux >/dev/null 2>&1 || \
+	  { $(APT) update -q >/dev/null && $(APT) install -y -q chromium tmux >/dev/null; }; }
 
 # Node 22, the conformance harness and the TypeScript SDK (a test peer), from npm into .cache/ on first use.
 node-peers: $(STAMP)
