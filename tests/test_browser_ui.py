@@ -188,8 +188,12 @@ async def test_validation_errors_edit_and_send() -> None:
             alert = page.get_by_role("alert")
             await alert.wait_for()
             text = await alert.inner_text()
-            assert "email: expected an email address" in text and "extras: choose at most 2" in text
-            assert await page.get_by_label("Email").input_value() == "ada@localhost"  # nothing typed is lost
+            assert "Email: expected an email address" in text and "Extras: choose at most 2" in text
+            email = page.get_by_label("Email")
+            assert await email.input_value() == "ada@localhost"  # nothing typed is lost
+            assert await email.get_attribute("aria-invalid") == "true"  # marked at the field, for screen readers too
+            assert "✗ expected an email address" in await page.inner_text("#e-email")
+            await page.wait_for_function("document.activeElement.id === 'f-email'")  # the first field to fix
             await page.get_by_label("Email").fill("ada@example.com")
             await page.get_by_label("Parking").uncheck()
             await page.get_by_role("button", name="Review").click()
@@ -394,3 +398,24 @@ async def test_the_demo_answered_in_chromium(protocol: str) -> None:
     booked, added = output.splitlines()
     assert booked.startswith("Result: Booked: 2 at Chez Elicitor on Thursday 31 December 2026, Heated patio, vegan.")
     assert added == "Result: Added 'Dinner at Chez Elicitor' to the calendar."
+
+
+async def test_a_form_answered_with_the_keyboard_alone() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "news": {"type": "boolean", "title": "Newsletter"},
+            "size": {"type": "string", "title": "Size", "enum": ["S", "M", "L"]},
+        },
+        "required": ["name", "size"],
+    }
+    async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
+        outcome = later(tg, handler, ElicitationRequest("Order", Form.from_schema(schema), None))
+        page = await person.page()
+        await page.wait_for_function("document.activeElement.id === 'f-name'")
+        for key in ["A", "d", "a", "Tab", "Space", "Tab", "Space", "ArrowDown", "ArrowDown", "Enter"]:
+            await page.keyboard.press(key)  # type, tick, choose S then move to L, Enter reviews
+        await page.get_by_text("Review your answer").wait_for()
+        await page.keyboard.press("Enter")  # Send has the focus
+        assert await outcome.value() == Accepted({"name": "Ada", "news": True, "size": "L"})

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import pyte
 import pytest
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import PipeInput, create_pipe_input
@@ -62,16 +63,32 @@ def anyio_backend() -> str:
 TAB, SHIFT_TAB, DOWN, ESC, ENTER = "\t", "\x1b[Z", "\x1b[B", "\x1b", "\r"
 
 
-class Screen:
-    """A pipe-fed terminal of 100x60 whose drawing is kept, readable as plain text."""
+TALL = Size(rows=60, columns=100)
 
-    def __init__(self, pipe: PipeInput) -> None:
+
+class _Feed(io.StringIO):
+    """What prompt_toolkit writes, fed to a terminal emulator as it is flushed."""
+
+    def __init__(self, stream: pyte.Stream) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def flush(self) -> None:
+        self.stream.feed(self.getvalue())
+        self.seek(0)
+        self.truncate()
+
+
+class Screen:
+    """A pipe-fed terminal (100x60 unless told), emulated by pyte: ``text()`` is what a person sees right now."""
+
+    def __init__(self, pipe: PipeInput, size: Size = TALL) -> None:
         self.pipe = pipe
-        self.buffer = io.StringIO()
-        self.output = Vt100_Output(self.buffer, lambda: Size(rows=60, columns=100), term="xterm")
+        self.screen = pyte.Screen(size.columns, size.rows)
+        self.output = Vt100_Output(_Feed(pyte.Stream(self.screen)), lambda: size, term="xterm")
 
     def text(self) -> str:
-        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]", "", self.buffer.getvalue())
+        return "\n".join(line.rstrip() for line in self.screen.display)
 
     async def type(self, *keys: str, settle: float = 0.15) -> None:
         for key in keys:
@@ -88,9 +105,9 @@ class Screen:
 
 
 @asynccontextmanager
-async def screen_handler(**options: Any) -> AsyncIterator[tuple[TerminalHandler, Screen]]:
+async def screen_handler(size: Size | None = None, **options: Any) -> AsyncIterator[tuple[TerminalHandler, Screen]]:
     with create_pipe_input() as pipe:
-        screen = Screen(pipe)
+        screen = Screen(pipe, size or TALL)
         yield TerminalHandler(input=pipe, output=screen.output, **options), screen
 
 
@@ -135,6 +152,24 @@ async def test_every_field_kind_is_filled_reviewed_and_sent() -> None:
         {"name": "Ada", "email": "ada@example.com", "guests": 2, "news": True, "room": "d", "extras": ["p"],
          "arrival": "2026-12-24"}
     )  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_a_form_taller_than_an_80x12_terminal_scrolls_to_what_has_the_focus() -> None:
+    async with screen_handler(Size(rows=12, columns=80)) as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Grand Hotel 2.1 asks")
+            assert "Note" not in screen.text()  # below the fold
+            await screen.type(*FILL)
+            await screen.shows("Anything the desk should know")  # scrolled down with the focus
+            await screen.type(TAB, ENTER)
+            await screen.shows("< Submit >")  # the review, scrolled to keep its buttons in sight
+            assert "Room: Double" in screen.text()
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, request(), drive)
+    assert isinstance(outcome, Accepted) and outcome.data["arrival"] == "2026-12-24"
 
 
 @pytest.mark.anyio

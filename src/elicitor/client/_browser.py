@@ -42,7 +42,7 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import anyio.abc
 
-from .._exceptions import InvalidAnswer
+from .._exceptions import FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ._handlers import ElicitationOutcome, ElicitationRequest
@@ -317,13 +317,13 @@ class BrowserHandler:
             try:
                 page.draft = request.form.validate(request.form.with_defaults(values))
             except InvalidAnswer as exc:
-                errors = [str(error) for error in exc.errors]
+                errors = list(exc.errors)
             else:
                 page.state = "reviewing"
                 await self._render(send, 200, page)
                 return
         page.state = "asking"
-        await self._render(send, 422, page, values, tuple(errors))
+        await self._render(send, 422, page, values, tuple(errors))  # the errors, on the form as it was sent
 
     async def _url_action(self, page: _Page, action: str, send: Any) -> None:
         request = page.request
@@ -345,7 +345,12 @@ class BrowserHandler:
         await self._render(send, 200, page)
 
     async def _render(
-        self, send: Any, status: int, page: _Page, values: dict[str, Any] | None = None, errors: tuple[str, ...] = ()
+        self,
+        send: Any,
+        status: int,
+        page: _Page,
+        values: dict[str, Any] | None = None,
+        errors: tuple[FieldError, ...] = (),
     ) -> None:
         nonce = secrets.token_urlsafe(16)
         script = (
@@ -390,10 +395,10 @@ def _origin(url: str) -> str | None:
     return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
-def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> tuple[dict[str, Any], list[str]]:
+def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> tuple[dict[str, Any], list[FieldError]]:
     """The posted form as typed values (what cannot be read becomes an error naming the field)."""
     values: dict[str, Any] = {}
-    errors: list[str] = []
+    errors: list[FieldError] = []
     for f in request.form.fields:
         raw = [v for v in posted.get(f.name, []) if v != ""]
         if isinstance(f, MultiEnumField):
@@ -408,7 +413,7 @@ def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> t
                 number = float(raw[0])
                 values[f.name] = int(number) if f.integer and number.is_integer() else number
             except ValueError:
-                errors.append(f"{f.label}: {raw[0]!r} is not a number")
+                errors.append(FieldError(f.name, f"{raw[0]!r} is not a number"))
         elif isinstance(f, StringField) and f.format == "date-time" and len(raw[0]) == 16:
             values[f.name] = raw[0] + ":00Z"  # the browser's local date-time has no seconds or zone
         else:
@@ -429,15 +434,22 @@ _CLOSED = (
 )
 
 
-def _form_page(request: ElicitationRequest, values: dict[str, Any], errors: tuple[str, ...]) -> str:
+def _form_page(request: ElicitationRequest, values: dict[str, Any], errors: tuple[FieldError, ...]) -> str:
     e = html.escape
     parts = [_who(request, "asks:"), _CLOSED, '<div data-when="asking reviewing">']
+    labels = {f.name: f.label for f in request.form.fields}
     if errors:
-        items = "".join(f"<li>{e(error)}</li>" for error in errors)
+        items = "".join(
+            f"<li>{e(labels.get(error.field, error.field) + ': ' if error.field else '')}{e(error.message)}</li>"
+            for error in errors
+        )  # fmt: skip
         parts.append(f"<div class=errors role=alert><p>Please check:</p><ul>{items}</ul></div>")
     parts.append('<form method="post">')
+    first_bad = next((f.name for f in request.form.fields if any(x.field == f.name for x in errors)), None)
     for i, f in enumerate(request.form.fields):
-        parts.append(_field(f, values.get(f.name), autofocus=i == 0))
+        mine = [x.message for x in errors if x.field == f.name]
+        focus = f.name == first_bad if first_bad is not None else i == 0
+        parts.append(_field(f, values.get(f.name), autofocus=focus, errors=mine))
     parts.append(
         '<p class=actions><button name="_action" value="review">Review</button> '
         '<button name="_action" value="decline" formnovalidate>Decline</button> '
@@ -492,14 +504,21 @@ def _url_page(request: UrlElicitationRequest, state: State) -> str:
     return "".join(parts)
 
 
-def _field(f: FormField, value: Any, *, autofocus: bool = False) -> str:
+def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[str] | None = None) -> str:
+    """One field: label, required mark, description and hints, its errors (linked for screen readers), input."""
     e = html.escape
     name = e(f.name)
     mark = " <span class=req>(required)</span>" if f.required else ""
     words = "; ".join(_browser_hint(f))
     notes = "".join(f"<small>{e(text)}</small>" for text in (f.description, words) if text)
+    notes = f'<span id="h-{name}">{notes}</span>' if notes else ""
+    if errors:
+        notes += f'<small class=error id="e-{name}">✗ {e("; ".join(errors))}</small>'
+    described = " ".join(x for x in (f"h-{name}" if words or f.description else "", f"e-{name}" if errors else "") if x)
     required = " required" if f.required else ""
     focus = " autofocus" if autofocus else ""
+    focus += f' aria-describedby="{described}"' if described else ""
+    focus += ' aria-invalid="true"' if errors else ""
     if isinstance(f, BooleanField):
         checked = " checked" if value else ""
         return (
@@ -515,7 +534,8 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False) -> str:
             f"{focus if i == 0 else ''}> {e(o.label)}</label>"
             for i, o in enumerate(f.options)
         )
-        return f"<fieldset><legend>{e(f.label)}{mark}</legend>{notes}{options}</fieldset>"
+        described_by = f' aria-describedby="{described}"' if described else ""
+        return f"<fieldset{described_by}><legend>{e(f.label)}{mark}</legend>{notes}{options}</fieldset>"
     attrs = f' name="{name}" id="f-{name}"{required}{focus}'
     if isinstance(f, NumberField):
         step = "1" if f.integer else "any"
@@ -563,7 +583,8 @@ _STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:34em;margin:1.5em auto;padding:0 1em;line-height:1.4}"
     "label{display:block;margin:.2em 0}input:not([type=checkbox]):not([type=radio]){width:100%;padding:.4em;"
     "font-size:1em;box-sizing:border-box}small{display:block;color:#555}.req{color:#a00;font-size:.85em}"
-    ".errors{border:2px solid #a00;padding:0 1em;margin:1em 0}.who{font-weight:bold}.message{font-size:1.15em}"
+    ".errors{border:2px solid #a00;padding:0 1em;margin:1em 0}.error{color:#a00;font-weight:bold}"
+    ".who{font-weight:bold}.message{font-size:1.15em}"
     "fieldset{margin:1em 0}button{font-size:1em;padding:.5em 1em;margin:.2em 0}"
     "button:focus,input:focus{outline:3px solid #36c}h1{font-size:1.2em}dt{font-weight:bold}dd{margin:0 0 .6em}"
     ".url code{word-break:break-all;font-size:1.05em}.queue{font-style:italic;color:#555}"
