@@ -97,11 +97,16 @@ class Screen:
         await anyio.sleep(settle)
 
     async def shows(self, text: str) -> None:
+        """Wait until ``text`` is on the screen and the drawing has settled (so what follows reads a whole frame)."""
         with anyio.move_on_after(5):
             while text not in self.text():
                 await anyio.sleep(0.05)
+            before = ""
+            while before != self.text():
+                before = self.text()
+                await anyio.sleep(0.05)
             return
-        raise AssertionError(f"{text!r} never appeared; the screen drew:\n{self.text()[-2500:]}")
+        raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.text()}")
 
 
 @asynccontextmanager
@@ -462,3 +467,24 @@ async def test_the_official_sdk_client_answers_on_the_full_screen_through_the_ad
                 await screen.shows("Review your answer")
                 await screen.type(ENTER)
     assert "action=accept" in results[0] and "'email': 'ada@example.com'" in results[0]
+
+
+@pytest.mark.anyio
+async def test_a_form_no_server_sent_is_filled_on_the_same_screen_under_its_own_banner() -> None:
+    """What ``elicitor connect`` uses for a tool's arguments."""
+    form = Form.from_schema({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    async with screen_handler() as (handler, screen):
+        result: list[Any] = []
+
+        async def fill() -> None:
+            result.append(await handler.fill_in("Look up the weather.", form, banner="Arguments for weather"))
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(fill)
+                await screen.shows("Arguments for weather")
+                assert "asks" not in screen.text() and "Look up the weather." in screen.text()
+                await screen.type("Paris", TAB, ENTER)
+                await screen.shows("city: Paris")
+                await screen.type(ENTER)
+    assert result == [Accepted({"city": "Paris"})]

@@ -16,6 +16,7 @@ import anyio
 import anyio.to_thread
 
 from ._exceptions import ElicitorError, FormDefinitionError, JSONRPCError
+from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TerminalHandler
 from .forms import Form
 from .types import JSONValue, Tool
@@ -161,12 +162,13 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
             if isinstance(value, dict):
                 return value
             terminal._write("  The arguments must be a JSON object.")
-    values: dict[str, Any] = dict(form.with_defaults({}))
-    if form.fields:
-        terminal._write(f"Arguments for {tool.name}:")
-    for field in form.fields:
-        await anyio.to_thread.run_sync(terminal._fill, field, values)
-    return {k: v for k, v in values.items() if v is not None}
+    if not form.fields:
+        return {}
+    about = tool.description.splitlines()[0] if tool.description else f"Call {tool.name}."
+    outcome = await terminal.fill_in(about, form, banner=f"Arguments for {tool.name}")
+    if not isinstance(outcome, Accepted):
+        return None  # the person gave up on this call: back to the menu
+    return {k: v for k, v in outcome.data.items() if v is not None}
 
 
 def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0) -> int:

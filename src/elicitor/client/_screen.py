@@ -268,7 +268,13 @@ def _next(buffer: Any) -> bool:
 class FormScreen:
     """The form and its review step for one request; ``app.run()`` returns the outcome."""
 
-    def __init__(self, request: ElicitationRequest, terminal: Terminal, waiting: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        request: ElicitationRequest,
+        terminal: Terminal,
+        waiting: Callable[[], int],
+        banner: str | None = None,
+    ) -> None:
         self.request = request
         self.reviewing = False
         self.attempted = False
@@ -283,6 +289,8 @@ class FormScreen:
                 row.force(error.message)
 
         def asks() -> str:
+            if banner is not None:
+                return banner
             name = server_name(request.server)
             return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
 

@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 
 from .._outcomes import Accepted, Cancelled, Declined
-from ..forms import BooleanField, EnumField, FormField, MultiEnumField
+from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
 from ._present import hint, parse_text, server_name, show
@@ -177,6 +177,25 @@ class TerminalHandler:
         finally:
             if queued:  # cancelled while still in the queue
                 self._waiting -= 1
+
+    async def fill_in(self, message: str, form: Form[Any], *, banner: str) -> ElicitationOutcome:
+        """Have the person fill a form no server sent (a tool's arguments, say): the same screen, review and
+        choices as an elicitation, under ``banner`` instead of "<server> asks"; one question per line off a
+        terminal."""
+        async with self._one_at_a_time:
+            if self._screen is not None:
+                from ._screen import FormScreen, run_screen
+
+                screen = FormScreen(ElicitationRequest(message, form, None), self._screen, lambda: 0, banner)
+                return await run_screen(screen.app, Cancelled())
+            self._write(banner)
+            values: dict[str, Any] = dict(form.with_defaults({}))
+            try:
+                for f in form.fields:
+                    await anyio.to_thread.run_sync(self._fill, f, values)
+            except (_Cancel, EOFError):
+                return Cancelled()
+            return Accepted({k: v for k, v in values.items() if v is not None})
 
     @property
     def waiting(self) -> int:
