@@ -434,3 +434,27 @@ def test_connect_says_what_went_wrong_and_what_to_do(target: list[str], says: st
     run = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert run.returncode == 1
     assert says in run.stderr and "Traceback" not in run.stderr
+
+
+def test_lines_typed_ahead_are_seen_by_the_wait_for_enter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard input is read from its descriptor: a line already typed is not hidden in a buffer from select."""
+    import threading
+
+    from elicitor.client import _terminal
+
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"Ada\r\n\nrest\n")  # typed ahead; the pipe stays open (a person, still there)
+    with open(read_end, closefd=True) as fake_stdin:
+        monkeypatch.setattr(sys, "stdin", fake_stdin)
+        lines = _terminal._StdinLines()
+        assert lines.readline() == "Ada"  # the whole input arrived in one read; the rest waits in our buffer
+        stop = threading.Event()
+        safety = threading.Timer(10, stop.set)  # only if the wait were blind to the buffered line
+        safety.start()
+        lines.wait_line(stop)
+        safety.cancel()
+        assert not stop.is_set()  # it returned for the empty line typed ahead, not because it was told to stop
+        assert lines.readline() == "rest"
+        os.close(write_end)
+        with pytest.raises(EOFError):
+            lines.readline()

@@ -287,25 +287,81 @@ def _is_tty() -> bool:
         return False
 
 
-def _wait_for_enter(stop: threading.Event) -> None:
-    """Block until a line arrives on stdin or ``stop`` is set (polled, so the thread ends when told)."""
-    while not stop.is_set():
+class _StdinLines:
+    """Lines of standard input read straight from its descriptor, so a line typed ahead never hides in a buffer
+    that ``select`` cannot see (it would leave a "press Enter" wait blind to an Enter already typed)."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._eof = False
+        self._lock = threading.Lock()
+
+    def _fd(self) -> int | None:
         try:
-            ready, _, _ = select.select([sys.stdin], [], [], 0.2)
-        except (OSError, ValueError):  # no selectable stdin (e.g. closed): nothing to wait for
-            return
-        if ready:
-            sys.stdin.readline()
-            return
+            return sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor, or closed
+            return None
+
+    def _fill(self, fd: int) -> None:
+        chunk = os.read(fd, 65536)
+        if chunk:
+            self._pending += chunk
+        else:
+            self._eof = True
+
+    def _take(self) -> str | None:
+        line, newline, rest = self._pending.partition(b"\n")
+        if not newline and not self._eof:
+            return None
+        self._pending = rest
+        if not newline and not line:
+            raise EOFError
+        return line.decode("utf-8", "replace").removesuffix("\r")
+
+    def readline(self) -> str:
+        """The next line, without its end; ``EOFError`` at the end of input."""
+        fd = self._fd()
+        if fd is None:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+        with self._lock:
+            while (line := self._take()) is None:
+                self._fill(fd)
+            return line
+
+    def wait_line(self, stop: threading.Event) -> None:
+        """Consume one line, or return when ``stop`` is set (polled, so the thread ends when told) or at EOF."""
+        fd = self._fd()
+        with self._lock:
+            while not stop.is_set():
+                try:
+                    if self._take() is not None:
+                        return
+                except EOFError:
+                    return
+                if fd is None:
+                    return
+                try:
+                    ready, _, _ = select.select([fd], [], [], 0.2)
+                except (OSError, ValueError):  # no selectable stdin: nothing to wait for
+                    return
+                if ready:
+                    self._fill(fd)
+
+
+_STDIN = _StdinLines()
+
+
+def _wait_for_enter(stop: threading.Event) -> None:
+    _STDIN.wait_line(stop)
 
 
 def _read_stdin(prompt: str) -> str:
     sys.stderr.write(prompt)
     sys.stderr.flush()
-    line = sys.stdin.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+    return _STDIN.readline()
 
 
 def _hint(f: FormField) -> str:
