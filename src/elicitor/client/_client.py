@@ -53,10 +53,12 @@ from ..types import (
 )
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
-from ._http import SESSION_EXPIRED
 from ._url import UrlElicitationRequest
 
 logger = logging.getLogger("elicitor.client")
+
+SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
+"""The ``data`` of the local error that answers a request whose HTTP session the server no longer knows."""
 
 DEFAULT_MAX_ROUNDS = 16
 """How many ``input_required`` rounds a call may take before :class:`TooManyRounds`."""

@@ -25,6 +25,7 @@ import msgspec
 from ..protocol import Oversized, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
+from ._client import SESSION_EXPIRED
 from ._headers import header_value
 
 logger = logging.getLogger("elicitor.http_client")
@@ -37,10 +38,6 @@ _RECONNECTS = 5
 
 class SessionExpired(Exception):
     """The server no longer knows this session (404): the client must initialize again."""
-
-
-SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
-"""The ``data`` of the local error that answers a request whose session the server no longer knows."""
 
 
 class HttpClientTransport:
