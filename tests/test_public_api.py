@@ -77,3 +77,13 @@ PUBLIC = [
 
 def test_the_public_api_is_exactly_this() -> None:
     assert elicitor.__all__ == PUBLIC
+
+
+def test_importing_the_package_leaves_the_user_interface_and_http_client_libraries_for_later() -> None:
+    """A server imports elicitor without the terminal UI (prompt_toolkit) or the HTTP client (httpx2)."""
+    import subprocess
+    import sys
+
+    code = "import sys, elicitor; print(sorted(m for m in ('prompt_toolkit', 'httpx2', 'uvicorn') if m in sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
