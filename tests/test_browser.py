@@ -151,3 +151,39 @@ async def test_a_url_that_is_no_web_address_is_shown_but_never_opened(anyio_back
         assert forced.status_code == 200 and "location" not in forced.headers and not outcome.done
         await browser.post(links[0], data={"_action": "decline"})
         assert await outcome.value() == Declined()
+
+
+@pytest.mark.parametrize(
+    ("zone", "sent"),
+    [(None, "2026-12-24T19:30:00Z"), ("-05:00", "2026-12-24T19:30:00-05:00"), ("+01:00; x", "2026-12-24T19:30:00Z")],
+)
+async def test_a_local_date_time_gets_the_pages_zone_or_is_read_as_utc(
+    anyio_backend: str, zone: str | None, sent: str
+) -> None:
+    """Without the page's script (no zone posted) the hint says UTC, and UTC it is; a malformed zone is ignored."""
+    from elicitor import Form
+    from elicitor.client import ElicitationRequest
+
+    from .conftest import later
+
+    links: list[str] = []
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    form = Form.from_schema({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}})
+    async with (
+        BrowserHandler(open_url=opener, write=lambda text: None) as handler,
+        anyio.create_task_group() as tg,
+        httpx2.AsyncClient() as browser,
+    ):
+        outcome = later(tg, handler, ElicitationRequest("When?", form, None))
+        while not links:
+            await anyio.sleep(0.01)
+        page = await browser.get(links[0])
+        assert "a date and time, in UTC" in page.text and 'type="datetime-local"' in page.text
+        posted = {"at": "2026-12-24T19:30", "_action": "review", **({"_zone.at": zone} if zone else {})}
+        assert sent in (await browser.post(links[0], data=posted)).text
+        await browser.post(links[0], data={"_action": "send"})
+        assert await outcome.value() == Accepted({"at": sent})

@@ -147,12 +147,13 @@ async def fill_valid(page: Page) -> None:
 async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> None:
     async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:
         booked = later(tg, call_book, handler, "2025-11-25")
-        page = await person.page(viewport={"width": 390, "height": 844})  # a phone-sized window
+        page = await person.page(viewport={"width": 390, "height": 844}, timezone_id="Europe/Paris")  # a phone
         assert await page.title() == "Grand Hotel 2.1 asks"
         body = await page.inner_text("body")
         assert "Grand Hotel 2.1 asks:\n\nserver name: hotel\n" in body and "Book a room at the Grand Hotel." in body
         assert "Your name (required)" in body and "Note for the desk" in body and "In euros" in body
         assert "an email address" in body and "from 1 to 10" in body and "choose 1–2" in body
+        assert "a date and time, in your time zone (UTC+01:00)" in body  # the page's script knows the zone
         assert await page.get_by_label("Guests").input_value() == "2"  # the default, pre-filled
         await fill_valid(page)
         ARTIFACTS.mkdir(exist_ok=True)
@@ -160,12 +161,12 @@ async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> No
         await page.get_by_role("button", name="Review").click()
         await page.get_by_text("Review your answer").wait_for()
         review = await page.inner_text("dl")
-        assert "Double room" in review and "Breakfast, Spa" in review and "2026-12-24T19:30:00Z" in review
+        assert "Double room" in review and "Breakfast, Spa" in review and "2026-12-24T19:30:00+01:00" in review
         await page.keyboard.press("Enter")  # Send has the focus
         await page.get_by_text("Your answer was sent").wait_for()
         assert json.loads(await booked.value()) == {
             "name": "Ada", "email": "ada@example.com", "site": "https://ada.example.com/", "arrival": "2026-12-24",
-            "dinner": "2026-12-24T19:30:00Z", "guests": 2, "budget": 120.5, "news": True, "floor": "high",
+            "dinner": "2026-12-24T19:30:00+01:00", "guests": 2, "budget": 120.5, "news": True, "floor": "high",
             "room": "d", "pillows": ["soft"], "extras": ["b", "s"],
         }  # fmt: skip
 

@@ -53,6 +53,8 @@ _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "da
 _MAX_BODY = 64 * 1024
 _MAX_PAGES = 64  # URL pages kept for the "I'm done" wait; the oldest go first
 _STALE = 120.0  # a page whose script stops reporting for this long (a crashed or killed browser) is gone
+_LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
+_ZONE = re.compile(r"^[+-]\d{2}:\d{2}$")
 _HOST_SOURCE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$")
 
 State = Literal["asking", "reviewing", "opened", "finished"]
@@ -414,8 +416,12 @@ def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> t
                 values[f.name] = int(number) if f.integer and number.is_integer() else number
             except ValueError:
                 errors.append(FieldError(f.name, f"{raw[0]!r} is not a number"))
-        elif isinstance(f, StringField) and f.format == "date-time" and len(raw[0]) == 16:
-            values[f.name] = raw[0] + ":00Z"  # the browser's local date-time has no seconds or zone
+        elif isinstance(f, StringField) and f.format == "date-time" and _LOCAL.match(raw[0]):
+            # The browser's local date-time has no zone: the page's script sends the person's offset for that
+            # moment; without it (no JavaScript) the time is read as UTC, as the hint says.
+            zone = (posted.get(f"_zone.{f.name}") or [""])[0]
+            seconds = raw[0] if len(raw[0]) > 16 else raw[0] + ":00"
+            values[f.name] = seconds + (zone if _ZONE.match(zone) else "Z")
         else:
             values[f.name] = raw[0]
     return values, errors
@@ -547,9 +553,12 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[st
         attrs += f' minlength="{f.min_length}"' if f.min_length else ""
         attrs += f' maxlength="{f.max_length}"' if f.max_length is not None else ""
     shown = "" if value is None else str(value)
-    if isinstance(f, StringField) and f.format == "date-time" and shown:
-        shown = shown[:16]
-    return f'<p><label for="f-{name}">{e(f.label)}{mark}</label>{notes}<input{attrs} value="{e(shown)}"></p>'
+    zone = ""
+    if isinstance(f, StringField) and f.format == "date-time":
+        shown = shown[:19] if shown else ""
+        attrs += ' step="1" data-local-time'  # the script adds the person's offset; see _read_answer
+        zone = f'<input type=hidden name="_zone.{name}" value="">'
+    return f'<p><label for="f-{name}">{e(f.label)}{mark}</label>{notes}<input{attrs} value="{e(shown)}">{zone}</p>'
 
 
 def _browser_hint(f: FormField) -> list[str]:
@@ -558,7 +567,7 @@ def _browser_hint(f: FormField) -> list[str]:
     if isinstance(f, StringField) and f.format == "date":
         return words[1:]
     if isinstance(f, StringField) and f.format == "date-time":
-        return ["a date and time, in UTC", *words[1:]]
+        return ["a date and time, in UTC (your own time zone when the page's script runs)", *words[1:]]
     return words
 
 
@@ -577,6 +586,21 @@ const beat = () => fetch(base + "/beat?page=" + id, {method: "POST", cache: "no-
 const timer = setInterval(beat, every);
 beat();
 addEventListener("pagehide", () => navigator.sendBeacon(base + "/gone?page=" + id));
+const two = (n) => String(n).padStart(2, "0");
+const offset = (value) => {
+  const minutes = -new Date(value).getTimezoneOffset(), a = Math.abs(minutes);
+  return (minutes < 0 ? "-" : "+") + two(Math.floor(a / 60)) + ":" + two(a % 60);
+};
+for (const input of document.querySelectorAll("[data-local-time]")) {
+  const zone = input.form.elements["_zone." + input.name];
+  const update = () => { zone.value = input.value ? offset(input.value) : ""; };
+  input.addEventListener("input", update);
+  update();
+  for (const note of document.querySelectorAll("#h-" + CSS.escape(input.name) + " small")) {
+    note.textContent = note.textContent.replace("in UTC (your own time zone when the page's script runs)",
+      "in your time zone (UTC" + offset(input.value || Date.now()) + ")");
+  }
+}
 })();"""
 
 _STYLE = (

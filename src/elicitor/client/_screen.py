@@ -176,7 +176,7 @@ class _Row:
             widget = self.box
         elif isinstance(f, EnumField):
             choices: list[tuple[str | None, str]] = [(o.value, o.label) for o in f.options]
-            if value is None:
+            if value is None or not f.required:  # an optional choice can always go back to no answer
                 choices.insert(0, (None, "(none)" if not f.required else "(not chosen)"))
             self.radio = RadioList(choices, default=value, show_scrollbar=False)
             widget = self.radio
