@@ -488,3 +488,18 @@ async def test_a_form_no_server_sent_is_filled_on_the_same_screen_under_its_own_
                 await screen.shows("city: Paris")
                 await screen.type(ENTER)
     assert result == [Accepted({"city": "Paris"})]
+
+
+@pytest.mark.anyio
+async def test_an_earlier_answer_outside_the_choices_is_not_silently_replaced_by_the_first_choice() -> None:
+    retry = request(previous={"room": "suite", "extras": ["p", "helicopter"]}, errors=(FieldError("room", "no"),))
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Your previous answer was not accepted")
+            text = screen.text()
+            assert "(*) (not chosen)" in text and "( ) Single" in text  # nothing chosen for the person
+            assert "[*] Parking" in text and "[ ] Breakfast" in text  # the valid part of the earlier answer kept
+            await screen.type(ESC)
+
+        assert await answer(handler, retry, drive) == Cancelled()

@@ -176,12 +176,15 @@ class _Row:
             widget = self.box
         elif isinstance(f, EnumField):
             choices: list[tuple[str | None, str]] = [(o.value, o.label) for o in f.options]
+            if value not in f.values:  # an earlier answer that was not one of the choices: nothing chosen
+                value = None
             if value is None or not f.required:  # an optional choice can always go back to no answer
                 choices.insert(0, (None, "(none)" if not f.required else "(not chosen)"))
             self.radio = RadioList(choices, default=value, show_scrollbar=False)
             widget = self.radio
         elif isinstance(f, MultiEnumField):
-            self.checks = CheckboxList([(o.value, o.label) for o in f.options], default_values=list(value or []))
+            kept = [v for v in value if v in f.values] if isinstance(value, list | tuple) else []
+            self.checks = CheckboxList([(o.value, o.label) for o in f.options], default_values=kept)
             self.checks.show_scrollbar = False
             widget = self.checks
         else:
@@ -281,7 +284,7 @@ class FormScreen:
         self.answer: dict[str, Any] = {}
         self.summary = ""
         form = request.form
-        values = dict(request.previous) if request.previous is not None else form.with_defaults({})
+        values = form.with_defaults(request.previous or {})
         self.rows = [_Row(f, values.get(f.name), lambda: self.attempted) for f in form.fields]
         for error in request.errors:
             row = self._row(error.field)
