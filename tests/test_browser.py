@@ -187,3 +187,30 @@ async def test_a_local_date_time_gets_the_pages_zone_or_is_read_as_utc(
         assert sent in (await browser.post(links[0], data=posted)).text
         await browser.post(links[0], data={"_action": "send"})
         assert await outcome.value() == Accepted({"at": sent})
+
+
+async def test_an_answer_asked_again_shows_what_was_wrong_and_what_was_given(anyio_backend: str) -> None:
+    from elicitor import FieldError, Form
+    from elicitor.client import ElicitationRequest
+
+    from .conftest import later
+
+    links: list[str] = []
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    form = Form.from_schema({"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}})
+    retry = ElicitationRequest("Name?", form, None, errors=(FieldError("name", "taken"),), previous={"name": "Ada"})
+    async with (
+        BrowserHandler(open_url=opener, write=lambda text: None) as handler,
+        anyio.create_task_group() as tg,
+        httpx2.AsyncClient() as browser,
+    ):
+        later(tg, handler, retry)
+        while not links:
+            await anyio.sleep(0.01)
+        page = (await browser.get(links[0])).text
+        assert "<li>Name: taken</li>" in page and "✗ taken" in page and 'value="Ada"' in page
+        await browser.post(links[0], data={"_action": "cancel"})

@@ -365,8 +365,9 @@ class BrowserHandler:
         elif page.state == "reviewing":
             body, extra = _review_page(request, page.draft), None
         else:
-            shown = values if values is not None else request.form.with_defaults({})
-            body, extra = _form_page(request, shown, errors), None
+            if values is None:  # first sight: an earlier answer the client refused (with why), else the defaults
+                values, errors = request.form.with_defaults(request.previous or {}), request.errors
+            body, extra = _form_page(request, values, errors), None
         queue = f"<p class=queue data-waiting>{html.escape(_queue_text(self._waiting))}</p>"
         await _respond(send, status, _page(f"{request.server_label} asks", queue + body + script), nonce, extra)
 
