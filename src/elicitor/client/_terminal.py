@@ -226,7 +226,7 @@ class TerminalHandler:
             return Declined()
         if choice in ("c", "cancel"):
             raise _Cancel
-        values: dict[str, Any] = dict(request.previous or request.form.with_defaults({}))
+        values: dict[str, Any] = request.form.with_defaults(request.previous or {})
         fields = request.form.fields
         for f in fields:
             self._fill(f, values)
