@@ -503,3 +503,14 @@ async def test_an_earlier_answer_outside_the_choices_is_not_silently_replaced_by
             await screen.type(ESC)
 
         assert await answer(handler, retry, drive) == Cancelled()
+
+
+@pytest.mark.anyio
+async def test_a_terminal_whose_input_closes_cancels_the_question() -> None:
+    async with screen_handler() as (handler, screen):
+
+        async def hang_up() -> None:
+            await screen.shows("asks")
+            screen.pipe.close()
+
+        assert await answer(handler, request(), hang_up) == Cancelled()

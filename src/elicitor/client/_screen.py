@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 import anyio
 import anyio.to_thread
 from prompt_toolkit.application import Application
+from prompt_toolkit.application.current import get_app
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input, create_input
@@ -106,6 +107,8 @@ async def run_screen(app: Application[T], on_cancel: T) -> T:
     def run() -> T:
         try:
             return app.run(pre_run=lambda: _exit(app, on_cancel) if stop.is_set() else None, handle_sigint=False)
+        except EOFError:  # the terminal's input closed under the screen: nobody is there to answer
+            return on_cancel
         finally:
             finished.set()
 
@@ -132,7 +135,7 @@ def _bindings(on_escape: Callable[[KeyPressEvent], None]) -> KeyBindings:
     kb = KeyBindings()
     kb.add("tab")(focus_next)
     kb.add("s-tab")(focus_previous)
-    in_text = Condition(lambda: _current_buffer_is_line())
+    in_text = Condition(_in_text_field)  # arrows move between lines; in lists they move between choices
     kb.add("down", filter=in_text)(focus_next)
     kb.add("up", filter=in_text)(focus_previous)
     kb.add("escape", eager=True)(on_escape)
@@ -140,9 +143,7 @@ def _bindings(on_escape: Callable[[KeyPressEvent], None]) -> KeyBindings:
     return kb
 
 
-def _current_buffer_is_line() -> bool:
-    from prompt_toolkit.application.current import get_app
-
+def _in_text_field() -> bool:
     return get_app().layout.current_buffer is not None
 
 
@@ -262,8 +263,6 @@ class _Row:
 
 
 def _next(buffer: Any) -> bool:
-    from prompt_toolkit.application.current import get_app
-
     get_app().layout.focus_next()
     return True  # keep the text
 
