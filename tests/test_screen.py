@@ -514,3 +514,21 @@ async def test_a_terminal_whose_input_closes_cancels_the_question() -> None:
             screen.pipe.close()
 
         assert await answer(handler, request(), hang_up) == Cancelled()
+
+
+@pytest.mark.anyio
+async def test_lines_written_while_a_screen_is_up_wait_until_it_closes() -> None:
+    """Log lines from the server (elicitor connect shows them) must not draw over a form."""
+    shown: list[str] = []
+    async with screen_handler(write=shown.append) as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("asks")
+            handler._write("[info] the server is thinking")
+            assert shown == []
+            await screen.type(ESC)
+
+        assert await answer(handler, request(), drive) == Cancelled()
+    assert shown == ["[info] the server is thinking"]
+    handler._write("after")
+    assert shown[-1] == "after"

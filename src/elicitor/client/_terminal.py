@@ -18,7 +18,7 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -30,7 +30,10 @@ from ._handlers import ElicitationOutcome, ElicitationRequest
 from ._present import hint, parse_text, server_name, show
 from ._url import UrlElicitationRequest
 
+T = TypeVar("T")
+
 if TYPE_CHECKING:  # prompt_toolkit is imported only when a full screen is drawn (servers never pay for it)
+    from prompt_toolkit.application import Application
     from prompt_toolkit.input import Input
     from prompt_toolkit.output import Output
 
@@ -79,7 +82,8 @@ class TerminalHandler:
         self._waiting = 0
         self._read = read_line or _read_stdin
         self._custom_reader = read_line is not None
-        self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
+        self._held: list[str] | None = None  # lines written while a full screen is up, shown when it closes
         self._open = open_url or webbrowser.open
         self._bold = write is None and sys.stderr.isatty()
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
@@ -89,9 +93,9 @@ class TerminalHandler:
         async with self._one_at_a_time:
             if self._screen is None:
                 return await anyio.to_thread.run_sync(self._ask_url, request)
-            from ._screen import UrlScreen, run_screen
+            from ._screen import UrlScreen
 
-            outcome = await run_screen(UrlScreen(request, self._screen).app, Cancelled())
+            outcome = await self._on_screen(UrlScreen(request, self._screen).app, Cancelled())
             if isinstance(outcome, Accepted):
                 self._open_consented(request.url)
             return outcome
@@ -104,9 +108,9 @@ class TerminalHandler:
         """
         async with self._one_at_a_time:
             if self._screen is not None:
-                from ._screen import WaitScreen, run_screen
+                from ._screen import WaitScreen
 
-                await run_screen(WaitScreen(request, self._screen, None).app, None)
+                await self._on_screen(WaitScreen(request, self._screen, None).app, None)
                 return
             self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
             if self._custom_reader:
@@ -155,6 +159,25 @@ class TerminalHandler:
         w("Opened in your browser." if opened else "Could not open a browser: copy the URL above into one.")
         return Accepted(None)
 
+    def _write(self, text: str) -> None:
+        """Show a line; while a full screen is up, hold it until the screen closes (it would draw over it)."""
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            self._out(text)
+
+    async def _on_screen(self, app: Application[T], on_cancel: T) -> T:
+        """Run a screen with other output held back, then show what was held."""
+        from ._screen import run_screen
+
+        self._held = []
+        try:
+            return await run_screen(app, on_cancel)
+        finally:
+            held, self._held = self._held, None
+            for line in held:
+                self._out(line)
+
     def _open_consented(self, url: str) -> bool:
         try:
             return bool(self._open(url))
@@ -169,10 +192,10 @@ class TerminalHandler:
                 self._waiting -= 1
                 queued = False
                 if self._screen is not None:
-                    from ._screen import FormScreen, run_screen
+                    from ._screen import FormScreen
 
                     screen = FormScreen(request, self._screen, lambda: self._waiting)
-                    return await run_screen(screen.app, Cancelled())
+                    return await self._on_screen(screen.app, Cancelled())
                 return await anyio.to_thread.run_sync(self._ask, request)
         finally:
             if queued:  # cancelled while still in the queue
@@ -184,10 +207,10 @@ class TerminalHandler:
         terminal."""
         async with self._one_at_a_time:
             if self._screen is not None:
-                from ._screen import FormScreen, run_screen
+                from ._screen import FormScreen
 
                 screen = FormScreen(ElicitationRequest(message, form, None), self._screen, lambda: 0, banner)
-                return await run_screen(screen.app, Cancelled())
+                return await self._on_screen(screen.app, Cancelled())
             self._write(banner)
             values: dict[str, Any] = dict(form.with_defaults({}))
             try:
