@@ -377,6 +377,7 @@ def test_connect_calls_tools_and_answers_their_questions() -> None:
     assert run.returncode == 0, run.stderr
     out = run.stderr
     assert "Connected to elicitor conformance fixtures 1.0.0, protocol 2025-11-25." in out
+    assert "  [server] elicitor-everything: serving on stdio" in out  # its stderr, shown through the terminal
     assert "── elicitor conformance fixtures 1.0.0 asks (server name: elicitor-everything) ──\nWho are you?" in out
     assert "Result: User response: action=accept, content={'username': 'Ada', 'email': 'ada@example.com'}" in out
     assert "progress 50/100" in out and "Result: Tool with progress executed successfully" in out

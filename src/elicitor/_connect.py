@@ -9,7 +9,11 @@ result (text, then structured content as indented JSON). Empty input or ``q`` at
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -56,9 +60,37 @@ async def _session(
 
     kwargs: dict[str, Any] = {"elicitation": answers, "protocol": protocol, "on_log": on_log, "log_level": "info"}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
-        client = Client.http(target[0], **kwargs)
-    else:
-        client = Client.stdio(target, **kwargs)
+        return await _connected(Client.http(target[0], **kwargs), terminal, timeout)
+    with server_stderr(write) as stderr:
+        return await _connected(Client.stdio(target, stderr=stderr, **kwargs), terminal, timeout)
+
+
+@contextmanager
+def server_stderr(write: Callable[[str], None]) -> Iterator[int]:
+    """A descriptor for a child server's stderr whose lines are shown through ``write``.
+
+    A server may log to stderr (the spec allows it); passed straight to the terminal it would draw over a
+    full-screen form, so its lines go through the terminal handler, which holds them while a form is up.
+    """
+    read_end, write_end = os.pipe()
+
+    def pump() -> None:
+        with open(read_end, "rb") as lines:
+            for line in lines:
+                write("  [server] " + line.decode("utf-8", "replace").rstrip())
+
+    thread = threading.Thread(target=pump, name="elicitor-server-stderr", daemon=True)
+    thread.start()
+    try:
+        yield write_end
+    finally:
+        os.close(write_end)  # the child has its own copy: the pump ends when the child has gone too
+        thread.join(timeout=2)
+
+
+async def _connected(client: Client, terminal: TerminalHandler, timeout: float) -> int:
+    """Run the tool menu on ``client`` once it completes the handshake, which must happen within ``timeout``."""
+    write = terminal._write
     timed_out = False
     code = 0
     failed: Exception | None = None

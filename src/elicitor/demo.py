@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from ._connect import tool_menu
+from ._connect import server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import BrowserHandler, Client, TerminalHandler
@@ -248,10 +248,12 @@ async def run_client(protocol: str, ui: str = "terminal") -> None:
 
 async def _run_client(protocol: str, terminal: TerminalHandler, answers: TerminalHandler | BrowserHandler) -> None:
     command = [sys.executable, "-m", "elicitor.demo", "server"]
-    async with Client.stdio(command, elicitation=answers, protocol=protocol) as client:
-        await _tour(client)
-        print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
-        await tool_menu(client, terminal)
+    with server_stderr(terminal._write) as stderr:
+        client = Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr)
+        async with client:
+            await _tour(client)
+            print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
+            await tool_menu(client, terminal)
 
 
 async def _tour(client: Client) -> None:

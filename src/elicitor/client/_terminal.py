@@ -84,6 +84,7 @@ class TerminalHandler:
         self._custom_reader = read_line is not None
         self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._held: list[str] | None = None  # lines written while a full screen is up, shown when it closes
+        self._held_lock = threading.Lock()  # lines may come from other threads (a server's stderr)
         self._open = open_url or webbrowser.open
         self._bold = write is None and sys.stderr.isatty()
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
@@ -161,20 +162,23 @@ class TerminalHandler:
 
     def _write(self, text: str) -> None:
         """Show a line; while a full screen is up, hold it until the screen closes (it would draw over it)."""
-        if self._held is not None:
-            self._held.append(text)
-        else:
-            self._out(text)
+        with self._held_lock:
+            if self._held is not None:
+                self._held.append(text)
+                return
+        self._out(text)
 
     async def _on_screen(self, app: Application[T], on_cancel: T) -> T:
         """Run a screen with other output held back, then show what was held."""
         from ._screen import run_screen
 
-        self._held = []
+        with self._held_lock:
+            self._held = []
         try:
             return await run_screen(app, on_cancel)
         finally:
-            held, self._held = self._held, None
+            with self._held_lock:
+                held, self._held = self._held or [], None
             for line in held:
                 self._out(line)
 
