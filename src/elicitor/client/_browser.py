@@ -176,7 +176,7 @@ class BrowserHandler:
     async def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         page = self._add("form", request)
         try:
-            self._show(page, "asks a question")
+            await self._show(page, "asks a question")
             await self._until(page.done, page)
             return page.outcome or Cancelled()
         finally:
@@ -192,7 +192,7 @@ class BrowserHandler:
         page = self._add("url", request)
         kept = False
         try:
-            self._show(page, "asks you to open a web page")
+            await self._show(page, "asks you to open a web page")
             await self._until(page.done, page)
             outcome = page.outcome or Cancelled()
             kept = isinstance(outcome, Accepted)  # the same page carries "I'm done" for wait_done
@@ -225,10 +225,10 @@ class BrowserHandler:
         self._pages[page.token] = page
         return page
 
-    def _show(self, page: _Page, what: str) -> None:
+    async def _show(self, page: _Page, what: str) -> None:
         url = f"{self.base}/q/{page.token}"
-        try:
-            opened = bool(self._open(url))
+        try:  # in a thread: some openers wait for the browser they start (a text browser, say)
+            opened = bool(await anyio.to_thread.run_sync(self._open, url, abandon_on_cancel=True))
         except Exception:  # a broken opener must not lose the question
             opened = False
         label = page.request.server_label

@@ -97,8 +97,8 @@ class TerminalHandler:
             from ._screen import UrlScreen
 
             outcome = await self._on_screen(UrlScreen(request, self._screen).app, Cancelled())
-            if isinstance(outcome, Accepted):
-                self._open_consented(request.url)
+            if isinstance(outcome, Accepted):  # in a thread: some openers wait for the browser they start
+                await anyio.to_thread.run_sync(self._open_consented, request.url, abandon_on_cancel=True)
             return outcome
 
     async def wait_done(self, request: UrlElicitationRequest) -> None:
