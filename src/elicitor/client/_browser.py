@@ -45,8 +45,8 @@ import anyio.abc
 from .._exceptions import FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
-from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, server_name, show
+from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
+from ._present import hint, queue_text, server_name, show
 from ._url import UrlElicitationRequest
 
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
@@ -111,8 +111,7 @@ class BrowserHandler:
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._grace = grace
         self._pages: dict[str, _Page] = {}
-        self._one_at_a_time = anyio.Lock()
-        self._waiting = 0
+        self._turns = OneAtATime()
         self.base = ""
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
 
@@ -153,24 +152,10 @@ class BrowserHandler:
     @property
     def waiting(self) -> int:
         """Questions queued behind the one on screen (each page shows the count)."""
-        return self._waiting
-
-    @asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
-        """One question at a time: a person answers one page, the others wait their turn (visibly)."""
-        self._waiting += 1
-        queued = True
-        try:
-            async with self._one_at_a_time:
-                self._waiting -= 1
-                queued = False
-                yield
-        finally:
-            if queued:  # cancelled while still in the queue
-                self._waiting -= 1
+        return self._turns.waiting
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
-        async with self._turn():
+        async with self._turns.turn():
             return await self._ask(request)
 
     async def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
@@ -185,7 +170,7 @@ class BrowserHandler:
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         """Show the URL on a consent page; ``Accepted(None)`` once the person chose to open it (in a new tab)."""
-        async with self._turn():
+        async with self._turns.turn():
             return await self._ask_url(request)
 
     async def _ask_url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
@@ -296,7 +281,7 @@ class BrowserHandler:
             page.latest, page.beat, page.left = instance, now, None
         elif instance == page.latest:  # a late goodbye from a page already replaced (a reload) does not count
             page.left = now
-        await _respond_json(send, 200, {"state": page.state, "waiting": _queue_text(self._waiting)})
+        await _respond_json(send, 200, {"state": page.state, "waiting": queue_text(self._turns.waiting)})
 
     async def _form_action(self, page: _Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
         request = page.request
@@ -335,7 +320,7 @@ class BrowserHandler:
             word = "declined" if action == "decline" else "cancelled"
             await _respond(send, 200, _page("Done", f"<p>You {word}; nothing was opened. You can close this tab.</p>"))
             return
-        if action == "open" and request.openable and _origin(request.url) is not None:
+        if action == "open" and _origin(request.url) is not None:
             page.settle(Accepted(None))
             page.state = "opened"
             await _redirect(send, request.url)
@@ -368,12 +353,8 @@ class BrowserHandler:
             if values is None:  # first sight: an earlier answer the client refused (with why), else the defaults
                 values, errors = request.form.with_defaults(request.previous or {}), request.errors
             body, extra = _form_page(request, values, errors), None
-        queue = f"<p class=queue data-waiting>{html.escape(_queue_text(self._waiting))}</p>"
+        queue = f"<p class=queue data-waiting>{html.escape(queue_text(self._turns.waiting))}</p>"
         await _respond(send, status, _page(f"{request.server_label} asks", queue + body + script), nonce, extra)
-
-
-def _queue_text(waiting: int) -> str:
-    return f"{waiting} more question{'s' if waiting != 1 else ''} waiting after this one" if waiting else ""
 
 
 def _beat_every(grace: float) -> int:
@@ -494,7 +475,7 @@ def _url_page(request: UrlElicitationRequest, state: State) -> str:
         f"<div class=errors role=alert><p>Careful:</p><ul>{warnings}</ul></div>" if warnings else "",
         "<p>Nothing has been opened or fetched.</p><form method=post>",
     ]
-    if request.openable and _origin(url) is not None:
+    if _origin(url) is not None:
         parts.append('<button name="_action" value="open" formtarget="_blank">Open the page in a new tab</button> ')
     else:
         parts.append("<p>This is not a web address, so it cannot be opened from here.</p>")

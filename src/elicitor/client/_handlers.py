@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import anyio
 
 from .._exceptions import FieldError
 from .._outcomes import Accepted, Cancelled, Declined, Outcome
@@ -85,6 +88,30 @@ Answer: TypeAlias = (
     "ElicitationOutcome | dict[str, Any] | Literal['accept', 'decline', 'cancel']"
     " | Callable[[ElicitationRequest | UrlElicitationRequest], Answer]"
 )
+
+
+class OneAtATime:
+    """Concurrent requests shown to a person one at a time; ``waiting`` counts those queued behind the current one.
+
+    The built-in renderers take a turn for every screen or page they show, and show ``waiting`` with it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock()
+        self.waiting = 0
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        self.waiting += 1
+        queued = True
+        try:
+            async with self._lock:
+                self.waiting -= 1
+                queued = False
+                yield
+        finally:
+            if queued:  # cancelled while still in the queue
+                self.waiting -= 1
 
 
 @dataclass

@@ -30,6 +30,11 @@ def server_name(server: Implementation | None) -> str:
     return server.name
 
 
+def queue_text(waiting: int) -> str:
+    """How many questions wait behind the one shown ("" when none)."""
+    return f"{waiting} more question{'s' if waiting != 1 else ''} waiting after this one" if waiting else ""
+
+
 def hint(f: FormField) -> list[str]:
     """What fits the field, in words ("an email address", "from 1 to 10", "choose 1 to 2")."""
     parts: list[str] = []

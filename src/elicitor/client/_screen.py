@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -56,7 +56,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, parse_text, server_name, show
+from ._present import hint, parse_text, queue_text, server_name, show
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -206,11 +206,8 @@ class _Row:
         if f.description:
             parts.append(_lines(lambda: [("class:hint", f.description or "")]))
         parts.append(widget)
-        words = hint(f)
-        if isinstance(f, NumberField | EnumField | MultiEnumField) or words:
-            extra = {EnumField: "↑↓ then Space", MultiEnumField: "↑↓ then Space to tick"}.get(type(f))
-            words = [*words, extra] if extra else words
-        parts.append(_lines(self._status(" · ".join(words))))
+        keys = {EnumField: ["↑↓ then Space"], MultiEnumField: ["↑↓ then Space to tick"]}.get(type(f), [])
+        parts.append(_lines(self._status(" · ".join([*hint(f), *keys]))))
         self.container = HSplit([*parts, Window(height=1)])
 
     def _status(self, words: str) -> Callable[[], StyleAndTextTuples]:
@@ -297,8 +294,7 @@ class FormScreen:
             return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
 
         def queue() -> StyleAndTextTuples:
-            n = waiting()
-            return [("class:waiting", f"{n} more question{'s' if n != 1 else ''} waiting after this one")] if n else []
+            return [("class:waiting", queue_text(waiting()))]
 
         top: list[AnyContainer] = [_lines(queue), _lines(lambda: [("class:message", request.message)])]
         if request.errors:
@@ -445,11 +441,11 @@ class UrlScreen:
         _exit(self.app, outcome)
 
 
-class WaitScreen(Generic[T]):
-    """While the person works in the browser: returns when they say they are done (Enter or Esc)."""
+class WaitScreen:
+    """While the person works in the browser: ``app.run()`` returns when they say they are done (Enter or Esc)."""
 
-    def __init__(self, request: UrlElicitationRequest, terminal: Terminal, done: T) -> None:
-        button = Button("I'm done", handler=lambda: self._done(done), width=12)
+    def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
+        button = Button("I'm done", handler=self._done, width=12)
         body = HSplit(
             [
                 _banner(lambda: f"{request.server_label}: finish in your browser"),
@@ -461,10 +457,9 @@ class WaitScreen(Generic[T]):
                 _help("Enter or Esc when you have finished"),
             ]
         )
-        self._value = done
-        self.app: Application[T] = terminal.application(
-            Layout(body, focused_element=button), _bindings(lambda event: self._done(done))
+        self.app: Application[None] = terminal.application(
+            Layout(body, focused_element=button), _bindings(lambda event: self._done())
         )
 
-    def _done(self, value: T) -> None:
-        _exit(self.app, value)
+    def _done(self) -> None:
+        _exit(self.app, None)

@@ -26,8 +26,8 @@ import anyio.to_thread
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField
 from ..forms._fields import Problem
-from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, parse_text, server_name, show
+from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
+from ._present import hint, parse_text, queue_text, server_name, show
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -78,8 +78,7 @@ class TerminalHandler:
             from ._screen import Terminal
 
             self._screen = Terminal(input, output)
-        self._one_at_a_time = anyio.Lock()
-        self._waiting = 0
+        self._turns = OneAtATime()
         self._read = read_line or _read_stdin
         self._custom_reader = read_line is not None
         self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
@@ -91,7 +90,7 @@ class TerminalHandler:
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         """Show a URL-mode request; open the URL only if the person says yes (accept means they consented)."""
-        async with self._one_at_a_time:
+        async with self._turns.turn():
             if self._screen is None:
                 return await anyio.to_thread.run_sync(self._ask_url, request)
             from ._screen import UrlScreen
@@ -107,11 +106,11 @@ class TerminalHandler:
         The client races this against the server's completion notification and cancels the loser; the default
         reader polls, so a cancelled wait leaves no thread behind to swallow the next answer.
         """
-        async with self._one_at_a_time:
+        async with self._turns.turn():
             if self._screen is not None:
                 from ._screen import WaitScreen
 
-                await self._on_screen(WaitScreen(request, self._screen, None).app, None)
+                await self._on_screen(WaitScreen(request, self._screen).app, None)
                 return
             self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
             if self._custom_reader:
@@ -189,45 +188,37 @@ class TerminalHandler:
             return False
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
-        self._waiting += 1
-        queued = True
-        try:
-            async with self._one_at_a_time:  # a person answers one request at a time; the others wait their turn
-                self._waiting -= 1
-                queued = False
-                if self._screen is not None:
-                    from ._screen import FormScreen
+        async with self._turns.turn():  # a person answers one request at a time; the others wait their turn
+            if self._screen is not None:
+                from ._screen import FormScreen
 
-                    screen = FormScreen(request, self._screen, lambda: self._waiting)
-                    return await self._on_screen(screen.app, Cancelled())
-                return await anyio.to_thread.run_sync(self._ask, request)
-        finally:
-            if queued:  # cancelled while still in the queue
-                self._waiting -= 1
+                screen = FormScreen(request, self._screen, lambda: self._turns.waiting)
+                return await self._on_screen(screen.app, Cancelled())
+            return await anyio.to_thread.run_sync(self._ask, request)
 
     async def fill_in(self, message: str, form: Form[Any], *, banner: str) -> ElicitationOutcome:
         """Have the person fill a form no server sent (a tool's arguments, say): the same screen, review and
         choices as an elicitation, under ``banner`` instead of "<server> asks"; one question per line off a
         terminal."""
-        async with self._one_at_a_time:
+        async with self._turns.turn():
             if self._screen is not None:
                 from ._screen import FormScreen
 
                 screen = FormScreen(ElicitationRequest(message, form, None), self._screen, lambda: 0, banner)
                 return await self._on_screen(screen.app, Cancelled())
             self._write(banner)
-            values: dict[str, Any] = dict(form.with_defaults({}))
+            values = form.with_defaults({})
             try:
                 for f in form.fields:
                     await anyio.to_thread.run_sync(self._fill, f, values)
-            except (_Cancel, EOFError):
+            except EOFError:
                 return Cancelled()
             return Accepted({k: v for k, v in values.items() if v is not None})
 
     @property
     def waiting(self) -> int:
         """Requests queued behind the one being answered (shown to the person with each question)."""
-        return self._waiting
+        return self._turns.waiting
 
     def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         try:
@@ -241,8 +232,8 @@ class TerminalHandler:
         w("")
         name = server_name(request.server)
         w(f"── {request.server_label} asks{f' (server name: {name})' if name else ''} ──")
-        if self._waiting:
-            w(f"({self._waiting} more question{'s' if self._waiting > 1 else ''} waiting after this one)")
+        if self._turns.waiting:
+            w(f"({queue_text(self._turns.waiting)})")
         w(request.message)
         if request.errors:
             w("Your previous answer was not accepted:")
