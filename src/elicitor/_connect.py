@@ -12,8 +12,8 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -39,10 +39,18 @@ async def run(
     timeout: float = 30.0,
 ) -> int:
     terminal = handler or TerminalHandler(screen=False if ui == "lines" else None)
+    async with answering(ui, terminal) as answers:
+        return await _session(target, protocol, terminal, answers, timeout)
+
+
+@asynccontextmanager
+async def answering(ui: str, terminal: TerminalHandler) -> AsyncIterator[TerminalHandler | BrowserHandler]:
+    """What answers elicitations for ``--ui``: the terminal itself, or pages in the browser (links shown there)."""
     if ui == "browser":
         async with BrowserHandler(write=terminal._write) as browser:
-            return await _session(target, protocol, terminal, browser, timeout)
-    return await _session(target, protocol, terminal, terminal, timeout)
+            yield browser
+    else:
+        yield terminal
 
 
 async def _session(

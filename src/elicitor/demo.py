@@ -26,10 +26,10 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from ._connect import server_stderr, tool_menu
+from ._connect import answering, server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
-from .client import BrowserHandler, Client, TerminalHandler
+from .client import Client, TerminalHandler
 from .forms import Choices, Email, Field, Uri
 from .server import Context, Server, UrlElicitationRequired
 from .transports import StdioServerTransport
@@ -239,21 +239,13 @@ async def serve_with_pages() -> None:
 async def run_client(protocol: str, ui: str = "terminal") -> None:
     """The guided tour (a booking, then the calendar), then the tool menu for the person to explore."""
     terminal = TerminalHandler(screen=False if ui == "lines" else None)
-    if ui == "browser":
-        async with BrowserHandler(write=terminal._write) as browser:
-            await _run_client(protocol, terminal, browser)
-    else:
-        await _run_client(protocol, terminal, terminal)
-
-
-async def _run_client(protocol: str, terminal: TerminalHandler, answers: TerminalHandler | BrowserHandler) -> None:
     command = [sys.executable, "-m", "elicitor.demo", "server"]
-    with server_stderr(terminal._write) as stderr:
-        client = Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr)
-        async with client:
-            await _tour(client)
-            print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
-            await tool_menu(client, terminal)
+    async with answering(ui, terminal) as answers:
+        with server_stderr(terminal._write) as stderr:
+            async with Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr) as client:
+                await _tour(client)
+                print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
+                await tool_menu(client, terminal)
 
 
 async def _tour(client: Client) -> None:
