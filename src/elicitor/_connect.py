@@ -9,6 +9,7 @@ result (text, then structured content as indented JSON). Empty input or ``q`` at
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -98,36 +99,14 @@ def server_stderr(write: Callable[[str], None]) -> Iterator[int]:
 
 async def _connected(client: Client, terminal: TerminalHandler, timeout: float) -> int:
     """Run the tool menu on ``client`` once it completes the handshake, which must happen within ``timeout``."""
-    write = terminal._write
-    timed_out = False
-    code = 0
-    failed: Exception | None = None
-    async with anyio.create_task_group() as tg:
-        ready = anyio.Event()
-
-        async def watchdog() -> None:  # the library has no timeouts; a person at a prompt deserves one here
-            nonlocal timed_out
-            with anyio.move_on_after(timeout):
-                await ready.wait()
-                return
-            timed_out = True
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(watchdog)
-        try:
-            async with client:
-                ready.set()
-                label = client.server_info.display() if client.server_info else "the server"
-                write(f"Connected to {label}, protocol {client.protocol_version}.")
-                code = await tool_menu(client, terminal)
-        except (OSError, ElicitorError) as exc:  # raised below, outside the task group, as itself
-            failed = exc
-            ready.set()
-    if failed is not None:
-        raise failed
-    if timed_out:
-        raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
-    return code
+    # The library has no timeouts (people take their time); a person at a prompt deserves one for the handshake.
+    with anyio.CancelScope(deadline=anyio.current_time() + timeout) as handshake:
+        async with client:
+            handshake.deadline = math.inf
+            label = client.server_info.display() if client.server_info else "the server"
+            terminal._write(f"Connected to {label}, protocol {client.protocol_version}.")
+            return await tool_menu(client, terminal)
+    raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
 
 
 async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
