@@ -44,6 +44,10 @@ async def run(
         return await _session(target, protocol, terminal, answers, timeout)
 
 
+UI_CHOICES = ("terminal", "lines", "browser")
+"""Where a person answers (``--ui``): full-screen terminal forms, one question per line, or browser pages."""
+
+
 @asynccontextmanager
 async def answering(ui: str, terminal: TerminalHandler) -> AsyncIterator[TerminalHandler | BrowserHandler]:
     """What answers elicitations for ``--ui``: the terminal itself, or pages in the browser (links shown there)."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._connect import UI_CHOICES
 from ._version import __version__
 
-UIS = ["terminal", "lines", "browser"]
-UI_HELP = (
+_UI_HELP = (
     "where to answer elicitations: terminal (full-screen forms; one question per line when the terminal cannot "
     "draw them), lines (always one question per line), browser (pages on 127.0.0.1)"
 )
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         "a guided booking, connecting a calendar in your browser (URL mode), then its tools to try yourself.",
     )
     demo.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
-    demo.add_argument("--ui", choices=UIS, default="terminal", help=UI_HELP)
+    demo.add_argument("--ui", choices=UI_CHOICES, default="terminal", help=_UI_HELP)
     serve = commands.add_parser(
         "serve",
         help="serve a Server object: elicitor serve package.module:server",
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     connect.add_argument("target", nargs=argparse.REMAINDER, help="a command and its arguments, or an http(s) URL")
     connect.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
-    connect.add_argument("--ui", choices=UIS, default="terminal", help=UI_HELP)
+    connect.add_argument("--ui", choices=UI_CHOICES, default="terminal", help=_UI_HELP)
     connect.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for the MCP handshake (default 30)"
     )

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from ._connect import answering, server_stderr, tool_menu
+from ._connect import UI_CHOICES, answering, server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client, TerminalHandler
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="elicitor demo", description="The table-booking demo.")
     parser.add_argument("role", nargs="?", choices=["client", "server"], default="client")
     parser.add_argument("--protocol", default="auto", help="auto, 2026-07-28, 2025-11-25 or 2025-06-18")
-    parser.add_argument("--ui", choices=["terminal", "lines", "browser"], default="terminal")
+    parser.add_argument("--ui", choices=UI_CHOICES, default="terminal")
     args = parser.parse_args(argv)
     if args.role == "server":
         anyio.run(serve_with_pages)
