@@ -265,6 +265,12 @@ class BrowserHandler:
                 break
         posted = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
         action = (posted.get("_action") or [""])[0]
+        if action in ("decline", "cancel") and not page.done.is_set():  # from either kind of page, at any step
+            page.settle(Declined() if action == "decline" else Cancelled())
+            word = "declined" if action == "decline" else "cancelled"
+            opened = "; nothing was opened" if page.kind == "url" else ""
+            await _respond(send, 200, _page("Done", f"<p>You {word}{opened}. You can close this tab.</p>"))
+            return
         if page.kind == "url":
             await self._url_action(page, action, send)
         else:
@@ -286,11 +292,6 @@ class BrowserHandler:
     async def _form_action(self, page: _Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
         request = page.request
         assert isinstance(request, ElicitationRequest)
-        if action in ("decline", "cancel"):
-            page.settle(Declined() if action == "decline" else Cancelled())
-            word = "declined" if action == "decline" else "cancelled"
-            await _respond(send, 200, _page("Done", f"<p>You {word}. You can close this tab.</p>"))
-            return
         if action == "send" and page.state == "reviewing":
             page.settle(Accepted(page.draft))
             await _respond(send, 200, _page("Sent", "<p>Your answer was sent. You can close this tab.</p>"))
@@ -315,11 +316,6 @@ class BrowserHandler:
     async def _url_action(self, page: _Page, action: str, send: Any) -> None:
         request = page.request
         assert isinstance(request, UrlElicitationRequest)
-        if action in ("decline", "cancel") and not page.done.is_set():
-            page.settle(Declined() if action == "decline" else Cancelled())
-            word = "declined" if action == "decline" else "cancelled"
-            await _respond(send, 200, _page("Done", f"<p>You {word}; nothing was opened. You can close this tab.</p>"))
-            return
         if action == "open" and _origin(request.url) is not None:
             page.settle(Accepted(None))
             page.state = "opened"
