@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 import httpx2
 import pytest
 
-from elicitor import Accepted, Context, Server
-from elicitor.client import BrowserHandler
+from elicitor import Accepted, Cancelled, Context, Declined, FieldError, Form, Server
+from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.forms import Email, Field
 
-from .conftest import connected
+from .conftest import Later, connected, later
 
 pytestmark = pytest.mark.anyio
 
@@ -124,32 +126,37 @@ async def test_unknown_tokens_are_not_found(anyio_backend: str) -> None:
         assert (await browser.get(f"{handler.base}/")).status_code == 404
 
 
-async def test_a_url_that_is_no_web_address_is_shown_but_never_opened(anyio_backend: str) -> None:
-    from elicitor import Declined
-    from elicitor.client import UrlElicitationRequest
-
-    from .conftest import later
-
+@asynccontextmanager
+async def asked(
+    ask: Callable[[BrowserHandler], Awaitable[Any]],
+) -> AsyncIterator[tuple[Later, str, httpx2.AsyncClient]]:
+    """Start ``ask(handler)`` on a BrowserHandler; yield its result-to-be, the link it opened, and a "browser"."""
     links: list[str] = []
 
     def opener(url: str) -> bool:
         links.append(url)
         return True
 
-    request = UrlElicitationRequest.from_params({"message": "Look", "url": "file:///etc/passwd"}, None)
     async with (
         BrowserHandler(open_url=opener, write=lambda text: None) as handler,
         anyio.create_task_group() as tg,
         httpx2.AsyncClient() as browser,
     ):
-        outcome = later(tg, handler.url, request)
-        while not links:
-            await anyio.sleep(0.01)
-        page = await browser.get(links[0])
+        outcome = later(tg, ask, handler)
+        with anyio.fail_after(10):
+            while not links:
+                await anyio.sleep(0.01)
+        yield outcome, links[0], browser
+
+
+async def test_a_url_that_is_no_web_address_is_shown_but_never_opened(anyio_backend: str) -> None:
+    request = UrlElicitationRequest.from_params({"message": "Look", "url": "file:///etc/passwd"}, None)
+    async with asked(lambda handler: handler.url(request)) as (outcome, link, browser):
+        page = await browser.get(link)
         assert "This is not a web address" in page.text and 'value="open"' not in page.text
-        forced = await browser.post(links[0], data={"_action": "open"})  # a hand-made post changes nothing
+        forced = await browser.post(link, data={"_action": "open"})  # a hand-made post changes nothing
         assert forced.status_code == 200 and "location" not in forced.headers and not outcome.done
-        await browser.post(links[0], data={"_action": "decline"})
+        await browser.post(link, data={"_action": "decline"})
         assert await outcome.value() == Declined()
 
 
@@ -161,56 +168,21 @@ async def test_a_local_date_time_gets_the_pages_zone_or_is_read_as_utc(
     anyio_backend: str, zone: str | None, sent: str
 ) -> None:
     """Without the page's script (no zone posted) the hint says UTC, and UTC it is; a malformed zone is ignored."""
-    from elicitor import Form
-    from elicitor.client import ElicitationRequest
-
-    from .conftest import later
-
-    links: list[str] = []
-
-    def opener(url: str) -> bool:
-        links.append(url)
-        return True
-
     form = Form.from_schema({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}})
-    async with (
-        BrowserHandler(open_url=opener, write=lambda text: None) as handler,
-        anyio.create_task_group() as tg,
-        httpx2.AsyncClient() as browser,
-    ):
-        outcome = later(tg, handler, ElicitationRequest("When?", form, None))
-        while not links:
-            await anyio.sleep(0.01)
-        page = await browser.get(links[0])
+    async with asked(lambda handler: handler(ElicitationRequest("When?", form, None))) as (outcome, link, browser):
+        page = await browser.get(link)
         assert "a date and time, in UTC" in page.text and 'type="datetime-local"' in page.text
         posted = {"at": "2026-12-24T19:30", "_action": "review", **({"_zone.at": zone} if zone else {})}
-        assert sent in (await browser.post(links[0], data=posted)).text
-        await browser.post(links[0], data={"_action": "send"})
+        assert sent in (await browser.post(link, data=posted)).text
+        await browser.post(link, data={"_action": "send"})
         assert await outcome.value() == Accepted({"at": sent})
 
 
 async def test_an_answer_asked_again_shows_what_was_wrong_and_what_was_given(anyio_backend: str) -> None:
-    from elicitor import FieldError, Form
-    from elicitor.client import ElicitationRequest
-
-    from .conftest import later
-
-    links: list[str] = []
-
-    def opener(url: str) -> bool:
-        links.append(url)
-        return True
-
     form = Form.from_schema({"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}})
     retry = ElicitationRequest("Name?", form, None, errors=(FieldError("name", "taken"),), previous={"name": "Ada"})
-    async with (
-        BrowserHandler(open_url=opener, write=lambda text: None) as handler,
-        anyio.create_task_group() as tg,
-        httpx2.AsyncClient() as browser,
-    ):
-        later(tg, handler, retry)
-        while not links:
-            await anyio.sleep(0.01)
-        page = (await browser.get(links[0])).text
+    async with asked(lambda handler: handler(retry)) as (outcome, link, browser):
+        page = (await browser.get(link)).text
         assert "<li>Name: taken</li>" in page and "✗ taken" in page and 'value="Ada"' in page
-        await browser.post(links[0], data={"_action": "cancel"})
+        await browser.post(link, data={"_action": "cancel"})
+        assert await outcome.value() == Cancelled()
