@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit node-peers system-deps conformance bench clean
+.PHONY: demo test lint typecheck unit wheel node-peers system-deps conformance bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -31,12 +31,20 @@ typecheck: $(STAMP)
 unit: $(STAMP) node-peers system-deps
 	$(BIN)/pytest
 
-# Debian's chromium (the browser UI tests drive it with Playwright) and tmux (the real-terminal test), if missing.
+# Debian's packages the tests run for real, if missing: chromium (the browser UI tests drive it with Playwright),
+# tmux (the real-terminal test), redis-server and nginx (replicas behind a balancer, sharing Redis).
+SYSTEM_PACKAGES := chromium tmux redis-server nginx
 system-deps:
-	@command -v chromium >/dev/null && command -v tmux >/dev/null || { \
-	  echo "installing Debian's chromium and tmux for the UI tests"; \
-	  $(APT) install -y -q chromium tmux >/dev/null 2>&1 || \
-	  { $(APT) update -q >/dev/null && $(APT) install -y -q chromium tmux >/dev/null; }; }
+	@command -v chromium >/dev/null && command -v tmux >/dev/null && command -v redis-server >/dev/null && \
+	  { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } || { \
+	  echo "installing Debian's $(SYSTEM_PACKAGES) for the tests"; \
+	  $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null 2>&1 || \
+	  { $(APT) update -q >/dev/null && $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null; }; }
+
+# The wheel as users install it: built, installed into fresh virtual environments (plain and with each extra),
+# and run there.
+wheel: $(STAMP)
+	$(BIN)/python scripts/wheel_check.py
 
 # Node 22, the conformance harness and the TypeScript SDK (a test peer), from npm into .cache/ on first use.
 node-peers: $(STAMP)

@@ -345,7 +345,7 @@ async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backe
         assert (await client.call_tool("greet")).text == "hello Eve"
         transport = client._transport
         first = transport.session_id
-        forgotten = app._sessions.remove(first)  # the server forgets the session (a restart, an expiry...)
+        forgotten = app._sessions.pop(first, None)  # the server forgets the session (a restart, an expiry...)
         assert forgotten is not None
         await forgotten.end()
         assert (await client.call_tool("greet")).text == "hello Eve"

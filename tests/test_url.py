@@ -182,11 +182,14 @@ async def test_completion_reaches_only_the_initiating_client(anyio_backend: str)
 
 async def test_completion_by_another_user_is_refused(anyio_backend: str) -> None:
     registry = server.url_elicitations
-    link = registry.new("Connect", CONNECT, principal="alice", notify=None)
+    link = await registry.new("Connect", CONNECT, principal="alice")
     assert not await registry.complete(link.id, principal="mallory")
     assert not await registry.complete(link.id)  # nobody signed in
     assert await registry.complete(link.id, principal="alice")
-    assert link.completed
+    assert not link.completed  # a snapshot: read it again to see the change
+    now = await registry.get(link.id)
+    assert now is not None and now.completed
+    assert not await registry.complete(link.id, principal="alice")  # once only
 
 
 @pytest.mark.parametrize(
@@ -485,9 +488,9 @@ async def test_a_closed_connection_takes_its_url_elicitations_with_it(anyio_back
         with pytest.raises(TooManyRounds):  # no completion comes; the person "says done"; asked again: a loop
             await client.call_tool("needs_connection")
         elicitation_id = person.seen[0].url.rsplit("=", 1)[-1]
-        assert server.url_elicitations.get(elicitation_id) is not None
+        assert await server.url_elicitations.get(elicitation_id) is not None
     with anyio.fail_after(5):
-        while server.url_elicitations.get(elicitation_id) is not None:
+        while await server.url_elicitations.get(elicitation_id) is not None:
             await anyio.sleep(0.01)
     assert not await server.complete_url_elicitation(elicitation_id)  # nobody left to tell
 

@@ -40,6 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--path", default="/mcp", help="HTTP: the MCP endpoint's path")
     serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="HTTP: share sessions and state with other replicas through this Redis (redis://host:port/db; "
+        "default: $ELICITOR_REDIS_URL). Every replica needs the same ELICITOR_STATE_KEYS.",
+    )
+    serve.add_argument(
         "--allowed-host", action="append", default=None, help="HTTP: a Host to accept besides loopback (repeatable)"
     )
     check = commands.add_parser(
@@ -113,7 +119,7 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
         print(f"elicitor: serving {args.target} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
-        server.run("http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts)
+        server.run("http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts, redis=args.redis)
     return 0
 
 

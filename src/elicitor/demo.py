@@ -158,7 +158,7 @@ class CalendarPages:
         if len(parts) != 2 or parts[0] != "connect":
             return await _page(send, 404, "Not found", "<p>There is nothing here.</p>")
         elicitation_id = parts[1]
-        elicitation = server.url_elicitations.get(elicitation_id)
+        elicitation = await server.url_elicitations.get(elicitation_id)
         if elicitation is None or elicitation.completed:
             return await _page(send, 410, "Link expired", "<p>This link has expired or was used already.</p>")
         user = self._user(headers)

@@ -171,11 +171,10 @@ class Context:
             known = await self.once(f"url-id:{base}", lambda: secrets.token_urlsafe(24))
         registry = self._session.server.url_elicitations
         modern = is_modern(self.revision)
-        return registry.new(
+        return await registry.new(
             message, url, principal=self.principal, elicitation_id=known,
-            notify=None if modern else self._session.notifier(None),
+            connection=None if modern else self._session.id, question=None if modern else base,
             allow_http=self._session.server.allow_http_urls,
-            owner=None if modern else (self._session, base),
         )  # fmt: skip
 
     async def wait_for_url_elicitations(

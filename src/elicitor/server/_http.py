@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,11 +43,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .._exceptions import JSONRPCError
 from ..protocol import Connection, InvalidMessage, Oversized, RequestReceived, error_reply
-from ..transports._events import EventStore, MemoryEventStore, MemorySessionStore, SessionStore, parse_event_id
-from ..transports._sse import encode_event, priming_event
+from ..state import BackendUnavailable, EventStore
+from ..transports._sse import encode_event, parse_event_id, priming_event
 from ..types import (
     HANDSHAKE_REVISIONS,
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     META_PROTOCOL_VERSION,
@@ -57,6 +60,7 @@ from ..types import (
     JSONObject,
     RequestId,
 )
+from ._peers import Attach, Open, Peers, RemoteStream
 from ._rounds import ParkedRuns
 from ._server import Server, ServerSession
 
@@ -108,7 +112,10 @@ class _Stream:
 
     async def put(self, message: bytes, final: bool) -> None:
         self.sequence += 1
-        await self._events.store(self.key, self.sequence, message)
+        try:
+            await self._events.store(self.key, self.sequence, message)
+        except BackendUnavailable as exc:  # delivered live all the same; only a resume could miss it
+            logger.warning("event %s.%d not kept for resumption: %s", self.key, self.sequence, exc)
         self._in.send_nowait((self.sequence, message, final))
         if final:
             self.done = True
@@ -194,10 +201,10 @@ class HttpApp:
         allowed_hosts: ``Host`` values accepted (any port); default loopback only. ``["*"]`` turns the check off.
         allowed_origins: ``Origin`` values accepted besides those on an allowed host (``scheme://host[:port]``).
         max_body: the largest request body, in bytes.
-        event_store: where SSE events wait for a resuming client (default: bounded, in memory).
+        event_store: where SSE events wait for a resuming client (default: the server's backend, which is bounded
+            and in memory unless the server shares state in Redis).
         retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
-        session_store: where handshake sessions are found by id (default: in this process).
         session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
             is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
         fallback: an ASGI app for every other path (the page a URL-mode elicitation sends people to, a callback
@@ -206,6 +213,8 @@ class HttpApp:
             ``lambda scope: scope["user"].identity`` under Starlette's ``AuthenticationMiddleware``). A session
             belongs to the user who created it (another user's request for it gets 404, as for an unknown
             session); sealed ``requestState`` and URL-mode elicitations are bound to the user.
+        health_path: where a load balancer or orchestrator asks whether this replica is ready: ``GET`` answers
+            200 when the shared state is reachable, else 503 (``None`` turns it off).
     """
 
     def __init__(
@@ -219,23 +228,27 @@ class HttpApp:
         event_store: EventStore | None = None,
         retry_ms: int | None = 1000,
         max_sessions: int = 10_000,
-        session_store: SessionStore[Any] | None = None,
         session_idle_timeout: float = 1800.0,
         fallback: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None,
         principal: Callable[[Scope], str | None] | None = None,
+        health_path: str | None = "/healthz",
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
         self._hosts = {h.lower().strip("[]") for h in allowed_hosts}
         self._origins = {o.lower().rstrip("/") for o in allowed_origins}
         self._max_body = max_body
-        self._events = event_store if event_store is not None else MemoryEventStore()
+        self._backend = server.backend
+        self._events = event_store if event_store is not None else self._backend.events
         self._retry = retry_ms
         self._max_sessions = max_sessions
         self._idle_timeout = session_idle_timeout
         self._fallback = fallback
         self._principal = principal
-        self._sessions: SessionStore[Any] = session_store if session_store is not None else MemorySessionStore()
+        self._health = health_path
+        self._sessions: dict[str, _HttpSession] = {}
+        """The handshake sessions this replica runs; others' are found in the backend's directory."""
+        self._peers = Peers(self._backend, self._sessions, server.url_elicitations, self._events.replay)
         self._tg: anyio.abc.TaskGroup | None = None
         self._stateless = ServerSession(server)
 
@@ -243,30 +256,49 @@ class HttpApp:
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Run the task group that holds sessions and parked calls; everything in it ends with the block."""
-        async with anyio.create_task_group() as tg:
+        """Run the task group that holds sessions and parked calls; everything in it ends with the block.
+
+        Raises:
+            RuntimeError: the state is shared (Redis) but ``requestState`` keys are this process's own random
+                key: another replica could not open them, so every retry that lands elsewhere would fail.
+        """
+        if self._backend.shared and self.server.sealer.ephemeral:
+            raise RuntimeError(
+                "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
+                "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
+            )
+        async with self._backend.running(), anyio.create_task_group() as tg:
             self._tg = tg
             self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs)
             tg.start_soon(self._expire_idle_sessions)
+            if self._backend.shared:
+                tg.start_soon(self._peers.listen)
+                tg.start_soon(self.server._changes.relay)
             try:
                 yield
             finally:
                 self._stateless.parked = None
                 self._tg = None
-                for session in self._sessions.values():
-                    self._sessions.remove(session.id)
-                    await session.end()
+                with anyio.CancelScope(shield=True):
+                    for session in list(self._sessions.values()):
+                        await self._end(session)
                 tg.cancel_scope.cancel()
+
+    async def _end(self, session: _HttpSession) -> None:
+        """End a session this replica runs, and take it out of the directory."""
+        self._sessions.pop(session.id, None)
+        with suppress(BackendUnavailable), anyio.move_on_after(2):
+            await self._backend.sessions.release(session.id)
+        await session.end()
 
     async def _expire_idle_sessions(self) -> None:
         while True:
             await anyio.sleep(min(60.0, self._idle_timeout / 4))
             now = time.monotonic()
-            for session in self._sessions.values():
+            for session in list(self._sessions.values()):
                 if session.idle_for(now) > self._idle_timeout:
                     logger.info("ending session %.8s... idle for %.0f s", session.id, session.idle_for(now))
-                    self._sessions.remove(session.id)
-                    await session.end()
+                    await self._end(session)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()
@@ -293,6 +325,9 @@ class HttpApp:
         root = scope.get("root_path", "")
         if root and path.startswith(root):  # mounted (Starlette keeps the prefix in path and sets root_path)
             path = path[len(root) :]
+        if path == self._health and scope["method"] in ("GET", "HEAD"):
+            await self._report_health(send)
+            return
         if (path.rstrip("/") or "/") != self.path:
             if self._fallback is not None:
                 await self._fallback(scope, receive, send)
@@ -313,6 +348,19 @@ class HttpApp:
             await self._delete(headers, send)
         else:
             await _error(send, 405, None, INVALID_REQUEST, f"Method not allowed: {method}", allow=True)
+
+    async def _report_health(self, send: Send) -> None:
+        report: JSONObject = {"status": "ok", "replica": self._backend.replica, "sessions": len(self._sessions)}
+        status = 200
+        if self._tg is None:
+            report["status"], status = "starting", 503
+        else:
+            try:
+                with anyio.fail_after(5):
+                    await self._backend.check()
+            except (BackendUnavailable, TimeoutError) as exc:
+                report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
+        await _raw(send, status, _encode(report))
 
     def _check_origin(self, headers: _Headers) -> tuple[int, str] | None:
         if "*" not in self._hosts:
@@ -399,19 +447,25 @@ class HttpApp:
             if not (is_request and message.get("method") == "initialize"):
                 await _error(send, 400, _id(message), INVALID_REQUEST, "Bad request: Mcp-Session-Id header is required")
                 return
-            session = await self._create_session(headers.principal)
+            try:
+                session = await self._create_session(headers.principal)
+            except BackendUnavailable as exc:
+                await _error(send, 503, _id(message), INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return
             if session is None:
                 await _error(send, 503, _id(message), INVALID_REQUEST, "Too many sessions; try again later")
                 return
         else:
-            found = self._find(session_id, headers)
+            found = await self._find(session_id, headers, send, _id(message))
             if found is None:
-                await _error(send, 404, _id(message), INVALID_REQUEST, "Session not found: initialize a new session")
                 return
-            session = found
             if version is not None and version not in _HANDSHAKE_HEADER_VERSIONS:
                 await _error(send, 400, _id(message), INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version!r}")
                 return
+            if isinstance(found, _Elsewhere):
+                await self._forward_post(found, message, body, receive, send)
+                return
+            session = found
         if not is_request:
             await session.deliver(body)
             await _empty(send, 202)
@@ -425,14 +479,54 @@ class HttpApp:
             return
         stream = session.open(request_id)
         await session.deliver(body)
-        await self._respond_from(stream, session, receive, send)
+        await self._respond_from(stream, session.id, receive, send)
 
-    def _find(self, session_id: str, headers: _Headers) -> _HttpSession | None:
-        """The session with this id, if it belongs to the user making the request."""
-        session: _HttpSession | None = self._sessions.get(session_id)
-        if session is None or session.principal != headers.principal:
-            return None
-        return session
+    async def _forward_post(
+        self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """A POST for a session another replica runs: forward it there, and relay the answer stream back."""
+        if "method" not in message or "id" not in message:
+            if await self._peers.deliver(owner.replica, owner.session, body):
+                await _empty(send, 202)
+            else:
+                await _error(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+            return
+        request_id = message.get("id")
+        if not (type(request_id) is int or type(request_id) is str):
+            await _error(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
+        opening = functools.partial(Open, owner.session, request_id, body)
+        async with self._peers.relay(owner.replica, owner.session, opening) as stream:
+            if stream is None:
+                await _error(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+                return
+            await self._respond_from(stream, owner.session, receive, send)
+
+    async def _find(
+        self, session_id: str, headers: _Headers, send: Send, request_id: RequestId | None
+    ) -> _HttpSession | _Elsewhere | None:
+        """The session with this id if it belongs to the user making the request: run here, or by another replica.
+
+        Answers the request itself (404, or 503 when the shared state cannot be reached) and returns ``None`` if
+        there is no such session for this user.
+        """
+        session = self._sessions.get(session_id)
+        if session is not None:
+            if session.principal == headers.principal:
+                return session
+        elif self._backend.shared:
+            try:
+                record = await self._backend.sessions.lookup(session_id)
+            except BackendUnavailable as exc:
+                await _error(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return None
+            if record is not None and record.principal == headers.principal:
+                if record.alive and record.owner != self._backend.replica:
+                    return _Elsewhere(record.owner, session_id)
+                with suppress(BackendUnavailable):  # its replica died (or this one restarted): it is gone
+                    await self._backend.sessions.release(session_id)
+        await _error(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+        return None
 
     async def _create_session(self, principal: str | None) -> _HttpSession | None:
         if self._tg is None:
@@ -443,25 +537,29 @@ class HttpApp:
         if len(self._sessions) >= self._max_sessions:
             return None
         session = _HttpSession(secrets.token_urlsafe(32), self._events, principal)
-        self._sessions.add(session.id, session)
+        await self._backend.sessions.claim(session.id, principal)
+        self._sessions[session.id] = session
 
         async def run() -> None:
             try:
                 await ServerSession(self.server, principal=principal).run(session)
             finally:
-                self._sessions.remove(session.id)
-                await session.end()
+                with anyio.CancelScope(shield=True):
+                    await self._end(session)
 
         self._tg.start_soon(run)
         return session
 
-    async def _respond_from(self, stream: _Stream, session: _HttpSession, receive: Receive, send: Send) -> None:
+    async def _respond_from(
+        self, stream: _Stream | RemoteStream, session_id: str, receive: Receive, send: Send
+    ) -> None:
         """Answer a POST from its request's stream: JSON if the answer comes first, else SSE."""
-        session_header = [(b"mcp-session-id", session.id.encode())]
+        session_header = [(b"mcp-session-id", session_id.encode())]
         try:
             sequence, first, final = await stream.out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
-            await _error(send, 404, None, INVALID_REQUEST, "Session ended")
+            status, reason = (stream.status, stream.reason) if isinstance(stream, RemoteStream) else (0, "")
+            await _error(send, status or 404, None, INVALID_REQUEST, reason or "Session ended")
             return
         if final:
             await _raw(send, 200, first, extra=session_header)
@@ -474,7 +572,7 @@ class HttpApp:
 
     async def _pump(
         self,
-        stream: _Stream,
+        stream: _Stream | RemoteStream,
         delivered: int,
         receive: Receive,
         send: Send,
@@ -530,27 +628,42 @@ class HttpApp:
         if "text/event-stream" not in (headers.get("accept") or ""):
             await _error(send, 406, None, INVALID_REQUEST, "Not acceptable: Accept must list text/event-stream")
             return
-        session = self._find(session_id, headers)
-        if session is None:
-            await _error(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+        found = await self._find(session_id, headers, send, None)
+        if found is None:
             return
+        last = headers.get("last-event-id")
+        parsed = parse_event_id(last) if last is not None else None
+        if last is not None and parsed is None:
+            await _error(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
+            return
+        if isinstance(found, _Elsewhere):
+            key, after = parsed if parsed is not None else (None, 0)
+            attaching = functools.partial(Attach, found.session, key, after)
+            async with self._peers.relay(found.replica, found.session, attaching) as remote:
+                if remote is None:
+                    await _error(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+                    return
+                try:
+                    await remote.out.receive()  # Opened, or Closed with the owner's refusal
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    await _error(send, remote.status or 404, None, INVALID_REQUEST, remote.reason or "Session ended")
+                    return
+                await self._open_sse(send, found.session, remote.event_id(after) if last is None else None)
+                await self._pump(remote, after, receive, send)
+            return
+        session = found
         stream = session.standalone
         delivered = 0
-        last = headers.get("last-event-id")
-        if last is not None:
-            parsed = parse_event_id(last)
-            resumed = session.by_key.get(parsed[0]) if parsed else None
-            if resumed is None or parsed is None:
+        if parsed is not None:
+            resumed = session.by_key.get(parsed[0])
+            if resumed is None:
                 await _error(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
                 return
             stream, delivered = resumed, parsed[1]
         if stream.attached:
             await _error(send, 409, None, INVALID_REQUEST, "Conflict: that stream is already being delivered")
             return
-        header = [(b"mcp-session-id", session.id.encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + header})
-        opening = priming_event(stream.event_id(delivered), self._retry) if last is None else b""
-        await send({"type": "http.response.body", "body": opening, "more_body": True})
+        await self._open_sse(send, session.id, stream.event_id(delivered) if last is None else None)
         for sequence, message in await self._events.replay(stream.key, delivered):
             chunk = encode_event(message, event_id=stream.event_id(sequence))
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -560,18 +673,36 @@ class HttpApp:
             return
         await self._pump(stream, delivered, receive, send)
 
+    async def _open_sse(self, send: Send, session_id: str, priming: str | None) -> None:
+        """Start an SSE response; a new stream (not a resume) begins with a priming event carrying ``priming``."""
+        header = [(b"mcp-session-id", session_id.encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS + header})
+        opening = priming_event(priming, self._retry) if priming is not None else b""
+        await send({"type": "http.response.body", "body": opening, "more_body": True})
+
     async def _delete(self, headers: _Headers, send: Send) -> None:
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             await _error(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
             return
-        session = self._find(session_id, headers)
-        if session is None:
-            await _error(send, 404, None, INVALID_REQUEST, "Session not found")
+        found = await self._find(session_id, headers, send, None)
+        if found is None:
             return
-        self._sessions.remove(session_id)
-        await session.end()
+        if isinstance(found, _Elsewhere):
+            if not await self._peers.end(found.replica, found.session):
+                await _error(send, 404, None, INVALID_REQUEST, "Session not found")
+                return
+        else:
+            await self._end(found)
         await _empty(send, 200)
+
+
+@dataclass(frozen=True, slots=True)
+class _Elsewhere:
+    """A session another replica runs."""
+
+    replica: str
+    session: str
 
 
 class _ModernExchange:

@@ -78,9 +78,12 @@ class StateSealer:
         max_size: int = DEFAULT_MAX_SIZE,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        self.ephemeral = False
+        """Whether the key is this process's own random one (no other process can open its tokens)."""
         if keys is None:
             env = os.environ.get(KEYS_ENV, "").strip()
             keys = [k.strip() for k in env.split(",") if k.strip()] if env else [os.urandom(32)]
+            self.ephemeral = not env
         if not keys:
             raise ValueError("StateSealer needs at least one key")
         ring: dict[bytes, AESGCM] = {}

@@ -6,11 +6,14 @@ import dataclasses
 import functools
 import inspect
 import logging
+import os
+import secrets
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import anyio
+import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
@@ -23,6 +26,7 @@ from ..protocol import (
     parse_request_meta,
 )
 from ..session import Session, open_session
+from ..state import REDIS_URL_ENV, Backend, BackendUnavailable, MemoryBackend, open_backend
 from ..transports import StdioServerTransport, Transport
 from ..types import (
     INTERNAL_ERROR,
@@ -67,11 +71,15 @@ class _ChangeBus:
     """Fans change notifications out to every connection and ``subscriptions/listen`` stream that wants them.
 
     Each listener gets a bounded queue; a listener that stops reading loses changes rather than holding memory.
+    With a shared backend a change goes out on the ``changes`` channel and comes back to every replica, this one
+    included, which fans it out to its own listeners (:meth:`relay` runs that for the replica).
     """
 
-    def __init__(self, depth: int = 256) -> None:
+    def __init__(self, backend: Backend, depth: int = 256) -> None:
+        self._backend = backend
         self._depth = depth
         self._listeners: set[MemoryObjectSendStream[tuple[str, JSONObject]]] = set()
+        self._outbox: MemoryObjectSendStream[bytes] | None = None
 
     @contextmanager
     def listen(self) -> Iterator[MemoryObjectReceiveStream[tuple[str, JSONObject]]]:
@@ -85,9 +93,45 @@ class _ChangeBus:
             receive.close()
 
     def publish(self, method: str, params: JSONObject) -> None:
+        if not self._backend.shared:
+            self._fan_out(method, params)
+            return
+        try:
+            if self._outbox is None:
+                raise anyio.WouldBlock
+            self._outbox.send_nowait(_encode_change([method, params]))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            logger.warning("change notices are not being relayed (is the HTTP app running?); dropped %s", method)
+
+    def _fan_out(self, method: str, params: JSONObject) -> None:
         for listener in list(self._listeners):
             with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 listener.send_nowait((method, params))
+
+    async def relay(self) -> None:
+        """Publish this replica's changes to all replicas, and fan theirs out here, until cancelled."""
+        self._outbox, pending = anyio.create_memory_object_stream[bytes](self._depth)
+        async with self._outbox, pending, anyio.create_task_group() as tg:
+            tg.start_soon(self._send_out, pending)
+            while True:
+                with suppress(BackendUnavailable):
+                    async with self._backend.bus.subscribe("changes") as changes:
+                        async for payload in changes:
+                            with suppress(msgspec.ValidationError, msgspec.DecodeError):
+                                method, params = _decode_change(payload)
+                                self._fan_out(method, params)
+                await anyio.sleep(1.0)  # the connection was lost: subscribe again
+
+    async def _send_out(self, pending: MemoryObjectReceiveStream[bytes]) -> None:
+        async for payload in pending:
+            try:
+                await self._backend.bus.publish("changes", payload)
+            except BackendUnavailable as exc:
+                logger.warning("a change notice was lost: %s", exc)
+
+
+_encode_change = msgspec.json.Encoder().encode
+_decode_change = msgspec.json.Decoder(tuple[str, dict[str, Any]]).decode
 
 
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -122,6 +166,9 @@ class Server:
             random per process (replicas must share keys: see :class:`StateSealer`).
         max_parked_runs: how many 2026-07-28 calls may wait between rounds in memory per connection (a cache:
             beyond it, or after a restart, a retry replays the tool from the sealed state).
+        backend: the shared state (sessions, SSE history, URL elicitations, change notices): a
+            :class:`~elicitor.state.Backend` or a ``redis://`` URL. Default: in this process, or the Redis named by
+            ``ELICITOR_REDIS_URL`` when :meth:`run` serves HTTP.
         allow_http_urls: let URL-mode elicitations use plain http to hosts other than loopback (development).
     """
 
@@ -135,6 +182,7 @@ class Server:
         state: StateSealer | None = None,
         max_parked_runs: int = 1024,
         allow_http_urls: bool = False,
+        backend: Backend | str | None = None,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
@@ -143,14 +191,24 @@ class Server:
         self.sealer = state if state is not None else StateSealer()
         self.max_parked_runs = max_parked_runs
         self.allow_http_urls = allow_http_urls
-        self.url_elicitations = UrlElicitations()
-        """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
+        self.share(backend if backend is not None else MemoryBackend())
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: list[ResourceDef] = []
         self._prompts: dict[str, PromptDef] = {}
         self._completion: Completer | None = None
-        self._changes = _ChangeBus()
+
+    def share(self, backend: Backend | str) -> None:
+        """Keep this server's shared state in ``backend`` (a :class:`~elicitor.state.Backend` or a ``redis://`` URL).
+
+        Call it before serving: replicas that share a Redis serve each other's sessions, URL elicitations and
+        change notices. :meth:`run` calls it with ``ELICITOR_REDIS_URL`` when that is set.
+        """
+        self.backend: Backend = open_backend(backend) if isinstance(backend, str) else backend
+        """Where state that outlives a request is kept (see :mod:`elicitor.state`)."""
+        self.url_elicitations = UrlElicitations(self.backend)
+        """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
+        self._changes = _ChangeBus(self.backend)
 
     # ---- registration ----------------------------------------------------------------------------------------
 
@@ -343,17 +401,24 @@ class Server:
         port: int = 8000,
         path: str = "/mcp",
         backend: str = "asyncio",
+        redis: str | None = None,
         **options: Any,
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
 
         HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
-        (DNS-rebinding protection rejects requests addressed to any other host).
+        (DNS-rebinding protection rejects requests addressed to any other host). ``redis`` (default:
+        ``ELICITOR_REDIS_URL``) shares the state with every replica using the same Redis; they must also share
+        ``ELICITOR_STATE_KEYS``. ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
         """
         if transport == "stdio":
             anyio.run(self.serve_stdio, backend=backend)
         elif transport == "http":
             import uvicorn
+
+            redis = redis or os.environ.get(REDIS_URL_ENV, "").strip() or None
+            if redis is not None:
+                self.share(redis)
 
             uvicorn.run(self.http_app(path, **options), host=host, port=port, log_level="warning")
         else:
@@ -372,8 +437,11 @@ class ServerSession:
         """Resource URIs this connection subscribed to (handshake revisions)."""
         self.session: Session | None = None
         self.parked: ParkedRuns | None = None
+        self.id = secrets.token_hex(12)
+        """This connection's id in the shared state (URL elicitations it started name it)."""
 
     async def run(self, transport: Transport) -> None:
+        self.server.url_elicitations.attach(self.id, self.notifier(None))
         try:
             async with anyio.create_task_group() as runs:
                 self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
@@ -383,7 +451,8 @@ class ServerSession:
                     await session.wait_closed()
                 runs.cancel_scope.cancel()
         finally:
-            self.server.url_elicitations.forget_connection(self)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.server.url_elicitations.detach(self.id)
 
     async def _forward_changes(self, session: Session) -> None:
         """Handshake era: list changes go to the connection, resource updates only if it subscribed."""

@@ -11,14 +11,18 @@ mode inside multi-round-trip rounds and drops the ids, the notification and -320
 from __future__ import annotations
 
 import secrets
-import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import msgspec
+
 from .._exceptions import ElicitorError
+from ..state import Backend, BackendUnavailable, UrlRecord
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+_encode_notice = msgspec.json.Encoder().encode
 
 ID_PLACEHOLDER = "{elicitation_id}"
 """Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
@@ -49,18 +53,22 @@ def check_url(url: str, *, allow_http: bool = False) -> None:
         raise UnsafeUrl(f"use https for {parts.hostname} (plain http is only for loopback, or allow_http=True)")
 
 
-@dataclass(eq=False)
+@dataclass(frozen=True, slots=True)
 class UrlElicitation:
-    """One out-of-band interaction: what the person is asked to open, and who asked for it."""
+    """One out-of-band interaction: what the person is asked to open, who asked for it, and whether it is done.
+
+    A snapshot: ``completed`` is as of when it was read (``ctx.url_elicitation`` reads it afresh each call).
+    """
 
     id: str
     message: str
     url: str
     principal: str | None
-    notify: Callable[[str, dict[str, Any]], Awaitable[None]] | None = field(default=None, repr=False)
-    created: float = field(default_factory=time.monotonic)
     completed: bool = False
-    owner: tuple[object, str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_record(cls, record: UrlRecord) -> UrlElicitation:
+        return cls(record.id, record.message, record.url, record.principal, record.completed)
 
     def to_wire(self) -> dict[str, Any]:
         """``ElicitRequestURLParams`` (2025-11-25), as in ``elicitation/create`` and the -32042 error's data."""
@@ -81,91 +89,93 @@ class UrlElicitationRequired(ElicitorError):
 
 
 class UrlElicitations:
-    """The server's URL elicitations, by id: bounded in number and age, completed ones kept until they expire.
+    """The server's URL elicitations: records in the shared state, completion notices to wherever the asker is.
 
     ``complete`` is how code outside the tool (the HTTP route a third party calls back) says one is done; it tells
-    the initiating client, and only it, once. Asking the same question again on the same connection returns the
-    same elicitation (open or completed), so a tool can check ``completed`` instead of minting new links.
+    the initiating client, and only it, once — on whichever replica that client's connection lives (the notice
+    travels on the bus to that replica). Asking the same question again on the same connection returns the same
+    elicitation (open or completed), so a tool can check ``completed`` instead of minting new links.
     """
 
-    def __init__(self, *, limit: int = 10_000, ttl: float = 3600.0) -> None:
-        self._known: OrderedDict[str, UrlElicitation] = OrderedDict()
-        self._owned: dict[tuple[object, str], str] = {}
-        self._limit = limit
-        self._ttl = ttl
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._connections: dict[str, Notify] = {}
 
-    def new(
+    def attach(self, connection: str, notify: Notify) -> None:
+        """Route completion notices for ``connection`` (a handshake-era connection on this replica) to ``notify``."""
+        self._connections[connection] = notify
+
+    async def detach(self, connection: str) -> int:
+        """The connection closed: drop what it started (nobody is left to notify); returns how many."""
+        self._connections.pop(connection, None)
+        try:
+            return await self._backend.urls.forget_connection(connection)
+        except BackendUnavailable:
+            return 0  # they expire with their TTL
+
+    async def new(
         self,
         message: str,
         url: str,
         *,
         principal: str | None,
-        notify: Callable[[str, dict[str, Any]], Awaitable[None]] | None,
+        connection: str | None = None,
+        question: str | None = None,
         allow_http: bool = False,
         elicitation_id: str | None = None,
-        owner: tuple[object, str] | None = None,
     ) -> UrlElicitation:
         """Register an elicitation with a fresh unguessable id (``{elicitation_id}`` in ``url`` is replaced by it).
 
         Passing the ``elicitation_id`` of a known elicitation returns that one (a 2026-07-28 round replaying), and
-        so does an ``owner`` (connection, question) that already has one.
+        so does a ``question`` that ``connection`` already asked.
 
         Raises:
             UnsafeUrl: the URL breaks the safe-URL rules.
+            BackendUnavailable: the shared state cannot be reached.
         """
-        self._expire()
-        if elicitation_id is None and owner is not None:
-            elicitation_id = self._owned.get(owner)
-        if elicitation_id is not None and elicitation_id in self._known:
-            return self._known[elicitation_id]
+        urls = self._backend.urls
+        if elicitation_id is not None:
+            known = await urls.get(elicitation_id)
+            if known is not None:
+                return UrlElicitation.from_record(known)
+        elif connection is not None and question is not None:
+            known = await urls.find(connection, question)
+            if known is not None:
+                return UrlElicitation.from_record(known)
         elicitation_id = elicitation_id or secrets.token_urlsafe(24)
         url = url.replace(ID_PLACEHOLDER, elicitation_id)
         check_url(url, allow_http=allow_http)
-        while len(self._known) >= self._limit:
-            self._forget_oldest()
-        elicitation = UrlElicitation(elicitation_id, message, url, principal, notify, owner=owner)
-        self._known[elicitation_id] = elicitation
-        if owner is not None:
-            self._owned[owner] = elicitation_id
-        return elicitation
+        replica = self._backend.replica if connection is not None else None
+        record = UrlRecord(elicitation_id, message, url, principal, replica, connection)
+        return UrlElicitation.from_record(await urls.add(record, question))
 
-    def get(self, elicitation_id: str) -> UrlElicitation | None:
-        self._expire()
-        return self._known.get(elicitation_id)
+    async def get(self, elicitation_id: str) -> UrlElicitation | None:
+        """The elicitation as it stands now, or ``None`` if unknown or expired."""
+        record = await self._backend.urls.get(elicitation_id)
+        return UrlElicitation.from_record(record) if record is not None else None
 
     async def complete(self, elicitation_id: str, *, principal: str | None = None) -> bool:
-        """Mark an elicitation done and notify the client that started it.
+        """Mark an elicitation done, once, and notify the client that started it.
 
         Returns ``False`` — and does nothing — for an unknown, expired or already completed id, or when the
         elicitation belongs to another user than ``principal`` (a forged or phished completion).
+
+        Raises:
+            BackendUnavailable: the shared state cannot be reached (nothing was completed).
         """
-        elicitation = self.get(elicitation_id)
-        if elicitation is None or elicitation.completed:
+        record = await self._backend.urls.complete(elicitation_id, principal)
+        if record is None:
             return False
-        if elicitation.principal is not None and elicitation.principal != principal:
-            return False
-        elicitation.completed = True
-        if elicitation.notify is not None:
-            await elicitation.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+        if record.connection is not None:
+            if record.replica == self._backend.replica:
+                await self.notify_local(record.connection, elicitation_id)
+            elif record.replica is not None:
+                notice = _encode_notice({"t": "url-complete", "c": record.connection, "id": elicitation_id})
+                await self._backend.bus.publish(f"replica:{record.replica}", notice)
         return True
 
-    def forget_connection(self, connection: object) -> int:
-        """Drop the elicitations a closed connection started (nobody is left to notify); returns how many."""
-        gone = [(owner, eid) for owner, eid in self._owned.items() if owner[0] is connection]
-        for owner, elicitation_id in gone:
-            del self._owned[owner]
-            self._known.pop(elicitation_id, None)
-        return len(gone)
-
-    def _expire(self) -> None:
-        now = time.monotonic()
-        while self._known:
-            oldest = next(iter(self._known.values()))
-            if now - oldest.created < self._ttl:
-                return
-            self._forget_oldest()
-
-    def _forget_oldest(self) -> None:
-        _, elicitation = self._known.popitem(last=False)
-        if elicitation.owner is not None:
-            self._owned.pop(elicitation.owner, None)
+    async def notify_local(self, connection: str, elicitation_id: str) -> None:
+        """Send ``notifications/elicitation/complete`` on a connection of this replica, if it is still open."""
+        notify = self._connections.get(connection)
+        if notify is not None:
+            await notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})

@@ -1,17 +1,12 @@
 """Transports: stdio (both ends) and in-memory pairs. Streamable HTTP lives beside them."""
 
 from ._base import Transport
-from ._events import EventStore, MemoryEventStore, MemorySessionStore, SessionStore
 from ._memory import MemoryTransport, memory_pair
 from ._stdio import DEFAULT_MAX_MESSAGE_SIZE, StdioClientTransport, StdioServerTransport
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
-    "EventStore",
-    "MemoryEventStore",
-    "MemorySessionStore",
     "MemoryTransport",
-    "SessionStore",
     "StdioClientTransport",
     "StdioServerTransport",
     "Transport",

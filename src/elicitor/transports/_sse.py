@@ -30,6 +30,18 @@ def encode_event(data: bytes, *, event_id: str | None = None, retry: int | None 
     return head + b"data: " + data + b"\n\n"
 
 
+def parse_event_id(value: str) -> tuple[str, int] | None:
+    """Split one of our event ids, ``<stream key>.<sequence>``; ``None`` if it is not one of ours.
+
+    The key says which stream the event belongs to (the spec requires replaying only the disconnected stream), the
+    sequence orders events within it.
+    """
+    key, dot, sequence = value.rpartition(".")
+    if not dot or not key or not sequence.isdigit():
+        return None
+    return key, int(sequence)
+
+
 def priming_event(event_id: str, retry: int | None = None) -> bytes:
     """The event a stream starts with (SEP-1699): an id and empty data, so a client can resume from it."""
     return encode_event(b"", event_id=event_id, retry=retry)

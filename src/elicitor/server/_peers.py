@@ -1,0 +1,335 @@
+"""Replicas serving each other's handshake-era sessions: messages on the bus, and both ends of a relayed stream.
+
+A 2025-06-18/2025-11-25 session lives in one process (its tool calls are tasks there, waiting on a person), but a
+round-robin balancer sends each of the client's HTTP requests to any replica. The replica a request lands on looks
+the session up in the shared :class:`~elicitor.state.SessionDirectory`; if another replica — the *owner* — runs
+it, the request is forwarded over the :class:`~elicitor.state.Bus` on the owner's channel ``replica:<id>``:
+
+* a POSTed notification or answer (the reply to ``elicitation/create``) is a :class:`Deliver`; the owner feeds it
+  to the session, and the landing replica answers 202 once the bus says the owner received it;
+* a POSTed request is an :class:`Open`; a GET (standalone stream or ``Last-Event-ID`` resume) an :class:`Attach`.
+  The owner then *pumps* that stream back to the landing replica's channel as :class:`Opened`, :class:`Item` and
+  :class:`Closed` messages, and the landing replica writes them to its HTTP response exactly as the owner would
+  have (JSON or SSE, the owner's event ids, so a resume can land anywhere again);
+* the landing replica's client going away is a :class:`Detach` (the stream stays for a resume); DELETE is an
+  :class:`End`.
+
+Nothing waits on a dead owner: the landing replica checks the owner's lease while it relays, and ends the response
+when the lease lapses (the client then gets 404 for the session and initializes again, as the spec prescribes).
+URL completions reach the connection that started them the same way (:class:`UrlComplete`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
+
+import anyio
+import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ..state import Backend, BackendUnavailable
+from ..types import RequestId
+
+if TYPE_CHECKING:
+    from ._http import _HttpSession, _Stream
+    from ._url import UrlElicitations
+
+logger = logging.getLogger("elicitor.http")
+
+
+class Deliver(msgspec.Struct, tag="deliver", frozen=True):
+    session: str
+    body: bytes
+
+
+class Open(msgspec.Struct, tag="open", frozen=True):
+    session: str
+    request: RequestId
+    body: bytes
+    reply: str
+    token: str
+
+
+class Attach(msgspec.Struct, tag="attach", frozen=True):
+    session: str
+    stream: str | None
+    after: int
+    reply: str
+    token: str
+
+
+class Detach(msgspec.Struct, tag="detach", frozen=True):
+    token: str
+
+
+class End(msgspec.Struct, tag="end", frozen=True):
+    session: str
+
+
+class Opened(msgspec.Struct, tag="opened", frozen=True):
+    token: str
+    stream: str
+
+
+class Item(msgspec.Struct, tag="item", frozen=True):
+    token: str
+    stream: str
+    sequence: int
+    message: bytes
+    final: bool
+
+
+class Closed(msgspec.Struct, tag="closed", frozen=True):
+    token: str
+    status: int
+    reason: str
+
+
+class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True):
+    connection: str
+    elicitation: str
+
+
+PeerMessage = Deliver | Open | Attach | Detach | End | Opened | Item | Closed | UrlComplete
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(PeerMessage).decode
+
+
+def channel(replica: str) -> str:
+    """The bus channel a replica listens on."""
+    return f"replica:{replica}"
+
+
+class RemoteStream:
+    """The landing replica's end of a stream another replica pumps: reads like the owner's own stream."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.key = ""
+        self.attached = False
+        self.status = 0
+        """Why the owner closed it without a final message (404, 409...), or 0."""
+        self.reason = ""
+        self.finished = False
+        self._in: MemoryObjectSendStream[tuple[int, bytes, bool]]
+        self.out: MemoryObjectReceiveStream[tuple[int, bytes, bool]]
+        self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](math.inf)
+
+    def event_id(self, sequence: int) -> str:
+        return f"{self.key}.{sequence}"
+
+    def push(self, message: Opened | Item | Closed) -> None:
+        if isinstance(message, Item):
+            self.key = message.stream
+            self.finished = self.finished or message.final
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._in.send_nowait((message.sequence, message.message, message.final))
+        elif isinstance(message, Opened):
+            self.key = message.stream
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._in.send_nowait((0, b"", False))
+        else:
+            self.status, self.reason = message.status, message.reason
+            self.finished = True
+            self._in.close()
+
+    def lost(self) -> None:
+        """The owner is gone: end the stream."""
+        self.status, self.reason = 404, "Session ended: the replica running it stopped"
+        self._in.close()
+
+
+class Peers:
+    """One replica's part in serving sessions across replicas: the listener on its channel, and both stream ends.
+
+    ``sessions`` is the app's table of the handshake sessions this replica runs (by id).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        sessions: dict[str, _HttpSession],
+        urls: UrlElicitations,
+        events_replay: Callable[[str, int], Awaitable[list[tuple[int, bytes]]]],
+        *,
+        check_every: float = 2.0,
+    ) -> None:
+        self._backend = backend
+        self._sessions = sessions
+        self._urls = urls
+        self._replay = events_replay
+        self._relays: dict[str, RemoteStream] = {}
+        self._pumps: dict[str, anyio.CancelScope] = {}
+        self._check_every = check_every
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    @property
+    def me(self) -> str:
+        return self._backend.replica
+
+    # ---- the listener --------------------------------------------------------------------------------------
+
+    async def listen(self) -> None:
+        """Serve this replica's channel until cancelled, subscribing again whenever the connection is lost."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            while True:
+                with suppress(BackendUnavailable):
+                    async with self._backend.bus.subscribe(channel(self.me)) as messages:
+                        async for payload in messages:
+                            try:
+                                message = _decode(payload)
+                            except (msgspec.DecodeError, msgspec.ValidationError):
+                                logger.warning("ignored a malformed message from another replica")
+                                continue
+                            await self._on(message)
+                await anyio.sleep(0.5)
+
+    async def _on(self, message: PeerMessage) -> None:
+        if isinstance(message, Opened | Item | Closed):
+            relay = self._relays.get(message.token)
+            if relay is not None:
+                relay.push(message)
+        elif isinstance(message, Deliver):
+            session = self._sessions.get(message.session)
+            if session is not None:
+                await session.deliver(message.body)
+        elif isinstance(message, Open):
+            self._start(self._serve_open, message)
+        elif isinstance(message, Attach):
+            self._start(self._serve_attach, message)
+        elif isinstance(message, Detach):
+            scope = self._pumps.get(message.token)
+            if scope is not None:
+                scope.cancel()
+        elif isinstance(message, End):
+            session = self._sessions.pop(message.session, None)
+            if session is not None:
+                await session.end()
+        elif isinstance(message, UrlComplete):
+            await self._urls.notify_local(message.connection, message.elicitation)
+
+    def _start(
+        self, serve: Callable[[Open], Awaitable[None]] | Callable[[Attach], Awaitable[None]], message: object
+    ) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(serve, message)  # type: ignore[arg-type]
+
+    # ---- the owner's end -----------------------------------------------------------------------------------
+
+    async def _send(self, replica: str, message: PeerMessage) -> int:
+        try:
+            return await self._backend.bus.publish(channel(replica), _encode(message))
+        except BackendUnavailable as exc:
+            logger.warning("could not reach replica %s: %s", replica, exc)
+            return 0
+
+    async def _serve_open(self, message: Open) -> None:
+        session = self._sessions.get(message.session)
+        if session is None:
+            await self._send(message.reply, Closed(message.token, 404, "Session not found: initialize a new session"))
+            return
+        if message.request in session.streams:
+            reason = f"Invalid request: id {message.request!r} is already in flight"
+            await self._send(message.reply, Closed(message.token, 400, reason))
+            return
+        stream = session.open(message.request)
+        await session.deliver(message.body)
+        await self._pump(stream, 0, message.reply, message.token, replay=False)
+
+    async def _serve_attach(self, message: Attach) -> None:
+        session = self._sessions.get(message.session)
+        if session is None:
+            await self._send(message.reply, Closed(message.token, 404, "Session not found: initialize a new session"))
+            return
+        stream = session.standalone if message.stream is None else session.by_key.get(message.stream)
+        if stream is None:
+            reason = "Unknown Last-Event-ID: that stream cannot be resumed"
+            await self._send(message.reply, Closed(message.token, 404, reason))
+            return
+        if stream.attached:
+            reason = "Conflict: that stream is already being delivered"
+            await self._send(message.reply, Closed(message.token, 409, reason))
+            return
+        await self._send(message.reply, Opened(message.token, stream.key))
+        await self._pump(stream, message.after, message.reply, message.token, replay=True)
+
+    async def _pump(self, stream: _Stream, delivered: int, reply: str, token: str, *, replay: bool) -> None:
+        """Send ``stream``'s events after ``delivered`` to ``reply`` until its final one, a detach, or its end."""
+        stream.attached = True
+        try:
+            with anyio.CancelScope() as scope:
+                self._pumps[token] = scope
+                if replay:
+                    for sequence, message in await self._replay(stream.key, delivered):
+                        await self._send(reply, Item(token, stream.key, sequence, message, False))
+                        delivered = sequence
+                    if stream.done and delivered >= stream.sequence:
+                        await self._send(reply, Closed(token, 0, ""))
+                        return
+                while True:
+                    try:
+                        sequence, message, final = await stream.out.receive()
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        await self._send(reply, Closed(token, 404, "Session ended"))
+                        return
+                    if sequence <= delivered:
+                        continue
+                    delivered = sequence
+                    if not await self._send(reply, Item(token, stream.key, sequence, message, final)):
+                        return  # the landing replica is gone: the events stay in the store for a resume
+                    if final:
+                        return
+        finally:
+            stream.attached = False
+            self._pumps.pop(token, None)
+
+    # ---- the landing replica's end -------------------------------------------------------------------------
+
+    async def deliver(self, owner: str, session_id: str, body: bytes) -> bool:
+        """Forward a message that needs no answer stream; ``False`` if the owner did not receive it."""
+        return await self._send(owner, Deliver(session_id, body)) > 0
+
+    async def end(self, owner: str, session_id: str) -> bool:
+        return await self._send(owner, End(session_id)) > 0
+
+    @asynccontextmanager
+    async def relay(
+        self, owner: str, session_id: str, request: Callable[[str, str], Open | Attach]
+    ) -> AsyncIterator[RemoteStream | None]:
+        """Ask ``owner`` to pump a stream here; yields it (``None`` if the owner is not listening).
+
+        While the block runs, the owner's lease is checked every few seconds: a dead owner ends the stream.
+        Leaving the block before the stream finished tells the owner to stop (the stream stays for a resume).
+        """
+        token = secrets.token_hex(12)
+        stream = self._relays[token] = RemoteStream(token)
+        try:
+            if not await self._send(owner, request(self.me, token)):
+                yield None
+                return
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch, owner, session_id, stream)
+                yield stream
+                tg.cancel_scope.cancel()
+            if not stream.finished:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await self._send(owner, Detach(token))
+        finally:
+            self._relays.pop(token, None)
+
+    async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
+        while not stream.finished:
+            await anyio.sleep(self._check_every)
+            try:
+                record = await self._backend.sessions.lookup(session_id)
+            except BackendUnavailable:
+                continue
+            if record is None or not record.alive or record.owner != owner:
+                stream.lost()
+                return

@@ -1,0 +1,184 @@
+"""The shared state of a single process: the default, with nothing to install and nothing shared.
+
+Every port of :mod:`elicitor.state` in dictionaries, bounded in size and age so that a long-running server's memory
+stays flat. One process is one replica, so the directory's owner is always this process and is always alive.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
+from dataclasses import replace
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ._ports import SessionRecord, UrlRecord
+
+
+class MemorySessionDirectory:
+    """Sessions of this process, by id."""
+
+    def __init__(self, replica: str) -> None:
+        self._replica = replica
+        self._principals: dict[str, str | None] = {}
+
+    async def claim(self, session_id: str, principal: str | None) -> None:
+        self._principals[session_id] = principal
+
+    async def lookup(self, session_id: str) -> SessionRecord | None:
+        if session_id not in self._principals:
+            return None
+        return SessionRecord(self._replica, self._principals[session_id], alive=True)
+
+    async def release(self, session_id: str) -> None:
+        self._principals.pop(session_id, None)
+
+
+class MemoryEventStore:
+    """The last ``per_stream`` events of at most ``streams`` streams, in memory (the oldest stream goes first)."""
+
+    def __init__(self, *, per_stream: int = 256, streams: int = 4096) -> None:
+        self._per_stream = per_stream
+        self._limit = streams
+        self._events: dict[str, deque[tuple[int, bytes]]] = {}
+
+    async def store(self, stream: str, sequence: int, message: bytes) -> None:
+        events = self._events.get(stream)
+        if events is None:
+            if len(self._events) >= self._limit:
+                del self._events[next(iter(self._events))]
+            events = self._events[stream] = deque(maxlen=self._per_stream)
+        elif events and sequence <= events[-1][0]:
+            return  # already kept: a retried store
+        events.append((sequence, message))
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
+        return [(seq, message) for seq, message in self._events.get(stream, ()) if seq > after]
+
+    async def discard(self, stream: str) -> None:
+        self._events.pop(stream, None)
+
+
+class MemoryUrlRegistry:
+    """URL elicitations by id, at most ``limit`` of them, each kept ``ttl`` seconds (completed ones too)."""
+
+    def __init__(self, *, limit: int = 10_000, ttl: float = 3600.0, clock: Callable[[], float] = time.monotonic):
+        self._known: OrderedDict[str, tuple[float, UrlRecord, str | None]] = OrderedDict()
+        self._asked: dict[tuple[str, str], str] = {}
+        self._started: dict[str, set[str]] = {}
+        self._limit = limit
+        self._ttl = ttl
+        self._clock = clock
+
+    async def add(self, record: UrlRecord, question: str | None = None) -> UrlRecord:
+        self._expire()
+        if question is not None and record.connection is not None:
+            known = self._asked.get((record.connection, question))
+            if known is not None and known in self._known:
+                return self._known[known][1]
+        if record.id in self._known:
+            return self._known[record.id][1]
+        while len(self._known) >= self._limit:
+            self._forget_oldest()
+        self._known[record.id] = (self._clock(), record, question)
+        if record.connection is not None:
+            self._started.setdefault(record.connection, set()).add(record.id)
+            if question is not None:
+                self._asked[record.connection, question] = record.id
+        return record
+
+    async def get(self, elicitation_id: str) -> UrlRecord | None:
+        self._expire()
+        entry = self._known.get(elicitation_id)
+        return entry[1] if entry is not None else None
+
+    async def find(self, connection: str, question: str) -> UrlRecord | None:
+        known = self._asked.get((connection, question))
+        return await self.get(known) if known is not None else None
+
+    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+        self._expire()
+        entry = self._known.get(elicitation_id)
+        if entry is None:
+            return None
+        created, record, question = entry
+        if record.completed or (record.principal is not None and record.principal != principal):
+            return None
+        record = replace(record, completed=True)
+        self._known[elicitation_id] = (created, record, question)
+        return record
+
+    async def forget_connection(self, connection: str) -> int:
+        for key in [key for key in self._asked if key[0] == connection]:
+            del self._asked[key]
+        started = self._started.pop(connection, set())
+        return sum(self._known.pop(elicitation_id, None) is not None for elicitation_id in started)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        while self._known and now - next(iter(self._known.values()))[0] >= self._ttl:
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        _, (_, record, question) = self._known.popitem(last=False)
+        if record.connection is not None:
+            started = self._started.get(record.connection)
+            if started is not None:
+                started.discard(record.id)
+                if not started:
+                    del self._started[record.connection]
+            if question is not None:
+                self._asked.pop((record.connection, question), None)
+
+
+class MemoryBus:
+    """Channels within this process: each listener gets a bounded queue and loses messages it does not read."""
+
+    def __init__(self, depth: int = 256) -> None:
+        self._depth = depth
+        self._listeners: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
+
+    async def publish(self, channel: str, payload: bytes) -> int:
+        listeners = self._listeners.get(channel, ())
+        for listener in list(listeners):
+            with suppress(anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                listener.send_nowait(payload)
+        return 1 if listeners else 0
+
+    @asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
+        send, receive = anyio.create_memory_object_stream[bytes](self._depth)
+        listeners = self._listeners.setdefault(channel, set())
+        listeners.add(send)
+        try:
+            yield receive
+        finally:
+            listeners.discard(send)
+            if not listeners:
+                del self._listeners[channel]
+            send.close()
+            receive.close()
+
+
+class MemoryBackend:
+    """Every port in this process. The default backend of a server: one process is the whole deployment."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self.replica = secrets.token_hex(8)
+        self.sessions = MemorySessionDirectory(self.replica)
+        self.events = MemoryEventStore()
+        self.urls = MemoryUrlRegistry()
+        self.bus = MemoryBus()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        yield
+
+    async def check(self) -> None:
+        return None

@@ -1,0 +1,172 @@
+"""The ports through which a server keeps what several replicas must share: data in, data out, all async.
+
+A deployment of N replicas behind a plain load balancer shares exactly four things, each a small interface here:
+
+* :class:`SessionDirectory` — which replica runs a handshake-era session, and whose it is. Ownership is a lease:
+  every replica renews its own liveness while it lives, so the sessions of a replica that died read as not alive
+  within seconds, and nobody waits on them.
+* :class:`EventStore` — the recent messages of every SSE stream, numbered, so that a client resuming with
+  ``Last-Event-ID`` is served on whichever replica its GET lands (2025-11-25 resumability).
+* :class:`UrlRegistry` — URL-mode elicitations as records: who started them, from which connection on which
+  replica, whether they are done. Completion is atomic, so a completion that arrives twice, or on two replicas at
+  once, counts once.
+* :class:`Bus` — messages between replicas: to one replica (``replica:<id>``: a message for a session it runs, a
+  URL completion for a connection it holds) or to all (``changes``: list-changed notifications).
+
+Live objects (tasks, sockets, waiting futures) never cross a port: each replica keeps its own in a table, and the
+ports carry ids and bytes. :class:`~elicitor.state.MemoryBackend` implements them in one process (the default:
+nothing to install), :class:`~elicitor.state.RedisBackend` on Redis for replicas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from .._exceptions import ElicitorError
+
+
+class BackendUnavailable(ElicitorError):
+    """The shared state cannot be reached (Redis down or restarting): the request is refused, not lost or hung."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """Where a handshake-era session runs and whose it is."""
+
+    owner: str
+    """The id of the replica that runs the session."""
+    principal: str | None
+    """The user who created it; only their requests find it."""
+    alive: bool
+    """Whether that replica renewed its lease recently (a dead replica's sessions are gone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRecord:
+    """A URL-mode elicitation, as every replica sees it."""
+
+    id: str
+    message: str
+    url: str
+    principal: str | None
+    """The user it is bound to: only they can complete it."""
+    replica: str | None = None
+    """The replica holding the connection to notify on completion (handshake era); ``None`` on 2026-07-28."""
+    connection: str | None = None
+    """That connection's id on its replica."""
+    completed: bool = False
+
+
+class SessionDirectory(Protocol):
+    """Which replica runs each handshake-era session (``Mcp-Session-Id``)."""
+
+    async def claim(self, session_id: str, principal: str | None) -> None:
+        """Record that this replica runs ``session_id``, created by ``principal``."""
+        ...
+
+    async def lookup(self, session_id: str) -> SessionRecord | None:
+        """The session's record, or ``None`` if no replica runs it (ended, expired, never existed)."""
+        ...
+
+    async def release(self, session_id: str) -> None:
+        """Forget ``session_id`` (it ended)."""
+        ...
+
+
+class EventStore(Protocol):
+    """Keeps recent events per stream so that a client can resume with ``Last-Event-ID``.
+
+    Example::
+
+        store = MemoryEventStore(per_stream=100)
+        await store.store("k1", 1, b'{"jsonrpc":"2.0",...}')
+        assert await store.replay("k1", after=0) == [(1, b'{"jsonrpc":"2.0",...}')]
+    """
+
+    async def store(self, stream: str, sequence: int, message: bytes) -> None:
+        """Remember ``message`` as event ``sequence`` of ``stream`` (sequences only grow within a stream: one at or
+        below the last is already kept, and ignored, so a retried store is harmless)."""
+        ...
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
+        """The events of ``stream`` after ``after``, oldest first (those still kept)."""
+        ...
+
+    async def discard(self, stream: str) -> None:
+        """Forget ``stream`` (its session ended)."""
+        ...
+
+
+class UrlRegistry(Protocol):
+    """URL-mode elicitations by id, and by the (connection, question) that asked, bounded in age."""
+
+    async def add(self, record: UrlRecord, question: str | None = None) -> UrlRecord:
+        """Store ``record``; if ``question`` (connection-scoped) already has one, return that one instead."""
+        ...
+
+    async def get(self, elicitation_id: str) -> UrlRecord | None:
+        """The record, or ``None`` if unknown or expired."""
+        ...
+
+    async def find(self, connection: str, question: str) -> UrlRecord | None:
+        """The elicitation ``connection`` registered for ``question``, if any."""
+        ...
+
+    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+        """Mark it completed, atomically, and return it — or ``None`` (and change nothing) if it is unknown,
+        expired, already completed, or bound to another user than ``principal``."""
+        ...
+
+    async def forget_connection(self, connection: str) -> int:
+        """Drop every record ``connection`` registered, with or without a question (it closed: nobody is left to
+        notify); returns how many."""
+        ...
+
+
+class Bus(Protocol):
+    """Messages between replicas, on named channels; at most once, to whoever listens now."""
+
+    async def publish(self, channel: str, payload: bytes) -> int:
+        """Send ``payload`` to the listeners of ``channel``; returns how many replicas received it."""
+        ...
+
+    def subscribe(self, channel: str) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
+        """Listen to ``channel`` for the duration of the block (the iterator ends if the connection is lost)."""
+        ...
+
+
+class Backend(Protocol):
+    """The shared state of one deployment, as one replica sees it."""
+
+    @property
+    def replica(self) -> str:
+        """This replica's id: random, new at every start."""
+        ...
+
+    @property
+    def sessions(self) -> SessionDirectory: ...
+
+    @property
+    def events(self) -> EventStore: ...
+
+    @property
+    def urls(self) -> UrlRegistry: ...
+
+    @property
+    def bus(self) -> Bus: ...
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes see this state (then every replica must share the ``requestState`` keys)."""
+        ...
+
+    def running(self) -> AbstractAsyncContextManager[None]:
+        """Keep this replica's lease and connections alive for the duration of the block."""
+        ...
+
+    async def check(self) -> None:
+        """Raise :class:`BackendUnavailable` if the shared state cannot be reached now (readiness checks)."""
+        ...

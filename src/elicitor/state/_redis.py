@@ -1,0 +1,546 @@
+"""The shared state of N replicas, in Redis: every port of :mod:`elicitor.state` on keys with a TTL.
+
+Each replica opens one :class:`RedisBackend` on the same Redis (``redis://``, ``rediss://`` or ``unix://``) and the
+same ``prefix``; the load balancer may then send any message of any conversation to any of them.
+
+Key layout (``P`` is the prefix, ``elicitor:`` by default; every key expires, so an abandoned deployment leaves
+nothing behind for long):
+
+* ``P replica:<replica id>`` — string ``1``: the replica's lease. TTL ``lease``, renewed every ``lease / 3``.
+* ``P session:<session id>`` — hash: ``owner`` (a replica id), ``principal`` (absent for None, so ``""`` stays
+  distinct). TTL ``session_ttl`` (a day), set by ``claim``.
+* ``P events:<stream>`` — Redis stream: entry ``<sequence>-1`` with field ``m`` (the message), capped at the last
+  ``events_per_stream`` entries. TTL ``event_ttl``, renewed by each event.
+* ``P url:<elicitation id>`` — hash: ``message``, ``url``, ``completed`` (``0``/``1``), and ``principal``,
+  ``replica``, ``connection`` (each absent for None). TTL ``url_ttl`` from creation (completing does not extend it).
+* ``P asked:<connection>`` — hash: question → elicitation id, the (connection, question) dedupe index. TTL
+  ``url_ttl``, renewed by each registration of that connection.
+* ``P started:<connection>`` — set: every elicitation id the connection registered, for ``forget_connection``. TTL
+  as ``asked``.
+* Channels (not keys): ``P bus:<channel>``, e.g. ``P bus:changes`` and ``P bus:replica:<replica id>``.
+
+Sessions end by :meth:`~RedisSessionDirectory.release`; their long TTL only sweeps up after replicas that died.
+
+Why each operation is atomic, and one round trip:
+
+* ``lookup`` is a Lua script that reads the session hash and then its owner's lease key, so the answer is one
+  snapshot; ``claim`` is ``DEL`` + ``HSET`` + ``PEXPIRE`` in one ``MULTI``/``EXEC`` (no reader sees a half-written
+  record, nor the principal of a former claim); ``release`` is one ``DEL``.
+* ``store`` is ``XADD … MAXLEN = n`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``: the bound and the expiry apply with
+  the write. ``replay`` is one ``XRANGE`` from the id after ``after`` (Redis filters); ``discard`` one ``DEL``.
+* ``add``, ``find``, ``complete`` and ``forget_connection`` are Lua scripts: Redis runs a script alone, so a
+  question asked twice at once on one connection gets one record, and a completion raced from two replicas
+  succeeds once. ``get`` is one ``HGETALL``.
+* ``publish`` is one ``PUBLISH``; a subscription holds its own connection (``SUBSCRIBE``) for its lifetime.
+
+Scripts reach keys named by the data (a session's owner, an indexed elicitation id), so they need every key on one
+Redis: a single server, or a replicated/Sentinel pair — not Redis Cluster.
+
+Failures: every Redis error (refused, reset, timed out, or a command refused by the server) surfaces as
+:class:`~elicitor.state.BackendUnavailable`, and nothing waits longer than ``timeout`` on a socket. Commands are
+never retried by the client, so a script whose reply was lost is never run twice (a completion still counts at
+most once; its caller sees :class:`~elicitor.state.BackendUnavailable`); a connection found broken is replaced
+before the next command, so calls work again as soon as Redis is back. ``redis.asyncio`` runs on asyncio only:
+serve with anyio's asyncio backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import cast
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import anyio.abc
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError, ResponseError
+from redis.typing import EncodableT, FieldT
+
+from ._ports import BackendUnavailable, SessionRecord, UrlRecord
+
+__all__ = ["RedisBackend", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
+
+_FAILURES = (RedisError, OSError)
+"""What a Redis call raises when Redis cannot serve it (``TimeoutError`` and ``ConnectionResetError`` are OSErrors)."""
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _text(value: bytes | None) -> str | None:
+    return value.decode() if value is not None else None
+
+
+def _fields(flat: Sequence[bytes]) -> dict[bytes, bytes]:
+    """``HGETALL`` as a script returns it (``[field, value, …]``), as a dictionary."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
+
+
+class _Shared:
+    """What the ports of one backend share: the client, the key prefix, the error translation."""
+
+    def __init__(self, client: Redis, prefix: str, where: str, timeout: float) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.where = where
+        self.timeout = timeout
+
+    def key(self, kind: str, name: str) -> str:
+        return f"{self.prefix}{kind}:{name}"
+
+    @contextmanager
+    def failing(self, doing: str) -> Iterator[None]:
+        """Turn every Redis failure while ``doing`` into :class:`BackendUnavailable`."""
+        try:
+            yield
+        except _FAILURES as exc:
+            raise BackendUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+
+
+_LOOKUP = """
+local found = redis.call('HMGET', KEYS[1], 'owner', 'principal')
+if not found[1] then return false end
+return {found[1], found[2], redis.call('EXISTS', ARGV[1] .. found[1])}
+"""
+"""KEYS: the session hash. ARGV: the prefix of lease keys. Returns ``[owner, principal or nil, 0/1]`` or nil."""
+
+
+class RedisSessionDirectory:
+    """Which replica runs each handshake-era session: a hash per session, read together with its owner's lease."""
+
+    def __init__(self, shared: _Shared, replica: str, ttl: float) -> None:
+        self._shared = shared
+        self._replica = replica
+        self._ttl = _ms(ttl)
+        self._lookup = shared.client.register_script(_LOOKUP)
+
+    async def claim(self, session_id: str, principal: str | None) -> None:
+        """Record that this replica runs ``session_id`` for ``principal`` (replacing any former record, atomically)."""
+        key = self._shared.key("session", session_id)
+        record: dict[FieldT, EncodableT] = {"owner": self._replica}
+        if principal is not None:
+            record["principal"] = principal
+        with self._shared.failing("claiming a session"):
+            async with self._shared.client.pipeline(transaction=True) as pipe:
+                pipe.delete(key)
+                pipe.hset(key, mapping=record)
+                pipe.pexpire(key, self._ttl)
+                await pipe.execute()
+
+    async def lookup(self, session_id: str) -> SessionRecord | None:
+        """The session's owner and principal, and whether the owner's lease is current — one snapshot."""
+        with self._shared.failing("looking up a session"):
+            found = await self._lookup(
+                keys=[self._shared.key("session", session_id)], args=[self._shared.key("replica", "")]
+            )
+        if found is None:
+            return None
+        owner, principal, alive = found
+        return SessionRecord(owner.decode(), _text(principal), alive=bool(alive))
+
+    async def release(self, session_id: str) -> None:
+        """Forget ``session_id``: it ended."""
+        with self._shared.failing("releasing a session"):
+            await self._shared.client.delete(self._shared.key("session", session_id))
+
+
+class RedisEventStore:
+    """The last ``per_stream`` events of each SSE stream, as a Redis stream whose entry ids are the sequences."""
+
+    def __init__(self, shared: _Shared, *, per_stream: int, ttl: float) -> None:
+        self._shared = shared
+        self._per_stream = per_stream
+        self._ttl = _ms(ttl)
+
+    async def store(self, stream: str, sequence: int, message: bytes) -> None:
+        """Keep ``message`` as event ``sequence``, dropping the oldest beyond the bound and renewing the TTL.
+
+        An event at or below the stream's last sequence is already kept (a store retried after its reply was
+        lost): it is ignored.
+        """
+        key = self._shared.key("events", stream)
+        with self._shared.failing("storing an event"):
+            async with self._shared.client.pipeline(transaction=True) as pipe:
+                pipe.xadd(key, {"m": message}, id=f"{sequence}-1", maxlen=self._per_stream, approximate=False)
+                pipe.pexpire(key, self._ttl)
+                added, _ = await pipe.execute(raise_on_error=False)
+            if isinstance(added, ResponseError) and "equal or smaller" not in str(added):
+                raise added
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
+        """The kept events after sequence ``after``, oldest first (Redis filters: one ``XRANGE``)."""
+        with self._shared.failing("replaying events"):
+            found = await self._shared.client.xrange(self._shared.key("events", stream), f"{max(after + 1, 0)}-0")
+        entries = cast("list[tuple[bytes, dict[bytes, bytes]]]", found or [])  # bytes: decode_responses is off
+        return [(int(entry_id.split(b"-", 1)[0]), fields[b"m"]) for entry_id, fields in entries]
+
+    async def discard(self, stream: str) -> None:
+        """Forget ``stream``: its session ended."""
+        with self._shared.failing("discarding events"):
+            await self._shared.client.delete(self._shared.key("events", stream))
+
+
+_ADD = """
+if ARGV[5] == '1' then
+  local known = redis.call('HGET', KEYS[2], ARGV[4])
+  if known then
+    local record = redis.call('HGETALL', ARGV[1] .. known)
+    if #record > 0 then return {known, record} end
+  end
+end
+local record = redis.call('HGETALL', KEYS[1])
+if #record > 0 then return {ARGV[3], record} end
+redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if KEYS[3] then
+  redis.call('SADD', KEYS[3], ARGV[3])
+  redis.call('PEXPIRE', KEYS[3], ARGV[2])
+  if ARGV[5] == '1' then
+    redis.call('HSET', KEYS[2], ARGV[4], ARGV[3])
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  end
+end
+return false
+"""
+"""KEYS: the record, then (with a connection) the connection's index and set. ARGV: the record key prefix, the TTL
+in ms, the id, the question, ``1`` to use the index, the record's fields and values. Returns ``[id, fields]`` of the
+record already there (by question, then by id), or nil once the new one is written."""
+
+_FIND = """
+local known = redis.call('HGET', KEYS[1], ARGV[2])
+if not known then return false end
+local record = redis.call('HGETALL', ARGV[1] .. known)
+if #record == 0 then return false end
+return {known, record}
+"""
+"""KEYS: the connection's index. ARGV: the record key prefix, the question. Returns ``[id, fields]`` or nil."""
+
+_COMPLETE = """
+local record = redis.call('HGETALL', KEYS[1])
+if #record == 0 then return false end
+local fields = {}
+for i = 1, #record, 2 do fields[record[i]] = record[i + 1] end
+if fields['completed'] == '1' then return false end
+local bound = fields['principal']
+if bound and (ARGV[1] == '0' or bound ~= ARGV[2]) then return false end
+redis.call('HSET', KEYS[1], 'completed', '1')
+return record
+"""
+"""KEYS: the record. ARGV: ``1`` if a principal completes, that principal. Returns the fields before completion, or
+nil (and changes nothing) if unknown, already completed, or bound to another principal."""
+
+_FORGET = """
+local gone = 0
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  gone = gone + redis.call('DEL', ARGV[1] .. id)
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+return gone
+"""
+"""KEYS: the connection's set and index. ARGV: the record key prefix. Returns how many records were deleted."""
+
+
+class RedisUrlRegistry:
+    """URL-mode elicitations as hashes with a TTL, indexed by (connection, question); changes are Lua scripts."""
+
+    def __init__(self, shared: _Shared, *, ttl: float) -> None:
+        self._shared = shared
+        self._ttl = _ms(ttl)
+        client = shared.client
+        self._add = client.register_script(_ADD)
+        self._find = client.register_script(_FIND)
+        self._complete = client.register_script(_COMPLETE)
+        self._forget = client.register_script(_FORGET)
+
+    async def add(self, record: UrlRecord, question: str | None = None) -> UrlRecord:
+        """Store ``record`` unless its connection already asked ``question`` (or its id is taken): then that one.
+
+        The check and the write are one script, so the same question asked at once from two requests gets one
+        record.
+        """
+        keys = [self._shared.key("url", record.id)]
+        if record.connection is not None:
+            keys += [self._shared.key("asked", record.connection), self._shared.key("started", record.connection)]
+        indexed = question is not None and record.connection is not None
+        values = {
+            "message": record.message,
+            "url": record.url,
+            "completed": "1" if record.completed else "0",
+            "principal": record.principal,
+            "replica": record.replica,
+            "connection": record.connection,
+        }
+        fields = [part for name, value in values.items() if value is not None for part in (name, value)]
+        args = [self._shared.key("url", ""), self._ttl, record.id, question or "", "1" if indexed else "0", *fields]
+        with self._shared.failing("registering a URL elicitation"):
+            known = await self._add(keys=keys, args=args)
+        return record if known is None else self._decode(known[0], _fields(known[1]))
+
+    async def get(self, elicitation_id: str) -> UrlRecord | None:
+        """The record, or ``None`` if unknown or expired."""
+        with self._shared.failing("reading a URL elicitation"):
+            found = await self._shared.client.hgetall(self._shared.key("url", elicitation_id))
+        fields = cast("dict[bytes, bytes]", found)  # bytes: decode_responses is off
+        return self._decode(elicitation_id.encode(), fields) if fields else None
+
+    async def find(self, connection: str, question: str) -> UrlRecord | None:
+        """The live record ``connection`` registered for ``question``, if any (index and record read together)."""
+        with self._shared.failing("finding a URL elicitation"):
+            known = await self._find(
+                keys=[self._shared.key("asked", connection)], args=[self._shared.key("url", ""), question]
+            )
+        return None if known is None else self._decode(known[0], _fields(known[1]))
+
+    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+        """Mark it completed and return it, in one script: of two racing completions exactly one gets the record.
+
+        ``None`` (nothing changed) if it is unknown, expired, already completed, or bound to another principal; a
+        record bound to no principal may be completed by anyone.
+        """
+        args = ["0", ""] if principal is None else ["1", principal]
+        with self._shared.failing("completing a URL elicitation"):
+            before = await self._complete(keys=[self._shared.key("url", elicitation_id)], args=args)
+        if before is None:
+            return None
+        fields = _fields(before)
+        fields[b"completed"] = b"1"
+        return self._decode(elicitation_id.encode(), fields)
+
+    async def forget_connection(self, connection: str) -> int:
+        """Delete every record ``connection`` registered (with or without a question) and its index: it closed."""
+        keys = [self._shared.key("started", connection), self._shared.key("asked", connection)]
+        with self._shared.failing("forgetting a connection's URL elicitations"):
+            gone = await self._forget(keys=keys, args=[self._shared.key("url", "")])
+        return int(gone)
+
+    @staticmethod
+    def _decode(elicitation_id: bytes, fields: dict[bytes, bytes]) -> UrlRecord:
+        return UrlRecord(
+            id=elicitation_id.decode(),
+            message=fields[b"message"].decode(),
+            url=fields[b"url"].decode(),
+            principal=_text(fields.get(b"principal")),
+            replica=_text(fields.get(b"replica")),
+            connection=_text(fields.get(b"connection")),
+            completed=fields.get(b"completed") == b"1",
+        )
+
+
+class _Messages:
+    """The payloads arriving on one subscription, until its connection is lost (then iteration simply ends).
+
+    Reading waits at most ``heartbeat`` seconds at a time; after a silent heartbeat it PINGs on the subscription's
+    connection, and a second silent heartbeat means that connection is dead (a Redis that vanished without closing
+    the socket), so even then the iterator ends within two heartbeats instead of hanging.
+    """
+
+    def __init__(self, pubsub: PubSub, heartbeat: float) -> None:
+        self._pubsub = pubsub
+        self._heartbeat = heartbeat
+        self._open = True
+
+    def __aiter__(self) -> _Messages:
+        return self
+
+    async def __anext__(self) -> bytes:
+        pinged = False
+        while self._open:
+            try:
+                message = await self._pubsub.get_message(timeout=self._heartbeat)
+                if message is None:
+                    if pinged:
+                        break
+                    await self._pubsub.ping()
+                    pinged = True
+                    continue
+            except _FAILURES:
+                break
+            pinged = False
+            data = message.get("data")
+            if message.get("type") == "message" and isinstance(data, bytes):
+                return data
+        self._open = False
+        raise StopAsyncIteration
+
+
+class RedisBus:
+    """Channels between replicas on Redis pub/sub: at most once, to whoever is subscribed now."""
+
+    def __init__(self, shared: _Shared, *, heartbeat: float) -> None:
+        self._shared = shared
+        self._heartbeat = heartbeat
+
+    async def publish(self, channel: str, payload: bytes) -> int:
+        """``PUBLISH`` ``payload``; returns how many subscriptions received it (a replica holds one per channel)."""
+        with self._shared.failing(f"publishing on {channel!r}"):
+            return int(await self._shared.client.publish(self._shared.key("bus", channel), payload))
+
+    @asynccontextmanager
+    async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
+        """Listen to ``channel`` on a connection of its own for the block; the subscription is live once entered.
+
+        Entering raises :class:`BackendUnavailable` if Redis cannot be reached; once entered, a lost connection ends
+        the iterator (subscribe again to resume: messages published meanwhile are gone, as pub/sub promises).
+        """
+        pubsub = self._shared.client.pubsub()
+        try:
+            with self._shared.failing(f"subscribing to {channel!r}"):
+                await pubsub.subscribe(self._shared.key("bus", channel))
+                while True:  # wait for the confirmation: a message published after this block starts reaches it
+                    confirmation = await pubsub.get_message(timeout=self._shared.timeout)
+                    if confirmation is None:
+                        raise TimeoutError("no subscription confirmation")
+                    if confirmation.get("type") == "subscribe":
+                        break
+            yield _Messages(pubsub, self._heartbeat)
+        finally:
+            with anyio.move_on_after(self._shared.timeout, shield=True):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis leaves it unannotated
+
+
+class _Running:
+    """The context of :meth:`RedisBackend.running`: a task renewing the lease, then the lease dropped and the
+    connections closed. Exceptions of the block pass through unchanged (the task group never sees them)."""
+
+    def __init__(self, backend: RedisBackend) -> None:
+        self._backend = backend
+        self._group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> None:
+        _require_asyncio()
+        await self._backend._renew_lease()
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        group.start_soon(self._backend._keep_lease)
+        self._group = group
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+            await self._group.__aexit__(None, None, None)
+            self._group = None
+        with anyio.move_on_after(2 * self._backend._timeout, shield=True):
+            await self._backend._drop_lease()
+            await self._backend.aclose()
+
+
+def _require_asyncio() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError("RedisBackend needs asyncio (redis.asyncio): run on anyio's asyncio backend") from None
+
+
+def _redacted(url: str) -> str:
+    """``url`` without its credentials, for error messages."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+class RedisBackend:
+    """Every port on one Redis shared by all replicas (``pip install 'elicitor[redis]'``).
+
+    Args:
+        url: ``redis://[user:password@]host:port/db``, ``rediss://`` for TLS, or ``unix://path``.
+        prefix: put before every key and channel, so that several deployments can share one Redis.
+        lease: seconds a replica's liveness lasts without renewal; :meth:`running` renews it every ``lease / 3``,
+            so the sessions of a replica that died read as not alive at most ``lease`` seconds later.
+        timeout: seconds any connect or command may take before it fails with :class:`BackendUnavailable`.
+        heartbeat: seconds of silence after which a subscription checks its connection (a dead one ends it
+            within two heartbeats).
+        session_ttl: seconds a session record survives its claim (sessions end by ``release``; this sweeps up
+            after replicas that died without releasing).
+        events_per_stream: how many recent events each SSE stream keeps for resumption.
+        event_ttl: seconds a stream is kept after its last event.
+        url_ttl: seconds a URL elicitation is kept after its creation (completed or not).
+
+    The client connects lazily and reconnects by itself: constructing needs no Redis, and calls work again as soon
+    as a restarted Redis is back (its data is whatever Redis kept). Use it on asyncio (``redis.asyncio``).
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "elicitor:",
+        lease: float = 5.0,
+        timeout: float = 3.0,
+        heartbeat: float = 5.0,
+        session_ttl: float = 86_400.0,
+        events_per_stream: int = 256,
+        event_ttl: float = 3600.0,
+        url_ttl: float = 3600.0,
+    ) -> None:
+        for name, value in (
+            ("lease", lease), ("timeout", timeout), ("heartbeat", heartbeat), ("session_ttl", session_ttl),
+            ("events_per_stream", events_per_stream), ("event_ttl", event_ttl), ("url_ttl", url_ttl),
+        ):  # fmt: skip
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, not {value!r}")
+        self.replica = secrets.token_hex(8)
+        self._lease = lease
+        self._timeout = timeout
+        client = Redis.from_url(
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+            client_name=f"elicitor-{self.replica}",
+        )
+        self._shared = _Shared(client, prefix, _redacted(url), timeout)
+        self._lease_key = self._shared.key("replica", self.replica)
+        self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl)
+        self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
+        self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
+        self.bus = RedisBus(self._shared, heartbeat=heartbeat)
+
+    def running(self) -> _Running:
+        """Hold this replica's lease for the block (renewed every ``lease / 3`` seconds, through Redis outages).
+
+        On exit the lease is deleted — this replica's sessions read as not alive at once — and the connections
+        are closed (they reopen if the backend is used again; call :meth:`aclose` after such use).
+        """
+        return _Running(self)
+
+    async def check(self) -> None:
+        """``PING`` Redis; raises :class:`BackendUnavailable` if it does not answer within ``timeout``."""
+        _require_asyncio()
+        with self._shared.failing("checking"):
+            await self._shared.client.ping()
+
+    async def aclose(self) -> None:
+        """Close every connection of this backend (:meth:`running` does it on exit)."""
+        await self._shared.client.aclose()
+
+    async def _renew_lease(self) -> None:
+        try:
+            with self._shared.failing("renewing this replica's lease"):
+                await self._shared.client.set(self._lease_key, b"1", px=_ms(self._lease))
+        except BackendUnavailable:
+            pass  # Redis is away: renewed at the next tick once it is back
+
+    async def _keep_lease(self) -> None:
+        while True:
+            await anyio.sleep(self._lease / 3)
+            await self._renew_lease()
+
+    async def _drop_lease(self) -> None:
+        try:
+            with self._shared.failing("dropping this replica's lease"):
+                await self._shared.client.delete(self._lease_key)
+        except BackendUnavailable:
+            pass  # it expires by itself within ``lease`` seconds
