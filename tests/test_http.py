@@ -345,7 +345,7 @@ async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backe
         assert (await client.call_tool("greet")).text == "hello Eve"
         transport = client._transport
         first = transport.session_id
-        forgotten = app._sessions.pop(first, None)  # the server forgets the session (a restart, an expiry...)
+        forgotten = app._handshake.forget(first)  # the server forgets the session (a restart, an expiry...)
         assert forgotten is not None
         await forgotten.end()
         assert (await client.call_tool("greet")).text == "hello Eve"
@@ -432,9 +432,9 @@ async def test_idle_sessions_expire_but_not_while_a_person_answers(anyio_backend
                     request = json.loads(line[6:])
                     break
             await anyio.sleep(1.0)  # longer than the idle timeout, but a call waits on a person
-            assert app._sessions.get(session) is not None
+            assert session in app._handshake
             answer = {"jsonrpc": "2.0", "id": request["id"], "result": {"action": "decline"}}
             assert (await http.post("/mcp", content=json.dumps(answer).encode(), headers=headers)).status_code == 202
             assert [line async for line in lines if line.startswith("data: {")] != []
         await anyio.sleep(1.0)  # now nothing is in flight and the client is silent: the session expires
-        assert app._sessions.get(session) is None
+        assert session not in app._handshake

@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
     import importlib
 
     from .server import Server
-    from .server._http import LOCAL_HOSTS
+    from .server.http import LOCAL_HOSTS
 
     module_name, _, attribute = args.target.partition(":")
     sys.path.insert(0, ".")

@@ -52,7 +52,7 @@ from ._tools import ToolDef, error_result, make_tool, to_call_result
 from ._url import UrlElicitationRequired, UrlElicitations
 
 if TYPE_CHECKING:
-    from ._http import HttpApp
+    from .http import HttpApp
 
 logger = logging.getLogger("elicitor.server")
 
@@ -374,10 +374,17 @@ class Server:
 
     # ---- serving ---------------------------------------------------------------------------------------------
 
+    def connection(self, *, principal: str | None = None) -> ServerSession:
+        """A dispatcher for one connection (what :meth:`serve` runs; HTTP's stateless requests share one)."""
+        return ServerSession(self, principal=principal)
+
     async def serve(self, transport: Transport, *, principal: str | None = None) -> None:
         """Serve one connection until the peer closes it."""
-        connection = ServerSession(self, principal=principal)
-        await connection.run(transport)
+        await self.connection(principal=principal).run(transport)
+
+    async def relay_changes(self) -> None:
+        """Carry change notices between this replica and the others sharing its state, until cancelled."""
+        await self._changes.relay()
 
     async def serve_stdio(self) -> None:
         """Serve on this process's stdin/stdout until stdin closes."""
@@ -389,7 +396,7 @@ class Server:
         Options are those of :class:`~elicitor.server.HttpApp` (allowed hosts and origins, body limit, event
         store...). Mount it anywhere; see ``HttpApp`` for the lifespan when mounted inside another application.
         """
-        from ._http import HttpApp
+        from .http import HttpApp
 
         return HttpApp(self, path=path, **options)
 
@@ -402,6 +409,7 @@ class Server:
         path: str = "/mcp",
         backend: str = "asyncio",
         redis: str | None = None,
+        shutdown_grace: int = 30,
         **options: Any,
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
@@ -409,7 +417,9 @@ class Server:
         HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
         (DNS-rebinding protection rejects requests addressed to any other host). ``redis`` (default:
         ``ELICITOR_REDIS_URL``) shares the state with every replica using the same Redis; they must also share
-        ``ELICITOR_STATE_KEYS``. ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
+        ``ELICITOR_STATE_KEYS``. On SIGTERM, requests in flight get ``shutdown_grace`` seconds to finish; then the
+        calls still waiting on a person are cancelled (their clients resume elsewhere or start again), and the
+        replica gives up its sessions at once. ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
         """
         if transport == "stdio":
             anyio.run(self.serve_stdio, backend=backend)
@@ -420,7 +430,13 @@ class Server:
             if redis is not None:
                 self.share(redis)
 
-            uvicorn.run(self.http_app(path, **options), host=host, port=port, log_level="warning")
+            uvicorn.run(
+                self.http_app(path, **options),
+                host=host,
+                port=port,
+                log_level="warning",
+                timeout_graceful_shutdown=shutdown_grace,
+            )
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 

@@ -12,7 +12,8 @@ nothing behind for long):
 * ``P events:<stream>`` — Redis stream: entry ``<sequence>-1`` with field ``m`` (the message), capped at the last
   ``events_per_stream`` entries. TTL ``event_ttl``, renewed by each event.
 * ``P url:<elicitation id>`` — hash: ``message``, ``url``, ``completed`` (``0``/``1``), and ``principal``,
-  ``replica``, ``connection`` (each absent for None). TTL ``url_ttl`` from creation (completing does not extend it).
+  ``replica``, ``connection`` (each absent for None), ``completion`` (the token of the call that completed it). TTL
+  ``url_ttl`` from creation (completing does not extend it).
 * ``P asked:<connection>`` — hash: question → elicitation id, the (connection, question) dedupe index. TTL
   ``url_ttl``, renewed by each registration of that connection.
 * ``P started:<connection>`` — set: every elicitation id the connection registered, for ``forget_connection``. TTL
@@ -37,11 +38,16 @@ Scripts reach keys named by the data (a session's owner, an indexed elicitation 
 Redis: a single server, or a replicated/Sentinel pair — not Redis Cluster.
 
 Failures: every Redis error (refused, reset, timed out, or a command refused by the server) surfaces as
-:class:`~elicitor.state.BackendUnavailable`, and nothing waits longer than ``timeout`` on a socket. Commands are
-never retried by the client, so a script whose reply was lost is never run twice (a completion still counts at
-most once; its caller sees :class:`~elicitor.state.BackendUnavailable`); a connection found broken is replaced
-before the next command, so calls work again as soon as Redis is back. ``redis.asyncio`` runs on asyncio only:
-serve with anyio's asyncio backend.
+:class:`~elicitor.state.BackendUnavailable`, and nothing waits longer than ``timeout`` on a socket. The client
+reconnects by itself: a command whose pooled connection turns out broken (Redis restarted since it was last used)
+is sent once more, at once, on a new connection, so the first calls after a restart succeed. Nothing else is
+retried — a timed-out command never is, it may have run. Each operation tolerates that second send: ``claim``,
+``release`` and ``discard`` write the same again, a repeated event is ignored, ``add`` returns the record the first
+send wrote, ``complete`` carries a token unique to the call so its second send returns the record it completed
+(the completion still counts once), ``forget_connection`` counts 0 the second time; only a ``publish`` whose reply
+was lost may be delivered twice. Subscriptions never reconnect: a lost connection ends the iterator, so the caller
+knows it may have missed messages and subscribes again. ``redis.asyncio`` runs on asyncio only: serve with anyio's
+asyncio backend.
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
@@ -85,10 +92,13 @@ def _fields(flat: Sequence[bytes]) -> dict[bytes, bytes]:
 
 
 class _Shared:
-    """What the ports of one backend share: the client, the key prefix, the error translation."""
+    """What the ports of one backend share: the clients, the key prefix, the error translation."""
 
-    def __init__(self, client: Redis, prefix: str, where: str, timeout: float) -> None:
+    def __init__(self, client: Redis, listener: Redis, prefix: str, where: str, timeout: float) -> None:
         self.client = client
+        """For commands: a broken connection is replaced and the command sent once more (see the module)."""
+        self.listener = listener
+        """For subscriptions only: never retries, so a lost connection ends the subscription."""
         self.prefix = prefix
         self.where = where
         self.timeout = timeout
@@ -152,6 +162,10 @@ class RedisSessionDirectory:
             await self._shared.client.delete(self._shared.key("session", session_id))
 
 
+_LAST_SEQUENCE = 2**64 - 1
+"""The largest first part of a stream entry id."""
+
+
 class RedisEventStore:
     """The last ``per_stream`` events of each SSE stream, as a Redis stream whose entry ids are the sequences."""
 
@@ -177,6 +191,8 @@ class RedisEventStore:
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
         """The kept events after sequence ``after``, oldest first (Redis filters: one ``XRANGE``)."""
+        if after >= _LAST_SEQUENCE:  # a Last-Event-ID beyond any stream id: nothing after it
+            return []
         with self._shared.failing("replaying events"):
             found = await self._shared.client.xrange(self._shared.key("events", stream), f"{max(after + 1, 0)}-0")
         entries = cast("list[tuple[bytes, dict[bytes, bytes]]]", found or [])  # bytes: decode_responses is off
@@ -228,14 +244,19 @@ local record = redis.call('HGETALL', KEYS[1])
 if #record == 0 then return false end
 local fields = {}
 for i = 1, #record, 2 do fields[record[i]] = record[i + 1] end
-if fields['completed'] == '1' then return false end
+if fields['completed'] == '1' then
+  if fields['completion'] == ARGV[3] then return record end
+  return false
+end
 local bound = fields['principal']
 if bound and (ARGV[1] == '0' or bound ~= ARGV[2]) then return false end
-redis.call('HSET', KEYS[1], 'completed', '1')
+redis.call('HSET', KEYS[1], 'completed', '1', 'completion', ARGV[3])
 return record
 """
-"""KEYS: the record. ARGV: ``1`` if a principal completes, that principal. Returns the fields before completion, or
-nil (and changes nothing) if unknown, already completed, or bound to another principal."""
+"""KEYS: the record. ARGV: ``1`` if a principal completes, that principal, a token unique to this call. Returns the
+fields before completion, or nil (and changes nothing) if unknown, already completed, or bound to another principal.
+The same call sent twice (a retry on a new connection) finds its own token and gets the record again: a completion
+counts once, and the caller that made it learns it."""
 
 _FORGET = """
 local gone = 0
@@ -305,13 +326,13 @@ class RedisUrlRegistry:
         ``None`` (nothing changed) if it is unknown, expired, already completed, or bound to another principal; a
         record bound to no principal may be completed by anyone.
         """
-        args = ["0", ""] if principal is None else ["1", principal]
+        args = ["0", "", secrets.token_hex(8)] if principal is None else ["1", principal, secrets.token_hex(8)]
         with self._shared.failing("completing a URL elicitation"):
             before = await self._complete(keys=[self._shared.key("url", elicitation_id)], args=args)
         if before is None:
             return None
         fields = _fields(before)
-        fields[b"completed"] = b"1"
+        fields[b"completed"] = b"1"  # the script returns the record as it found it: open
         return self._decode(elicitation_id.encode(), fields)
 
     async def forget_connection(self, connection: str) -> int:
@@ -390,7 +411,7 @@ class RedisBus:
         Entering raises :class:`BackendUnavailable` if Redis cannot be reached; once entered, a lost connection ends
         the iterator (subscribe again to resume: messages published meanwhile are gone, as pub/sub promises).
         """
-        pubsub = self._shared.client.pubsub()
+        pubsub = self._shared.listener.pubsub()
         try:
             with self._shared.failing(f"subscribing to {channel!r}"):
                 await pubsub.subscribe(self._shared.key("bus", channel))
@@ -429,8 +450,9 @@ class _Running:
             self._group.cancel_scope.cancel()
             await self._group.__aexit__(None, None, None)
             self._group = None
-        with anyio.move_on_after(2 * self._backend._timeout, shield=True):
-            await self._backend._drop_lease()
+        with anyio.CancelScope(shield=True):  # even when the block was cancelled
+            with anyio.move_on_after(2 * self._backend._timeout):
+                await self._backend._drop_lease()
             await self._backend.aclose()
 
 
@@ -445,8 +467,9 @@ def _redacted(url: str) -> str:
     """``url`` without its credentials, for error messages."""
     parts = urlsplit(url)
     host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else urlunsplit(("", netloc, parts.path, "", ""))
 
 
 class RedisBackend:
@@ -494,14 +517,17 @@ class RedisBackend:
         self.replica = secrets.token_hex(8)
         self._lease = lease
         self._timeout = timeout
-        client = Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-            client_name=f"elicitor-{self.replica}",
-        )
-        self._shared = _Shared(client, prefix, _redacted(url), timeout)
+
+        def connect(retries: int) -> Redis:
+            retry = Retry(NoBackoff(), retries, supported_errors=(ConnectionLost,))
+            name = f"elicitor-{self.replica}"
+            return Redis.from_url(
+                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry, client_name=name
+            )
+
+        client = connect(retries=1)  # commands: a broken pooled connection is replaced, the command sent again
+        listener = connect(retries=0)  # subscriptions: a lost connection ends them
+        self._shared = _Shared(client, listener, prefix, _redacted(url), timeout)
         self._lease_key = self._shared.key("replica", self.replica)
         self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl)
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
@@ -524,7 +550,10 @@ class RedisBackend:
 
     async def aclose(self) -> None:
         """Close every connection of this backend (:meth:`running` does it on exit)."""
-        await self._shared.client.aclose()
+        try:
+            await self._shared.client.aclose()
+        finally:
+            await self._shared.listener.aclose()
 
     async def _renew_lease(self) -> None:
         try:

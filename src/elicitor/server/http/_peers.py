@@ -32,12 +32,12 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..state import Backend, BackendUnavailable
-from ..types import RequestId
+from ...state import Backend, BackendUnavailable
+from ...types import RequestId
 
 if TYPE_CHECKING:
-    from ._http import _HttpSession, _Stream
-    from ._url import UrlElicitations
+    from .._url import UrlElicitations
+    from ._handshake import SessionTransport, Stream
 
 logger = logging.getLogger("elicitor.http")
 
@@ -153,7 +153,7 @@ class Peers:
     def __init__(
         self,
         backend: Backend,
-        sessions: dict[str, _HttpSession],
+        sessions: dict[str, SessionTransport],
         urls: UrlElicitations,
         events_replay: Callable[[str, int], Awaitable[list[tuple[int, bytes]]]],
         *,
@@ -259,7 +259,7 @@ class Peers:
         await self._send(message.reply, Opened(message.token, stream.key))
         await self._pump(stream, message.after, message.reply, message.token, replay=True)
 
-    async def _pump(self, stream: _Stream, delivered: int, reply: str, token: str, *, replay: bool) -> None:
+    async def _pump(self, stream: Stream, delivered: int, reply: str, token: str, *, replay: bool) -> None:
         """Send ``stream``'s events after ``delivered`` to ``reply`` until its final one, a detach, or its end."""
         stream.attached = True
         try:

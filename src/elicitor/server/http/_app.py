@@ -1,0 +1,296 @@
+"""Streamable HTTP: an ASGI application serving a :class:`~elicitor.server.Server` on both eras at one endpoint.
+
+Spec: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http (handshake era,
+:mod:`._handshake`) and https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
+(:mod:`._stateless`). What every request passes first is here: the path, Host and Origin against an allow-list
+(localhost by default: DNS-rebinding protection), the method, media type, ``Accept``, body size and JSON; then
+the era is decided per POST (a body whose ``_meta`` names a protocol version, or a modern ``MCP-Protocol-Version``
+header, is 2026-07-28).
+
+Sessions and parked multi-round-trip calls live in a task group opened by the application's lifespan: when the
+app runs under an ASGI server directly this happens by itself; when mounted inside another app (Starlette,
+FastAPI), enter :meth:`HttpApp.lifespan` from that app's lifespan.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.abc
+import msgspec
+
+from ...protocol import Connection, InvalidMessage, RequestReceived, error_reply
+from ...state import BackendUnavailable, EventStore
+from ...types import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    META_PROTOCOL_VERSION,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    JSONObject,
+)
+from .._rounds import ParkedRuns
+from ._asgi import (
+    ASGIApp,
+    Headers,
+    Receive,
+    Scope,
+    Send,
+    decode_json,
+    encode_json,
+    hostname,
+    read_body,
+    refuse,
+    respond_empty,
+    respond_json,
+)
+from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions
+from ._stateless import StatelessExchange, check_headers
+
+if TYPE_CHECKING:
+    from .._server import Server
+
+logger = logging.getLogger("elicitor.http")
+
+DEFAULT_MAX_BODY = 4 << 20
+"""The largest POST body accepted (4 MiB); larger ones get 413."""
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+"""Hosts accepted by default: a server bound to loopback answers only requests addressed to loopback."""
+
+
+class HttpApp:
+    """An ASGI application serving ``server`` over Streamable HTTP at ``path``, both protocol eras.
+
+    Example — mounted in Starlette::
+
+        app = server.http_app()
+        starlette = Starlette(routes=[Mount("/", app=app)], lifespan=lambda _: app.lifespan())
+
+    Args:
+        server: what to serve.
+        path: the MCP endpoint.
+        allowed_hosts: ``Host`` values accepted (any port); default loopback only. ``["*"]`` turns the check off.
+        allowed_origins: ``Origin`` values accepted besides those on an allowed host (``scheme://host[:port]``).
+        max_body: the largest request body, in bytes.
+        event_store: where SSE events wait for a resuming client (default: the server's backend, which is bounded
+            and in memory unless the server shares state in Redis).
+        retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
+        max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
+        session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
+            is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
+        fallback: an ASGI app for every other path (the page a URL-mode elicitation sends people to, a callback
+            route); without it, other paths get 404. Host and Origin checks apply to the MCP endpoint only.
+        principal: who made a request, as the authentication in front of this app established it (for example
+            ``lambda scope: scope["user"].identity`` under Starlette's ``AuthenticationMiddleware``). A session
+            belongs to the user who created it (another user's request for it gets 404, as for an unknown
+            session); sealed ``requestState`` and URL-mode elicitations are bound to the user.
+        health_path: where a load balancer or orchestrator asks whether this replica is ready: ``GET`` answers
+            200 when the shared state is reachable, else 503 (``None`` turns it off).
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Sequence[str] = LOCAL_HOSTS,
+        allowed_origins: Sequence[str] = (),
+        max_body: int = DEFAULT_MAX_BODY,
+        event_store: EventStore | None = None,
+        retry_ms: int | None = 1000,
+        max_sessions: int = 10_000,
+        session_idle_timeout: float = 1800.0,
+        fallback: ASGIApp | None = None,
+        principal: Callable[[Scope], str | None] | None = None,
+        health_path: str | None = "/healthz",
+    ) -> None:
+        self.server = server
+        self.path = path.rstrip("/") or "/"
+        self._hosts = {h.lower().strip("[]") for h in allowed_hosts}
+        self._origins = {o.lower().rstrip("/") for o in allowed_origins}
+        self._max_body = max_body
+        self._backend = server.backend
+        self._fallback = fallback
+        self._principal = principal
+        self._health = health_path
+        self._handshake = HandshakeSessions(
+            server,
+            event_store if event_store is not None else self._backend.events,
+            retry_ms=retry_ms,
+            max_sessions=max_sessions,
+            idle_timeout=session_idle_timeout,
+        )
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._stateless = server.connection()
+
+    # ---- lifespan --------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Run the task group that holds sessions and parked calls; everything in it ends with the block.
+
+        Raises:
+            RuntimeError: the state is shared (Redis) but ``requestState`` keys are this process's own random
+                key: another replica could not open them, so every retry that lands elsewhere would fail.
+        """
+        if self._backend.shared and self.server.sealer.ephemeral:
+            raise RuntimeError(
+                "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
+                "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
+            )
+        async with self._backend.running(), anyio.create_task_group() as tg:
+            self._tg = tg
+            self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs)
+            self._handshake.start(tg)
+            if self._backend.shared:
+                tg.start_soon(self.server.relay_changes)
+            try:
+                yield
+            finally:
+                self._stateless.parked = None
+                self._tg = None
+                await self._handshake.close()
+                tg.cancel_scope.cancel()
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with self.lifespan():
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # ---- ASGI ------------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        headers = Headers(scope)
+        if self._principal is not None:
+            headers.principal = self._principal(scope)
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted (Starlette keeps the prefix in path and sets root_path)
+            path = path[len(root) :]
+        if path == self._health and scope["method"] in ("GET", "HEAD"):
+            await self._report_health(send)
+            return
+        if (path.rstrip("/") or "/") != self.path:
+            if self._fallback is not None:
+                await self._fallback(scope, receive, send)
+                return
+            await refuse(send, 404, None, METHOD_NOT_FOUND, f"Not found: the MCP endpoint is {self.path}")
+            return
+        refusal = self._check_origin(headers)
+        if refusal is not None:
+            status, text = refusal
+            await refuse(send, status, None, INVALID_REQUEST, text)
+            return
+        method = scope["method"]
+        if method == "POST":
+            await self._post(headers, receive, send)
+        elif method == "GET":
+            await self._handshake.get(headers, receive, send)
+        elif method == "DELETE":
+            await self._handshake.delete(headers, send)
+        else:
+            await refuse(send, 405, None, INVALID_REQUEST, f"Method not allowed: {method}", allow=True)
+
+    async def _report_health(self, send: Send) -> None:
+        report: JSONObject = {"status": "ok", "replica": self._backend.replica, "sessions": len(self._handshake)}
+        status = 200
+        if self._tg is None:
+            report["status"], status = "starting", 503
+        else:
+            try:
+                with anyio.fail_after(5):
+                    await self._backend.check()
+            except (BackendUnavailable, TimeoutError) as exc:
+                report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
+        await respond_json(send, status, encode_json(report))
+
+    def _check_origin(self, headers: Headers) -> tuple[int, str] | None:
+        if "*" not in self._hosts:
+            host = hostname(headers.get("host") or "")
+            if host not in self._hosts:
+                return 421, f"Misdirected request: host {host!r} is not served here (DNS-rebinding protection)"
+        origin = headers.get("origin")
+        if origin is None or "*" in self._hosts or origin.lower().rstrip("/") in self._origins:
+            return None
+        if hostname(urlsplit(origin).netloc) not in self._hosts:
+            return 403, f"Forbidden: origin {origin!r} is not allowed"
+        return None
+
+    # ---- POST ------------------------------------------------------------------------------------------------
+
+    async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
+        content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            await refuse(send, 415, None, INVALID_REQUEST, "Unsupported media type: POST a JSON-RPC message as JSON")
+            return
+        accept = (headers.get("accept") or "").lower()
+        if not ("application/json" in accept or "*/*" in accept) or not (
+            "text/event-stream" in accept or "*/*" in accept
+        ):
+            await refuse(
+                send,
+                406,
+                None,
+                INVALID_REQUEST,
+                "Not acceptable: Accept must list application/json and text/event-stream",
+            )
+            return
+        body = await read_body(receive, self._max_body)
+        if body is None:
+            await refuse(send, 413, None, INVALID_REQUEST, f"Request body over {self._max_body} bytes")
+            return
+        try:
+            message = decode_json(body)
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            await refuse(send, 400, None, PARSE_ERROR, f"Parse error: {exc}")
+            return
+        if not isinstance(message, dict):
+            text = "batches are not supported" if isinstance(message, list) else "a message must be a JSON object"
+            await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: {text}")
+            return
+        version = headers.get("mcp-protocol-version")
+        params = message.get("params")
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if body_version is not None or (version is not None and version not in HANDSHAKE_HEADER_VERSIONS):
+            await self._post_modern(headers, message, receive, send)
+        else:
+            await self._handshake.post(headers, message, body, receive, send)
+
+    # -- 2026-07-28 ---------------------------------------------------------------------------------------------
+
+    async def _post_modern(self, headers: Headers, message: JSONObject, receive: Receive, send: Send) -> None:
+        connection = Connection()
+        event = connection.receive_decoded(message)
+        if isinstance(event, InvalidMessage):
+            await respond_json(send, 400, event.reply or error_reply(None, INVALID_REQUEST, str(event.error)))
+            return
+        if not isinstance(event, RequestReceived):
+            if "method" in message:  # a notification: nothing to do on this transport (no session)
+                await respond_empty(send, 202)
+            else:
+                await refuse(send, 400, None, INVALID_REQUEST, "Invalid request: clients must not POST responses")
+            return
+        mismatch = check_headers(headers, event, self.server)
+        if mismatch is not None:
+            await refuse(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
+            return
+        await StatelessExchange(self._stateless, connection, event, receive, send, headers.principal).run()
+
+    # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------

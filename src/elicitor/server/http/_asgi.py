@@ -1,0 +1,95 @@
+"""ASGI plumbing shared by both eras' endpoints: request headers, bodies, and the shapes of every response.
+
+Every refusal is a specific HTTP status with a JSON-RPC error body, so that a client (or a person reading a log)
+learns what was wrong from the response alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import msgspec
+
+from ...protocol import error_reply
+from ...types import JSONObject, RequestId
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+decode_json = msgspec.json.Decoder().decode
+encode_json = msgspec.json.Encoder().encode
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+"""An event stream's response headers (``X-Accel-Buffering: no`` keeps nginx from holding events back)."""
+
+
+class Headers:
+    """Request headers by lowercase name (the last one wins).
+
+    Leading and trailing spaces and tabs are not part of a field value (RFC 9110, section 5.5); some HTTP parsers
+    (httptools) leave them in, so they are stripped here.
+    """
+
+    __slots__ = ("_values", "principal")
+
+    def __init__(self, scope: Scope) -> None:
+        self._values = {
+            k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())
+        }
+        self.principal: str | None = None
+
+    def get(self, name: str) -> str | None:
+        return self._values.get(name)
+
+
+def hostname(netloc: str) -> str:
+    netloc = netloc.rsplit("@", 1)[-1].strip().lower()
+    if netloc.startswith("["):
+        return netloc[1 : netloc.find("]")] if "]" in netloc else netloc
+    return netloc.split(":", 1)[0]
+
+
+def request_id_of(message: JSONObject) -> RequestId | None:
+    value = message.get("id")
+    return value if type(value) is int or type(value) is str else None
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def respond_json(send: Send, status: int, body: bytes, *, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def refuse(
+    send: Send, status: int, request_id: RequestId | None, code: int, message: str, *, allow: bool = False
+) -> None:
+    extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
+    await respond_json(send, status, error_reply(request_id, code, message), extra=extra)
+
+
+async def respond_empty(send: Send, status: int) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,470 @@
+"""The handshake era over Streamable HTTP: sessions, their streams, and serving sessions other replicas run.
+
+Spec: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#streamable-http — ``initialize``
+creates a session (``Mcp-Session-Id``, 32 random bytes) run by a :class:`~elicitor.server.ServerSession` over a
+:class:`SessionTransport`. Each POSTed request gets a logical stream: every message the server sends *related* to
+that request (notifications, ``elicitation/create``) and finally its answer go there. The POST answers with JSON
+when the answer is the first thing ready, else with SSE (priming event first, SEP-1699). The client's answers to
+server requests, and notifications, are POSTs answered 202. A GET opens the standalone stream (messages related to
+no request), or resumes a stream with ``Last-Event-ID`` from the event store. DELETE ends the session and cancels
+what it was waiting for. Unknown session → 404.
+
+A session runs on the replica that created it. A request for it that lands on another replica is served there
+anyway: forwarded to the owner and its answer relayed back (:mod:`._peers`), so that a plain round-robin balancer
+needs no affinity.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import secrets
+import time
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ...protocol import Oversized
+from ...state import Backend, BackendUnavailable, EventStore
+from ...transports._sse import encode_event, parse_event_id, priming_event
+from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
+from ._asgi import SSE_HEADERS, Headers, Receive, Send, refuse, request_id_of, respond_empty, respond_json
+from ._peers import Attach, Open, Peers, RemoteStream
+
+if TYPE_CHECKING:
+    from .._server import Server
+
+logger = logging.getLogger("elicitor.http")
+
+HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
+"""MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
+
+
+class Stream:
+    """One logical SSE stream of a handshake session: what the server sends about one request (or none).
+
+    Messages are numbered and kept in the event store, so a client whose connection dropped can resume it; the
+    connection currently delivering the stream reads them from a queue and skips what it already delivered.
+    """
+
+    def __init__(self, key: str, events: EventStore) -> None:
+        self.key = key
+        self.sequence = 0
+        self.done = False
+        self._events = events
+        self._in: MemoryObjectSendStream[tuple[int, bytes, bool]]
+        self.out: MemoryObjectReceiveStream[tuple[int, bytes, bool]]
+        self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](math.inf)
+        self.attached = False
+
+    async def put(self, message: bytes, final: bool) -> None:
+        self.sequence += 1
+        try:
+            await self._events.store(self.key, self.sequence, message)
+        except BackendUnavailable as exc:  # delivered live all the same; only a resume could miss it
+            logger.warning("event %s.%d not kept for resumption: %s", self.key, self.sequence, exc)
+        self._in.send_nowait((self.sequence, message, final))
+        if final:
+            self.done = True
+
+    def event_id(self, sequence: int) -> str:
+        return f"{self.key}.{sequence}"
+
+    def close(self) -> None:
+        self._in.close()
+        self.out.close()
+
+
+class SessionTransport:
+    """A handshake-era session: the :class:`Transport` a :class:`ServerSession` runs over, fed by HTTP requests."""
+
+    def __init__(self, session_id: str, events: EventStore, principal: str | None = None) -> None:
+        self.id = session_id
+        self.principal = principal
+        """The user who created the session; only their requests find it."""
+        self.events = events
+        self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes](256)
+        self.streams: dict[RequestId, Stream] = {}
+        self.by_key: dict[str, Stream] = {}
+        self.standalone = self._new_stream()
+        self.ended = anyio.Event()
+        self.last_seen = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
+        return 0.0 if self.streams or self.standalone.attached else now - self.last_seen
+
+    def _new_stream(self) -> Stream:
+        stream = Stream(secrets.token_hex(8), self.events)
+        self.by_key[stream.key] = stream
+        return stream
+
+    def open(self, request_id: RequestId) -> Stream:
+        stream = self.streams[request_id] = self._new_stream()
+        return stream
+
+    # -- Transport ---------------------------------------------------------------------------------------------
+
+    async def receive(self) -> bytes | Oversized:
+        return await self._inbox_out.receive()
+
+    async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
+        stream = self.streams.get(related) if related is not None else None
+        if stream is None:
+            stream = self.standalone
+        elif final:
+            del self.streams[related]  # type: ignore[arg-type]  # related is not None here
+        await stream.put(message, final)
+
+    async def aclose(self) -> None:
+        self._inbox_in.close()
+
+    # -- fed by the app ----------------------------------------------------------------------------------------
+
+    async def deliver(self, message: bytes) -> None:
+        self.last_seen = time.monotonic()
+        await self._inbox_in.send(message)
+
+    async def end(self) -> None:
+        self._inbox_in.close()
+        self._inbox_out.close()
+        for stream in self.by_key.values():
+            stream.close()
+            await self.events.discard(stream.key)
+        self.ended.set()
+
+
+@dataclass(frozen=True, slots=True)
+class _Elsewhere:
+    """A session another replica runs."""
+
+    replica: str
+    session: str
+
+
+class HandshakeSessions:
+    """The handshake-era sessions this replica runs, and the endpoint's POST/GET/DELETE for any session.
+
+    Sessions this replica runs are in a table here; the shared directory says which replica runs the others.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        events: EventStore,
+        *,
+        retry_ms: int | None,
+        max_sessions: int,
+        idle_timeout: float,
+    ) -> None:
+        self.server = server
+        self._backend: Backend = server.backend
+        self._events = events
+        self._retry = retry_ms
+        self._max_sessions = max_sessions
+        self._idle_timeout = idle_timeout
+        self._sessions: dict[str, SessionTransport] = {}
+        self._peers = Peers(self._backend, self._sessions, server.url_elicitations, events.replay)
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._sessions
+
+    def start(self, tg: anyio.abc.TaskGroup) -> None:
+        """Run sessions in ``tg``; expire idle ones; with shared state, serve other replicas' forwarded requests."""
+        self._tg = tg
+        tg.start_soon(self._expire_idle_sessions)
+        if self._backend.shared:
+            tg.start_soon(self._peers.listen)
+
+    async def close(self) -> None:
+        """End every session this replica runs (the app is shutting down) and stop taking new ones."""
+        self._tg = None
+        with anyio.CancelScope(shield=True):
+            for session in list(self._sessions.values()):
+                await self._end(session)
+
+    def forget(self, session_id: str) -> SessionTransport | None:
+        """Drop a session from this replica's table without ending it (tests simulate a restart with it)."""
+        return self._sessions.pop(session_id, None)
+
+    async def _end(self, session: SessionTransport) -> None:
+        """End a session this replica runs, and take it out of the directory."""
+        self._sessions.pop(session.id, None)
+        with suppress(BackendUnavailable), anyio.move_on_after(2):
+            await self._backend.sessions.release(session.id)
+        await session.end()
+
+    async def _expire_idle_sessions(self) -> None:
+        while True:
+            await anyio.sleep(min(60.0, self._idle_timeout / 4))
+            now = time.monotonic()
+            for session in list(self._sessions.values()):
+                if session.idle_for(now) > self._idle_timeout:
+                    logger.info("ending session %.8s... idle for %.0f s", session.id, session.idle_for(now))
+                    await self._end(session)
+
+    async def post(self, headers: Headers, message: JSONObject, body: bytes, receive: Receive, send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        is_request = "method" in message and "id" in message
+        version = headers.get("mcp-protocol-version")
+        if session_id is None:
+            if not (is_request and message.get("method") == "initialize"):
+                await refuse(
+                    send, 400, request_id_of(message), INVALID_REQUEST, "Bad request: Mcp-Session-Id header is required"
+                )
+                return
+            try:
+                session = await self._create_session(headers.principal)
+            except BackendUnavailable as exc:
+                await refuse(send, 503, request_id_of(message), INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return
+            if session is None:
+                await refuse(send, 503, request_id_of(message), INVALID_REQUEST, "Too many sessions; try again later")
+                return
+        else:
+            found = await self._find(session_id, headers, send, request_id_of(message))
+            if found is None:
+                return
+            if version is not None and version not in HANDSHAKE_HEADER_VERSIONS:
+                await refuse(
+                    send, 400, request_id_of(message), INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version!r}"
+                )
+                return
+            if isinstance(found, _Elsewhere):
+                await self._forward_post(found, message, body, receive, send)
+                return
+            session = found
+        if not is_request:
+            await session.deliver(body)
+            await respond_empty(send, 202)
+            return
+        request_id = message.get("id")
+        if not (type(request_id) is int or type(request_id) is str):
+            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
+        if request_id in session.streams:
+            await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in flight")
+            return
+        stream = session.open(request_id)
+        await session.deliver(body)
+        await self._respond_from(stream, session.id, receive, send)
+
+    async def _forward_post(
+        self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """A POST for a session another replica runs: forward it there, and relay the answer stream back."""
+        if "method" not in message or "id" not in message:
+            if await self._peers.deliver(owner.replica, owner.session, body):
+                await respond_empty(send, 202)
+            else:
+                await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+            return
+        request_id = message.get("id")
+        if not (type(request_id) is int or type(request_id) is str):
+            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
+        opening = functools.partial(Open, owner.session, request_id, body)
+        async with self._peers.relay(owner.replica, owner.session, opening) as stream:
+            if stream is None:
+                await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+                return
+            await self._respond_from(stream, owner.session, receive, send)
+
+    async def _find(
+        self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
+    ) -> SessionTransport | _Elsewhere | None:
+        """The session with this id if it belongs to the user making the request: run here, or by another replica.
+
+        Answers the request itself (404, or 503 when the shared state cannot be reached) and returns ``None`` if
+        there is no such session for this user.
+        """
+        session = self._sessions.get(session_id)
+        if session is not None:
+            if session.principal == headers.principal:
+                return session
+        elif self._backend.shared:
+            try:
+                record = await self._backend.sessions.lookup(session_id)
+            except BackendUnavailable as exc:
+                await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return None
+            if record is not None and record.principal == headers.principal:
+                if record.alive and record.owner != self._backend.replica:
+                    return _Elsewhere(record.owner, session_id)
+                with suppress(BackendUnavailable):  # its replica died (or this one restarted): it is gone
+                    await self._backend.sessions.release(session_id)
+        await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+        return None
+
+    async def _create_session(self, principal: str | None) -> SessionTransport | None:
+        if self._tg is None:
+            raise RuntimeError(
+                "the HTTP app's lifespan is not running: serve it with an ASGI server, or enter app.lifespan() from "
+                "the lifespan of the application it is mounted in"
+            )
+        if len(self._sessions) >= self._max_sessions:
+            return None
+        session = SessionTransport(secrets.token_urlsafe(32), self._events, principal)
+        await self._backend.sessions.claim(session.id, principal)
+        self._sessions[session.id] = session
+
+        async def run() -> None:
+            try:
+                await self.server.serve(session, principal=principal)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self._end(session)
+
+        self._tg.start_soon(run)
+        return session
+
+    async def _respond_from(self, stream: Stream | RemoteStream, session_id: str, receive: Receive, send: Send) -> None:
+        """Answer a POST from its request's stream: JSON if the answer comes first, else SSE."""
+        session_header = [(b"mcp-session-id", session_id.encode())]
+        try:
+            sequence, first, final = await stream.out.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            status, reason = (stream.status, stream.reason) if isinstance(stream, RemoteStream) else (0, "")
+            await refuse(send, status or 404, None, INVALID_REQUEST, reason or "Session ended")
+            return
+        if final:
+            await respond_json(send, 200, first, extra=session_header)
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + session_header})
+        await send(
+            {"type": "http.response.body", "body": priming_event(stream.event_id(0), self._retry), "more_body": True}
+        )
+        await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
+
+    async def _pump(
+        self,
+        stream: Stream | RemoteStream,
+        delivered: int,
+        receive: Receive,
+        send: Send,
+        first: tuple[int, bytes, bool] | None = None,
+    ) -> None:
+        """Deliver ``stream`` over an open SSE response until its final message, or until the client goes away.
+
+        A client going away is not a cancellation (2025-11-25): the request goes on, its events are kept, and the
+        client may resume the stream with ``Last-Event-ID``.
+        """
+        stream.attached = True
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def watch() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(watch)
+                item = first
+                while True:
+                    if item is None:
+                        try:
+                            item = await stream.out.receive()
+                        except (anyio.EndOfStream, anyio.ClosedResourceError):
+                            break
+                    sequence, message, final = item
+                    item = None
+                    if sequence <= delivered:
+                        continue
+                    delivered = sequence
+                    chunk = encode_event(message, event_id=stream.event_id(sequence))
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if final:
+                        break
+                tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+        finally:
+            stream.attached = False
+
+    async def get(self, headers: Headers, receive: Receive, send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        version = headers.get("mcp-protocol-version")
+        if session_id is None or (version is not None and version in MODERN_REVISIONS):
+            await refuse(send, 405, None, INVALID_REQUEST, "Method not allowed: GET needs a session (2025-11-25)")
+            return
+        if "text/event-stream" not in (headers.get("accept") or ""):
+            await refuse(send, 406, None, INVALID_REQUEST, "Not acceptable: Accept must list text/event-stream")
+            return
+        found = await self._find(session_id, headers, send, None)
+        if found is None:
+            return
+        last = headers.get("last-event-id")
+        parsed = parse_event_id(last) if last is not None else None
+        if last is not None and parsed is None:
+            await refuse(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
+            return
+        if isinstance(found, _Elsewhere):
+            key, after = parsed if parsed is not None else (None, 0)
+            attaching = functools.partial(Attach, found.session, key, after)
+            async with self._peers.relay(found.replica, found.session, attaching) as remote:
+                if remote is None:
+                    await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+                    return
+                try:
+                    await remote.out.receive()  # Opened, or Closed with the owner's refusal
+                except (anyio.EndOfStream, anyio.ClosedResourceError):
+                    await refuse(send, remote.status or 404, None, INVALID_REQUEST, remote.reason or "Session ended")
+                    return
+                await self._open_sse(send, found.session, remote.event_id(after) if last is None else None)
+                await self._pump(remote, after, receive, send)
+            return
+        session = found
+        stream = session.standalone
+        delivered = 0
+        if parsed is not None:
+            resumed = session.by_key.get(parsed[0])
+            if resumed is None:
+                await refuse(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
+                return
+            stream, delivered = resumed, parsed[1]
+        if stream.attached:
+            await refuse(send, 409, None, INVALID_REQUEST, "Conflict: that stream is already being delivered")
+            return
+        await self._open_sse(send, session.id, stream.event_id(delivered) if last is None else None)
+        for sequence, message in await self._events.replay(stream.key, delivered):
+            chunk = encode_event(message, event_id=stream.event_id(sequence))
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            delivered = sequence
+        if stream.done and delivered >= stream.sequence:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        await self._pump(stream, delivered, receive, send)
+
+    async def _open_sse(self, send: Send, session_id: str, priming: str | None) -> None:
+        """Start an SSE response; a new stream (not a resume) begins with a priming event carrying ``priming``."""
+        header = [(b"mcp-session-id", session_id.encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + header})
+        opening = priming_event(priming, self._retry) if priming is not None else b""
+        await send({"type": "http.response.body", "body": opening, "more_body": True})
+
+    async def delete(self, headers: Headers, send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await refuse(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
+            return
+        found = await self._find(session_id, headers, send, None)
+        if found is None:
+            return
+        if isinstance(found, _Elsewhere):
+            if not await self._peers.end(found.replica, found.session):
+                await refuse(send, 404, None, INVALID_REQUEST, "Session not found")
+                return
+        else:
+            await self._end(found)
+        await respond_empty(send, 200)

@@ -1,0 +1,656 @@
+"""The state ports: one contract, asserted on every backend — memory, and Redis against a real redis-server.
+
+Each contract test gets two replicas of one deployment, ``a`` and ``b``: two :class:`RedisBackend` instances on
+the same Redis and prefix, or the one :class:`MemoryBackend` twice (one process is one replica). Writing on ``a``
+and reading on ``b`` is then what a round-robin load balancer does to a conversation. The Redis-only tests below
+the contract cover what only several processes have: races between replicas, leases, TTLs, and Redis going away
+and coming back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor.state import Backend, BackendUnavailable, MemoryBackend, UrlRecord, open_backend
+from elicitor.state._redis import RedisBackend
+
+from .conftest import free_port
+
+pytestmark = pytest.mark.anyio
+
+REDIS_SERVER = shutil.which("redis-server")
+PER_STREAM = 256
+"""The default bound of both event stores."""
+
+
+class RedisServer:
+    """A throwaway redis-server on a loopback port: no persistence, stoppable, restartable on the same port."""
+
+    def __init__(self, executable: str, port: int, directory: Path) -> None:
+        self.executable = executable
+        self.port = port
+        self.directory = directory
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [self.executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
+        command += ["no", "--dir", str(self.directory)]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not self._answers_ping():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self.process.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("redis-server did not answer PING within 10 s")
+            time.sleep(0.02)
+
+    def _answers_ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def signal(self, number: int) -> None:
+        assert self.process is not None
+        os.kill(self.process.pid, number)
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    server = RedisServer(REDIS_SERVER, free_port(), tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+FLAVOURS = [
+    pytest.param(("memory", "asyncio"), id="memory-asyncio"),
+    pytest.param(("memory", "trio"), id="memory-trio"),
+    pytest.param(("redis", "asyncio"), id="redis"),  # redis.asyncio runs on asyncio only
+]
+redis_only = pytest.mark.parametrize("flavour", [("redis", "asyncio")], ids=["redis"])
+
+
+@pytest.fixture(params=FLAVOURS)
+def flavour(request: pytest.FixtureRequest) -> tuple[str, str]:
+    chosen: tuple[str, str] = request.param
+    return chosen
+
+
+@pytest.fixture
+def anyio_backend(flavour: tuple[str, str]) -> str:
+    return flavour[1]
+
+
+@pytest.fixture
+def kind(flavour: tuple[str, str]) -> str:
+    return flavour[0]
+
+
+_prefixes = iter(range(1_000_000))
+
+
+def fresh_prefix() -> str:
+    """A key prefix of its own per test: tests share the server, never each other's keys."""
+    return f"test{next(_prefixes)}-{os.getpid()}:"
+
+
+@asynccontextmanager
+async def replica(server: RedisServer, prefix: str, **options: Any) -> AsyncIterator[RedisBackend]:
+    """A running RedisBackend: one replica of the deployment named by ``prefix``."""
+    backend = RedisBackend(server.url, prefix=prefix, **options)
+    async with backend.running():
+        yield backend
+
+
+@pytest.fixture
+async def replicas(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Backend, Backend]]:
+    """Two replicas of one deployment (for memory, the one process twice)."""
+    if kind == "memory":
+        backend = MemoryBackend()
+        async with backend.running():
+            yield backend, backend
+        return
+    server: RedisServer = request.getfixturevalue("redis_server")
+    prefix = fresh_prefix()
+    async with replica(server, prefix) as a, replica(server, prefix) as b:
+        yield a, b
+
+
+async def next_message(messages: AsyncIterator[bytes]) -> bytes:
+    with anyio.fail_after(5):
+        return await messages.__anext__()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The contract: every backend
+
+
+async def test_directory_claim_lookup_release(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    assert await b.sessions.lookup("nobody") is None
+    await a.sessions.claim("s1", "alice")
+    record = await b.sessions.lookup("s1")
+    assert record is not None
+    assert (record.owner, record.principal, record.alive) == (a.replica, "alice", True)
+
+    await a.sessions.claim("s1", None)  # a claim replaces the former record, principal included
+    record = await b.sessions.lookup("s1")
+    assert record is not None and record.principal is None
+    await a.sessions.claim("s2", "")
+    record = await b.sessions.lookup("s2")
+    assert record is not None and record.principal == ""  # not None: the empty principal stays distinct
+
+    await b.sessions.release("s1")
+    assert await a.sessions.lookup("s1") is None
+    assert await a.sessions.lookup("s2") is not None
+    await b.sessions.release("s1")  # releasing twice is harmless
+
+
+async def test_directory_dead_owner(kind: str, request: pytest.FixtureRequest) -> None:
+    if kind == "memory":
+        pytest.skip("one process is one replica: its sessions are alive as long as the process that looks them up")
+    server: RedisServer = request.getfixturevalue("redis_server")
+    prefix = fresh_prefix()
+    async with replica(server, prefix) as b:
+        async with replica(server, prefix, lease=0.3) as a:
+            await a.sessions.claim("s", "alice")
+            await anyio.sleep(1.0)  # several leases: renewal keeps it
+            record = await b.sessions.lookup("s")
+            assert record is not None and record.alive and record.owner == a.replica
+        record = await b.sessions.lookup("s")  # a stopped: its lease is gone at once
+        assert record is not None and (record.owner, record.principal, record.alive) == (a.replica, "alice", False)
+
+        quiet = RedisBackend(server.url, prefix=prefix)  # a replica that never ran: no lease at all
+        try:
+            await quiet.sessions.claim("t", None)
+            record = await b.sessions.lookup("t")
+            assert record is not None and not record.alive
+        finally:
+            await quiet.aclose()
+
+        crashed = RedisBackend(server.url, prefix=prefix, lease=0.3)  # renewed once, then never again (it died)
+        try:
+            await crashed._renew_lease()
+            await crashed.sessions.claim("u", None)
+            record = await b.sessions.lookup("u")
+            assert record is not None and record.alive
+            await anyio.sleep(0.6)
+            record = await b.sessions.lookup("u")
+            assert record is not None and not record.alive
+        finally:
+            await crashed.aclose()
+
+
+async def test_events_order_after_and_bound(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    assert await b.events.replay("k1", after=0) == []
+    for sequence in range(1, 6):
+        await a.events.store("k1", sequence, f"m{sequence}".encode())
+    await a.events.store("k2", 1, b"\x00other\xff")
+    assert await b.events.replay("k1", after=0) == [(n, f"m{n}".encode()) for n in range(1, 6)]
+    assert await b.events.replay("k1", after=3) == [(4, b"m4"), (5, b"m5")]
+    assert await b.events.replay("k1", after=5) == []
+    assert await b.events.replay("k1", after=99) == []
+    assert await b.events.replay("k1", after=10**30) == []  # Last-Event-ID comes from the client: any number
+    assert await b.events.replay("k1", after=-1) == await b.events.replay("k1", after=0)
+    assert await b.events.replay("k2", after=0) == [(1, b"\x00other\xff")]
+
+    await a.events.store("k1", 5, b"again")  # a retried store: already kept, ignored
+    await a.events.store("k1", 2, b"older")
+    assert await b.events.replay("k1", after=4) == [(5, b"m5")]
+
+    for sequence in range(6, PER_STREAM + 45):
+        await a.events.store("k1", sequence, b"x")
+    kept = await b.events.replay("k1", after=0)
+    assert len(kept) == PER_STREAM
+    assert [n for n, _ in kept] == list(range(45, PER_STREAM + 45))  # the newest, oldest first
+
+
+async def test_events_discard(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    await a.events.store("k1", 1, b"one")
+    await a.events.store("k2", 1, b"two")
+    await b.events.discard("k1")
+    assert await a.events.replay("k1", after=0) == []
+    assert await a.events.replay("k2", after=0) == [(1, b"two")]
+    await b.events.discard("k1")  # twice is harmless
+    await a.events.store("k1", 1, b"anew")  # a discarded stream starts over
+    assert await b.events.replay("k1", after=0) == [(1, b"anew")]
+
+
+def url_record(elicitation_id: str, **fields: Any) -> UrlRecord:
+    defaults: dict[str, Any] = {
+        "message": f"sign in ({elicitation_id})",
+        "url": f"https://example.com/{elicitation_id}",
+    }
+    return UrlRecord(id=elicitation_id, principal=fields.pop("principal", None), **(defaults | fields))
+
+
+async def test_urls_add_get_find(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    assert await b.urls.get("unknown") is None
+    assert await b.urls.find("c1", "q1") is None
+
+    first = url_record("e1", principal="alice", replica=a.replica, connection="c1")
+    assert await a.urls.add(first, "q1") == first
+    assert await b.urls.get("e1") == first
+    assert await b.urls.find("c1", "q1") == first
+    assert await b.urls.find("c1", "q2") is None
+    assert await b.urls.find("c2", "q1") is None
+
+    # the same question on the same connection: the first record, not a second one
+    assert await b.urls.add(url_record("e2", principal="alice", replica=b.replica, connection="c1"), "q1") == first
+    assert await a.urls.get("e2") is None
+    # another connection, or another question: a record of its own
+    other = url_record("e3", replica=b.replica, connection="c2")
+    assert await b.urls.add(other, "q1") == other
+    assert await a.urls.find("c2", "q1") == other
+    # a taken id: the record that has it
+    assert await b.urls.add(url_record("e1", message="impostor"), None) == first
+
+    # no connection (2026-07-28): nothing to deduplicate by, every None survives the trip
+    bare = url_record("e4")
+    assert await a.urls.add(bare, "q1") == bare
+    assert await b.urls.get("e4") == bare
+    assert (bare.principal, bare.replica, bare.connection, bare.completed) == (None, None, None, False)
+    empty = url_record("e5", principal="", message="", connection="")
+    assert await a.urls.add(empty) == empty
+    assert await b.urls.get("e5") == empty  # "" stays "", not None
+
+
+async def test_urls_complete_once(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    record = url_record("e1", principal="alice", replica=a.replica, connection="c1")
+    await a.urls.add(record, "q1")
+    assert await b.urls.complete("unknown", "alice") is None
+    done = await b.urls.complete("e1", "alice")
+    assert done is not None and done == replace(record, completed=True)
+    assert await a.urls.complete("e1", "alice") is None  # once only
+    got = await a.urls.get("e1")
+    assert got is not None and got.completed
+    found = await a.urls.find("c1", "q1")
+    assert found is not None and found.completed
+
+
+async def test_urls_complete_principals(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    await a.urls.add(url_record("alice's", principal="alice"))
+    assert await b.urls.complete("alice's", "mallory") is None
+    assert await b.urls.complete("alice's", None) is None
+    assert await b.urls.complete("alice's", "") is None
+    got = await a.urls.get("alice's")
+    assert got is not None and not got.completed  # refused completions changed nothing
+    assert await b.urls.complete("alice's", "alice") is not None
+
+    await a.urls.add(url_record("anyone's", principal=None))
+    assert await b.urls.complete("anyone's", "mallory") is not None  # bound to nobody: anyone completes it
+    await a.urls.add(url_record("no-one's", principal=None))
+    assert await b.urls.complete("no-one's", None) is not None
+
+    await a.urls.add(url_record("empty's", principal=""))  # "" is a principal, not "anyone"
+    assert await b.urls.complete("empty's", None) is None
+    assert await b.urls.complete("empty's", "") is not None
+
+
+async def test_urls_forget_connection(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    await a.urls.add(url_record("e1", replica=a.replica, connection="c1"), "q1")
+    await a.urls.add(url_record("e2", replica=a.replica, connection="c1"), "q2")
+    await a.urls.add(url_record("e3", replica=a.replica, connection="c1"))  # no question: still c1's
+    await a.urls.add(url_record("e4", replica=a.replica, connection="c2"), "q1")
+    await a.urls.add(url_record("e5"), "q1")
+    await a.urls.complete("e2", None)  # completed ones go too
+
+    assert await b.urls.forget_connection("c1") == 3
+    for gone in ("e1", "e2", "e3"):
+        assert await a.urls.get(gone) is None
+    assert await a.urls.find("c1", "q1") is None
+    assert await a.urls.get("e4") is not None and await a.urls.find("c2", "q1") is not None
+    assert await a.urls.get("e5") is not None
+    assert await b.urls.forget_connection("c1") == 0
+    assert await b.urls.forget_connection("never") == 0
+
+    fresh = url_record("e6", replica=a.replica, connection="c1")
+    assert await a.urls.add(fresh, "q1") == fresh  # the index went with them: the question is new again
+
+
+async def test_bus_publish_subscribe(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    assert await a.bus.publish("changes", b"nobody listens") == 0
+    async with b.bus.subscribe("changes") as messages:
+        assert await a.bus.publish("changes", b"one") == 1
+        assert await a.bus.publish("elsewhere", b"lost") == 0
+        assert await a.bus.publish("changes", b"\x00two\xff") == 1
+        assert await next_message(messages) == b"one"
+        assert await next_message(messages) == b"\x00two\xff"
+    assert await a.bus.publish("changes", b"after") == 0  # unsubscribed on exit
+
+    async with b.bus.subscribe(f"replica:{b.replica}") as mine:  # a replica's own channel
+        assert await a.bus.publish(f"replica:{b.replica}", b"for b") == 1
+        assert await next_message(mine) == b"for b"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Redis only: several processes, races, TTLs, outages
+
+
+@redis_only
+async def test_redis_replicas_see_each_other(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    assert a.replica != b.replica and a.shared and b.shared
+    await a.sessions.claim("from-a", "alice")
+    await b.sessions.claim("from-b", "bob")
+    seen_by_a, seen_by_b = await a.sessions.lookup("from-b"), await b.sessions.lookup("from-a")
+    assert seen_by_a is not None and (seen_by_a.owner, seen_by_a.alive) == (b.replica, True)
+    assert seen_by_b is not None and (seen_by_b.owner, seen_by_b.alive) == (a.replica, True)
+
+    async with a.bus.subscribe("changes") as on_a, b.bus.subscribe("changes") as on_b:
+        assert await a.bus.publish("changes", b"to all") == 2  # one subscription per replica
+        assert await next_message(on_a) == b"to all"
+        assert await next_message(on_b) == b"to all"
+
+
+@redis_only
+async def test_redis_prefixes_separate_deployments(redis_server: RedisServer) -> None:
+    async with replica(redis_server, fresh_prefix()) as a, replica(redis_server, fresh_prefix()) as b:
+        await a.sessions.claim("s", None)
+        await a.urls.add(url_record("e1"))
+        await a.events.store("k", 1, b"m")
+        assert await b.sessions.lookup("s") is None
+        assert await b.urls.get("e1") is None
+        assert await b.events.replay("k", after=0) == []
+        async with b.bus.subscribe("changes"):
+            assert await a.bus.publish("changes", b"x") == 0
+
+
+@redis_only
+async def test_redis_complete_raced_counts_once(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    ids = [f"e{n}" for n in range(100)]
+    for elicitation_id in ids:
+        await a.urls.add(url_record(elicitation_id, principal="alice"))
+    wins: dict[str, int] = dict.fromkeys(ids, 0)
+
+    async def complete(backend: Backend, elicitation_id: str) -> None:
+        if await backend.urls.complete(elicitation_id, "alice") is not None:
+            wins[elicitation_id] += 1
+
+    async with anyio.create_task_group() as tg:
+        for elicitation_id in ids:
+            tg.start_soon(complete, a, elicitation_id)
+            tg.start_soon(complete, b, elicitation_id)
+    assert set(wins.values()) == {1}
+
+
+@redis_only
+async def test_redis_same_question_raced_gets_one_record(replicas: tuple[Backend, Backend]) -> None:
+    a, b = replicas
+    results: list[UrlRecord] = []
+
+    async def add(backend: Backend, elicitation_id: str) -> None:
+        results.append(await backend.urls.add(url_record(elicitation_id, connection="c1"), "q"))
+
+    async with anyio.create_task_group() as tg:
+        for n in range(20):
+            tg.start_soon(add, a if n % 2 else b, f"e{n}")
+    assert len({record.id for record in results}) == 1
+    assert await a.urls.forget_connection("c1") == 1
+
+
+@redis_only
+async def test_redis_keys_expire(redis_server: RedisServer) -> None:
+    ttl = {"session_ttl": 0.2, "event_ttl": 0.2, "url_ttl": 0.2}
+    async with replica(redis_server, fresh_prefix(), **ttl) as a:
+        await a.sessions.claim("s", None)
+        await a.events.store("k", 1, b"m")
+        await a.urls.add(url_record("e1", connection="c1"), "q")
+        await anyio.sleep(0.5)
+        assert await a.sessions.lookup("s") is None
+        assert await a.events.replay("k", after=0) == []
+        assert await a.urls.get("e1") is None
+        assert await a.urls.find("c1", "q") is None
+        assert await a.urls.forget_connection("c1") == 0
+
+
+@redis_only
+async def test_redis_outage_and_recovery(redis_server: RedisServer) -> None:
+    prefix = fresh_prefix()
+    options = {"lease": 0.6, "timeout": 1.0, "heartbeat": 1.0}
+    async with replica(redis_server, prefix, **options) as a, replica(redis_server, prefix, **options) as b:
+        await a.sessions.claim("before", None)
+        ended = anyio.Event()
+        received: list[bytes] = []
+
+        async def listen() -> None:
+            async with b.bus.subscribe("changes") as messages:
+                subscribed.set()
+                received.extend([message async for message in messages])  # ends with the connection
+            ended.set()
+
+        subscribed = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listen)
+            await subscribed.wait()
+            redis_server.stop()
+            try:
+                with anyio.fail_after(10):
+                    await ended.wait()
+                assert received == []
+                for call in port_calls(a):
+                    where = r"Redis at redis://127\.0\.0\.1:\d+/0"
+                    with anyio.fail_after(10), pytest.raises(BackendUnavailable, match=where):
+                        await call()
+            finally:
+                redis_server.start()
+
+        # back, without recreating anything: the next calls work (Redis lost its data: nothing was persisted)
+        await a.check()
+        assert await b.sessions.lookup("before") is None
+        await a.sessions.claim("after", "alice")
+        with anyio.fail_after(5):  # the lease comes back at the next renewal
+            while not ((record := await b.sessions.lookup("after")) and record.alive):
+                await anyio.sleep(0.05)
+        await a.events.store("k", 1, b"m")
+        assert await b.events.replay("k", after=0) == [(1, b"m")]
+        await a.urls.add(url_record("e1", connection="c1"), "q")  # the scripts are loaded again
+        assert await b.urls.complete("e1", None) is not None
+        assert await b.urls.find("c1", "q") is not None
+        async with b.bus.subscribe("changes") as messages:
+            assert await a.bus.publish("changes", b"again") == 1
+            assert await next_message(messages) == b"again"
+
+
+def port_calls(backend: Backend) -> list[Callable[[], Awaitable[object]]]:
+    """One call of every port method (and ``check``), for the outage tests."""
+
+    async def subscribe() -> None:
+        async with backend.bus.subscribe("changes"):
+            pass
+
+    return [
+        backend.check,
+        lambda: backend.sessions.claim("s", None),
+        lambda: backend.sessions.lookup("s"),
+        lambda: backend.sessions.release("s"),
+        lambda: backend.events.store("k", 1, b"m"),
+        lambda: backend.events.replay("k", 0),
+        lambda: backend.events.discard("k"),
+        lambda: backend.urls.add(url_record("e", connection="c"), "q"),
+        lambda: backend.urls.get("e"),
+        lambda: backend.urls.find("c", "q"),
+        lambda: backend.urls.complete("e", None),
+        lambda: backend.urls.forget_connection("c"),
+        lambda: backend.bus.publish("changes", b"x"),
+        subscribe,
+    ]
+
+
+@redis_only
+async def test_redis_unresponsive_never_hangs(redis_server: RedisServer) -> None:
+    """A Redis that holds its sockets open but answers nothing (paused): calls fail after ``timeout``, and a
+    subscription ends after two silent heartbeats."""
+    options = {"lease": 0.6, "timeout": 0.25, "heartbeat": 0.2}
+    async with replica(redis_server, fresh_prefix(), **options) as a:
+        async with a.bus.subscribe("changes") as messages:
+            redis_server.signal(signal.SIGSTOP)
+            try:
+                with anyio.fail_after(5):
+                    assert [message async for message in messages] == []
+                for call in port_calls(a):
+                    with anyio.fail_after(5), pytest.raises(BackendUnavailable):
+                        await call()
+            finally:
+                redis_server.signal(signal.SIGCONT)
+        await a.check()
+
+
+@redis_only
+async def test_redis_running_exits_while_redis_is_down(redis_server: RedisServer) -> None:
+    try:
+        with anyio.fail_after(5):
+            async with replica(redis_server, fresh_prefix(), timeout=0.5) as a:
+                await a.sessions.claim("s", None)
+                redis_server.stop()  # on exit the lease cannot be dropped: it will expire by itself
+    finally:
+        redis_server.start()
+
+
+@redis_only
+async def test_redis_running_passes_exceptions_through(redis_server: RedisServer) -> None:
+    with pytest.raises(LookupError, match="unchanged"):  # not wrapped in an exception group
+        async with replica(redis_server, fresh_prefix()):
+            raise LookupError("unchanged")
+
+
+@redis_only
+async def test_open_backend_names_redis(redis_server: RedisServer) -> None:
+    backend = open_backend(redis_server.url)
+    assert isinstance(backend, RedisBackend) and backend.shared
+    async with backend.running():
+        await backend.check()
+
+
+@pytest.mark.parametrize("flavour", [("redis", "trio")], ids=["redis-on-trio"])
+async def test_redis_refuses_trio(redis_server: RedisServer) -> None:
+    backend = RedisBackend(redis_server.url)
+    with pytest.raises(RuntimeError, match="asyncio"):
+        async with backend.running():
+            pass
+
+
+def test_redis_refuses_nonsense_settings() -> None:
+    with pytest.raises(ValueError, match="lease"):
+        RedisBackend("redis://127.0.0.1:1/0", lease=0)
+
+
+@redis_only
+async def test_redis_restart_between_calls(redis_server: RedisServer) -> None:
+    """Connections idle in the pool across a restart are replaced on the next call, which succeeds at once."""
+    async with replica(redis_server, fresh_prefix()) as a:
+        await a.check()
+        await a.sessions.claim("s", None)
+        await a.urls.add(url_record("e1"))
+        redis_server.stop()
+        redis_server.start()
+        await a.check()
+        await a.sessions.claim("s", None)  # a MULTI/EXEC pipeline
+        assert await a.urls.add(url_record("e1")) == url_record("e1")  # a script Redis no longer knows
+        assert await a.sessions.lookup("s") is not None
+
+
+@redis_only
+async def test_redis_subscription_ends_across_a_restart(redis_server: RedisServer) -> None:
+    """Even when Redis is back at once, a subscription that lost its connection ends rather than resuming silently:
+    its listener must learn that messages may have been missed."""
+    async with replica(redis_server, fresh_prefix(), heartbeat=0.5) as a, a.bus.subscribe("changes") as messages:
+        redis_server.stop()
+        redis_server.start()
+        with anyio.fail_after(5):
+            assert [message async for message in messages] == []
+
+
+@redis_only
+async def test_redis_completion_sent_twice_counts_once(replicas: tuple[Backend, Backend]) -> None:
+    """The complete script run twice by one call (its reply lost, the command sent again on a new connection)
+    returns the record both times; any other call gets nothing."""
+    a, b = replicas
+    assert isinstance(a, RedisBackend)
+    await a.urls.add(url_record("e1", principal="alice"))
+    script, key = a.urls._complete, a._shared.key("url", "e1")
+    first = await script(keys=[key], args=["1", "alice", "token-1"])
+    again = await script(keys=[key], args=["1", "alice", "token-1"])
+    assert first is not None and again is not None
+    assert await script(keys=[key], args=["1", "alice", "token-2"]) is None
+    assert await b.urls.complete("e1", "alice") is None
+
+
+@redis_only
+async def test_redis_lease_dropped_even_when_cancelled(redis_server: RedisServer) -> None:
+    prefix = fresh_prefix()
+    async with replica(redis_server, prefix) as b:
+        with anyio.CancelScope() as scope:
+            async with replica(redis_server, prefix) as a:
+                await a.sessions.claim("s", None)
+                scope.cancel()
+                await anyio.sleep(10)
+        record = await b.sessions.lookup("s")
+        assert record is not None and not record.alive
+
+
+@redis_only
+async def test_redis_quiet_subscription_stays(redis_server: RedisServer) -> None:
+    """Silence is not a lost connection: heartbeats pass, the subscription stays and still receives."""
+    async with replica(redis_server, fresh_prefix(), heartbeat=0.05) as a, a.bus.subscribe("changes") as messages:
+        received: list[bytes] = []
+
+        async def listen() -> None:
+            async for message in messages:
+                received.append(message)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listen)
+            await anyio.sleep(0.5)  # ten heartbeats
+            assert await a.bus.publish("changes", b"still here") == 1
+            with anyio.fail_after(5):
+                while not received:
+                    await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+        assert received == [b"still here"]
+
+
+@redis_only
+async def test_redis_errors_never_show_the_password() -> None:
+    backend = RedisBackend(f"redis://user:hunter2@127.0.0.1:{free_port()}/0", timeout=1)  # nobody listens there
+    try:
+        with anyio.fail_after(5), pytest.raises(BackendUnavailable) as raised:
+            await backend.check()
+        assert "redis://127.0.0.1:" in str(raised.value) and "hunter2" not in str(raised.value)
+    finally:
+        await backend.aclose()
