@@ -1,7 +1,7 @@
-"""The state ports: one contract, asserted on every backend — memory, and Redis against a real redis-server.
+"""The state ports: one contract, asserted on every store — memory, and Redis against a real redis-server.
 
-Each contract test gets two replicas of one deployment, ``a`` and ``b``: two :class:`RedisBackend` instances on
-the same Redis and prefix, or the one :class:`MemoryBackend` twice (one process is one replica). Writing on ``a``
+Each contract test gets two replicas of one deployment, ``a`` and ``b``: two :class:`RedisStore` instances on
+the same Redis and prefix, or the one :class:`MemoryStore` twice (one process is one replica). Writing on ``a``
 and reading on ``b`` is then what a round-robin load balancer does to a conversation. The Redis-only tests below
 the contract cover what only several processes have: races between replicas, leases, TTLs, and Redis going away
 and coming back.
@@ -24,8 +24,8 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor.state import Backend, BackendUnavailable, MemoryBackend, UrlRecord, open_backend
-from elicitor.state._redis import RedisBackend
+from elicitor.state import MemoryStore, Store, StoreUnavailable, UrlRecord, open_store
+from elicitor.state._redis import RedisStore
 
 from .conftest import free_port
 
@@ -122,20 +122,20 @@ def fresh_prefix() -> str:
 
 
 @asynccontextmanager
-async def replica(server: RedisServer, prefix: str, **options: Any) -> AsyncIterator[RedisBackend]:
-    """A running RedisBackend: one replica of the deployment named by ``prefix``."""
-    backend = RedisBackend(server.url, prefix=prefix, **options)
-    async with backend.running():
-        yield backend
+async def replica(server: RedisServer, prefix: str, **options: Any) -> AsyncIterator[RedisStore]:
+    """A running RedisStore: one replica of the deployment named by ``prefix``."""
+    store = RedisStore(server.url, prefix=prefix, **options)
+    async with store.running():
+        yield store
 
 
 @pytest.fixture
-async def replicas(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Backend, Backend]]:
+async def replicas(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Store, Store]]:
     """Two replicas of one deployment (for memory, the one process twice)."""
     if kind == "memory":
-        backend = MemoryBackend()
-        async with backend.running():
-            yield backend, backend
+        store = MemoryStore()
+        async with store.running():
+            yield store, store
         return
     server: RedisServer = request.getfixturevalue("redis_server")
     prefix = fresh_prefix()
@@ -149,10 +149,10 @@ async def next_message(messages: AsyncIterator[bytes]) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The contract: every backend
+# The contract: every store
 
 
-async def test_directory_claim_lookup_release(replicas: tuple[Backend, Backend]) -> None:
+async def test_directory_claim_lookup_release(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await b.sessions.lookup("nobody") is None
     await a.sessions.claim("s1", "alice")
@@ -187,7 +187,7 @@ async def test_directory_dead_owner(kind: str, request: pytest.FixtureRequest) -
         record = await b.sessions.lookup("s")  # a stopped: its lease is gone at once
         assert record is not None and (record.owner, record.principal, record.alive) == (a.replica, "alice", False)
 
-        quiet = RedisBackend(server.url, prefix=prefix)  # a replica that never ran: no lease at all
+        quiet = RedisStore(server.url, prefix=prefix)  # a replica that never ran: no lease at all
         try:
             await quiet.sessions.claim("t", None)
             record = await b.sessions.lookup("t")
@@ -195,7 +195,7 @@ async def test_directory_dead_owner(kind: str, request: pytest.FixtureRequest) -
         finally:
             await quiet.aclose()
 
-        crashed = RedisBackend(server.url, prefix=prefix, lease=0.3)  # renewed once, then never again (it died)
+        crashed = RedisStore(server.url, prefix=prefix, lease=0.3)  # renewed once, then never again (it died)
         try:
             await crashed._renew_lease()
             await crashed.sessions.claim("u", None)
@@ -208,7 +208,7 @@ async def test_directory_dead_owner(kind: str, request: pytest.FixtureRequest) -
             await crashed.aclose()
 
 
-async def test_events_order_after_and_bound(replicas: tuple[Backend, Backend]) -> None:
+async def test_events_order_after_and_bound(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await b.events.replay("k1", after=0) == []
     for sequence in range(1, 6):
@@ -233,7 +233,7 @@ async def test_events_order_after_and_bound(replicas: tuple[Backend, Backend]) -
     assert [n for n, _ in kept] == list(range(45, PER_STREAM + 45))  # the newest, oldest first
 
 
-async def test_events_discard(replicas: tuple[Backend, Backend]) -> None:
+async def test_events_discard(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     await a.events.store("k1", 1, b"one")
     await a.events.store("k2", 1, b"two")
@@ -253,7 +253,7 @@ def url_record(elicitation_id: str, **fields: Any) -> UrlRecord:
     return UrlRecord(id=elicitation_id, principal=fields.pop("principal", None), **(defaults | fields))
 
 
-async def test_urls_add_get_find(replicas: tuple[Backend, Backend]) -> None:
+async def test_urls_add_get_find(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await b.urls.get("unknown") is None
     assert await b.urls.find("c1", "q1") is None
@@ -285,7 +285,7 @@ async def test_urls_add_get_find(replicas: tuple[Backend, Backend]) -> None:
     assert await b.urls.get("e5") == empty  # "" stays "", not None
 
 
-async def test_urls_complete_once(replicas: tuple[Backend, Backend]) -> None:
+async def test_urls_complete_once(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     record = url_record("e1", principal="alice", replica=a.replica, connection="c1")
     await a.urls.add(record, "q1")
@@ -299,7 +299,7 @@ async def test_urls_complete_once(replicas: tuple[Backend, Backend]) -> None:
     assert found is not None and found.completed
 
 
-async def test_urls_complete_principals(replicas: tuple[Backend, Backend]) -> None:
+async def test_urls_complete_principals(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     await a.urls.add(url_record("alice's", principal="alice"))
     assert await b.urls.complete("alice's", "mallory") is None
@@ -319,7 +319,7 @@ async def test_urls_complete_principals(replicas: tuple[Backend, Backend]) -> No
     assert await b.urls.complete("empty's", "") is not None
 
 
-async def test_urls_forget_connection(replicas: tuple[Backend, Backend]) -> None:
+async def test_urls_forget_connection(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     await a.urls.add(url_record("e1", replica=a.replica, connection="c1"), "q1")
     await a.urls.add(url_record("e2", replica=a.replica, connection="c1"), "q2")
@@ -341,7 +341,7 @@ async def test_urls_forget_connection(replicas: tuple[Backend, Backend]) -> None
     assert await a.urls.add(fresh, "q1") == fresh  # the index went with them: the question is new again
 
 
-async def test_bus_publish_subscribe(replicas: tuple[Backend, Backend]) -> None:
+async def test_bus_publish_subscribe(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await a.bus.publish("changes", b"nobody listens") == 0
     async with b.bus.subscribe("changes") as messages:
@@ -362,7 +362,7 @@ async def test_bus_publish_subscribe(replicas: tuple[Backend, Backend]) -> None:
 
 
 @redis_only
-async def test_redis_replicas_see_each_other(replicas: tuple[Backend, Backend]) -> None:
+async def test_redis_replicas_see_each_other(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert a.replica != b.replica and a.shared and b.shared
     await a.sessions.claim("from-a", "alice")
@@ -391,15 +391,15 @@ async def test_redis_prefixes_separate_deployments(redis_server: RedisServer) ->
 
 
 @redis_only
-async def test_redis_complete_raced_counts_once(replicas: tuple[Backend, Backend]) -> None:
+async def test_redis_complete_raced_counts_once(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     ids = [f"e{n}" for n in range(100)]
     for elicitation_id in ids:
         await a.urls.add(url_record(elicitation_id, principal="alice"))
     wins: dict[str, int] = dict.fromkeys(ids, 0)
 
-    async def complete(backend: Backend, elicitation_id: str) -> None:
-        if await backend.urls.complete(elicitation_id, "alice") is not None:
+    async def complete(store: Store, elicitation_id: str) -> None:
+        if await store.urls.complete(elicitation_id, "alice") is not None:
             wins[elicitation_id] += 1
 
     async with anyio.create_task_group() as tg:
@@ -410,12 +410,12 @@ async def test_redis_complete_raced_counts_once(replicas: tuple[Backend, Backend
 
 
 @redis_only
-async def test_redis_same_question_raced_gets_one_record(replicas: tuple[Backend, Backend]) -> None:
+async def test_redis_same_question_raced_gets_one_record(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     results: list[UrlRecord] = []
 
-    async def add(backend: Backend, elicitation_id: str) -> None:
-        results.append(await backend.urls.add(url_record(elicitation_id, connection="c1"), "q"))
+    async def add(store: Store, elicitation_id: str) -> None:
+        results.append(await store.urls.add(url_record(elicitation_id, connection="c1"), "q"))
 
     async with anyio.create_task_group() as tg:
         for n in range(20):
@@ -465,7 +465,7 @@ async def test_redis_outage_and_recovery(redis_server: RedisServer) -> None:
                 assert received == []
                 for call in port_calls(a):
                     where = r"Redis at redis://127\.0\.0\.1:\d+/0"
-                    with anyio.fail_after(10), pytest.raises(BackendUnavailable, match=where):
+                    with anyio.fail_after(10), pytest.raises(StoreUnavailable, match=where):
                         await call()
             finally:
                 redis_server.start()
@@ -487,27 +487,27 @@ async def test_redis_outage_and_recovery(redis_server: RedisServer) -> None:
             assert await next_message(messages) == b"again"
 
 
-def port_calls(backend: Backend) -> list[Callable[[], Awaitable[object]]]:
+def port_calls(store: Store) -> list[Callable[[], Awaitable[object]]]:
     """One call of every port method (and ``check``), for the outage tests."""
 
     async def subscribe() -> None:
-        async with backend.bus.subscribe("changes"):
+        async with store.bus.subscribe("changes"):
             pass
 
     return [
-        backend.check,
-        lambda: backend.sessions.claim("s", None),
-        lambda: backend.sessions.lookup("s"),
-        lambda: backend.sessions.release("s"),
-        lambda: backend.events.store("k", 1, b"m"),
-        lambda: backend.events.replay("k", 0),
-        lambda: backend.events.discard("k"),
-        lambda: backend.urls.add(url_record("e", connection="c"), "q"),
-        lambda: backend.urls.get("e"),
-        lambda: backend.urls.find("c", "q"),
-        lambda: backend.urls.complete("e", None),
-        lambda: backend.urls.forget_connection("c"),
-        lambda: backend.bus.publish("changes", b"x"),
+        store.check,
+        lambda: store.sessions.claim("s", None),
+        lambda: store.sessions.lookup("s"),
+        lambda: store.sessions.release("s"),
+        lambda: store.events.store("k", 1, b"m"),
+        lambda: store.events.replay("k", 0),
+        lambda: store.events.discard("k"),
+        lambda: store.urls.add(url_record("e", connection="c"), "q"),
+        lambda: store.urls.get("e"),
+        lambda: store.urls.find("c", "q"),
+        lambda: store.urls.complete("e", None),
+        lambda: store.urls.forget_connection("c"),
+        lambda: store.bus.publish("changes", b"x"),
         subscribe,
     ]
 
@@ -524,7 +524,7 @@ async def test_redis_unresponsive_never_hangs(redis_server: RedisServer) -> None
                 with anyio.fail_after(5):
                     assert [message async for message in messages] == []
                 for call in port_calls(a):
-                    with anyio.fail_after(5), pytest.raises(BackendUnavailable):
+                    with anyio.fail_after(5), pytest.raises(StoreUnavailable):
                         await call()
             finally:
                 redis_server.signal(signal.SIGCONT)
@@ -550,24 +550,24 @@ async def test_redis_running_passes_exceptions_through(redis_server: RedisServer
 
 
 @redis_only
-async def test_open_backend_names_redis(redis_server: RedisServer) -> None:
-    backend = open_backend(redis_server.url)
-    assert isinstance(backend, RedisBackend) and backend.shared
-    async with backend.running():
-        await backend.check()
+async def test_open_store_names_redis(redis_server: RedisServer) -> None:
+    store = open_store(redis_server.url)
+    assert isinstance(store, RedisStore) and store.shared
+    async with store.running():
+        await store.check()
 
 
 @pytest.mark.parametrize("flavour", [("redis", "trio")], ids=["redis-on-trio"])
 async def test_redis_refuses_trio(redis_server: RedisServer) -> None:
-    backend = RedisBackend(redis_server.url)
+    store = RedisStore(redis_server.url)
     with pytest.raises(RuntimeError, match="asyncio"):
-        async with backend.running():
+        async with store.running():
             pass
 
 
 def test_redis_refuses_nonsense_settings() -> None:
     with pytest.raises(ValueError, match="lease"):
-        RedisBackend("redis://127.0.0.1:1/0", lease=0)
+        RedisStore("redis://127.0.0.1:1/0", lease=0)
 
 
 @redis_only
@@ -597,11 +597,11 @@ async def test_redis_subscription_ends_across_a_restart(redis_server: RedisServe
 
 
 @redis_only
-async def test_redis_completion_sent_twice_counts_once(replicas: tuple[Backend, Backend]) -> None:
+async def test_redis_completion_sent_twice_counts_once(replicas: tuple[Store, Store]) -> None:
     """The complete script run twice by one call (its reply lost, the command sent again on a new connection)
     returns the record both times; any other call gets nothing."""
     a, b = replicas
-    assert isinstance(a, RedisBackend)
+    assert isinstance(a, RedisStore)
     await a.urls.add(url_record("e1", principal="alice"))
     script, key = a.urls._complete, a._shared.key("url", "e1")
     first = await script(keys=[key], args=["1", "alice", "token-1"])
@@ -647,10 +647,10 @@ async def test_redis_quiet_subscription_stays(redis_server: RedisServer) -> None
 
 @redis_only
 async def test_redis_errors_never_show_the_password() -> None:
-    backend = RedisBackend(f"redis://user:hunter2@127.0.0.1:{free_port()}/0", timeout=1)  # nobody listens there
+    store = RedisStore(f"redis://user:hunter2@127.0.0.1:{free_port()}/0", timeout=1)  # nobody listens there
     try:
-        with anyio.fail_after(5), pytest.raises(BackendUnavailable) as raised:
-            await backend.check()
+        with anyio.fail_after(5), pytest.raises(StoreUnavailable) as raised:
+            await store.check()
         assert "redis://127.0.0.1:" in str(raised.value) and "hunter2" not in str(raised.value)
     finally:
-        await backend.aclose()
+        await store.aclose()

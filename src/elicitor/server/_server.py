@@ -26,7 +26,7 @@ from ..protocol import (
     parse_request_meta,
 )
 from ..session import Session, open_session
-from ..state import REDIS_URL_ENV, Backend, BackendUnavailable, MemoryBackend, open_backend
+from ..state import REDIS_URL_ENV, MemoryStore, Store, StoreUnavailable, open_store
 from ..transports import StdioServerTransport, Transport
 from ..types import (
     INTERNAL_ERROR,
@@ -71,12 +71,12 @@ class _ChangeBus:
     """Fans change notifications out to every connection and ``subscriptions/listen`` stream that wants them.
 
     Each listener gets a bounded queue; a listener that stops reading loses changes rather than holding memory.
-    With a shared backend a change goes out on the ``changes`` channel and comes back to every replica, this one
+    With a shared store a change goes out on the ``changes`` channel and comes back to every replica, this one
     included, which fans it out to its own listeners (:meth:`relay` runs that for the replica).
     """
 
-    def __init__(self, backend: Backend, depth: int = 256) -> None:
-        self._backend = backend
+    def __init__(self, store: Store, depth: int = 256) -> None:
+        self._store = store
         self._depth = depth
         self._listeners: set[MemoryObjectSendStream[tuple[str, JSONObject]]] = set()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
@@ -93,7 +93,7 @@ class _ChangeBus:
             receive.close()
 
     def publish(self, method: str, params: JSONObject) -> None:
-        if not self._backend.shared:
+        if not self._store.shared:
             self._fan_out(method, params)
             return
         try:
@@ -114,8 +114,8 @@ class _ChangeBus:
         async with self._outbox, pending, anyio.create_task_group() as tg:
             tg.start_soon(self._send_out, pending)
             while True:
-                with suppress(BackendUnavailable):
-                    async with self._backend.bus.subscribe("changes") as changes:
+                with suppress(StoreUnavailable):
+                    async with self._store.bus.subscribe("changes") as changes:
                         async for payload in changes:
                             with suppress(msgspec.ValidationError, msgspec.DecodeError):
                                 method, params = _decode_change(payload)
@@ -125,8 +125,8 @@ class _ChangeBus:
     async def _send_out(self, pending: MemoryObjectReceiveStream[bytes]) -> None:
         async for payload in pending:
             try:
-                await self._backend.bus.publish("changes", payload)
-            except BackendUnavailable as exc:
+                await self._store.bus.publish("changes", payload)
+            except StoreUnavailable as exc:
                 logger.warning("a change notice was lost: %s", exc)
 
 
@@ -166,8 +166,8 @@ class Server:
             random per process (replicas must share keys: see :class:`StateSealer`).
         max_parked_runs: how many 2026-07-28 calls may wait between rounds in memory per connection (a cache:
             beyond it, or after a restart, a retry replays the tool from the sealed state).
-        backend: the shared state (sessions, SSE history, URL elicitations, change notices): a
-            :class:`~elicitor.state.Backend` or a ``redis://`` URL. Default: in this process, or the Redis named by
+        store: the shared state (sessions, SSE history, URL elicitations, change notices): a
+            :class:`~elicitor.state.Store` or a ``redis://`` URL. Default: in this process, or the Redis named by
             ``ELICITOR_REDIS_URL`` when :meth:`run` serves HTTP.
         allow_http_urls: let URL-mode elicitations use plain http to hosts other than loopback (development).
     """
@@ -182,7 +182,7 @@ class Server:
         state: StateSealer | None = None,
         max_parked_runs: int = 1024,
         allow_http_urls: bool = False,
-        backend: Backend | str | None = None,
+        store: Store | str | None = None,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
@@ -191,24 +191,24 @@ class Server:
         self.sealer = state if state is not None else StateSealer()
         self.max_parked_runs = max_parked_runs
         self.allow_http_urls = allow_http_urls
-        self.share(backend if backend is not None else MemoryBackend())
+        self.share(store if store is not None else MemoryStore())
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: list[ResourceDef] = []
         self._prompts: dict[str, PromptDef] = {}
         self._completion: Completer | None = None
 
-    def share(self, backend: Backend | str) -> None:
-        """Keep this server's shared state in ``backend`` (a :class:`~elicitor.state.Backend` or a ``redis://`` URL).
+    def share(self, store: Store | str) -> None:
+        """Keep this server's shared state in ``store`` (a :class:`~elicitor.state.Store` or a ``redis://`` URL).
 
         Call it before serving: replicas that share a Redis serve each other's sessions, URL elicitations and
         change notices. :meth:`run` calls it with ``ELICITOR_REDIS_URL`` when that is set.
         """
-        self.backend: Backend = open_backend(backend) if isinstance(backend, str) else backend
+        self.store: Store = open_store(store) if isinstance(store, str) else store
         """Where state that outlives a request is kept (see :mod:`elicitor.state`)."""
-        self.url_elicitations = UrlElicitations(self.backend)
+        self.url_elicitations = UrlElicitations(self.store)
         """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
-        self._changes = _ChangeBus(self.backend)
+        self._changes = _ChangeBus(self.store)
 
     # ---- registration ----------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from .._exceptions import ElicitorError
-from ..state import Backend, BackendUnavailable, UrlRecord
+from ..state import Store, StoreUnavailable, UrlRecord
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 _encode_notice = msgspec.json.Encoder().encode
@@ -97,8 +97,8 @@ class UrlElicitations:
     elicitation (open or completed), so a tool can check ``completed`` instead of minting new links.
     """
 
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
+    def __init__(self, store: Store) -> None:
+        self._store = store
         self._connections: dict[str, Notify] = {}
 
     def attach(self, connection: str, notify: Notify) -> None:
@@ -109,8 +109,8 @@ class UrlElicitations:
         """The connection closed: drop what it started (nobody is left to notify); returns how many."""
         self._connections.pop(connection, None)
         try:
-            return await self._backend.urls.forget_connection(connection)
-        except BackendUnavailable:
+            return await self._store.urls.forget_connection(connection)
+        except StoreUnavailable:
             return 0  # they expire with their TTL
 
     async def new(
@@ -131,9 +131,9 @@ class UrlElicitations:
 
         Raises:
             UnsafeUrl: the URL breaks the safe-URL rules.
-            BackendUnavailable: the shared state cannot be reached.
+            StoreUnavailable: the shared state cannot be reached.
         """
-        urls = self._backend.urls
+        urls = self._store.urls
         if elicitation_id is not None:
             known = await urls.get(elicitation_id)
             if known is not None:
@@ -145,13 +145,13 @@ class UrlElicitations:
         elicitation_id = elicitation_id or secrets.token_urlsafe(24)
         url = url.replace(ID_PLACEHOLDER, elicitation_id)
         check_url(url, allow_http=allow_http)
-        replica = self._backend.replica if connection is not None else None
+        replica = self._store.replica if connection is not None else None
         record = UrlRecord(elicitation_id, message, url, principal, replica, connection)
         return UrlElicitation.from_record(await urls.add(record, question))
 
     async def get(self, elicitation_id: str) -> UrlElicitation | None:
         """The elicitation as it stands now, or ``None`` if unknown or expired."""
-        record = await self._backend.urls.get(elicitation_id)
+        record = await self._store.urls.get(elicitation_id)
         return UrlElicitation.from_record(record) if record is not None else None
 
     async def complete(self, elicitation_id: str, *, principal: str | None = None) -> bool:
@@ -161,17 +161,17 @@ class UrlElicitations:
         elicitation belongs to another user than ``principal`` (a forged or phished completion).
 
         Raises:
-            BackendUnavailable: the shared state cannot be reached (nothing was completed).
+            StoreUnavailable: the shared state cannot be reached (nothing was completed).
         """
-        record = await self._backend.urls.complete(elicitation_id, principal)
+        record = await self._store.urls.complete(elicitation_id, principal)
         if record is None:
             return False
         if record.connection is not None:
-            if record.replica == self._backend.replica:
+            if record.replica == self._store.replica:
                 await self.notify_local(record.connection, elicitation_id)
             elif record.replica is not None:
                 notice = _encode_notice({"t": "url-complete", "c": record.connection, "id": elicitation_id})
-                await self._backend.bus.publish(f"replica:{record.replica}", notice)
+                await self._store.bus.publish(f"replica:{record.replica}", notice)
         return True
 
     async def notify_local(self, connection: str, elicitation_id: str) -> None:

@@ -1,37 +1,51 @@
 """Shared state: what a conversation depends on beyond one request, behind ports that replicas can share.
 
-The default, :class:`MemoryBackend`, keeps everything in this process. :class:`RedisBackend` (``elicitor[redis]``)
+The default, :class:`MemoryStore`, keeps everything in this process. :class:`RedisStore` (``elicitor[redis]``)
 keeps it in Redis so that any number of replicas behind a plain load balancer serve every conversation, whichever
-replica each message lands on. :func:`open_backend` picks one from a URL, or from ``ELICITOR_REDIS_URL``.
+replica each message lands on. :func:`open_store` picks one from a URL, or from ``ELICITOR_REDIS_URL``.
 """
 
-from ._config import REDIS_URL_ENV, open_backend
-from ._memory import MemoryBackend, MemoryBus, MemoryEventStore, MemorySessionDirectory, MemoryUrlRegistry
+from typing import TYPE_CHECKING, Any
+
+from ._config import REDIS_URL_ENV, open_store
+from ._memory import MemoryBus, MemoryEventStore, MemorySessionDirectory, MemoryStore, MemoryUrlRegistry
 from ._ports import (
-    Backend,
-    BackendUnavailable,
     Bus,
     EventStore,
     SessionDirectory,
     SessionRecord,
+    Store,
+    StoreUnavailable,
     UrlRecord,
     UrlRegistry,
 )
 
+if TYPE_CHECKING:
+    from ._redis import RedisStore
+
 __all__ = [
     "REDIS_URL_ENV",
-    "Backend",
-    "BackendUnavailable",
     "Bus",
     "EventStore",
-    "MemoryBackend",
     "MemoryBus",
     "MemoryEventStore",
     "MemorySessionDirectory",
+    "MemoryStore",
     "MemoryUrlRegistry",
+    "RedisStore",
     "SessionDirectory",
     "SessionRecord",
+    "Store",
+    "StoreUnavailable",
     "UrlRecord",
     "UrlRegistry",
-    "open_backend",
+    "open_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisStore":  # imported on first use: the redis package is an extra (elicitor[redis])
+        from ._redis import RedisStore
+
+        return RedisStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -164,8 +164,8 @@ class MemoryBus:
             receive.close()
 
 
-class MemoryBackend:
-    """Every port in this process. The default backend of a server: one process is the whole deployment."""
+class MemoryStore:
+    """Every port in this process. The default store of a server: one process is the whole deployment."""
 
     shared = False
 

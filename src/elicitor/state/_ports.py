@@ -14,8 +14,8 @@ A deployment of N replicas behind a plain load balancer shares exactly four thin
   URL completion for a connection it holds) or to all (``changes``: list-changed notifications).
 
 Live objects (tasks, sockets, waiting futures) never cross a port: each replica keeps its own in a table, and the
-ports carry ids and bytes. :class:`~elicitor.state.MemoryBackend` implements them in one process (the default:
-nothing to install), :class:`~elicitor.state.RedisBackend` on Redis for replicas.
+ports carry ids and bytes. :class:`~elicitor.state.MemoryStore` implements them in one process (the default:
+nothing to install), :class:`~elicitor.state.RedisStore` on Redis for replicas.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Protocol
 from .._exceptions import ElicitorError
 
 
-class BackendUnavailable(ElicitorError):
+class StoreUnavailable(ElicitorError):
     """The shared state cannot be reached (Redis down or restarting): the request is refused, not lost or hung."""
 
 
@@ -138,7 +138,7 @@ class Bus(Protocol):
         ...
 
 
-class Backend(Protocol):
+class Store(Protocol):
     """The shared state of one deployment, as one replica sees it."""
 
     @property
@@ -168,5 +168,5 @@ class Backend(Protocol):
         ...
 
     async def check(self) -> None:
-        """Raise :class:`BackendUnavailable` if the shared state cannot be reached now (readiness checks)."""
+        """Raise :class:`StoreUnavailable` if the shared state cannot be reached now (readiness checks)."""
         ...

@@ -1,6 +1,6 @@
 """The shared state of N replicas, in Redis: every port of :mod:`elicitor.state` on keys with a TTL.
 
-Each replica opens one :class:`RedisBackend` on the same Redis (``redis://``, ``rediss://`` or ``unix://``) and the
+Each replica opens one :class:`RedisStore` on the same Redis (``redis://``, ``rediss://`` or ``unix://``) and the
 same ``prefix``; the load balancer may then send any message of any conversation to any of them.
 
 Key layout (``P`` is the prefix, ``elicitor:`` by default; every key expires, so an abandoned deployment leaves
@@ -38,7 +38,7 @@ Scripts reach keys named by the data (a session's owner, an indexed elicitation 
 Redis: a single server, or a replicated/Sentinel pair — not Redis Cluster.
 
 Failures: every Redis error (refused, reset, timed out, or a command refused by the server) surfaces as
-:class:`~elicitor.state.BackendUnavailable`, and nothing waits longer than ``timeout`` on a socket. The client
+:class:`~elicitor.state.StoreUnavailable`, and nothing waits longer than ``timeout`` on a socket. The client
 reconnects by itself: a command whose pooled connection turns out broken (Redis restarted since it was last used)
 is sent once more, at once, on a new connection, so the first calls after a restart succeed. Nothing else is
 retried — a timed-out command never is, it may have run. Each operation tolerates that second send: ``claim``,
@@ -70,9 +70,9 @@ from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
-from ._ports import BackendUnavailable, SessionRecord, UrlRecord
+from ._ports import SessionRecord, StoreUnavailable, UrlRecord
 
-__all__ = ["RedisBackend", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
+__all__ = ["RedisStore", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
 
 _FAILURES = (RedisError, OSError)
 """What a Redis call raises when Redis cannot serve it (``TimeoutError`` and ``ConnectionResetError`` are OSErrors)."""
@@ -92,7 +92,7 @@ def _fields(flat: Sequence[bytes]) -> dict[bytes, bytes]:
 
 
 class _Shared:
-    """What the ports of one backend share: the clients, the key prefix, the error translation."""
+    """What the ports of one store share: the clients, the key prefix, the error translation."""
 
     def __init__(self, client: Redis, listener: Redis, prefix: str, where: str, timeout: float) -> None:
         self.client = client
@@ -108,11 +108,11 @@ class _Shared:
 
     @contextmanager
     def failing(self, doing: str) -> Iterator[None]:
-        """Turn every Redis failure while ``doing`` into :class:`BackendUnavailable`."""
+        """Turn every Redis failure while ``doing`` into :class:`StoreUnavailable`."""
         try:
             yield
         except _FAILURES as exc:
-            raise BackendUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
 
 
 _LOOKUP = """
@@ -408,7 +408,7 @@ class RedisBus:
     async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
         """Listen to ``channel`` on a connection of its own for the block; the subscription is live once entered.
 
-        Entering raises :class:`BackendUnavailable` if Redis cannot be reached; once entered, a lost connection ends
+        Entering raises :class:`StoreUnavailable` if Redis cannot be reached; once entered, a lost connection ends
         the iterator (subscribe again to resume: messages published meanwhile are gone, as pub/sub promises).
         """
         pubsub = self._shared.listener.pubsub()
@@ -428,19 +428,19 @@ class RedisBus:
 
 
 class _Running:
-    """The context of :meth:`RedisBackend.running`: a task renewing the lease, then the lease dropped and the
+    """The context of :meth:`RedisStore.running`: a task renewing the lease, then the lease dropped and the
     connections closed. Exceptions of the block pass through unchanged (the task group never sees them)."""
 
-    def __init__(self, backend: RedisBackend) -> None:
-        self._backend = backend
+    def __init__(self, store: RedisStore) -> None:
+        self._store = store
         self._group: anyio.abc.TaskGroup | None = None
 
     async def __aenter__(self) -> None:
         _require_asyncio()
-        await self._backend._renew_lease()
+        await self._store._renew_lease()
         group = anyio.create_task_group()
         await group.__aenter__()
-        group.start_soon(self._backend._keep_lease)
+        group.start_soon(self._store._keep_lease)
         self._group = group
 
     async def __aexit__(
@@ -451,16 +451,16 @@ class _Running:
             await self._group.__aexit__(None, None, None)
             self._group = None
         with anyio.CancelScope(shield=True):  # even when the block was cancelled
-            with anyio.move_on_after(2 * self._backend._timeout):
-                await self._backend._drop_lease()
-            await self._backend.aclose()
+            with anyio.move_on_after(2 * self._store._timeout):
+                await self._store._drop_lease()
+            await self._store.aclose()
 
 
 def _require_asyncio() -> None:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        raise RuntimeError("RedisBackend needs asyncio (redis.asyncio): run on anyio's asyncio backend") from None
+        raise RuntimeError("RedisStore needs asyncio (redis.asyncio): run on anyio's asyncio backend") from None
 
 
 def _redacted(url: str) -> str:
@@ -472,7 +472,7 @@ def _redacted(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else urlunsplit(("", netloc, parts.path, "", ""))
 
 
-class RedisBackend:
+class RedisStore:
     """Every port on one Redis shared by all replicas (``pip install 'elicitor[redis]'``).
 
     Args:
@@ -480,7 +480,7 @@ class RedisBackend:
         prefix: put before every key and channel, so that several deployments can share one Redis.
         lease: seconds a replica's liveness lasts without renewal; :meth:`running` renews it every ``lease / 3``,
             so the sessions of a replica that died read as not alive at most ``lease`` seconds later.
-        timeout: seconds any connect or command may take before it fails with :class:`BackendUnavailable`.
+        timeout: seconds any connect or command may take before it fails with :class:`StoreUnavailable`.
         heartbeat: seconds of silence after which a subscription checks its connection (a dead one ends it
             within two heartbeats).
         session_ttl: seconds a session record survives its claim (sessions end by ``release``; this sweeps up
@@ -538,18 +538,18 @@ class RedisBackend:
         """Hold this replica's lease for the block (renewed every ``lease / 3`` seconds, through Redis outages).
 
         On exit the lease is deleted — this replica's sessions read as not alive at once — and the connections
-        are closed (they reopen if the backend is used again; call :meth:`aclose` after such use).
+        are closed (they reopen if the store is used again; call :meth:`aclose` after such use).
         """
         return _Running(self)
 
     async def check(self) -> None:
-        """``PING`` Redis; raises :class:`BackendUnavailable` if it does not answer within ``timeout``."""
+        """``PING`` Redis; raises :class:`StoreUnavailable` if it does not answer within ``timeout``."""
         _require_asyncio()
         with self._shared.failing("checking"):
             await self._shared.client.ping()
 
     async def aclose(self) -> None:
-        """Close every connection of this backend (:meth:`running` does it on exit)."""
+        """Close every connection of this store (:meth:`running` does it on exit)."""
         try:
             await self._shared.client.aclose()
         finally:
@@ -559,7 +559,7 @@ class RedisBackend:
         try:
             with self._shared.failing("renewing this replica's lease"):
                 await self._shared.client.set(self._lease_key, b"1", px=_ms(self._lease))
-        except BackendUnavailable:
+        except StoreUnavailable:
             pass  # Redis is away: renewed at the next tick once it is back
 
     async def _keep_lease(self) -> None:
@@ -571,5 +571,5 @@ class RedisBackend:
         try:
             with self._shared.failing("dropping this replica's lease"):
                 await self._shared.client.delete(self._lease_key)
-        except BackendUnavailable:
+        except StoreUnavailable:
             pass  # it expires by itself within ``lease`` seconds

@@ -25,7 +25,7 @@ import anyio.abc
 import msgspec
 
 from ...protocol import Connection, InvalidMessage, RequestReceived, error_reply
-from ...state import BackendUnavailable, EventStore
+from ...state import EventStore, StoreUnavailable
 from ...types import (
     HEADER_MISMATCH,
     INVALID_REQUEST,
@@ -78,7 +78,7 @@ class HttpApp:
         allowed_hosts: ``Host`` values accepted (any port); default loopback only. ``["*"]`` turns the check off.
         allowed_origins: ``Origin`` values accepted besides those on an allowed host (``scheme://host[:port]``).
         max_body: the largest request body, in bytes.
-        event_store: where SSE events wait for a resuming client (default: the server's backend, which is bounded
+        event_store: where SSE events wait for a resuming client (default: the server's store, which is bounded
             and in memory unless the server shares state in Redis).
         retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
@@ -115,13 +115,13 @@ class HttpApp:
         self._hosts = {h.lower().strip("[]") for h in allowed_hosts}
         self._origins = {o.lower().rstrip("/") for o in allowed_origins}
         self._max_body = max_body
-        self._backend = server.backend
+        self._store = server.store
         self._fallback = fallback
         self._principal = principal
         self._health = health_path
         self._handshake = HandshakeSessions(
             server,
-            event_store if event_store is not None else self._backend.events,
+            event_store if event_store is not None else self._store.events,
             retry_ms=retry_ms,
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
@@ -139,16 +139,16 @@ class HttpApp:
             RuntimeError: the state is shared (Redis) but ``requestState`` keys are this process's own random
                 key: another replica could not open them, so every retry that lands elsewhere would fail.
         """
-        if self._backend.shared and self.server.sealer.ephemeral:
+        if self._store.shared and self.server.sealer.ephemeral:
             raise RuntimeError(
                 "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
                 "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
             )
-        async with self._backend.running(), anyio.create_task_group() as tg:
+        async with self._store.running(), anyio.create_task_group() as tg:
             self._tg = tg
             self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs)
             self._handshake.start(tg)
-            if self._backend.shared:
+            if self._store.shared:
                 tg.start_soon(self.server.relay_changes)
             try:
                 yield
@@ -208,15 +208,15 @@ class HttpApp:
             await refuse(send, 405, None, INVALID_REQUEST, f"Method not allowed: {method}", allow=True)
 
     async def _report_health(self, send: Send) -> None:
-        report: JSONObject = {"status": "ok", "replica": self._backend.replica, "sessions": len(self._handshake)}
+        report: JSONObject = {"status": "ok", "replica": self._store.replica, "sessions": len(self._handshake)}
         status = 200
         if self._tg is None:
             report["status"], status = "starting", 503
         else:
             try:
                 with anyio.fail_after(5):
-                    await self._backend.check()
-            except (BackendUnavailable, TimeoutError) as exc:
+                    await self._store.check()
+            except (StoreUnavailable, TimeoutError) as exc:
                 report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
         await respond_json(send, status, encode_json(report))
 

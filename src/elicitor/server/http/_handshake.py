@@ -30,7 +30,7 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...protocol import Oversized
-from ...state import Backend, BackendUnavailable, EventStore
+from ...state import EventStore, Store, StoreUnavailable
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
 from ._asgi import SSE_HEADERS, Headers, Receive, Send, refuse, request_id_of, respond_empty, respond_json
@@ -66,7 +66,7 @@ class Stream:
         self.sequence += 1
         try:
             await self._events.store(self.key, self.sequence, message)
-        except BackendUnavailable as exc:  # delivered live all the same; only a resume could miss it
+        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
             logger.warning("event %s.%d not kept for resumption: %s", self.key, self.sequence, exc)
         self._in.send_nowait((self.sequence, message, final))
         if final:
@@ -163,13 +163,13 @@ class HandshakeSessions:
         idle_timeout: float,
     ) -> None:
         self.server = server
-        self._backend: Backend = server.backend
+        self._store: Store = server.store
         self._events = events
         self._retry = retry_ms
         self._max_sessions = max_sessions
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, SessionTransport] = {}
-        self._peers = Peers(self._backend, self._sessions, server.url_elicitations, events.replay)
+        self._peers = Peers(self._store, self._sessions, server.url_elicitations, events.replay)
         self._tg: anyio.abc.TaskGroup | None = None
 
     def __len__(self) -> int:
@@ -182,7 +182,7 @@ class HandshakeSessions:
         """Run sessions in ``tg``; expire idle ones; with shared state, serve other replicas' forwarded requests."""
         self._tg = tg
         tg.start_soon(self._expire_idle_sessions)
-        if self._backend.shared:
+        if self._store.shared:
             tg.start_soon(self._peers.listen)
 
     async def close(self) -> None:
@@ -199,8 +199,8 @@ class HandshakeSessions:
     async def _end(self, session: SessionTransport) -> None:
         """End a session this replica runs, and take it out of the directory."""
         self._sessions.pop(session.id, None)
-        with suppress(BackendUnavailable), anyio.move_on_after(2):
-            await self._backend.sessions.release(session.id)
+        with suppress(StoreUnavailable), anyio.move_on_after(2):
+            await self._store.sessions.release(session.id)
         await session.end()
 
     async def _expire_idle_sessions(self) -> None:
@@ -224,7 +224,7 @@ class HandshakeSessions:
                 return
             try:
                 session = await self._create_session(headers.principal)
-            except BackendUnavailable as exc:
+            except StoreUnavailable as exc:
                 await refuse(send, 503, request_id_of(message), INTERNAL_ERROR, f"Service unavailable: {exc}")
                 return
             if session is None:
@@ -291,17 +291,17 @@ class HandshakeSessions:
         if session is not None:
             if session.principal == headers.principal:
                 return session
-        elif self._backend.shared:
+        elif self._store.shared:
             try:
-                record = await self._backend.sessions.lookup(session_id)
-            except BackendUnavailable as exc:
+                record = await self._store.sessions.lookup(session_id)
+            except StoreUnavailable as exc:
                 await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
                 return None
             if record is not None and record.principal == headers.principal:
-                if record.alive and record.owner != self._backend.replica:
+                if record.alive and record.owner != self._store.replica:
                     return _Elsewhere(record.owner, session_id)
-                with suppress(BackendUnavailable):  # its replica died (or this one restarted): it is gone
-                    await self._backend.sessions.release(session_id)
+                with suppress(StoreUnavailable):  # its replica died (or this one restarted): it is gone
+                    await self._store.sessions.release(session_id)
         await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
         return None
 
@@ -314,7 +314,7 @@ class HandshakeSessions:
         if len(self._sessions) >= self._max_sessions:
             return None
         session = SessionTransport(secrets.token_urlsafe(32), self._events, principal)
-        await self._backend.sessions.claim(session.id, principal)
+        await self._store.sessions.claim(session.id, principal)
         self._sessions[session.id] = session
 
         async def run() -> None:

@@ -32,7 +32,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...state import Backend, BackendUnavailable
+from ...state import Store, StoreUnavailable
 from ...types import RequestId
 
 if TYPE_CHECKING:
@@ -152,14 +152,14 @@ class Peers:
 
     def __init__(
         self,
-        backend: Backend,
+        store: Store,
         sessions: dict[str, SessionTransport],
         urls: UrlElicitations,
         events_replay: Callable[[str, int], Awaitable[list[tuple[int, bytes]]]],
         *,
         check_every: float = 2.0,
     ) -> None:
-        self._backend = backend
+        self._store = store
         self._sessions = sessions
         self._urls = urls
         self._replay = events_replay
@@ -170,7 +170,7 @@ class Peers:
 
     @property
     def me(self) -> str:
-        return self._backend.replica
+        return self._store.replica
 
     # ---- the listener --------------------------------------------------------------------------------------
 
@@ -179,8 +179,8 @@ class Peers:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             while True:
-                with suppress(BackendUnavailable):
-                    async with self._backend.bus.subscribe(channel(self.me)) as messages:
+                with suppress(StoreUnavailable):
+                    async with self._store.bus.subscribe(channel(self.me)) as messages:
                         async for payload in messages:
                             try:
                                 message = _decode(payload)
@@ -224,8 +224,8 @@ class Peers:
 
     async def _send(self, replica: str, message: PeerMessage) -> int:
         try:
-            return await self._backend.bus.publish(channel(replica), _encode(message))
-        except BackendUnavailable as exc:
+            return await self._store.bus.publish(channel(replica), _encode(message))
+        except StoreUnavailable as exc:
             logger.warning("could not reach replica %s: %s", replica, exc)
             return 0
 
@@ -327,8 +327,8 @@ class Peers:
         while not stream.finished:
             await anyio.sleep(self._check_every)
             try:
-                record = await self._backend.sessions.lookup(session_id)
-            except BackendUnavailable:
+                record = await self._store.sessions.lookup(session_id)
+            except StoreUnavailable:
                 continue
             if record is None or not record.alive or record.owner != owner:
                 stream.lost()
