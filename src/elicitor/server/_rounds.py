@@ -18,10 +18,11 @@ Design (docs/architecture.md, "One ctx.elicit, every revision"):
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,11 @@ import anyio.abc
 import anyio.lowlevel
 import msgspec
 
-from ..types import JSONObject
-from ._askers import RoundAsker
+from .._loop import running_asyncio_loop
+from ..session import Waiter
+from ..types import JSONObject, JSONValue
+
+_ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 _canonical = msgspec.json.Encoder(order="sorted").encode
 
@@ -43,6 +47,92 @@ SETTLE_TICKS = 4
 SOLO_TICKS = 0
 """The same while every question so far came from the handler's own task, which is now blocked in that question.
 (A task it started earlier that asks later is asked in the next round: correct, one round more.)"""
+
+
+def usable_response(method: str, response: object) -> bool:
+    """Whether ``response`` can stand as the answer to an input request of ``method``.
+
+    A malformed answer is treated as no answer: the question is asked again rather than failing the call
+    (mrtr.mdx: if responses are missing, re-send an ``InputRequiredResult``).
+    """
+    if not isinstance(response, dict):
+        return False
+    if method == "elicitation/create":
+        return response.get("action") in _ELICIT_ACTIONS
+    if method == "roots/list":
+        return isinstance(response.get("roots"), list)
+    if method == "sampling/createMessage":
+        return "content" in response
+    return True
+
+
+class _Waiter:
+    __slots__ = ("answer", "event", "method")
+
+    def __init__(self, method: str, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.method = method
+        self.event = Waiter(loop)
+        self.answer: JSONObject | None = None
+
+
+class RoundAsker:
+    """Serve questions from known answers; collect unknown ones into the current round's input requests.
+
+    Attributes:
+        answers: every answer known so far, by input-request key (what the sealed state carries forward).
+        asks: the input requests of the current round, by key.
+        activity: set whenever a question joins the current round.
+    """
+
+    def __init__(self, answers: AnswerBook, fresh: Mapping[str, Any], memo: dict[str, JSONValue]) -> None:
+        self.answers = answers
+        self.memo: dict[str, JSONValue] | None = memo
+        self.asks: dict[str, JSONObject] = {}
+        self._loop = running_asyncio_loop()
+        self.activity = Waiter(self._loop)
+        self.owner: int | None = None
+        self.concurrent = False
+        """Whether a question came from a task other than the handler's own (so branches may ask together)."""
+        self._fresh = fresh
+        self._waiting: dict[str, _Waiter] = {}
+
+    async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject:
+        answer = self.answers.get(key)
+        if answer is None:
+            candidate = self._fresh.get(key)
+            if isinstance(candidate, dict) and usable_response(method, candidate):
+                answer = candidate
+                self.answers.add(key, candidate)
+        if answer is not None:
+            return answer
+        if not self.concurrent and anyio.get_current_task().id != self.owner:
+            self.concurrent = True
+        waiter = self._waiting.get(key)
+        if waiter is None:
+            waiter = self._waiting[key] = _Waiter(method, self._loop)
+        self.asks[key] = {"method": method, "params": params}
+        self.activity.set()
+        await waiter.event.wait()
+        assert waiter.answer is not None
+        return waiter.answer
+
+    def next_round(self, fresh: Mapping[str, Any]) -> None:
+        """Start a round with this retry's ``inputResponses``: wake every question they answer.
+
+        Questions still unanswered stay in ``asks`` (they are asked again); unknown keys are ignored.
+        """
+        self._fresh = fresh
+        self.activity = Waiter(self._loop)
+        for key, waiter in list(self._waiting.items()):
+            candidate = fresh.get(key)
+            if isinstance(candidate, dict) and usable_response(waiter.method, candidate):
+                self.answers.add(key, candidate)
+                waiter.answer = candidate
+                del self._waiting[key]
+                self.asks.pop(key, None)
+                waiter.event.set()
+        if self.asks:
+            self.activity.set()
 
 
 @dataclass(slots=True)

@@ -43,10 +43,10 @@ from ..types import (
     LoggingLevel,
     RequestId,
 )
-from ._askers import PushAsker, RoundAsker
+from ._askers import PushAsker
 from ._context import Context
 from ._features import PromptDef, ResourceDef, completion_result, make_prompt, make_resource
-from ._rounds import AnswerBook, Finished, ParkedRuns, Run
+from ._rounds import AnswerBook, Finished, ParkedRuns, RoundAsker, Run
 from ._sealing import StateSealer, request_binding
 from ._tools import ToolDef, error_result, make_tool, to_call_result
 from ._url import UrlElicitationRequired, UrlElicitations
