@@ -21,6 +21,7 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -262,22 +263,25 @@ class HandshakeSessions:
         self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
     ) -> None:
         """A POST for a session another replica runs: forward it there, and relay the answer stream back."""
-        if "method" not in message or "id" not in message:
-            if await self._peers.deliver(owner.replica, owner.session, body):
-                await respond_empty(send, 202)
-            else:
-                await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
-            return
-        request_id = message.get("id")
-        if not (type(request_id) is int or type(request_id) is str):
-            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
-            return
-        opening = functools.partial(Open, owner.session, request_id, body)
-        async with self._peers.relay(owner.replica, owner.session, opening) as stream:
-            if stream is None:
-                await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+        request_id = request_id_of(message)
+        try:
+            if "method" not in message or "id" not in message:
+                if await self._peers.deliver(owner.replica, owner.session, body):
+                    await respond_empty(send, 202)
+                else:
+                    await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
                 return
-            await self._respond_from(stream, owner.session, receive, send)
+            if request_id is None:
+                await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+                return
+            opening = functools.partial(Open, owner.session, request_id, body)
+            async with self._peers.relay(owner.replica, owner.session, opening) as stream:
+                if stream is None:
+                    await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+                    return
+                await self._respond_from(stream, owner.session, receive, send)
+        except StoreUnavailable as exc:
+            await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
 
     async def _find(
         self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
@@ -412,19 +416,44 @@ class HandshakeSessions:
         if isinstance(found, _Elsewhere):
             key, after = parsed if parsed is not None else (None, 0)
             attaching = functools.partial(Attach, found.session, key, after)
-            async with self._peers.relay(found.replica, found.session, attaching) as remote:
-                if remote is None:
-                    await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
-                    return
-                try:
-                    await remote.out.receive()  # Opened, or Closed with the owner's refusal
-                except (anyio.EndOfStream, anyio.ClosedResourceError):
-                    await refuse(send, remote.status or 404, None, INVALID_REQUEST, remote.reason or "Session ended")
-                    return
-                await self._open_sse(send, found.session, remote.event_id(after) if last is None else None)
-                await self._pump(remote, after, receive, send)
+            try:
+                await self._relay_get(found, attaching, after, last, receive, send)
+            except StoreUnavailable as exc:
+                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
             return
-        session = found
+        await self._serve_get(found, parsed, last, receive, send)
+
+    async def _relay_get(
+        self,
+        found: _Elsewhere,
+        attaching: Callable[[str, str], Attach],
+        after: int,
+        last: str | None,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A GET for a session another replica runs: have the owner pump the stream here."""
+        async with self._peers.relay(found.replica, found.session, attaching) as remote:
+            if remote is None:
+                await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+                return
+            try:
+                await remote.out.receive()  # Opened, or Closed with the owner's refusal
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                await refuse(send, remote.status or 404, None, INVALID_REQUEST, remote.reason or "Session ended")
+                return
+            await self._open_sse(send, found.session, remote.event_id(after) if last is None else None)
+            await self._pump(remote, after, receive, send)
+
+    async def _serve_get(
+        self,
+        session: SessionTransport,
+        parsed: tuple[str, int] | None,
+        last: str | None,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """A GET for a session this replica runs: the standalone stream, or a resumed one from its history."""
         stream = session.standalone
         delivered = 0
         if parsed is not None:

@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 import math
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import msgspec
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._handshake import SessionTransport, Stream
 
 logger = logging.getLogger("elicitor.http")
+_Job = TypeVar("_Job")
 
 
 class Deliver(msgspec.Struct, tag="deliver", frozen=True):
@@ -200,7 +201,7 @@ class Peers:
             if session is not None:
                 await session.deliver(message.body)
         elif isinstance(message, Open):
-            self._start(self._serve_open, message)
+            await self._serve_open(message)
         elif isinstance(message, Attach):
             self._start(self._serve_attach, message)
         elif isinstance(message, Detach):
@@ -214,17 +215,18 @@ class Peers:
         elif isinstance(message, UrlComplete):
             await self._urls.notify_local(message.connection, message.elicitation)
 
-    def _start(
-        self, serve: Callable[[Open], Awaitable[None]] | Callable[[Attach], Awaitable[None]], message: object
-    ) -> None:
+    def _start(self, serve: Callable[[_Job], Coroutine[Any, Any, None]], job: _Job) -> None:
         assert self._tg is not None
-        self._tg.start_soon(serve, message)  # type: ignore[arg-type]
+        self._tg.start_soon(serve, job)
 
     # ---- the owner's end -----------------------------------------------------------------------------------
 
+    async def _publish(self, replica: str, message: PeerMessage) -> int:
+        return await self._store.bus.publish(channel(replica), _encode(message))
+
     async def _send(self, replica: str, message: PeerMessage) -> int:
         try:
-            return await self._store.bus.publish(channel(replica), _encode(message))
+            return await self._publish(replica, message)
         except StoreUnavailable as exc:
             logger.warning("could not reach replica %s: %s", replica, exc)
             return 0
@@ -239,8 +241,12 @@ class Peers:
             await self._send(message.reply, Closed(message.token, 400, reason))
             return
         stream = session.open(message.request)
-        await session.deliver(message.body)
-        await self._pump(stream, 0, message.reply, message.token, replay=False)
+        await session.deliver(message.body)  # here, in order with the Delivers that follow it on this channel
+        self._start(self._pump_new, (stream, message.reply, message.token))
+
+    async def _pump_new(self, job: tuple[Stream, str, str]) -> None:
+        stream, reply, token = job
+        await self._pump(stream, 0, reply, token, replay=False)
 
     async def _serve_attach(self, message: Attach) -> None:
         session = self._sessions.get(message.session)
@@ -292,11 +298,16 @@ class Peers:
     # ---- the landing replica's end -------------------------------------------------------------------------
 
     async def deliver(self, owner: str, session_id: str, body: bytes) -> bool:
-        """Forward a message that needs no answer stream; ``False`` if the owner did not receive it."""
-        return await self._send(owner, Deliver(session_id, body)) > 0
+        """Forward a message that needs no answer stream; ``False`` if the owner did not receive it.
+
+        Raises:
+            StoreUnavailable: the message could not be sent (it was not delivered).
+        """
+        return await self._publish(owner, Deliver(session_id, body)) > 0
 
     async def end(self, owner: str, session_id: str) -> bool:
-        return await self._send(owner, End(session_id)) > 0
+        """Ask ``owner`` to end a session; ``False`` if it did not receive it. Raises :class:`StoreUnavailable`."""
+        return await self._publish(owner, End(session_id)) > 0
 
     @asynccontextmanager
     async def relay(
@@ -306,11 +317,14 @@ class Peers:
 
         While the block runs, the owner's lease is checked every few seconds: a dead owner ends the stream.
         Leaving the block before the stream finished tells the owner to stop (the stream stays for a resume).
+
+        Raises:
+            StoreUnavailable: the request could not be sent to the owner.
         """
         token = secrets.token_hex(12)
         stream = self._relays[token] = RemoteStream(token)
         try:
-            if not await self._send(owner, request(self.me, token)):
+            if not await self._publish(owner, request(self.me, token)):
                 yield None
                 return
             async with anyio.create_task_group() as tg:
