@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/elicitor demo
 
-test: lint typecheck unit conformance
+test: lint typecheck unit wheel conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,0 +1,138 @@
+"""Install elicitor's wheel as a user would, in fresh virtual environments, and run it there (part of ``make test``).
+
+The editable install the tests use sees the whole source tree and every development dependency, so a module that
+imports a package the wheel does not declare still passes them. Here the wheel is built once and installed into a
+new environment per variant — plain, and with each optional extra of ``pyproject.toml`` (read from the file, so an
+extra added later is covered) — where the ``elicitor`` command runs, every module of the package imports, and a
+two-line server answers a client in-process. A module may fail to import only for want of an extra that variant
+did not install (``elicitor.state._redis`` without ``[redis]``), and then with a ``ModuleNotFoundError`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r"""
+import importlib, json, pkgutil, sys
+import anyio
+import elicitor
+from elicitor import Client, Server
+from elicitor.transports import memory_pair
+
+allowed = set(json.loads(sys.argv[1]))
+failures = []
+for info in pkgutil.walk_packages(elicitor.__path__, "elicitor."):
+    if info.name.endswith("__main__"):
+        continue  # running it is what `elicitor --help` checked
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top not in allowed:
+            failures.append(f"{info.name}: needs {exc.name!r}, which the wheel does not declare ({exc})")
+    except Exception as exc:
+        failures.append(f"{info.name}: {type(exc).__name__}: {exc}")
+
+server = Server("wheel-check")
+
+@server.tool()
+async def add(a: int, b: int) -> int:
+    return a + b
+
+async def call() -> str:
+    ours, theirs = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, theirs)
+        async with Client(ours) as client:
+            text = (await client.call_tool("add", {"a": 2, "b": 3})).text
+        tg.cancel_scope.cancel()
+    return text
+
+answer = anyio.run(call)
+if answer != "5":
+    failures.append(f"the in-process call answered {answer!r}, not '5'")
+print("\n".join(failures))
+sys.exit(1 if failures else 0)
+"""
+
+
+def extras() -> dict[str, list[str]]:
+    """The optional extras users install (``dev`` is ours), with the distributions each brings."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared: dict[str, list[str]] = project.get("optional-dependencies", {})
+    return {name: requirements for name, requirements in declared.items() if name != "dev"}
+
+
+def distribution(requirement: str) -> str:
+    """The import name a requirement provides, as far as this check needs it (``redis>=5`` → ``redis``)."""
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].strip().lower().replace("-", "_")
+
+
+def build(into: Path) -> Path:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(into), str(ROOT)],
+        check=True,
+    )
+    (wheel,) = into.glob("elicitor-*.whl")
+    return wheel
+
+
+def check(wheel: Path, extra: str | None, optional: set[str], work: Path) -> tuple[str, bool, str]:
+    """Install ``wheel`` (with ``extra``) into a new venv and run the command and the probe there."""
+    label = f"elicitor[{extra}]" if extra else "elicitor"
+    started = time.monotonic()
+    venv = work / (extra or "plain")
+    python = venv / "bin" / "python"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        target = f"{wheel}[{extra}]" if extra else str(wheel)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", target],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        command = venv / "bin" / "elicitor"
+        for arguments in (["--help"], ["--version"]):
+            subprocess.run([str(command), *arguments], check=True, capture_output=True, text=True, timeout=60)
+        allowed = sorted(optional - ({distribution(r) for r in extras()[extra]} if extra else set()))
+        probe = subprocess.run(
+            [str(python), "-c", PROBE, json.dumps(allowed)], capture_output=True, text=True, timeout=120, cwd=work
+        )
+    except subprocess.CalledProcessError as exc:
+        return label, False, f"{' '.join(map(str, exc.cmd))} failed:\n{exc.stdout or ''}{exc.stderr or ''}"
+    elapsed = f"{time.monotonic() - started:.0f} s"
+    if probe.returncode != 0:
+        return label, False, f"{elapsed}\n{probe.stdout}{probe.stderr}"
+    return label, True, elapsed
+
+
+def main() -> int:
+    declared = extras()
+    optional = {distribution(r) for requirements in declared.values() for r in requirements}
+    with tempfile.TemporaryDirectory(prefix="elicitor-wheel-") as folder:
+        work = Path(folder)
+        wheel = build(work / "dist")
+        print(f"wheel: built {wheel.name}", flush=True)
+        variants: list[str | None] = [None, *declared]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results = list(pool.map(lambda extra: check(wheel, extra, optional, work), variants))
+    for label, ok, detail in results:
+        print(f"wheel: {'ok  ' if ok else 'FAIL'} {label}: {detail}")
+    failed = sum(not ok for _, ok, _ in results)
+    print(f"wheel: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
