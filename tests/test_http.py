@@ -8,11 +8,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import httpx2 as httpx
 import pytest
 
 from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server
 from elicitor.server import HttpApp
+from elicitor.state import MemoryEventStore
 
 from .conftest import REVISIONS, serving
 
@@ -35,6 +37,20 @@ async def chatty(ctx: Context) -> str:
     outcome = await ctx.elicit("Go on?", bool)
     await ctx.report_progress(2, 2, "done")
     return f"chatty {outcome.action}"
+
+
+@server.tool()
+async def pair(ctx: Context) -> str:
+    names: list[str] = []
+
+    async def ask(key: str) -> None:
+        outcome = await ctx.elicit(f"Name {key}?", NAME, key=key)
+        names.append(outcome.data["name"] if isinstance(outcome, Accepted) else "-")
+
+    async with anyio.create_task_group() as tg:
+        for key in "abc":
+            tg.start_soon(ask, key)
+    return " ".join(sorted(names))
 
 
 cancelled: list[str] = []
@@ -199,7 +215,7 @@ async def test_session_lifecycle(anyio_backend: str) -> None:
         listed = await http.post("/mcp", content=rpc("tools/list", id=2), headers=headers)
         assert listed.status_code == 200
         assert listed.headers["content-type"] == "application/json"
-        assert {t["name"] for t in listed.json()["result"]["tools"]} == {"greet", "chatty", "slow"}
+        assert {t["name"] for t in listed.json()["result"]["tools"]} == {"greet", "chatty", "slow", "pair"}
         bad_version = {**headers, "mcp-protocol-version": "1999-01-01"}
         assert (await http.post("/mcp", content=rpc("ping", id=3), headers=bad_version)).status_code == 400
         # An answer to an elicitation that no longer exists is accepted and ignored.
@@ -438,3 +454,21 @@ async def test_idle_sessions_expire_but_not_while_a_person_answers(anyio_backend
             assert [line async for line in lines if line.startswith("data: {")] != []
         await anyio.sleep(1.0)  # now nothing is in flight and the client is silent: the session expires
         assert session not in app._handshake
+
+
+class SlowEventStore(MemoryEventStore):
+    """An event store whose writes yield to other tasks, as a networked one (Redis) does."""
+
+    async def store(self, stream: str, sequence: int, message: bytes) -> None:
+        for _ in range(3 - sequence % 3):
+            await anyio.lowlevel.checkpoint()
+        await super().store(stream, sequence, message)
+
+
+async def test_concurrent_questions_keep_their_order_when_the_event_store_yields(anyio_backend: str) -> None:
+    handler = ScriptedHandler(otherwise=lambda request: {"name": request.message.split()[1].rstrip("?")})
+    app = server.http_app(event_store=SlowEventStore())
+    with anyio.fail_after(10):
+        async with serving(app) as url, Client.http(url, elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("pair")).text == "a b c"
+    assert sorted(r.message for r in handler.requests) == ["Name a?", "Name b?", "Name c?"]

@@ -222,9 +222,11 @@ async def test_events_order_after_and_bound(replicas: tuple[Store, Store]) -> No
     assert await b.events.replay("k1", after=-1) == await b.events.replay("k1", after=0)
     assert await b.events.replay("k2", after=0) == [(1, b"\x00other\xff")]
 
-    await a.events.store("k1", 5, b"again")  # a retried store: already kept, ignored
-    await a.events.store("k1", 2, b"older")
+    await a.events.store("k1", 5, b"m5")  # a retried store: kept once
     assert await b.events.replay("k1", after=4) == [(5, b"m5")]
+    await a.events.store("k3", 2, b"second")  # concurrent messages whose writes finish out of order
+    await a.events.store("k3", 1, b"first")
+    assert await b.events.replay("k3", after=0) == [(1, b"first"), (2, b"second")]
 
     for sequence in range(6, PER_STREAM + 45):
         await a.events.store("k1", sequence, b"x")

@@ -34,6 +34,8 @@ _decode = msgspec.json.Decoder().decode
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _ACCEPT = "application/json, text/event-stream"
 _RECONNECTS = 5
+_UNAVAILABLE_FOR = 30.0
+"""Seconds a resume keeps trying while the server answers 502/503/504."""
 
 
 class SessionExpired(Exception):
@@ -58,6 +60,8 @@ class HttpClientTransport:
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized](math.inf)
         self._listening = False
         self._closed = False
+        self._in_flight: set[RequestId] = set()
+        """Requests whose answer stream is being read."""
 
     @classmethod
     @asynccontextmanager
@@ -96,6 +100,9 @@ class HttpClientTransport:
             return
         response = await self.http.post(self.url, content=message, headers=headers)
         if response.status_code == 404 and self.session_id is not None:
+            # The session is gone (its server stopped): what we were waiting for will never come.
+            for request_id in list(self._in_flight):
+                self._session_gone(request_id)
             raise anyio.BrokenResourceError from SessionExpired("the server ended this session")
         if response.status_code >= 400:
             logger.warning("the server refused a message with HTTP %d: %s", response.status_code, response.text[:200])
@@ -164,15 +171,19 @@ class HttpClientTransport:
         return out
 
     async def _exchange(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
+        self._in_flight.add(request_id)
+        try:
+            await self._post_request(message, headers, request_id)
+        finally:
+            self._in_flight.discard(request_id)
+
+    async def _post_request(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
         try:
             async with self.http.stream("POST", self.url, content=message, headers=headers) as response:
                 if response.headers.get("mcp-session-id") and self.session_id is None:
                     self.session_id = response.headers["mcp-session-id"]
                 if response.status_code == 404 and "mcp-session-id" in headers:
-                    # The server no longer knows our session: the client must initialize again (2025-11-25).
-                    self.session_id = None
-                    self._listening = False
-                    self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
+                    self._session_gone(request_id)
                     return
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if kind == "text/event-stream":
@@ -210,16 +221,32 @@ class HttpClientTransport:
         return done, decoder.last_event_id, decoder.retry
 
     async def _resume(self, request_id: RequestId, last_id: str | None, retry: int | None) -> None:
-        """The stream ended before the answer: reconnect with GET and ``Last-Event-ID`` (SEP-1699 polling)."""
-        for _ in range(_RECONNECTS):
+        """The stream ended before the answer: reconnect with GET and ``Last-Event-ID`` (SEP-1699 polling).
+
+        At most ``_RECONNECTS`` streams that end again or fail, and up to ``_UNAVAILABLE_FOR`` seconds of 502/503/504
+        (a replica restarting, or reconnecting to the store: the session may come back, or be reported gone).
+        """
+        attempts = 0
+        unavailable_until: float | None = None
+        while attempts < _RECONNECTS:
             if last_id is None or self._closed:
                 break
             await anyio.sleep((retry if retry is not None else 1000) / 1000)
+            attempts += 1
             headers = self._base_headers()
             headers["accept"] = "text/event-stream"
             headers["last-event-id"] = last_id
             try:
                 async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code == 404 and "mcp-session-id" in headers:
+                        self._session_gone(request_id)  # its server stopped: initialize again (2025-11-25)
+                        return
+                    if response.status_code in (502, 503, 504):
+                        now = anyio.current_time()
+                        unavailable_until = unavailable_until or now + _UNAVAILABLE_FOR
+                        if now < unavailable_until:
+                            attempts -= 1  # not a failed stream: the same attempt, later
+                        continue
                     if response.status_code != 200:
                         break
                     done, new_last, new_retry = await self._read_events(response, request_id)
@@ -252,6 +279,12 @@ class HttpClientTransport:
             if self._closed:
                 return
             await anyio.sleep((retry if retry is not None else 1000) / 1000)
+
+    def _session_gone(self, request_id: RequestId) -> None:
+        """The server no longer knows our session: the client must initialize again (2025-11-25)."""
+        self.session_id = None
+        self._listening = False
+        self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
 
     async def _deliver(self, message: bytes) -> None:
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -19,10 +19,19 @@ from urllib.parse import urlsplit
 import msgspec
 
 from .._exceptions import ElicitorError
-from ..state import Store, StoreUnavailable, UrlRecord
+from ..state import Store, StoreUnavailable, UrlRecord, replica_channel
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
-_encode_notice = msgspec.json.Encoder().encode
+
+
+class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True):
+    """On the bus to the replica holding ``connection``: tell it that elicitation ``elicitation`` is done."""
+
+    connection: str
+    elicitation: str
+
+
+_encode_notice = msgspec.msgpack.Encoder().encode
 
 ID_PLACEHOLDER = "{elicitation_id}"
 """Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
@@ -170,8 +179,8 @@ class UrlElicitations:
             if record.replica == self._store.replica:
                 await self.notify_local(record.connection, elicitation_id)
             elif record.replica is not None:
-                notice = _encode_notice({"t": "url-complete", "c": record.connection, "id": elicitation_id})
-                await self._store.bus.publish(f"replica:{record.replica}", notice)
+                notice = _encode_notice(UrlComplete(record.connection, elicitation_id))
+                await self._store.bus.publish(replica_channel(record.replica), notice)
         return True
 
     async def notify_local(self, connection: str, elicitation_id: str) -> None:

@@ -18,6 +18,7 @@ from ._ports import (
     StoreUnavailable,
     UrlRecord,
     UrlRegistry,
+    replica_channel,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "UrlRecord",
     "UrlRegistry",
     "open_store",
+    "replica_channel",
 ]
 
 

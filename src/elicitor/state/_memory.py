@@ -52,12 +52,11 @@ class MemoryEventStore:
             if len(self._events) >= self._limit:
                 del self._events[next(iter(self._events))]
             events = self._events[stream] = deque(maxlen=self._per_stream)
-        elif events and sequence <= events[-1][0]:
-            return  # already kept: a retried store
         events.append((sequence, message))
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
-        return [(seq, message) for seq, message in self._events.get(stream, ()) if seq > after]
+        kept = {seq: message for seq, message in self._events.get(stream, ()) if seq > after}
+        return sorted(kept.items())
 
     async def discard(self, stream: str) -> None:
         self._events.pop(stream, None)

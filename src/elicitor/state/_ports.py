@@ -87,8 +87,10 @@ class EventStore(Protocol):
     """
 
     async def store(self, stream: str, sequence: int, message: bytes) -> None:
-        """Remember ``message`` as event ``sequence`` of ``stream`` (sequences only grow within a stream: one at or
-        below the last is already kept, and ignored, so a retried store is harmless)."""
+        """Remember ``message`` as event ``sequence`` of ``stream``.
+
+        Stores of one stream may arrive out of order (concurrent messages) or twice (a retried write): the store
+        keeps each sequence once and replays in sequence order."""
         ...
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
@@ -124,6 +126,11 @@ class UrlRegistry(Protocol):
         """Drop every record ``connection`` registered, with or without a question (it closed: nobody is left to
         notify); returns how many."""
         ...
+
+
+def replica_channel(replica: str) -> str:
+    """The bus channel on which replica ``replica`` listens for messages meant for it."""
+    return f"replica:{replica}"
 
 
 class Bus(Protocol):

@@ -9,8 +9,8 @@ nothing behind for long):
 * ``P replica:<replica id>`` — string ``1``: the replica's lease. TTL ``lease``, renewed every ``lease / 3``.
 * ``P session:<session id>`` — hash: ``owner`` (a replica id), ``principal`` (absent for None, so ``""`` stays
   distinct). TTL ``session_ttl`` (a day), set by ``claim``.
-* ``P events:<stream>`` — Redis stream: entry ``<sequence>-1`` with field ``m`` (the message), capped at the last
-  ``events_per_stream`` entries. TTL ``event_ttl``, renewed by each event.
+* ``P events:<stream>`` — sorted set: member ``<sequence>:<message>`` scored by the sequence, capped at the last
+  ``events_per_stream`` members. TTL ``event_ttl``, renewed by each event.
 * ``P url:<elicitation id>`` — hash: ``message``, ``url``, ``completed`` (``0``/``1``), and ``principal``,
   ``replica``, ``connection`` (each absent for None), ``completion`` (the token of the call that completed it). TTL
   ``url_ttl`` from creation (completing does not extend it).
@@ -27,8 +27,9 @@ Why each operation is atomic, and one round trip:
 * ``lookup`` is a Lua script that reads the session hash and then its owner's lease key, so the answer is one
   snapshot; ``claim`` is ``DEL`` + ``HSET`` + ``PEXPIRE`` in one ``MULTI``/``EXEC`` (no reader sees a half-written
   record, nor the principal of a former claim); ``release`` is one ``DEL``.
-* ``store`` is ``XADD … MAXLEN = n`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``: the bound and the expiry apply with
-  the write. ``replay`` is one ``XRANGE`` from the id after ``after`` (Redis filters); ``discard`` one ``DEL``.
+* ``store`` is ``ZADD`` + ``ZREMRANGEBYRANK`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``: the bound and the expiry
+  apply with the write, and writes may land in any order. ``replay`` is one ``ZRANGEBYSCORE`` above ``after``
+  (Redis filters and orders); ``discard`` one ``DEL``.
 * ``add``, ``find``, ``complete`` and ``forget_connection`` are Lua scripts: Redis runs a script alone, so a
   question asked twice at once on one connection gets one record, and a completion raced from two replicas
   succeeds once. ``get`` is one ``HGETALL``.
@@ -67,7 +68,7 @@ from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as ConnectionLost
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
 from ._ports import SessionRecord, StoreUnavailable, UrlRecord
@@ -162,12 +163,12 @@ class RedisSessionDirectory:
             await self._shared.client.delete(self._shared.key("session", session_id))
 
 
-_LAST_SEQUENCE = 2**64 - 1
-"""The largest first part of a stream entry id."""
-
-
 class RedisEventStore:
-    """The last ``per_stream`` events of each SSE stream, as a Redis stream whose entry ids are the sequences."""
+    """The last ``per_stream`` events of each SSE stream, as a sorted set scored by sequence.
+
+    Members are ``<sequence>:<message>``, so a store sent twice adds nothing, and writes that complete out of order
+    (concurrent messages of one stream) are kept in sequence order all the same.
+    """
 
     def __init__(self, shared: _Shared, *, per_stream: int, ttl: float) -> None:
         self._shared = shared
@@ -175,28 +176,25 @@ class RedisEventStore:
         self._ttl = _ms(ttl)
 
     async def store(self, stream: str, sequence: int, message: bytes) -> None:
-        """Keep ``message`` as event ``sequence``, dropping the oldest beyond the bound and renewing the TTL.
-
-        An event at or below the stream's last sequence is already kept (a store retried after its reply was
-        lost): it is ignored.
-        """
+        """Keep ``message`` as event ``sequence``, dropping the oldest beyond the bound and renewing the TTL."""
         key = self._shared.key("events", stream)
         with self._shared.failing("storing an event"):
             async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.xadd(key, {"m": message}, id=f"{sequence}-1", maxlen=self._per_stream, approximate=False)
+                pipe.zadd(key, {b"%d:%s" % (sequence, message): sequence})
+                pipe.zremrangebyrank(key, 0, -self._per_stream - 1)
                 pipe.pexpire(key, self._ttl)
-                added, _ = await pipe.execute(raise_on_error=False)
-            if isinstance(added, ResponseError) and "equal or smaller" not in str(added):
-                raise added
+                await pipe.execute()
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
-        """The kept events after sequence ``after``, oldest first (Redis filters: one ``XRANGE``)."""
-        if after >= _LAST_SEQUENCE:  # a Last-Event-ID beyond any stream id: nothing after it
-            return []
+        """The kept events after sequence ``after``, oldest first (Redis filters: one ``ZRANGEBYSCORE``)."""
         with self._shared.failing("replaying events"):
-            found = await self._shared.client.xrange(self._shared.key("events", stream), f"{max(after + 1, 0)}-0")
-        entries = cast("list[tuple[bytes, dict[bytes, bytes]]]", found or [])  # bytes: decode_responses is off
-        return [(int(entry_id.split(b"-", 1)[0]), fields[b"m"]) for entry_id, fields in entries]
+            found = await self._shared.client.zrangebyscore(self._shared.key("events", stream), f"({after}", "+inf")
+        members = cast("list[bytes]", found or [])  # bytes: decode_responses is off
+        events = []
+        for member in members:
+            sequence, _, message = member.partition(b":")
+            events.append((int(sequence), message))
+        return events
 
     async def discard(self, stream: str) -> None:
         """Forget ``stream``: its session ended."""

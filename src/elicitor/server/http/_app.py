@@ -216,6 +216,8 @@ class HttpApp:
             try:
                 with anyio.fail_after(5):
                     await self._store.check()
+                if not self._handshake.connected:
+                    raise StoreUnavailable("not yet listening to the other replicas")
             except (StoreUnavailable, TimeoutError) as exc:
                 report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
         await respond_json(send, status, encode_json(report))

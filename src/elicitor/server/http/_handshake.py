@@ -62,16 +62,40 @@ class Stream:
         self.out: MemoryObjectReceiveStream[tuple[int, bytes, bool]]
         self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](math.inf)
         self.attached = False
+        self._unsent: list[tuple[int, bytes, bool]] | None = None
 
     async def put(self, message: bytes, final: bool) -> None:
+        """Number ``message``, queue it for delivery, then keep it for resumption.
+
+        Numbering and queueing happen before the first await, so messages sent concurrently (two questions asked
+        at once) keep their order live even while a networked store's writes complete out of order; the store
+        orders what it keeps by sequence.
+        """
         self.sequence += 1
-        try:
-            await self._events.store(self.key, self.sequence, message)
-        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
-            logger.warning("event %s.%d not kept for resumption: %s", self.key, self.sequence, exc)
-        self._in.send_nowait((self.sequence, message, final))
+        sequence = self.sequence
+        self._in.send_nowait((sequence, message, final))
         if final:
             self.done = True
+        try:
+            await self._events.store(self.key, sequence, message)
+        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
+            logger.warning("event %s.%d not kept for resumption: %s", self.key, sequence, exc)
+
+    async def take(self) -> tuple[int, bytes, bool]:
+        """The next event to deliver: one a pump could not deliver first, else the next one sent."""
+        if self._unsent:
+            return self._unsent.pop()
+        return await self.out.receive()
+
+    def give_back(self, item: tuple[int, bytes, bool]) -> None:
+        """A pump took ``item`` but may not have delivered it: the next pump starts with it.
+
+        The event store keeps it too, but a store restarted without persistence would not; a resuming client
+        skips what it had already received (its ``Last-Event-ID``).
+        """
+        if self._unsent is None:
+            self._unsent = []
+        self._unsent.append(item)
 
     def event_id(self, sequence: int) -> str:
         return f"{self.key}.{sequence}"
@@ -142,10 +166,11 @@ class SessionTransport:
 
 @dataclass(frozen=True, slots=True)
 class _Elsewhere:
-    """A session another replica runs."""
+    """A session another replica runs (or ran: ``alive`` says whether its lease is current)."""
 
     replica: str
     session: str
+    alive: bool
 
 
 class HandshakeSessions:
@@ -175,6 +200,11 @@ class HandshakeSessions:
 
     def __len__(self) -> int:
         return len(self._sessions)
+
+    @property
+    def connected(self) -> bool:
+        """Whether this replica can serve the sessions other replicas run (always, with a store of its own)."""
+        return not self._store.shared or self._peers.listening
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
@@ -269,7 +299,7 @@ class HandshakeSessions:
                 if await self._peers.deliver(owner.replica, owner.session, body):
                     await respond_empty(send, 202)
                 else:
-                    await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+                    await self._unreachable(owner, send, None)
                 return
             if request_id is None:
                 await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
@@ -277,11 +307,23 @@ class HandshakeSessions:
             opening = functools.partial(Open, owner.session, request_id, body)
             async with self._peers.relay(owner.replica, owner.session, opening) as stream:
                 if stream is None:
-                    await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+                    await self._unreachable(owner, send, request_id)
                     return
                 await self._respond_from(stream, owner.session, receive, send)
         except StoreUnavailable as exc:
             await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
+
+    async def _unreachable(self, owner: _Elsewhere, send: Send, request_id: RequestId | None) -> None:
+        """Nobody hears the owner's channel: with its lease gone it died (404: the session is gone, initialize
+        again); with its lease current it is reconnecting to Redis (503: try again)."""
+        if owner.alive:
+            await refuse(
+                send, 503, request_id, INTERNAL_ERROR, "Service unavailable: the session's replica is reconnecting"
+            )
+            return
+        with suppress(StoreUnavailable):
+            await self._store.sessions.release(owner.session)
+        await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
 
     async def _find(
         self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
@@ -302,9 +344,9 @@ class HandshakeSessions:
                 await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
                 return None
             if record is not None and record.principal == headers.principal:
-                if record.alive and record.owner != self._store.replica:
-                    return _Elsewhere(record.owner, session_id)
-                with suppress(StoreUnavailable):  # its replica died (or this one restarted): it is gone
+                if record.owner != self._store.replica:
+                    return _Elsewhere(record.owner, session_id, record.alive)
+                with suppress(StoreUnavailable):  # this replica does not run it any more: it is gone
                     await self._store.sessions.release(session_id)
         await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
         return None
@@ -376,16 +418,20 @@ class HandshakeSessions:
                 while True:
                     if item is None:
                         try:
-                            item = await stream.out.receive()
+                            item = await stream.take()
                         except (anyio.EndOfStream, anyio.ClosedResourceError):
                             break
                     sequence, message, final = item
-                    item = None
                     if sequence <= delivered:
+                        item = None
                         continue
-                    delivered = sequence
                     chunk = encode_event(message, event_id=stream.event_id(sequence))
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    try:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    except BaseException:
+                        stream.give_back(item)  # the client left: a resume starts with it
+                        raise
+                    delivered, item = sequence, None
                     if final:
                         break
                 tg.cancel_scope.cancel()
@@ -435,7 +481,7 @@ class HandshakeSessions:
         """A GET for a session another replica runs: have the owner pump the stream here."""
         async with self._peers.relay(found.replica, found.session, attaching) as remote:
             if remote is None:
-                await refuse(send, 404, None, INVALID_REQUEST, "Session not found: initialize a new session")
+                await self._unreachable(found, send, None)
                 return
             try:
                 await remote.out.receive()  # Opened, or Closed with the owner's refusal
@@ -491,8 +537,13 @@ class HandshakeSessions:
         if found is None:
             return
         if isinstance(found, _Elsewhere):
-            if not await self._peers.end(found.replica, found.session):
-                await refuse(send, 404, None, INVALID_REQUEST, "Session not found")
+            try:
+                reached = await self._peers.end(found.replica, found.session)
+            except StoreUnavailable as exc:
+                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return
+            if not reached:
+                await self._unreachable(found, send, None)
                 return
         else:
             await self._end(found)

@@ -32,8 +32,9 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...state import Store, StoreUnavailable
+from ...state import Store, StoreUnavailable, replica_channel
 from ...types import RequestId
+from .._url import UrlComplete
 
 if TYPE_CHECKING:
     from .._url import UrlElicitations
@@ -91,19 +92,9 @@ class Closed(msgspec.Struct, tag="closed", frozen=True):
     reason: str
 
 
-class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True):
-    connection: str
-    elicitation: str
-
-
 PeerMessage = Deliver | Open | Attach | Detach | End | Opened | Item | Closed | UrlComplete
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(PeerMessage).decode
-
-
-def channel(replica: str) -> str:
-    """The bus channel a replica listens on."""
-    return f"replica:{replica}"
 
 
 class RemoteStream:
@@ -124,6 +115,12 @@ class RemoteStream:
     def event_id(self, sequence: int) -> str:
         return f"{self.key}.{sequence}"
 
+    async def take(self) -> tuple[int, bytes, bool]:
+        return await self.out.receive()
+
+    def give_back(self, item: tuple[int, bytes, bool]) -> None:
+        """Nothing to keep here: the owner still has what this replica could not deliver."""
+
     def push(self, message: Opened | Item | Closed) -> None:
         if isinstance(message, Item):
             self.key = message.stream
@@ -139,9 +136,9 @@ class RemoteStream:
             self.finished = True
             self._in.close()
 
-    def lost(self) -> None:
-        """The owner is gone: end the stream."""
-        self.status, self.reason = 404, "Session ended: the replica running it stopped"
+    def lost(self, status: int = 404, reason: str = "Session ended: the replica running it stopped") -> None:
+        """End the stream: its owner is gone (404), or what it sends cannot reach this replica now (503)."""
+        self.status, self.reason = status, reason
         self._in.close()
 
 
@@ -168,6 +165,8 @@ class Peers:
         self._pumps: dict[str, anyio.CancelScope] = {}
         self._check_every = check_every
         self._tg: anyio.abc.TaskGroup | None = None
+        self.listening = False
+        """Whether this replica hears its channel now (it cannot relay streams otherwise: not ready)."""
 
     @property
     def me(self) -> str:
@@ -181,15 +180,28 @@ class Peers:
             self._tg = tg
             while True:
                 with suppress(StoreUnavailable):
-                    async with self._store.bus.subscribe(channel(self.me)) as messages:
-                        async for payload in messages:
-                            try:
-                                message = _decode(payload)
-                            except (msgspec.DecodeError, msgspec.ValidationError):
-                                logger.warning("ignored a malformed message from another replica")
-                                continue
-                            await self._on(message)
+                    async with self._store.bus.subscribe(replica_channel(self.me)) as messages:
+                        self.listening = True
+                        try:
+                            async for payload in messages:
+                                try:
+                                    message = _decode(payload)
+                                except (msgspec.DecodeError, msgspec.ValidationError):
+                                    logger.warning("ignored a malformed message from another replica")
+                                    continue
+                                await self._on(message)
+                        finally:
+                            self.listening = False
+                            self._interrupt_relays()
                 await anyio.sleep(0.5)
+
+    def _interrupt_relays(self) -> None:
+        """The channel was lost: what owners sent meanwhile is lost too, so end every relay here.
+
+        Their clients resume (``Last-Event-ID``) or retry, and the owners deliver again what they could not send.
+        """
+        for relay in list(self._relays.values()):
+            relay.lost(503, "Service unavailable: the connection between replicas was interrupted; resume")
 
     async def _on(self, message: PeerMessage) -> None:
         if isinstance(message, Opened | Item | Closed):
@@ -222,7 +234,7 @@ class Peers:
     # ---- the owner's end -----------------------------------------------------------------------------------
 
     async def _publish(self, replica: str, message: PeerMessage) -> int:
-        return await self._store.bus.publish(channel(replica), _encode(message))
+        return await self._store.bus.publish(replica_channel(replica), _encode(message))
 
     async def _send(self, replica: str, message: PeerMessage) -> int:
         try:
@@ -280,15 +292,22 @@ class Peers:
                         return
                 while True:
                     try:
-                        sequence, message, final = await stream.out.receive()
+                        item = await stream.take()
                     except (anyio.EndOfStream, anyio.ClosedResourceError):
                         await self._send(reply, Closed(token, 404, "Session ended"))
                         return
+                    sequence, message, final = item
                     if sequence <= delivered:
                         continue
+                    try:
+                        sent = await self._send(reply, Item(token, stream.key, sequence, message, final))
+                    except BaseException:
+                        stream.give_back(item)  # detached meanwhile: the next pump starts with it
+                        raise
+                    if not sent:
+                        stream.give_back(item)  # the landing replica does not hear us: kept for a resume
+                        return
                     delivered = sequence
-                    if not await self._send(reply, Item(token, stream.key, sequence, message, final)):
-                        return  # the landing replica is gone: the events stay in the store for a resume
                     if final:
                         return
         finally:
@@ -321,6 +340,8 @@ class Peers:
         Raises:
             StoreUnavailable: the request could not be sent to the owner.
         """
+        if not self.listening:
+            raise StoreUnavailable("this replica is not connected to the other replicas yet")
         token = secrets.token_hex(12)
         stream = self._relays[token] = RemoteStream(token)
         try:
@@ -338,12 +359,19 @@ class Peers:
             self._relays.pop(token, None)
 
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
+        """End ``stream`` when its owner is gone: its lease lapsed on two checks in a row (a single miss can be a
+        Redis restart that the owner has not yet renewed its lease after)."""
+        misses = 0
         while not stream.finished:
             await anyio.sleep(self._check_every)
             try:
                 record = await self._store.sessions.lookup(session_id)
             except StoreUnavailable:
                 continue
-            if record is None or not record.alive or record.owner != owner:
+            if record is not None and record.alive and record.owner == owner:
+                misses = 0
+                continue
+            misses += 1
+            if misses >= 2 or (record is not None and record.owner != owner):
                 stream.lost()
                 return

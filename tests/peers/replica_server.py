@@ -1,0 +1,113 @@
+"""The server the replica tests run three times behind nginx: questions in sequence, together, URL mode, waits.
+
+``python -m tests.peers.replica_server --port N`` serves it over HTTP, with the page a URL elicitation points to
+(``/done/<id>`` completes it: on whichever replica the balancer sends the person).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from elicitor import Accepted, Context, Server, UrlElicitationRequired
+
+server = Server("replicas", version="1.0.0")
+cancelled: list[str] = []
+"""Calls of this replica cancelled while they waited on a person."""
+
+
+@dataclass
+class Name:
+    name: str
+
+
+@dataclass
+class Party:
+    size: int
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    """Two questions, one after the other."""
+    name = await ctx.elicit("Your name?", Name)
+    party = await ctx.elicit("How many people?", Party)
+    if isinstance(name, Accepted) and isinstance(party, Accepted):
+        return f"{name.data.name} x{party.data.size}"
+    return "nothing booked"
+
+
+@server.tool()
+async def together(ctx: Context) -> str:
+    """Two questions asked at the same time (one round on 2026-07-28, two pending requests before)."""
+    answers: dict[str, str] = {}
+
+    async def ask(key: str) -> None:
+        outcome = await ctx.elicit(f"Name for {key}?", Name, key=key)
+        answers[key] = outcome.data.name if isinstance(outcome, Accepted) else "-"
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "left")
+        tg.start_soon(ask, "right")
+    return f"{answers['left']}+{answers['right']}"
+
+
+@server.tool()
+async def connect(ctx: Context, base: str) -> str:
+    """Needs an out-of-band step: the person opens ``base/done/<id>``, which completes it."""
+    link = await ctx.url_elicitation("Connect your account", f"{base}/done/{{elicitation_id}}")
+    if not link.completed:
+        raise UrlElicitationRequired(link)
+    return "connected"
+
+
+@server.tool()
+async def wait_then_note(ctx: Context) -> str:
+    """Asks, and notes it if the call is cancelled while waiting."""
+    try:
+        await ctx.elicit("Take your time", Name)
+    except anyio.get_cancelled_exc_class():
+        cancelled.append("wait_then_note")
+        raise
+    return "answered"
+
+
+@server.tool()
+async def replica() -> str:
+    """Which process serves this session (its pid)."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def cancellations() -> int:
+    """How many calls this replica saw cancelled while waiting."""
+    return len(cancelled)
+
+
+@server.tool()
+async def change_tools() -> str:
+    """Tell every client, on every replica, that the tool list changed."""
+    server.notify_tools_changed()
+    return "changed"
+
+
+async def pages(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """``GET /done/<id>``: the third party's page, on whichever replica it lands."""
+    path = str(scope.get("path", ""))
+    done = path.startswith("/done/") and await server.complete_url_elicitation(path.rsplit("/", 1)[-1])
+    status = 200 if done else 404
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"done" if done else b"unknown"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    server.run("http", port=parser.parse_args().port, fallback=pages, shutdown_grace=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""Three replicas behind nginx (deploy/nginx.conf, round-robin, no affinity) sharing a real Redis.
+
+Everything here is real: redis-server, three ``python -m tests.peers.replica_server`` processes, nginx, our client
+and the official SDK's client over loopback HTTP. The assertions are what a person would notice: every answer
+arrives, on both eras, whichever replica each request lands on, and a replica that dies takes nothing that a person
+typed on 2026-07-28 with it, and leaves the handshake era's clients a clean way on.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import mcp_types as types
+import pytest
+from mcp import Client as McpClient
+
+from elicitor import Accepted, Client, ElicitationRequest, ScriptedHandler, UrlElicitationRequest
+
+from .replicas import MISSING, Deployment, deployment
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)} (make test installs them)"),
+]
+SERVER = [sys.executable, "-m", "tests.peers.replica_server"]
+ERAS = ["2025-11-25", "2026-07-28"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    with deployment(SERVER, tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+def replicas_used(cluster: Deployment, start: int) -> set[int]:
+    return {cluster.replicas.index_of(upstream) for _, upstream in cluster.nginx.upstreams()[start:] if upstream != "-"}
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_every_answer_arrives_whichever_replica_each_request_lands_on(cluster: Deployment, era: str) -> None:
+    start = len(cluster.nginx.upstreams())
+    handler = ScriptedHandler([{"name": "Ada"}, {"size": 4}])
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol=era) as client:
+            assert (await client.call_tool("book")).text == "Ada x4"
+    assert [r.message for r in handler.requests] == ["Your name?", "How many people?"]
+    assert len(replicas_used(cluster, start)) >= 2, cluster.nginx.upstreams()[start:]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_questions_asked_together_are_answered_across_replicas(cluster: Deployment, era: str) -> None:
+    handler = ScriptedHandler(otherwise=lambda request: {"name": request.message.split()[-1].rstrip("?")})
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol=era) as client:
+            for _ in range(3):
+                assert (await client.call_tool("together")).text == "left+right"
+
+
+async def test_many_sessions_at_once(cluster: Deployment) -> None:
+    results: list[str] = []
+
+    async def one(i: int, era: str) -> None:
+        handler = ScriptedHandler([{"name": f"n{i}"}, {"size": i}])
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol=era) as client:
+            results.append((await client.call_tool("book")).text)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for i in range(12):
+                tg.start_soon(one, i, ERAS[i % 2])
+    assert sorted(results) == sorted(f"n{i} x{i}" for i in range(12))
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_url_elicitation_completed_on_another_replica(cluster: Deployment, protocol: str) -> None:
+    opened: list[str] = []
+
+    def open_page(request: ElicitationRequest | UrlElicitationRequest) -> Accepted[None]:
+        assert isinstance(request, UrlElicitationRequest)
+        opened.append(request.url)
+        assert httpx.get(request.url, timeout=10).status_code == 200  # lands on any replica; completes it there
+        return Accepted(None)
+
+    handler = ScriptedHandler(otherwise=open_page, modes=frozenset({"form", "url"}))
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol=protocol) as client:
+            result = await client.call_tool("connect", {"base": cluster.nginx.base})
+    assert result.text == "connected"
+    assert len(set(opened)) == 1  # one elicitation, whatever replica asked or completed it
+
+
+async def test_the_official_sdk_client_through_the_balancer(cluster: Deployment) -> None:
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        content: dict[str, str | int | float | bool | list[str] | None]
+        content = {"name": "Grace"} if "name" in params.message else {"size": 2}
+        return types.ElicitResult(action="accept", content=content)
+
+    with anyio.fail_after(30):
+        async with McpClient(cluster.nginx.url, elicitation_callback=callback, mode="legacy") as client:
+            assert client.protocol_version == "2025-11-25"
+            for _ in range(3):  # several calls, so requests of the one session land on every replica
+                result = await client.call_tool("book", {})
+                assert result.content[0].text == "Grace x2"  # type: ignore[union-attr]
+    assert asked == ["Your name?", "How many people?"] * 3
+
+
+async def test_a_replica_killed_mid_call_loses_no_answer_on_2026_07_28(cluster: Deployment) -> None:
+    replicas = cluster.replicas
+
+    def kill_then_answer(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, int]:
+        replicas.kill(0)  # the first answer is in the sealed state; the retry must land elsewhere
+        return {"size": 3}
+
+    handler = ScriptedHandler([{"name": "Lin"}, kill_then_answer])
+    try:
+        with anyio.fail_after(30):
+            async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
+                for _ in range(2):  # the first call may have avoided replica 0 altogether; the second cannot
+                    handler.add({"name": "Lin"}, kill_then_answer)
+                    assert (await client.call_tool("book")).text == "Lin x3"
+    finally:
+        replicas.start(0)
+
+
+async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(cluster: Deployment) -> None:
+    """Its session is gone: the client gets 404, starts a new session on a live replica and calls again."""
+    replicas = cluster.replicas
+    asked: list[str] = []
+
+    def answer(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, Any]:
+        asked.append(request.message)
+        if len(asked) == 1:
+            replicas.kill(owner)
+        return {"name": "Kim"} if "name" in request.message else {"size": 5}
+
+    handler = ScriptedHandler(otherwise=answer)
+    bystander = ScriptedHandler(otherwise=lambda r: {"name": "Bo"} if "name" in r.message else {"size": 1})
+    try:
+        with anyio.fail_after(60):
+            async with (
+                Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client,
+                Client.http(cluster.nginx.url, elicitation=bystander, protocol="2025-11-25") as other,
+            ):
+                pids = replicas.pids()
+                owner = pids.index(int((await client.call_tool("replica")).text))
+                other_owner = pids.index(int((await other.call_tool("replica")).text))
+                assert (await client.call_tool("book")).text == "Kim x5"
+                assert asked[0] == "Your name?" and len(asked) >= 3  # asked again on the new session
+                if other_owner != owner:  # a session on another replica is untouched: same session, same process
+                    assert (await other.call_tool("replica")).text == str(pids[other_owner])
+                    assert (await other.call_tool("book")).text == "Bo x1"
+    finally:
+        replicas.start(owner)
+
+
+async def test_health_follows_redis_and_service_recovers_after_a_restart(cluster: Deployment) -> None:
+    assert cluster.redis is not None
+    direct = f"http://127.0.0.1:{cluster.replicas.ports[1]}/healthz"
+    async with httpx.AsyncClient(timeout=10) as http:
+        response = await http.get(f"{cluster.nginx.base}/healthz")
+        assert response.status_code == 200 and response.json()["status"] == "ok"
+        cluster.redis.stop()
+        try:
+            response = await http.get(direct)
+            assert response.status_code == 503 and response.json()["status"] == "unavailable"
+            handler = ScriptedHandler([{"name": "Ann"}, {"size": 2}])
+            with anyio.fail_after(30):  # stateless rounds need no Redis
+                async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
+                    assert (await client.call_tool("book")).text == "Ann x2"
+        finally:
+            cluster.redis.start()
+        with anyio.fail_after(20):
+            while (await http.get(direct)).status_code != 200:
+                await anyio.sleep(0.2)
+    handler = ScriptedHandler([{"name": "Ann"}, {"size": 2}])
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("book")).text == "Ann x2"
+
+
+def test_the_nginx_configuration_is_the_deployed_one(cluster: Deployment) -> None:
+    rendered = (cluster.nginx.folder / "nginx.conf").read_text()
+    deployed = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text()
+    for directive in ("proxy_buffering off;", "proxy_read_timeout 1h;", "keepalive 64;"):
+        assert directive in deployed and directive in rendered
+    directives = "\n".join(line.split("#", 1)[0] for line in rendered.splitlines())
+    assert "ip_hash" not in directives and "sticky" not in directives and "hash " not in directives
