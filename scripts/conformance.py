@@ -3,7 +3,8 @@
 Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored) the first time. Then:
 
 * server mode: ``examples/everything_server.py --port N`` judged by ``--suite all`` of 0.1.16, and of
-  0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``;
+  0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``; then the same suites against three replicas
+  of it behind nginx sharing a Redis (``tests/replicas.py``: the deployment of docs/deploying.md);
 * client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
   extension, each run alone so that a client crash counts, per harness version and revision.
 
@@ -89,6 +90,35 @@ def client_scenarios(version: str, env: dict[str, str], spec: str | None) -> lis
     ]  # fmt: skip
 
 
+def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("conformance: the example server did not start") from None
+            time.sleep(0.1)
+
+
+def server_suites(
+    url: str, name: str, env: dict[str, str], logs: Path, expected: list[str]
+) -> list[tuple[str, bool, str]]:
+    """The server suites of both harness versions, both revisions, against the server at ``url``."""
+    results = []
+    for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
+        label = f"{name} {version}" + (f" {spec}" if spec else "")
+        command = [harness(version), "server", "--url", url, "--suite", "all", *expected]
+        if spec:
+            command += ["--spec-version", spec]
+        code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
+        total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
+        summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
+        results.append((label, code == 0, summary))
+    return results
+
+
 def main() -> int:
     env = setup()
     if "--install-only" in sys.argv[1:]:
@@ -99,35 +129,26 @@ def main() -> int:
     expected = ["--expected-failures", str(EXPECTED)] if EXPECTED.exists() else []
     results: list[tuple[str, bool, str]] = []
 
+    everything = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
     port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "examples" / "everything_server.py"), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=(logs / "server.stderr").open("w"),
-    )
+    with (logs / "server.stderr").open("w") as stderr:
+        server = subprocess.Popen([*everything, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("conformance: the example server did not start") from None
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/mcp"
-        for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
-            label = f"server {version}" + (f" {spec}" if spec else "")
-            command = [harness(version), "server", "--url", url, "--suite", "all", *expected]
-            if spec:
-                command += ["--spec-version", spec]
-            code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
-            total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
-            summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
-            results.append((label, code == 0, summary))
+        wait_for_port(port, server)
+        results += server_suites(f"http://127.0.0.1:{port}/mcp", "server", env, logs, expected)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=10)
+
+    # The same suites against three replicas behind nginx sharing a Redis, as docs/deploying.md deploys them.
+    sys.path.insert(0, str(ROOT))
+    from tests.replicas import MISSING, deployment
+
+    if MISSING:
+        results.append(("server, 3 replicas", False, f"needs {' and '.join(MISSING)} (make test installs them)"))
+    else:
+        with deployment(everything, logs / "replicas") as cluster:
+            results += server_suites(cluster.nginx.url, "server 3 replicas", env, logs, expected)
 
     client = f"{sys.executable} {ROOT / 'examples' / 'conformance_client.py'}"
     for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
