@@ -8,8 +8,9 @@ typed on 2026-07-28 with it, and leaves the handshake era's clients a clean way 
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +183,10 @@ async def test_health_follows_redis_and_service_recovers_after_a_restart(cluster
                     assert (await client.call_tool("book")).text == "Ann x2"
         finally:
             cluster.redis.start()
-        with anyio.fail_after(20):
-            while (await http.get(direct)).status_code != 200:
-                await anyio.sleep(0.2)
+        with anyio.fail_after(20):  # every replica ready again (what a balancer's readiness check waits for)
+            for port in cluster.replicas.ports:
+                while (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code != 200:
+                    await anyio.sleep(0.05)
     handler = ScriptedHandler([{"name": "Ann"}, {"size": 2}])
     with anyio.fail_after(30):
         async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
@@ -198,3 +200,140 @@ def test_the_nginx_configuration_is_the_deployed_one(cluster: Deployment) -> Non
         assert directive in deployed and directive in rendered
     directives = "\n".join(line.split("#", 1)[0] for line in rendered.splitlines())
     assert "ip_hash" not in directives and "sticky" not in directives and "hash " not in directives
+
+
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if id is not None:
+        message["id"] = id
+    return message
+
+
+async def open_session(http: httpx.AsyncClient, url: str, capabilities: dict[str, Any] | None = None) -> dict[str, str]:
+    """Initialize a 2025-11-25 session by hand; the headers its later requests carry."""
+    init = rpc("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                              "capabilities": capabilities or {"elicitation": {"form": {}}}}, id=1)  # fmt: skip
+    response = await http.post(url, json=init, headers=HEADERS)
+    headers = {**HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    assert (await http.post(url, json=rpc("notifications/initialized"), headers=headers)).status_code == 202
+    return headers
+
+
+async def events(response: httpx.Response) -> AsyncIterator[tuple[str | None, dict[str, Any]]]:
+    """``(event id, message)`` for each SSE event carrying a message."""
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id: "):
+            event_id = line[4:]
+        elif line.startswith("data: {"):
+            yield event_id, json.loads(line[6:])
+
+
+async def test_a_stream_resumes_on_another_replica_and_answers_cross_replicas(cluster: Deployment) -> None:
+    """The call, its answers and its resumption each go to a replica that does not run the session."""
+    async with httpx.AsyncClient(timeout=20) as http:
+        headers = await open_session(http, cluster.nginx.url)
+        urls = [f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports]
+        who = await http.post(cluster.nginx.url, json=rpc("tools/call", {"name": "replica"}, id=7), headers=headers)
+        owner = cluster.replicas.pids().index(int(who.json()["result"]["content"][0]["text"]))
+        first, second = [url for i, url in enumerate(urls) if i != owner]
+        last: str | None = None
+        with anyio.fail_after(20):
+            call = rpc("tools/call", {"name": "book"}, id=2)
+            async with http.stream("POST", first, json=call, headers=headers) as r:
+                async for event_id, message in events(r):
+                    if message.get("method") == "elicitation/create":
+                        last, asked = event_id, message
+                        break  # the connection drops here, before the answer
+            answer = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Rue"}}}
+            assert (await http.post(second, json=answer, headers=headers)).status_code == 202
+            result = None
+            for url in (second, first, second):  # resumed each time on a replica that does not run the session
+                assert last is not None
+                resume = {**headers, "accept": "text/event-stream", "last-event-id": last}
+                async with http.stream("GET", url, headers=resume) as r:
+                    assert r.status_code == 200
+                    async for event_id, message in events(r):
+                        last = event_id or last
+                        if message.get("method") == "elicitation/create":
+                            assert message["params"]["message"] == "How many people?"
+                            reply = {"action": "accept", "content": {"size": 6}}
+                            answer = {"jsonrpc": "2.0", "id": message["id"], "result": reply}
+                            assert (await http.post(first, json=answer, headers=headers)).status_code == 202
+                            break  # leave this stream too: the rest is picked up by the next resume
+                        if message.get("id") == 2:
+                            result = message["result"]
+                            break
+                if result is not None:
+                    break
+        assert result is not None and result["content"][0]["text"] == "Rue x6"
+        assert (await http.delete(second, headers=headers)).status_code == 200
+
+
+async def test_cancelling_a_call_reaches_the_replica_that_runs_it(cluster: Deployment) -> None:
+    url = cluster.nginx.url
+    async with httpx.AsyncClient(timeout=20) as http:
+        headers = await open_session(http, url)
+
+        async def count() -> int:
+            response = await http.post(url, json=rpc("tools/call", {"name": "cancellations"}, id=9), headers=headers)
+            return int(response.json()["result"]["content"][0]["text"])
+
+        before = await count()
+        with anyio.fail_after(20):
+            call = rpc("tools/call", {"name": "wait_then_note"}, id=3)
+            async with http.stream("POST", url, json=call, headers=headers) as r:
+                async for _, message in events(r):
+                    if message.get("method") == "elicitation/create":
+                        break
+            cancel = rpc("notifications/cancelled", {"requestId": 3, "reason": "changed my mind"})
+            assert (await http.post(url, json=cancel, headers=headers)).status_code == 202
+            while await count() == before:  # the cancellation lands on any replica; the owner's tool sees it
+                await anyio.sleep(0.05)
+        assert await count() == before + 1
+
+
+async def test_change_notices_reach_sessions_on_every_replica(cluster: Deployment) -> None:
+    url = cluster.nginx.url
+    async with httpx.AsyncClient(timeout=20) as http:
+        listeners = [await open_session(http, url) for _ in range(3)]  # round-robin: on every replica
+        heard: list[str] = []
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                ready = 0
+
+                async def listen(headers: dict[str, str]) -> None:
+                    nonlocal ready
+                    async with http.stream("GET", url, headers={**headers, "accept": "text/event-stream"}) as r:
+                        ready += 1
+                        async for _, message in events(r):
+                            if message.get("method") == "notifications/tools/list_changed":
+                                heard.append(headers["mcp-session-id"])
+                                return
+
+                for headers in listeners:
+                    tg.start_soon(listen, headers)
+                while ready < len(listeners):
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.2)  # every listener's stream attached on its session's replica
+                trigger = await open_session(http, url)
+                await http.post(url, json=rpc("tools/call", {"name": "change_tools"}, id=4), headers=trigger)
+        assert sorted(heard) == sorted(h["mcp-session-id"] for h in listeners)
+
+
+async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:
+    """SIGTERM: the replica gives up its sessions at once; their clients start again elsewhere."""
+    replicas = cluster.replicas
+    handler = ScriptedHandler(otherwise=lambda r: {"name": "Sol"} if "name" in r.message else {"size": 2})
+    try:
+        with anyio.fail_after(60):
+            async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
+                owner = replicas.pids().index(int((await client.call_tool("replica")).text))
+                replicas.terminate(owner)
+                assert (await client.call_tool("book")).text == "Sol x2"
+                assert int((await client.call_tool("replica")).text) in replicas.pids()
+    finally:
+        replicas.start(owner)

@@ -80,6 +80,8 @@ class _ChangeBus:
         self._depth = depth
         self._listeners: set[MemoryObjectSendStream[tuple[str, JSONObject]]] = set()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
+        self.listening = not store.shared
+        """Whether changes from other replicas reach this one now (always, with a store of its own)."""
 
     @contextmanager
     def listen(self) -> Iterator[MemoryObjectReceiveStream[tuple[str, JSONObject]]]:
@@ -113,14 +115,20 @@ class _ChangeBus:
         self._outbox, pending = anyio.create_memory_object_stream[bytes](self._depth)
         async with self._outbox, pending, anyio.create_task_group() as tg:
             tg.start_soon(self._send_out, pending)
+            pause = 0.0
             while True:
                 with suppress(StoreUnavailable):
                     async with self._store.bus.subscribe("changes") as changes:
-                        async for payload in changes:
-                            with suppress(msgspec.ValidationError, msgspec.DecodeError):
-                                method, params = _decode_change(payload)
-                                self._fan_out(method, params)
-                await anyio.sleep(1.0)  # the connection was lost: subscribe again
+                        self.listening, pause = True, 0.0
+                        try:
+                            async for payload in changes:
+                                with suppress(msgspec.ValidationError, msgspec.DecodeError):
+                                    method, params = _decode_change(payload)
+                                    self._fan_out(method, params)
+                        finally:
+                            self.listening = False
+                await anyio.sleep(pause)  # the connection was lost: subscribe again, backing off to 1 s
+                pause = min(1.0, pause * 2 or 0.05)
 
     async def _send_out(self, pending: MemoryObjectReceiveStream[bytes]) -> None:
         async for payload in pending:
@@ -385,6 +393,11 @@ class Server:
     async def relay_changes(self) -> None:
         """Carry change notices between this replica and the others sharing its state, until cancelled."""
         await self._changes.relay()
+
+    @property
+    def relaying_changes(self) -> bool:
+        """Whether change notices from other replicas reach this one now (always true with a store of its own)."""
+        return self._changes.listening
 
     async def serve_stdio(self) -> None:
         """Serve on this process's stdin/stdout until stdin closes."""

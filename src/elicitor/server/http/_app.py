@@ -216,7 +216,7 @@ class HttpApp:
             try:
                 with anyio.fail_after(5):
                     await self._store.check()
-                if not self._handshake.connected:
+                if not (self._handshake.connected and self.server.relaying_changes):
                     raise StoreUnavailable("not yet listening to the other replicas")
             except (StoreUnavailable, TimeoutError) as exc:
                 report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503

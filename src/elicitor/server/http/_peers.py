@@ -178,10 +178,11 @@ class Peers:
         """Serve this replica's channel until cancelled, subscribing again whenever the connection is lost."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            pause = 0.0
             while True:
                 with suppress(StoreUnavailable):
                     async with self._store.bus.subscribe(replica_channel(self.me)) as messages:
-                        self.listening = True
+                        self.listening, pause = True, 0.0
                         try:
                             async for payload in messages:
                                 try:
@@ -193,7 +194,8 @@ class Peers:
                         finally:
                             self.listening = False
                             self._interrupt_relays()
-                await anyio.sleep(0.5)
+                await anyio.sleep(pause)  # subscribe again, backing off to 1 s while Redis is away
+                pause = min(1.0, pause * 2 or 0.05)
 
     def _interrupt_relays(self) -> None:
         """The channel was lost: what owners sent meanwhile is lost too, so end every relay here.
