@@ -337,3 +337,22 @@ async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(clus
                 assert int((await client.call_tool("replica")).text) in replicas.pids()
     finally:
         replicas.start(owner)
+
+
+async def test_a_session_is_its_users_on_every_replica(cluster: Deployment) -> None:
+    """Another user presenting a session id gets 404 on whichever replica, as for an unknown session."""
+    urls = [f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports]
+    async with httpx.AsyncClient(timeout=20) as http:
+        init = rpc("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                                  "capabilities": {}}, id=1)  # fmt: skip
+        created = await http.post(urls[0], json=init, headers={**HEADERS, "x-user": "alice"})
+        alice = {**HEADERS, "x-user": "alice", "mcp-session-id": created.headers["mcp-session-id"]}
+        bob = {**alice, "x-user": "bob"}
+        anonymous = {k: v for k, v in alice.items() if k != "x-user"}
+        for url in urls:
+            assert (await http.post(url, json=rpc("ping", id=2), headers=alice)).status_code == 200
+            assert (await http.post(url, json=rpc("ping", id=3), headers=bob)).status_code == 404
+            assert (await http.post(url, json=rpc("ping", id=4), headers=anonymous)).status_code == 404
+            assert (await http.delete(url, headers=bob)).status_code == 404
+        assert (await http.delete(urls[1], headers=alice)).status_code == 200
+        assert (await http.post(urls[2], json=rpc("ping", id=5), headers=alice)).status_code == 404

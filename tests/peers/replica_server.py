@@ -103,10 +103,18 @@ async def pages(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"done" if done else b"unknown"})
 
 
+def user(scope: dict[str, Any]) -> str | None:
+    """Who asks: the ``X-User`` header, standing in for the authentication in front of a real deployment."""
+    for name, value in scope.get("headers", ()):
+        if name == b"x-user":
+            return bytes(value).decode()
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
-    server.run("http", port=parser.parse_args().port, fallback=pages, shutdown_grace=2)
+    server.run("http", port=parser.parse_args().port, fallback=pages, principal=user, shutdown_grace=2)
 
 
 if __name__ == "__main__":
