@@ -31,7 +31,7 @@ from ._askers import Asker
 from ._url import UrlElicitation
 
 if TYPE_CHECKING:
-    from ._server import ServerSession
+    from ._dispatch import ServerSession
 
 T = TypeVar("T")
 _canonical = msgspec.json.Encoder(order="sorted").encode

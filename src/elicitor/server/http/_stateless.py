@@ -33,7 +33,8 @@ from ...types import (
 from ._asgi import SSE_HEADERS, Headers, Receive, Send, respond_json
 
 if TYPE_CHECKING:
-    from .._server import Server, ServerSession
+    from .._dispatch import ServerSession
+    from .._server import Server
 
 logger = logging.getLogger("elicitor.http")
 

@@ -1,0 +1,519 @@
+"""``ServerSession``: one connection's dispatch — the handshake, the method table, and both eras' calls.
+
+A request whose ``_meta`` names a protocol version is served statelessly from that ``_meta`` (2026-07-28, rounds
+driven by :mod:`._rounds`); anything else goes through the connection's handshake (2025-06-18, 2025-11-25).
+Dispatch functions return the awaitable that answers instead of awaiting it, so no pass-through frame lives while a
+person thinks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
+from ..protocol import (
+    Handshake,
+    NotificationReceived,
+    RequestMeta,
+    RequestReceived,
+    is_modern_request,
+    parse_request_meta,
+)
+from ..session import Session, open_session
+from ..transports import Transport
+from ..types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    LOGGING_LEVELS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_REVISIONS,
+    RESOURCE_NOT_FOUND,
+    URL_ELICITATION_REQUIRED,
+    JSONObject,
+    JSONValue,
+    LoggingLevel,
+    RequestId,
+)
+from ._askers import PushAsker
+from ._context import Context
+from ._features import completion_result
+from ._rounds import AnswerBook, Finished, ParkedRuns, RoundAsker, Run
+from ._sealing import request_binding
+from ._tools import ToolDef, error_result, to_call_result
+from ._url import UrlElicitationRequired
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+logger = logging.getLogger("elicitor.server")
+
+Notify = Callable[[str, JSONObject], Awaitable[None]]
+"""Sends a notification (method, params) about the request being served, wherever that request's messages go."""
+
+_HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+"""Methods that 2026-07-28 removed: a modern request for one gets -32601."""
+
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+_LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+
+
+class ServerSession:
+    """Dispatch for one connection: the handshake era's state, and stateless 2026-07-28 requests beside it."""
+
+    def __init__(self, server: Server, *, principal: str | None = None) -> None:
+        self.server = server
+        self.principal = principal
+        self.handshake = Handshake()
+        self.log_level: LoggingLevel | None = "info"
+        self.subscriptions: set[str] = set()
+        """Resource URIs this connection subscribed to (handshake revisions)."""
+        self.session: Session | None = None
+        self.parked: ParkedRuns | None = None
+        self.id = secrets.token_hex(12)
+        """This connection's id in the shared state (URL elicitations it started name it)."""
+
+    async def run(self, transport: Transport) -> None:
+        self.server.url_elicitations.attach(self.id, self.notifier(None))
+        try:
+            async with anyio.create_task_group() as runs:
+                self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
+                async with open_session(transport, self.on_request, self.on_notification) as session:
+                    self.session = session
+                    runs.start_soon(self._forward_changes, session)
+                    await session.wait_closed()
+                runs.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.server.url_elicitations.detach(self.id)
+
+    async def _forward_changes(self, session: Session) -> None:
+        """Handshake era: list changes go to the connection, resource updates only if it subscribed."""
+        with self.server._changes.listen() as changes:
+            async for method, params in changes:
+                if self.handshake.revision is None:
+                    continue  # a 2026-07-28 client listens with subscriptions/listen instead
+                if method == "notifications/resources/updated" and params.get("uri") not in self.subscriptions:
+                    continue
+                await session.notify(method, params or None)
+
+    def notifier(self, related: RequestId | None) -> Notify:
+        """Where notifications about request ``related`` go on this connection (its session, related to it)."""
+
+        async def notify(method: str, params: JSONObject) -> None:
+            if self.session is not None:
+                await self.session.notify(method, params, related=related)
+
+        return notify
+
+    # ---- dispatch --------------------------------------------------------------------------------------------
+
+    async def on_notification(self, note: NotificationReceived) -> None:
+        if note.method == "notifications/initialized":
+            self.handshake.initialized()
+
+    # The dispatch functions below are plain functions returning the awaitable that answers the request, rather
+    # than coroutines awaiting one: a tool call may wait minutes for a person, and every coroutine frame on that
+    # path is memory held per pending elicitation.
+
+    def on_request(self, request: RequestReceived, notify: Notify | None = None) -> Awaitable[JSONObject]:
+        """The awaitable answering ``request``; ``notify`` overrides where its notifications go."""
+        method, params = request.method, request.params
+        if is_modern_request(params):
+            return self.serve_modern(request, notify)
+        self.handshake.check(method)
+        if method == "initialize":
+            return _ready(self._initialize(params))
+        handshake = self.handshake
+        assert handshake.revision is not None
+        meta = RequestMeta(handshake.revision, handshake.capabilities, handshake.client_info, principal=self.principal)
+        return self._route(request, meta, notify, modern=False)
+
+    async def serve_modern(
+        self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
+    ) -> JSONObject:
+        """Serve a 2026-07-28 request from its own ``_meta`` alone.
+
+        ``principal`` is the user the transport authenticated for this request (default: the connection's).
+        """
+        meta = parse_request_meta(request.params, MODERN_REVISIONS)
+        principal = principal if principal is not None else self.principal
+        if principal is not None:
+            meta = dataclasses.replace(meta, principal=principal)
+        if request.method in _HANDSHAKE_ONLY:
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
+        result = await self._route(request, meta, notify, modern=True)
+        result.setdefault("resultType", "complete")
+        result_meta = result.get("_meta")
+        if not isinstance(result_meta, dict):
+            result_meta = result["_meta"] = {}
+        result_meta[META_SERVER_INFO] = self.server.info
+        return result
+
+    def _route(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify | None, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        method = request.method
+        if method == "tools/call":
+            return self._call_tool(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "prompts/get" and self.server._prompts:
+            return self._get_prompt(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "resources/read" and (self.server._resources or self.server._templates):
+            return self._read_resource(request, meta, notify or self.notifier(request.id), modern=modern)
+        if method == "completion/complete" and "completions" in self.server.capabilities():
+            return self._complete(request)
+        if method == "subscriptions/listen" and modern:
+            return self._listen(request, notify or self.notifier(request.id))
+        return _ready(self._answer(request, meta, modern=modern))
+
+    def _answer(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+        method = request.method
+        if method == "tools/list":
+            result: JSONObject = {"tools": [t.describe() for t in self.server._tools.values()]}
+            if modern:
+                result.update(ttlMs=0, cacheScope="public")
+            return result
+        if method == "ping":
+            return {}
+        listed = self._list(method)
+        if listed is not None:
+            if modern:
+                listed.update(ttlMs=0, cacheScope="public")
+            return listed
+        if method in ("resources/subscribe", "resources/unsubscribe") and self.server._resources:
+            uri = (request.params or {}).get("uri")
+            if not isinstance(uri, str):
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
+            if method == "resources/subscribe":
+                self.subscriptions.add(uri)
+            else:
+                self.subscriptions.discard(uri)
+            return {}
+        if method == "server/discover" and modern:
+            result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": self.server.capabilities()}
+            if self.server.instructions:
+                result["instructions"] = self.server.instructions
+            result.update(ttlMs=0, cacheScope="public")
+            return result
+        if method == "logging/setLevel":
+            level = (request.params or {}).get("level")
+            if level not in LOGGING_LEVELS:
+                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown logging level {level!r}")
+            self.log_level = level
+            return {}
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _list(self, method: str) -> JSONObject | None:
+        server = self.server
+        if method == "prompts/list" and server._prompts:
+            return {"prompts": [p.describe() for p in server._prompts.values()]}
+        if method == "resources/list" and (server._resources or server._templates):
+            return {"resources": [r.describe() for r in server._resources.values()]}
+        if method == "resources/templates/list" and (server._resources or server._templates):
+            return {"resourceTemplates": [t.describe() for t in server._templates]}
+        return None
+
+    async def _listen(self, request: RequestReceived, notify: Notify) -> JSONObject:
+        """``subscriptions/listen`` (2026-07-28): acknowledge the filter it can honor, then stream matching changes.
+
+        The request stays open until the client cancels it (closes the stream, or ``notifications/cancelled``).
+        """
+        wanted = (request.params or {}).get("notifications")
+        wanted = wanted if isinstance(wanted, dict) else {}
+        capabilities = self.server.capabilities()
+        agreed: JSONObject = {}
+        for flag, method in _LIST_CHANGED.items():
+            kind = method.split("/")[1]
+            if wanted.get(flag) is True and capabilities.get(kind, {}).get("listChanged"):
+                agreed[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and "resources" in capabilities:
+            agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
+        tag = {_SUBSCRIPTION_ID: request.id}
+        with self.server._changes.listen() as changes:
+            await notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": agreed})
+            async for method, params in changes:
+                if _delivers(agreed, method, params):
+                    await notify(method, {**params, "_meta": tag})
+        return {"_meta": tag}
+
+    async def _complete(self, request: RequestReceived) -> JSONObject:
+        params = request.params or {}
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: completion needs ref and argument {name, value}")
+        if self.server._completion is None:
+            return completion_result([])
+        context = params.get("context")
+        values = await self.server._completion(ref, argument, context if isinstance(context, dict) else None)
+        return completion_result([str(v) for v in values])
+
+    def _initialize(self, params: JSONObject | None) -> JSONObject:
+        revision = self.handshake.initialize(params)
+        result: JSONObject = {
+            "protocolVersion": revision,
+            "capabilities": self.server.capabilities(),
+            "serverInfo": self.server.info,
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        return result
+
+    # ---- tools -------------------------------------------------------------------------------------------------
+
+    def _call_tool(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        params = request.params or {}
+        name = params.get("name")
+        tool = self.server._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        try:
+            kwargs = tool.bind(params.get("arguments"))
+        except ValueError as exc:
+            return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
+        return self._with_context(
+            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern
+        )
+
+    def _get_prompt(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        params = request.params or {}
+        prompt = self.server._prompts.get(str(params.get("name")))
+        if prompt is None:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown prompt {params.get('name')!r}")
+        try:
+            kwargs = prompt.bind(params.get("arguments"))
+        except ValueError as exc:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+        def invoke(ctx: Context) -> Awaitable[JSONObject]:
+            return self._invoke_handler(prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, modern=modern)
+
+        return self._with_context(request, meta, notify, invoke, modern=modern)
+
+    def _read_resource(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+    ) -> Awaitable[JSONObject]:
+        uri = (request.params or {}).get("uri")
+        if not isinstance(uri, str):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: uri must be a string")
+        found = self.server._resources.get(uri)
+        variables: dict[str, str] | None = {} if found is not None else None
+        for template in self.server._templates if found is None else ():
+            variables = template.match(uri)
+            if variables is not None:
+                found = template
+                break
+        if found is None or variables is None:
+            # 2026-07-28 replaced -32002 with -32602 (SEP-2164); earlier revisions keep -32002.
+            code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
+        resource = found
+
+        def convert(value: Any) -> JSONObject:
+            result = resource.contents(uri, value)
+            if modern:
+                result.update(ttlMs=0, cacheScope="public")
+            return result
+
+        def invoke(ctx: Context) -> Awaitable[JSONObject]:
+            return self._invoke_handler(resource.fn, resource.context_param, ctx, variables, convert, modern=modern)
+
+        return self._with_context(request, meta, notify, invoke, modern=modern)
+
+    def _with_context(
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        invoke: Callable[[Context], Awaitable[JSONObject]],
+        *,
+        modern: bool,
+    ) -> Awaitable[JSONObject]:
+        """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28."""
+        request_meta = (request.params or {}).get("_meta")
+        token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
+        if modern:
+            return self._in_rounds(request, meta, notify, invoke, token)
+        assert self.session is not None
+        return invoke(self._context(request, meta, notify, token, PushAsker(self.session, request.id)))
+
+    def _context(
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        token: JSONValue,
+        asker: PushAsker | RoundAsker,
+    ) -> Context:
+        return Context(
+            self, notify, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
+            progress_token=token, log_level=meta.log_level, principal=meta.principal,
+        )  # fmt: skip
+
+    async def _in_rounds(
+        self,
+        request: RequestReceived,
+        meta: RequestMeta,
+        notify: Notify,
+        invoke: Callable[[Context], Awaitable[JSONObject]],
+        token: JSONValue,
+    ) -> JSONObject:
+        params = request.params or {}
+        binding = request_binding(request.method, params, meta.principal)
+        state: JSONObject = {}
+        if "requestState" in params:
+            state = self.server.sealer.open(params["requestState"], binding)
+        fresh = params.get("inputResponses")
+        if fresh is None:
+            fresh = {}
+        if not isinstance(fresh, dict):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+        run = self.parked.claim(state.get("r"), state.get("n")) if self.parked is not None else None
+        if run is not None and run.context.capabilities == meta.capabilities:
+            # Fast path: the run waits in this process; hand it this round's answers.
+            run.context.rebind(request.id, meta, notify, token)
+            run.asker.next_round(fresh)
+        else:
+            if run is not None:
+                run.cancel()
+            # Stateless path: replay the handler with every answer the sealed state carries.
+            asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
+            ctx = self._context(request, meta, notify, token, asker)
+            run = Run(functools.partial(invoke, ctx), asker, ctx)
+            if self.parked is None:
+                return await self._one_round(run, binding)
+            self.parked.start(run)
+        return await self._round(run, binding, self.parked)
+
+    async def _one_round(self, run: Run, binding: bytes) -> JSONObject:
+        """Serve a round with nothing to park the run in (no long-lived task group): replay-only."""
+        result: JSONObject | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run.main)
+            try:
+                result = await self._round(run, binding, None)
+            finally:
+                tg.cancel_scope.cancel()
+        assert result is not None
+        return result
+
+    async def _round(self, run: Run, binding: bytes, parked: ParkedRuns | None) -> JSONObject:
+        try:
+            outcome = await run.next()
+        except BaseException:
+            run.cancel()
+            raise
+        if isinstance(outcome, Finished):
+            return outcome.value
+        sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
+        token_out = self.server.sealer.seal(sealed, binding)
+        if parked is not None:
+            parked.park(run)
+        else:
+            run.cancel()
+        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
+
+    async def _invoke_handler(
+        self,
+        fn: Callable[..., Any],
+        context_param: str | None,
+        ctx: Context,
+        kwargs: dict[str, Any],
+        convert: Callable[[Any], JSONObject],
+        *,
+        modern: bool,
+    ) -> JSONObject:
+        """Run a prompt or resource handler: failures are JSON-RPC errors (these results have no ``isError``)."""
+        if context_param is not None:
+            kwargs = {**kwargs, context_param: ctx}
+        try:
+            value = fn(**kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            return convert(value)
+        except ClientCapabilityMissing as exc:
+            code = MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR
+            data: JSONObject | None = {"requiredCapabilities": exc.required} if modern else None
+            raise JSONRPCError(code, f"Missing required client capability: {exc}", data) from exc
+        except (JSONRPCError, ConnectionClosed):
+            raise
+        except Exception as exc:
+            logger.exception("handler for %s failed", ctx.request_id)
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}") from exc
+
+    async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = ctx
+        attempt = 0
+        while True:
+            try:
+                value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
+                return to_call_result(value, tool.output_schema is not None)
+            except UrlElicitationRequired as exc:
+                required = exc
+            except ClientCapabilityMissing as exc:
+                return _missing(tool, exc, modern=modern)
+            except InvalidAnswer as exc:
+                return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
+            except (JSONRPCError, ConnectionClosed):
+                raise
+            except Exception as exc:
+                logger.exception("tool %r failed", tool.name)
+                return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
+            # The tool needs out-of-band interactions first.
+            if not modern:
+                # 2025-11-25: error -32042 lists them; the client has the person open them and calls again.
+                elicitations: JSONValue = [e.to_wire() for e in required.elicitations]
+                raise JSONRPCError(URL_ELICITATION_REQUIRED, str(required), {"elicitations": elicitations})
+            # 2026-07-28: ask for them in a round; once the person has dealt with them, run the tool again.
+            # Each attempt is its own question: a person who has not finished yet is asked again, next round.
+            attempt += 1
+            try:
+                refused = await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
+            except ClientCapabilityMissing as exc:
+                return _missing(tool, exc, modern=modern)
+            if refused:  # declined or cancelled: the call cannot go on (on 2025-11-25, the client stops there)
+                steps = "; ".join(e.message for e in refused)
+                return error_result(f"Tool {tool.name!r} needs a step the person declined or cancelled: {steps}")
+
+
+def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, modern: bool) -> JSONObject:
+    """A tool needs a capability the client did not declare: -32021 on 2026-07-28, an ``isError`` result before."""
+    if modern:
+        raise JSONRPCError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: {exc}",
+            {"requiredCapabilities": exc.required},
+        ) from exc
+    return error_result(f"Tool {tool.name!r} needs something the client does not offer: {exc}")
+
+
+def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:
+    if method == "notifications/resources/updated":
+        return params.get("uri") in agreed.get("resourceSubscriptions", ())
+    return any(agreed.get(flag) for flag, listed in _LIST_CHANGED.items() if listed == method)
+
+
+async def _ready(value: JSONObject) -> JSONObject:
+    return value
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
