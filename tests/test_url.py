@@ -497,3 +497,23 @@ async def test_a_closed_connection_takes_its_url_elicitations_with_it(anyio_back
 
 async def _done(request: UrlElicitationRequest) -> None:
     return
+
+
+async def test_a_script_never_waits_indefinitely_for_a_completion_notice(anyio_backend: str) -> None:
+    """No person to say "I'm done" and no notice from the server: after url_timeout the call goes on (the spec's
+    MUST NOT wait indefinitely), and a server that still wants the same interaction is reported as a loop."""
+    person = Person(complete=False)  # opens nothing, and has no wait_done
+    async with connected(server, elicitation=person, protocol="2025-11-25", url_timeout=0.2) as client:
+        with anyio.fail_after(10), pytest.raises(TooManyRounds):
+            await client.call_tool("needs_connection")
+    assert len(person.seen) == 1
+
+
+async def test_a_server_that_never_completes_the_handshake_is_a_timeout(anyio_backend: str) -> None:
+    nobody, silent = memory_pair()  # nobody answers on the other end
+    try:
+        with anyio.fail_after(10), pytest.raises(TimeoutError, match="handshake"):
+            async with Client(silent, protocol="2025-11-25", handshake_timeout=0.2):
+                pass
+    finally:
+        await nobody.aclose()

@@ -119,6 +119,12 @@ class Client:
         elicitation_limit: ``(count, seconds)``: at most ``count`` elicitations from this server in any
             ``seconds``; the excess is declined without reaching the person, with a warning logged saying why
             (a server that asks in a loop cannot flood them). Default: no limit.
+        handshake_timeout: seconds the server has to complete the handshake (``server/discover`` or
+            ``initialize``) on entry; then ``TimeoutError``. ``None`` waits as long as it takes.
+        url_timeout: seconds to wait for a URL-mode elicitation's completion notice when the handler has no
+            ``wait_done`` (no person to say "I'm done": scripts, ``ScriptedHandler``); then the call goes on and the
+            server says whether the interaction is complete. The spec forbids waiting for that notice
+            indefinitely; a handler with ``wait_done`` leaves the person in charge instead.
     """
 
     def __init__(
@@ -135,6 +141,8 @@ class Client:
         sampling: SamplingHandler | None = None,
         roots: Sequence[JSONObject] | None = None,
         elicitation_limit: tuple[int, float] | None = None,
+        handshake_timeout: float | None = 30.0,
+        url_timeout: float | None = 600.0,
     ) -> None:
         if protocol != "auto" and protocol not in ALL_REVISIONS:
             raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
@@ -157,6 +165,8 @@ class Client:
         self._progress: dict[str, ProgressCallback] = {}
         self._meta_cache: dict[str, JSONObject] = {}
         self._url_pending: dict[str, anyio.Event] = {}
+        self._handshake_timeout = handshake_timeout
+        self._url_timeout = url_timeout
         if elicitation_limit is not None and (elicitation_limit[0] < 1 or elicitation_limit[1] <= 0):
             raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
         self._limit = elicitation_limit
@@ -211,7 +221,10 @@ class Client:
             self._session = await self._stack.enter_async_context(
                 open_session(transport, self._on_request, self._on_notification)
             )
-            await self._negotiate()
+            with anyio.move_on_after(self._handshake_timeout) as deadline:
+                await self._negotiate()
+            if deadline.cancelled_caught:
+                raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout} s")
         except BaseException:
             await self._stack.aclose()
             raise
@@ -542,6 +555,14 @@ class Client:
             self._forget_url(elicitation_id)
             return
         wait_done = getattr(self._handler, "wait_done", None)
+        limit = self._url_timeout if wait_done is None else None
+        with anyio.move_on_after(limit):
+            await self._first_done(request, elicitation_id, wait_done)
+        self._forget_url(elicitation_id)
+
+    async def _first_done(
+        self, request: UrlElicitationRequest, elicitation_id: str, wait_done: Callable[..., Awaitable[None]] | None
+    ) -> None:
         async with anyio.create_task_group() as tg:
 
             async def notified() -> None:
@@ -556,7 +577,6 @@ class Client:
             tg.start_soon(notified)
             if wait_done is not None:
                 tg.start_soon(person)
-        self._forget_url(elicitation_id)
 
     async def _answer_input(self, request: object) -> JSONObject:
         method = request.get("method") if isinstance(request, dict) else None
