@@ -10,10 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor import Accepted, Context, JSONRPCError, Server, StateSealer
+from elicitor import Accepted, Context, JSONRPCError, ScriptedHandler, Server, StateSealer
 from elicitor.protocol import NotificationReceived, RequestReceived
 from elicitor.session import Session, open_session
 from elicitor.transports import memory_pair
+
+from .conftest import connected
 
 pytestmark = pytest.mark.anyio
 
@@ -313,3 +315,28 @@ async def test_lists_never_return_input_required_and_removed_methods_are_unknown
             -32022,
             {"supported": ["2026-07-28"], "requested": "v9"},
         )
+
+
+async def test_max_parked_runs_zero_replays_every_round(anyio_backend: str) -> None:
+    """Nothing parked: each round re-runs the tool from the sealed state, as a retry on another replica does."""
+    replaying = Server("replaying", max_parked_runs=0)
+    effects: list[str] = []
+
+    def charge() -> str:
+        effects.append("charged")
+        return "done"
+
+    @replaying.tool()
+    async def once_then_ask(ctx: Context) -> str:
+        effects.append("run")
+        await ctx.once("charge", charge)
+        first = await ctx.elicit("Step 1: name?", NAME, key="step1")
+        second = await ctx.elicit("Step 2: name again?", NAME, key="step2")
+        effects.append("body")
+        return f"{first.action}/{second.action}"
+
+    handler = ScriptedHandler([{"name": "a"}, {"name": "a"}])
+    async with connected(replaying, elicitation=handler, protocol="2026-07-28") as client:
+        assert (await client.call_tool("once_then_ask")).text == "accept/accept"
+    assert effects == ["run", "charged", "run", "run", "body"]  # three runs of the tool, one charge, one finish
+    assert len(handler.requests) == 2

@@ -214,6 +214,10 @@ class ParkedRuns:
         self._tg.start_soon(run.main)
 
     def park(self, run: Run) -> None:
+        """Keep ``run`` for its next round; with a limit of 0 nothing is kept (every retry replays)."""
+        if self._limit <= 0:
+            run.cancel()
+            return
         now = time.monotonic()
         while self._runs:
             oldest_id, (since, oldest) = next(iter(self._runs.items()))

@@ -57,7 +57,8 @@ class Server:
         state: seals ``requestState`` on 2026-07-28; default keys come from ``ELICITOR_STATE_KEYS`` or are
             random per process (replicas must share keys: see :class:`StateSealer`).
         max_parked_runs: how many 2026-07-28 calls may wait between rounds in memory per connection (a cache:
-            beyond it, or after a restart, a retry replays the tool from the sealed state).
+            beyond it, or after a restart, a retry replays the tool from the sealed state). ``0`` parks none, so
+            every round replays the tool: what happens on another replica, and how to test ``ctx.once``.
         store: the shared state (sessions, SSE history, URL elicitations, change notices): a
             :class:`~elicitor.state.Store` or a ``redis://`` URL. Default: in this process, or the Redis named by
             ``ELICITOR_REDIS_URL`` when :meth:`run` serves HTTP.
