@@ -193,6 +193,12 @@ async def test_health_follows_redis_and_service_recovers_after_a_restart(cluster
             assert (await client.call_tool("book")).text == "Ann x2"
 
 
+def test_each_replica_says_where_it_listens(cluster: Deployment) -> None:
+    for index, port in enumerate(cluster.replicas.ports):
+        said = cluster.replicas.log(index).read_text()
+        assert f"elicitor: replicas at http://127.0.0.1:{port}/mcp (state shared in Redis)" in said
+
+
 def test_the_nginx_configuration_is_the_deployed_one(cluster: Deployment) -> None:
     rendered = (cluster.nginx.folder / "nginx.conf").read_text()
     deployed = (Path(__file__).resolve().parent.parent / "deploy" / "nginx.conf").read_text()

@@ -118,7 +118,6 @@ def _serve(args: argparse.Namespace) -> int:
         server.run("stdio")
     else:
         hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
-        print(f"elicitor: serving {args.target} at http://{args.host}:{args.port}{args.path}", file=sys.stderr)
         server.run("http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts, redis=args.redis)
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
@@ -327,6 +328,9 @@ class Server:
             redis = redis or os.environ.get(REDIS_URL_ENV, "").strip() or None
             if redis is not None:
                 self.share(redis)
+            shown = f"[{host}]" if ":" in host else host
+            shared = " (state shared in Redis)" if self.store.shared else ""
+            print(f"elicitor: {self.info['name']} at http://{shown}:{port}{path}{shared}", file=sys.stderr, flush=True)
 
             uvicorn.run(
                 self.http_app(path, **options),
