@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, assert_type
 
 import mcp_types._v2025_11_25 as wire1125
 import mcp_types._v2026_07_28 as wire0728
@@ -476,3 +476,17 @@ def test_2025_06_18_emission_stays_inside_that_revision(form: Form[dict[str, Any
         assert prop["type"] in ("string", "number", "integer", "boolean")
         if prop["type"] != "boolean":
             assert "default" not in prop
+
+
+def test_form_of_keeps_the_answer_type() -> None:
+    """``make typecheck`` checks these ``assert_type``s: a form defined once keeps its type for mypy and pyright."""
+
+    @dataclass
+    class IssueDetails:
+        title: str
+
+    form = Form.of(IssueDetails)
+    assert_type(form, Form[IssueDetails])
+    assert_type(Form.of(form), Form[IssueDetails])
+    assert_type(Form.of({"type": "object", "properties": {}}), Form[dict[str, Any]])
+    assert Form.of(form) is form

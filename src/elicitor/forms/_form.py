@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast, overload
 
 import msgspec
 
@@ -14,6 +14,7 @@ from ._fields import FormField, MultiEnumField, Problem
 from ._secrets import secret_reason
 
 T = TypeVar("T")
+_S = TypeVar("_S")
 _canonical = msgspec.json.Encoder(order="sorted").encode
 _CACHE_SIZE = 256
 _schema_cache: dict[tuple[bytes, bool], Form[dict[str, Any]]] = {}
@@ -63,9 +64,25 @@ class Form(Generic[T]):
 
     # ---- construction ---------------------------------------------------------------------------------------
 
+    @overload
+    @classmethod
+    def of(cls, spec: type[_S]) -> Form[_S]: ...
+    @overload
+    @classmethod
+    def of(cls, spec: Form[_S]) -> Form[_S]: ...
+    @overload
+    @classmethod
+    def of(cls, spec: Mapping[str, Any]) -> Form[dict[str, Any]]: ...
+    @overload
+    @classmethod
+    def of(cls, spec: object) -> Form[Any]: ...
+
     @classmethod
     def of(cls, spec: Any) -> Form[Any]:
         """The form for ``spec``: a type, a raw ``requestedSchema`` mapping, or a ``Form`` (returned as is).
+
+        Typed like ``ctx.elicit``: ``Form.of(IssueDetails)`` is a ``Form[IssueDetails]``, so a form defined once
+        keeps its answer type wherever it is used.
 
         Raises:
             FormDefinitionError: the type or schema is outside the restricted subset, or asks for a secret.
