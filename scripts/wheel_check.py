@@ -31,7 +31,7 @@ from elicitor.transports import memory_pair
 
 allowed = set(json.loads(sys.argv[1]))
 failures = []
-for info in pkgutil.walk_packages(elicitor.__path__, "elicitor."):
+for info in pkgutil.walk_packages(elicitor.__path__, "elicitor.", onerror=lambda name: None):
     if info.name.endswith("__main__"):
         continue  # running it is what `elicitor --help` checked
     try:
@@ -93,8 +93,10 @@ def check(wheel: Path, extra: str | None, optional: set[str], work: Path) -> tup
     started = time.monotonic()
     venv = work / (extra or "plain")
     python = venv / "bin" / "python"
+    version = wheel.name.split("-")[1]
+    problem = ""
     try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
         target = f"{wheel}[{extra}]" if extra else str(wheel)
         subprocess.run(
             [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", target],
@@ -103,18 +105,22 @@ def check(wheel: Path, extra: str | None, optional: set[str], work: Path) -> tup
             text=True,
         )
         command = venv / "bin" / "elicitor"
-        for arguments in (["--help"], ["--version"]):
-            subprocess.run([str(command), *arguments], check=True, capture_output=True, text=True, timeout=60)
+        subprocess.run([str(command), "--help"], check=True, capture_output=True, text=True, timeout=60)
+        shown = subprocess.run([str(command), "--version"], check=True, capture_output=True, text=True, timeout=60)
+        if version not in shown.stdout.split():
+            problem = f"`elicitor --version` printed {shown.stdout.strip()!r}, not version {version}"
         allowed = sorted(optional - ({distribution(r) for r in extras()[extra]} if extra else set()))
         probe = subprocess.run(
             [str(python), "-c", PROBE, json.dumps(allowed)], capture_output=True, text=True, timeout=120, cwd=work
         )
-    except subprocess.CalledProcessError as exc:
-        return label, False, f"{' '.join(map(str, exc.cmd))} failed:\n{exc.stdout or ''}{exc.stderr or ''}"
+        if probe.returncode != 0:
+            problem = "\n".join(filter(None, [problem, probe.stdout.strip(), probe.stderr.strip()]))
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+        what = "timed out" if isinstance(exc, subprocess.TimeoutExpired) else "failed"
+        output = "".join(o if isinstance(o, str) else o.decode(errors="replace") for o in (exc.stdout, exc.stderr) if o)
+        problem = f"{' '.join(map(str, exc.cmd))} {what}:\n{output}"
     elapsed = f"{time.monotonic() - started:.0f} s"
-    if probe.returncode != 0:
-        return label, False, f"{elapsed}\n{probe.stdout}{probe.stderr}"
-    return label, True, elapsed
+    return label, not problem, f"{elapsed}\n{problem}" if problem else elapsed
 
 
 def main() -> int:

@@ -10,8 +10,8 @@ import anyio
 import anyio.abc
 import pytest
 
-from elicitor import Client, Server, TerminalHandler
-from elicitor.transports import memory_pair
+from elicitor import TerminalHandler
+from elicitor.testing import connected as connected  # re-exported for the tests
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING = [sys.executable, str(ROOT / "examples" / "everything_server.py"), "--stdio"]
@@ -21,17 +21,6 @@ REVISIONS = ["2025-06-18", "2025-11-25", "2026-07-28"]
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@asynccontextmanager
-async def connected(server: Server, **client_kwargs: Any) -> AsyncIterator[Client]:
-    """A client connected to ``server`` through an in-memory transport pair."""
-    server_end, client_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, server_end)
-        async with Client(client_end, **client_kwargs) as client:
-            yield client
-        tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
