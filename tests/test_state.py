@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor.state import MemoryStore, Store, StoreUnavailable, UrlRecord, open_store
+from elicitor.state import MemoryStore, Store, StoreUnavailable, TaskRecord, UrlRecord, open_store
 from elicitor.state._redis import RedisStore
 
 from .conftest import free_port
@@ -343,6 +343,75 @@ async def test_urls_forget_connection(replicas: tuple[Store, Store]) -> None:
     assert await a.urls.add(fresh, "q1") == fresh  # the index went with them: the question is new again
 
 
+def task(task_id: str = "t1", **changes: Any) -> TaskRecord:
+    now = time.time()
+    fields: dict[str, Any] = {"id": task_id, "principal": "alice", "connection": None, "status": "working"}
+    fields.update(created=now, updated=now, ttl=60.0, poll_interval=1.0)
+    fields.update(call={"name": "deploy", "arguments": {"env": "prod"}}, **changes)
+    return TaskRecord(**fields)
+
+
+async def test_tasks_create_get_swap(replicas: tuple[Store, Store]) -> None:
+    a, b = replicas
+    assert await b.tasks.get("t1") is None
+    await a.tasks.create(task(runner=a.replica))
+    seen = await b.tasks.get("t1")
+    assert seen is not None
+    assert (seen.status, seen.principal, seen.version, seen.runner, seen.runner_alive) == (
+        "working", "alice", 0, a.replica, True
+    )  # fmt: skip
+    assert seen.call == {"name": "deploy", "arguments": {"env": "prod"}}
+    with pytest.raises(ValueError, match="exists"):
+        await b.tasks.create(task())
+
+    asks = {"pick": {"method": "elicitation/create", "params": {"message": "Which?"}}}
+    waiting = await b.tasks.swap(replace(seen, status="input_required", asks=asks, runner=None))
+    assert waiting is not None and waiting.version == 1
+    assert await a.tasks.swap(replace(seen, status="cancelled")) is None  # version 0 is gone: nothing changes
+    now = await a.tasks.get("t1")
+    assert now is not None
+    assert (now.status, now.asks, now.runner, now.runner_alive, now.version) == ("input_required", asks, None, False, 1)
+
+    inbox = {"pick": {"action": "accept", "content": {"v": "b"}}}
+    answered = await a.tasks.swap(replace(now, inbox=inbox))
+    assert answered is not None
+    done = await b.tasks.swap(replace(answered, status="completed", result={"content": []}, inbox={}, asks={}))
+    assert done is not None and done.terminal
+    final = await a.tasks.get("t1")
+    assert final is not None and final.result == {"content": []} and final.status == "completed"
+
+
+async def test_tasks_swap_raced_one_wins(replicas: tuple[Store, Store]) -> None:
+    a, b = replicas
+    await a.tasks.create(task("race"))
+    seen = await a.tasks.get("race")
+    assert seen is not None
+    outcomes: list[TaskRecord | None] = []
+
+    async def change(store: Store, status: str) -> None:
+        outcomes.append(await store.tasks.swap(replace(seen, status=status)))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(change, a, "cancelled")
+        tg.start_soon(change, b, "completed")
+    winners = [o for o in outcomes if o is not None]
+    assert len(winners) == 1
+    final = await b.tasks.get("race")
+    assert final is not None and final.status == winners[0].status and final.version == 1
+
+
+async def test_tasks_expire_with_their_ttl(replicas: tuple[Store, Store]) -> None:
+    a, b = replicas
+    await a.tasks.create(task("brief", ttl=0.3))
+    await a.tasks.create(task("forever", ttl=None))
+    assert await b.tasks.get("brief") is not None
+    await anyio.sleep(0.5)
+    assert await b.tasks.get("brief") is None
+    seen = await b.tasks.get("forever")
+    assert seen is not None and seen.ttl is None
+    assert await a.tasks.swap(replace(seen, status="cancelled")) is not None
+
+
 async def test_bus_publish_subscribe(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await a.bus.publish("changes", b"nobody listens") == 0
@@ -656,3 +725,27 @@ async def test_redis_errors_never_show_the_password() -> None:
         assert "redis://127.0.0.1:" in str(raised.value) and "hunter2" not in str(raised.value)
     finally:
         await store.aclose()
+
+
+@redis_only
+async def test_redis_task_runner_dead(redis_server: RedisServer) -> None:
+    prefix = fresh_prefix()
+    async with replica(redis_server, prefix) as b:
+        async with replica(redis_server, prefix) as a:
+            await a.tasks.create(task("job", runner=a.replica))
+            seen = await b.tasks.get("job")
+            assert seen is not None and seen.runner == a.replica and seen.runner_alive
+        seen = await b.tasks.get("job")  # a stopped: whoever polls next knows to go on with the task
+        assert seen is not None and seen.runner == a.replica and not seen.runner_alive
+
+
+async def test_memory_tasks_bounded_without_dropping_work() -> None:
+    from elicitor.state import MemoryTaskRegistry
+
+    tasks = MemoryTaskRegistry("r", limit=2)
+    await tasks.create(task("one"))
+    await tasks.create(task("two", status="completed"))
+    await tasks.create(task("three"))  # the finished one makes room
+    assert await tasks.get("two") is None and await tasks.get("one") is not None
+    with pytest.raises(OverflowError, match="2 tasks are running"):
+        await tasks.create(task("four"))

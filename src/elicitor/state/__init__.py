@@ -8,7 +8,14 @@ replica each message lands on. :func:`open_store` picks one from a URL, or from 
 from typing import TYPE_CHECKING, Any
 
 from ._config import REDIS_URL_ENV, open_store
-from ._memory import MemoryBus, MemoryEventStore, MemorySessionDirectory, MemoryStore, MemoryUrlRegistry
+from ._memory import (
+    MemoryBus,
+    MemoryEventStore,
+    MemorySessionDirectory,
+    MemoryStore,
+    MemoryTaskRegistry,
+    MemoryUrlRegistry,
+)
 from ._ports import (
     Bus,
     EventStore,
@@ -16,6 +23,8 @@ from ._ports import (
     SessionRecord,
     Store,
     StoreUnavailable,
+    TaskRecord,
+    TaskRegistry,
     UrlRecord,
     UrlRegistry,
     replica_channel,
@@ -32,12 +41,15 @@ __all__ = [
     "MemoryEventStore",
     "MemorySessionDirectory",
     "MemoryStore",
+    "MemoryTaskRegistry",
     "MemoryUrlRegistry",
     "RedisStore",
     "SessionDirectory",
     "SessionRecord",
     "Store",
     "StoreUnavailable",
+    "TaskRecord",
+    "TaskRegistry",
     "UrlRecord",
     "UrlRegistry",
     "open_store",

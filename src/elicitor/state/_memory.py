@@ -16,7 +16,7 @@ from dataclasses import replace
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ._ports import SessionRecord, UrlRecord
+from ._ports import SessionRecord, TaskRecord, UrlRecord
 
 
 class MemorySessionDirectory:
@@ -134,6 +134,53 @@ class MemoryUrlRegistry:
                 self._asked.pop((record.connection, question), None)
 
 
+class MemoryTaskRegistry:
+    """Tasks of this process, by id: expired ones are dropped, and at most ``limit`` are kept.
+
+    At the limit, the oldest finished task makes room; when every task is still running, creating one more raises
+    :class:`OverflowError` rather than dropping somebody's work.
+    """
+
+    def __init__(self, replica: str, *, limit: int = 10_000, clock: Callable[[], float] = time.time) -> None:
+        self._replica = replica
+        self._limit = limit
+        self._clock = clock
+        self._records: dict[str, TaskRecord] = {}
+
+    async def create(self, record: TaskRecord) -> None:
+        self._expire()
+        if record.id in self._records:
+            raise ValueError(f"task {record.id!r} exists")
+        if len(self._records) >= self._limit:
+            finished = next((key for key, known in self._records.items() if known.terminal), None)
+            if finished is None:
+                raise OverflowError(f"{self._limit} tasks are running: finish or cancel some first")
+            del self._records[finished]
+        self._records[record.id] = replace(record, version=0, runner_alive=False)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        record = self._records.get(task_id)
+        if record is None:
+            return None
+        if record.expired(self._clock()):
+            del self._records[task_id]
+            return None
+        return replace(record, runner_alive=record.runner == self._replica)
+
+    async def swap(self, record: TaskRecord) -> TaskRecord | None:
+        known = await self.get(record.id)
+        if known is None or known.version != record.version:
+            return None
+        stored = replace(record, version=record.version + 1, runner_alive=False)
+        self._records[record.id] = stored
+        return replace(stored, runner_alive=stored.runner == self._replica)
+
+    def _expire(self) -> None:
+        now = self._clock()
+        for key in [key for key, record in self._records.items() if record.expired(now)]:
+            del self._records[key]
+
+
 class MemoryBus:
     """Channels within this process: each listener gets a bounded queue and loses messages it does not read."""
 
@@ -174,6 +221,7 @@ class MemoryStore:
         self.events = MemoryEventStore()
         self.urls = MemoryUrlRegistry()
         self.bus = MemoryBus()
+        self.tasks = MemoryTaskRegistry(self.replica)
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:

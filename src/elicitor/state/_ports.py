@@ -1,6 +1,6 @@
 """The ports through which a server keeps what several replicas must share: data in, data out, all async.
 
-A deployment of N replicas behind a plain load balancer shares exactly four things, each a small interface here:
+A deployment of N replicas behind a plain load balancer shares exactly five things, each a small interface here:
 
 * :class:`SessionDirectory` — which replica runs a handshake-era session, and whose it is. Ownership is a lease:
   every replica renews its own liveness while it lives, so the sessions of a replica that died read as not alive
@@ -10,6 +10,8 @@ A deployment of N replicas behind a plain load balancer shares exactly four thin
 * :class:`UrlRegistry` — URL-mode elicitations as records: who started them, from which connection on which
   replica, whether they are done. Completion is atomic, so a completion that arrives twice, or on two replicas at
   once, counts once.
+* :class:`TaskRegistry` — tasks (tool calls running on their own) as records: status, the answers gathered, the
+  questions open, the result. Any replica can answer a poll, take an answer, or go on with the work.
 * :class:`Bus` — messages between replicas: to one replica (``replica:<id>``: a message for a session it runs, a
   URL completion for a connection it holds) or to all (``changes``: list-changed notifications).
 
@@ -20,10 +22,10 @@ nothing to install), :class:`~elicitor.state.RedisStore` on Redis for replicas.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from .._exceptions import ElicitorError
 
@@ -128,6 +130,93 @@ class UrlRegistry(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """A task (a tool call running on its own, tasks extension and 2025-11-25 tasks), as every replica sees it.
+
+    Everything needed to go on with the task on any replica is here: the call, the answers gathered so far, the
+    questions still open. Records change only through :meth:`TaskRegistry.swap`, which compares ``version``.
+    """
+
+    id: str
+    """Unguessable: it is the only thing a client needs to reach the task."""
+    principal: str | None
+    """The user who created it; ``None`` when the transport authenticates nobody (then ``connection`` binds it)."""
+    connection: str | None
+    """The connection that created it, for tasks of no principal; ``None`` when any connection of the user may."""
+    status: str
+    """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``."""
+    created: float
+    """Unix time of creation (seconds)."""
+    updated: float
+    """Unix time of the last change of status or message."""
+    ttl: float | None
+    """Seconds from creation the task is kept; ``None`` for no limit."""
+    poll_interval: float
+    """Seconds a client should wait between polls."""
+    call: Mapping[str, Any]
+    """The request that created it: tool name, arguments, revision, client capabilities and information."""
+    message: str | None = None
+    """The ``statusMessage`` to show."""
+    answers: Mapping[str, Any] = field(default_factory=dict)
+    """The answers gathered and ``ctx.once`` values recorded so far (what a replay needs)."""
+    asks: Mapping[str, Any] = field(default_factory=dict)
+    """The input requests still open, by key (keys are never reused over the task's life)."""
+    inbox: Mapping[str, Any] = field(default_factory=dict)
+    """Answers delivered by the client and not yet taken by a run of the task."""
+    result: Mapping[str, Any] | None = None
+    """The final result (``completed``)."""
+    error: Mapping[str, Any] | None = None
+    """The JSON-RPC error (``failed``)."""
+    runner: str | None = None
+    """The replica running the task now, if any."""
+    runner_alive: bool = False
+    """Whether that replica's lease is current (filled in by :meth:`TaskRegistry.get`)."""
+    version: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def expired(self, now: float) -> bool:
+        return self.ttl is not None and now >= self.created + self.ttl
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-able data (``runner_alive`` is not stored: it is read from the runner's lease)."""
+        data = {name: getattr(self, name) for name in _TASK_FIELDS}
+        del data["runner_alive"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, runner_alive: bool = False) -> TaskRecord:
+        known = {name: data[name] for name in _TASK_FIELDS if name in data and name != "runner_alive"}
+        return cls(**known, runner_alive=runner_alive)
+
+
+TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+_TASK_FIELDS = tuple(TaskRecord.__dataclass_fields__)
+
+
+class TaskRegistry(Protocol):
+    """Task records by id, bounded in age by each task's TTL; every change is a compare-and-swap."""
+
+    async def create(self, record: TaskRecord) -> None:
+        """Store a new record (version 0). Once this returns, :meth:`get` on any replica finds it."""
+        ...
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record, with ``runner_alive`` read at the same moment; ``None`` if unknown or expired."""
+        ...
+
+    async def swap(self, record: TaskRecord) -> TaskRecord | None:
+        """Store ``record`` in place of version ``record.version`` and return it as stored (version + 1).
+
+        ``None`` (nothing changed) if the stored record is no longer at that version, or is gone: read it again
+        and decide again.
+        """
+        ...
+
+
 def replica_channel(replica: str) -> str:
     """The bus channel on which replica ``replica`` listens for messages meant for it."""
     return f"replica:{replica}"
@@ -164,6 +253,9 @@ class Store(Protocol):
 
     @property
     def bus(self) -> Bus: ...
+
+    @property
+    def tasks(self) -> TaskRegistry: ...
 
     @property
     def shared(self) -> bool:

@@ -18,6 +18,8 @@ nothing behind for long):
   ``url_ttl``, renewed by each registration of that connection.
 * ``P started:<connection>`` — set: every elicitation id the connection registered, for ``forget_connection``. TTL
   as ``asked``.
+* ``P task:<task id>`` — hash: ``v`` (the record's version), ``d`` (the record as JSON), ``runner`` (the replica
+  running it, absent when none). Expires at creation + the task's TTL (none without one).
 * Channels (not keys): ``P bus:<channel>``, e.g. ``P bus:changes`` and ``P bus:replica:<replica id>``.
 
 Sessions end by :meth:`~RedisSessionDirectory.release`; their long TTL only sweeps up after replicas that died.
@@ -57,12 +59,14 @@ import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import replace
 from types import TracebackType
 from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import anyio.abc
+import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
@@ -71,7 +75,7 @@ from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
-from ._ports import SessionRecord, StoreUnavailable, UrlRecord
+from ._ports import SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
 
 __all__ = ["RedisStore", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
 
@@ -353,6 +357,80 @@ class RedisUrlRegistry:
         )
 
 
+_TASK_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'v', 0, 'd', ARGV[1])
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'runner', ARGV[2]) end
+if ARGV[3] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
+return 1
+"""
+"""KEYS: the task hash. ARGV: the record's JSON, its runner or '', its expiry (Unix ms) or ''. 0 if it exists."""
+
+_TASK_GET = """
+local found = redis.call('HMGET', KEYS[1], 'v', 'd', 'runner')
+if not found[1] then return false end
+local alive = 0
+if found[3] then alive = redis.call('EXISTS', ARGV[1] .. found[3]) end
+return {found[1], found[2], alive}
+"""
+"""KEYS: the task hash. ARGV: the prefix of lease keys. Returns ``[version, JSON, runner alive 0/1]`` or nil."""
+
+_TASK_SWAP = """
+local version = redis.call('HGET', KEYS[1], 'v')
+if version ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', tonumber(version) + 1, 'd', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'runner', ARGV[3]) else redis.call('HDEL', KEYS[1], 'runner') end
+return 1
+"""
+"""KEYS: the task hash. ARGV: the expected version, the new JSON, the runner or ''. 0 if the version moved on."""
+
+
+class RedisTaskRegistry:
+    """Tasks as hashes that expire with the task's TTL; creation and every change are one Lua script each."""
+
+    def __init__(self, shared: _Shared, replica: str) -> None:
+        self._shared = shared
+        self._replica = replica
+        client = shared.client
+        self._create = client.register_script(_TASK_CREATE)
+        self._get = client.register_script(_TASK_GET)
+        self._swap = client.register_script(_TASK_SWAP)
+
+    async def create(self, record: TaskRecord) -> None:
+        expires = "" if record.ttl is None else str(_ms(record.created + record.ttl))
+        args: list[EncodableT] = [_task_json(record, 0), record.runner or "", expires]
+        with self._shared.failing("creating a task"):
+            created = await self._create(keys=[self._shared.key("task", record.id)], args=args)
+        if not created:
+            raise ValueError(f"task {record.id!r} exists")
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        with self._shared.failing("reading a task"):
+            found = await self._get(keys=[self._shared.key("task", task_id)], args=[self._shared.key("replica", "")])
+        if found is None:
+            return None
+        version, data, alive = found
+        return TaskRecord.from_dict({**_task_decode(data), "version": int(version)}, runner_alive=bool(alive))
+
+    async def swap(self, record: TaskRecord) -> TaskRecord | None:
+        args: list[EncodableT] = [str(record.version), _task_json(record, record.version + 1), record.runner or ""]
+        with self._shared.failing("updating a task"):
+            swapped = await self._swap(keys=[self._shared.key("task", record.id)], args=args)
+        if not swapped:
+            return None
+        return replace(record, version=record.version + 1, runner_alive=record.runner == self._replica)
+
+
+_task_encode = msgspec.json.Encoder().encode
+_task_decode = msgspec.json.Decoder(dict[str, object]).decode
+
+
+def _task_json(record: TaskRecord, version: int) -> bytes:
+    data = record.to_dict()
+    data["version"] = version
+    return _task_encode(data)
+
+
 class _Messages:
     """The payloads arriving on one subscription, until its connection is lost (then iteration simply ends).
 
@@ -531,6 +609,7 @@ class RedisStore:
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
         self.bus = RedisBus(self._shared, heartbeat=heartbeat)
+        self.tasks = RedisTaskRegistry(self._shared, self.replica)
 
     def running(self) -> _Running:
         """Hold this replica's lease for the block (renewed every ``lease / 3`` seconds, through Redis outages).
