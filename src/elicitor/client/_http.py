@@ -22,7 +22,7 @@ import anyio.abc
 import httpx2 as httpx
 import msgspec
 
-from ..protocol import Oversized, error_reply
+from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
 from ._client import SESSION_EXPIRED
@@ -180,8 +180,12 @@ class HttpClientTransport:
     async def _post_request(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
         try:
             async with self.http.stream("POST", self.url, content=message, headers=headers) as response:
-                if response.headers.get("mcp-session-id") and self.session_id is None:
-                    self.session_id = response.headers["mcp-session-id"]
+                offered = response.headers.get("mcp-session-id")
+                if offered and self.session_id is None:
+                    if not _valid_session_id(offered):
+                        self._fail(request_id, f"the server sent an invalid Mcp-Session-Id {offered[:64]!r}")
+                        return
+                    self.session_id = offered
                 if response.status_code == 404 and "mcp-session-id" in headers:
                     self._session_gone(request_id)
                     return
@@ -298,11 +302,17 @@ class HttpClientTransport:
             self._inbox_in.send_nowait(reply)
 
 
+def _valid_session_id(value: str) -> bool:
+    """Whether ``value`` may be a session id: visible ASCII only (0x21-0x7E), as the spec says it MUST be
+    (2025-11-25, basic/transports, "Session Management"). Anything else could not even be sent back in a header."""
+    return all("!" <= c <= "~" for c in value)
+
+
 def _addressed(body: bytes, request_id: RequestId) -> bytes:
     """An error a server sent in answer to our POST without an id (it could not read one) still answers it."""
     try:
-        message = _decode(body)
-    except msgspec.DecodeError:
+        message = decode_json(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return error_reply(request_id, INTERNAL_ERROR, "Transport error (local): the server's answer is not JSON")
     if isinstance(message, dict) and "error" in message and message.get("id") is None:
         error = message["error"] if isinstance(message["error"], dict) else {}
@@ -314,8 +324,8 @@ def _addressed(body: bytes, request_id: RequestId) -> bytes:
 
 def _answers(data: bytes, request_id: RequestId) -> bool:
     try:
-        message = _decode(data)
-    except msgspec.DecodeError:
+        message = decode_json(data)
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return False
     return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
 

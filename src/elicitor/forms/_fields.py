@@ -298,4 +298,6 @@ def _choices(values: tuple[str, ...]) -> str:
 
 
 def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    if isinstance(value, int):  # float() of a huge integer from the wire would overflow
+        return str(value)
+    return str(int(value)) if value.is_integer() else str(value)

@@ -240,7 +240,10 @@ def _opt_count(prop: Mapping[str, Any], key: str, fail: Any) -> int | None:
     value = prop.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or not float(value).is_integer():
+    # float(value) would overflow on a huge integer: only floats are asked whether they are whole.
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise fail(f'"{key}" must be a non-negative whole number')
+    if isinstance(value, float) and not value.is_integer():
         raise fail(f'"{key}" must be a non-negative whole number')
     return int(value)
 

@@ -1,6 +1,7 @@
 """The sans-I/O protocol core: framing, JSON-RPC correlation, lifecycle and negotiation. No event loop here."""
 
 from ._connection import (
+    MAX_DEPTH,
     Connection,
     ErrorReceived,
     Event,
@@ -9,6 +10,7 @@ from ._connection import (
     RequestCancelled,
     RequestReceived,
     ResultReceived,
+    decode_json,
     error_reply,
 )
 from ._framing import LineFramer, Oversized
@@ -24,6 +26,7 @@ from ._lifecycle import (
 )
 
 __all__ = [
+    "MAX_DEPTH",
     "ClientCapabilities",
     "Connection",
     "ErrorReceived",
@@ -38,6 +41,7 @@ __all__ = [
     "RequestMeta",
     "RequestReceived",
     "ResultReceived",
+    "decode_json",
     "error_reply",
     "is_modern_request",
     "negotiate",

@@ -15,8 +15,9 @@ It keeps exactly the state that JSON-RPC correlation needs:
   :class:`RequestCancelled` (cancelling anything else is ignored, as the spec says).
 
 Every malformed input becomes an :class:`InvalidMessage` carrying the error reply to send (-32700 for bytes that
-are not UTF-8 JSON, -32600 for JSON that is not a message, a batch, or a bad id), never an exception: a peer's
-mistake must not take the session down. Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/index
+are not UTF-8 JSON or nest deeper than :data:`MAX_DEPTH`, -32600 for JSON that is not a message, a batch, or a bad
+id), never an exception: a peer's mistake must not take the session down.
+Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/index
 """
 
 from __future__ import annotations
@@ -40,6 +41,43 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 CANCELLED_METHOD = "notifications/cancelled"
+
+MAX_DEPTH = 128
+"""How deeply a peer's JSON may nest (objects and arrays). An MCP message needs a handful of levels; without a
+bound, a single line of a few kilobytes of ``[[[[...`` exhausts the interpreter's recursion limit in the decoder,
+or later, wherever the message is encoded again (a digest, a reply) further down the stack."""
+
+
+def decode_json(data: bytes | str) -> Any:
+    """Decode a peer's JSON text, refusing nesting deeper than :data:`MAX_DEPTH` (every transport decodes here).
+
+    Raises:
+        msgspec.DecodeError: not JSON, or nested too deeply.
+        UnicodeDecodeError: not UTF-8.
+    """
+    try:
+        value = _decode(data)
+    except RecursionError:
+        raise msgspec.DecodeError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    # Counting brackets is cheap and bounds the depth from above: only a text with many needs the exact walk.
+    brackets = data.count(b"[") + data.count(b"{") if isinstance(data, bytes) else data.count("[") + data.count("{")
+    if brackets > MAX_DEPTH and _depth_exceeds(value, MAX_DEPTH):
+        raise msgspec.DecodeError(f"JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def _depth_exceeds(value: object, limit: int) -> bool:
+    """Whether ``value`` nests containers more than ``limit`` deep (iterative: it must not recurse itself)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if type(item) is dict else item if type(item) is list else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if type(child) is dict or type(child) is list)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +168,7 @@ class Connection:
         :class:`ErrorReceived`, :class:`RequestCancelled` or :class:`InvalidMessage`.
         """
         try:
-            message = _decode(data)
+            message = decode_json(data)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             return _invalid(None, PARSE_ERROR, f"Parse error: {exc}")
         if type(message) is not dict:

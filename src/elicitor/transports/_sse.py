@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_RETRY = 3_600_000
+"""The longest reconnection delay taken from a ``retry`` field, in milliseconds (an hour): a larger value is read
+as this, so a hostile stream cannot make a client wait for years or overflow a float."""
+
 
 @dataclass(frozen=True, slots=True)
 class SSEEvent:
@@ -37,7 +41,9 @@ def parse_event_id(value: str) -> tuple[str, int] | None:
     sequence orders events within it.
     """
     key, dot, sequence = value.rpartition(".")
-    if not dot or not key or not sequence.isdigit():
+    # ASCII digits only: str.isdigit() also accepts "²" and other digits int() refuses; 18 digits fit a 64-bit
+    # counter and stay far below int()'s limit on digits.
+    if not dot or not key or not (sequence.isascii() and sequence.isdigit()) or len(sequence) > 18:
         return None
     return key, int(sequence)
 
@@ -77,6 +83,8 @@ class SSEDecoder:
         Raises:
             ValueError: a line longer than ``max_line`` (a broken or hostile stream).
         """
+        if not chunk:
+            return []  # an empty read says nothing, and must not forget a CR that may pair with the next byte
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
@@ -126,8 +134,8 @@ class SSEDecoder:
         elif name == "id":
             if "\0" not in value:
                 self._last_id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+        elif name == "retry" and value.isascii() and value.isdigit():  # "consists of only ASCII digits"
+            self._retry = min(int(value), MAX_RETRY) if len(value) <= 12 else MAX_RETRY
         return None
 
 

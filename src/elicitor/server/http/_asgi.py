@@ -11,6 +11,7 @@ from typing import Any
 
 import msgspec
 
+from ...protocol import decode_json as decode_json
 from ...protocol import error_reply
 from ...types import JSONObject, RequestId
 
@@ -20,7 +21,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-decode_json = msgspec.json.Decoder().decode
 encode_json = msgspec.json.Encoder().encode
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),

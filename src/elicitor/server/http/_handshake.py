@@ -247,6 +247,11 @@ class HandshakeSessions:
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
         version = headers.get("mcp-protocol-version")
+        request_id = message.get("id")
+        if is_request and not (type(request_id) is int or type(request_id) is str):
+            # Checked first: an initialize that cannot be answered must not leave a session behind.
+            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
         if session_id is None:
             if not (is_request and message.get("method") == "initialize"):
                 await refuse(
@@ -278,10 +283,7 @@ class HandshakeSessions:
             await session.deliver(body)
             await respond_empty(send, 202)
             return
-        request_id = message.get("id")
-        if not (type(request_id) is int or type(request_id) is str):
-            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
-            return
+        assert type(request_id) is int or type(request_id) is str
         if request_id in session.streams:
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in flight")
             return
