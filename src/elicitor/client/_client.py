@@ -53,6 +53,7 @@ from ..types import (
 )
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
+from ._quiet import QuietClock
 from ._url import UrlElicitationRequest
 
 logger = logging.getLogger("elicitor.client")
@@ -62,6 +63,9 @@ SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
 
 DEFAULT_MAX_ROUNDS = 16
 """How many ``input_required`` rounds a call may take before :class:`TooManyRounds`."""
+
+DEFAULT_REQUEST_TIMEOUT = 300.0
+"""Seconds a request may wait while nothing at all arrives from the server (``Client(request_timeout=...)``)."""
 
 MAX_ANSWER_ATTEMPTS = 5
 """How often a handler is asked again after an invalid answer before the client cancels the elicitation."""
@@ -125,6 +129,12 @@ class Client:
             ``wait_done`` (no person to say "I'm done": scripts, ``ScriptedHandler``); then the call goes on and the
             server says whether the interaction is complete. The spec forbids waiting for that notice
             indefinitely; a handler with ``wait_done`` leaves the person in charge instead.
+        request_timeout: seconds a request (``call_tool`` and every other) may wait while nothing arrives from the
+            server: no answer, no progress or log message, no request of its own. Anything the server sends
+            starts the clock again, and it stops while a handler answers the server (a person may be filling a
+            form: that time is theirs). On expiry the server is sent ``notifications/cancelled`` and the call
+            raises ``TimeoutError`` (2025-11-25 basic/lifecycle, "Timeouts"). ``None`` waits as long as the
+            connection lasts; bound a call's total time yourself with ``anyio.fail_after``.
     """
 
     def __init__(
@@ -143,6 +153,7 @@ class Client:
         elicitation_limit: tuple[int, float] | None = None,
         handshake_timeout: float | None = 30.0,
         url_timeout: float | None = 600.0,
+        request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
     ) -> None:
         if protocol != "auto" and protocol not in ALL_REVISIONS:
             raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
@@ -167,6 +178,8 @@ class Client:
         self._url_pending: dict[str, anyio.Event] = {}
         self._handshake_timeout = handshake_timeout
         self._url_timeout = url_timeout
+        self._request_timeout = request_timeout
+        self._quiet = QuietClock(request_timeout) if request_timeout is not None else None
         if elicitation_limit is not None and (elicitation_limit[0] < 1 or elicitation_limit[1] <= 0):
             raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
         self._limit = elicitation_limit
@@ -221,6 +234,10 @@ class Client:
             self._session = await self._stack.enter_async_context(
                 open_session(transport, self._on_request, self._on_notification)
             )
+            if self._quiet is not None:
+                watchdog = await self._stack.enter_async_context(anyio.create_task_group())
+                watchdog.start_soon(self._quiet.watch)
+                self._stack.callback(watchdog.cancel_scope.cancel)
             with anyio.move_on_after(self._handshake_timeout) as deadline:
                 await self._negotiate()
             if deadline.cancelled_caught:
@@ -367,19 +384,34 @@ class Client:
         Raises:
             JSONRPCError: the server answered with an error.
             ConnectionClosed: the connection ended first.
+            TimeoutError: nothing came from the server for ``request_timeout`` seconds.
         """
         params = dict(params or {})
         if self.modern:
             params = self._with_meta(params)
         try:
-            return await self._require().request(method, params or None)
+            return await self._send_request(method, params or None)
         except JSONRPCError as exc:
             if exc.data != SESSION_EXPIRED or self.protocol_version is None:
                 raise
         # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
         logger.info("the server ended the session; initializing a new one")
-        await self._initialize(self.protocol_version)
-        return await self._require().request(method, params or None)
+        with anyio.fail_after(self._handshake_timeout):
+            await self._initialize(self.protocol_version)
+        return await self._send_request(method, params or None)
+
+    async def _send_request(self, method: str, params: JSONObject | None) -> JSONObject:
+        """One request under ``request_timeout`` (see :mod:`elicitor.client._quiet`)."""
+        session = self._require()
+        if self._quiet is None:
+            return await session.request(method, params)
+        with self._quiet.request():
+            return await session.request(method, params)  # cancelled: the server is told (notifications/cancelled)
+        raise TimeoutError(f"the server sent nothing for {self._request_timeout:g} s while {method} waited")
+
+    def _heard_from_server(self) -> None:
+        if self._quiet is not None:
+            self._quiet.heard_from_server()
 
     async def ping(self) -> None:
         """Check the server answers (handshake revisions; 2026-07-28 has no ping, so this sends discover)."""
@@ -592,7 +624,7 @@ class Client:
             if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:
                 # 2026-07-28 has no completion notification: retry once the person says they are done, so
                 # the server sees the finished interaction instead of asking again at once.
-                await wait_done(UrlElicitationRequest.from_params(params, self.server_info))
+                await wait_done(UrlElicitationRequest.from_params(params, self.server_info, modern=True))
             return answer
         if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
             return await self._answer_other(method, params)
@@ -608,6 +640,17 @@ class Client:
     # ---- the server's requests ---------------------------------------------------------------------------------
 
     async def _on_request(self, request: RequestReceived) -> JSONObject:
+        quiet = self._quiet
+        if quiet is None:
+            return await self._answer_request(request)
+        quiet.answering += 1  # a person may be answering: the time is theirs, no request's clock runs
+        try:
+            return await self._answer_request(request)
+        finally:
+            quiet.answering -= 1
+            quiet.heard_from_server()
+
+    async def _answer_request(self, request: RequestReceived) -> JSONObject:
         if request.method == "elicitation/create":
             return await self._answer_elicitation(request.params or {})
         if request.method == "ping":
@@ -624,7 +667,7 @@ class Client:
         """
         handler = self._handler
         mode = params.get("mode", "form")
-        if handler is None or mode not in self.elicitation_modes:
+        if handler is None or not isinstance(mode, str) or mode not in self.elicitation_modes:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: this client did not declare elicitation mode {mode!r}")
         if self._over_limit():
             return {"action": "decline"}
@@ -642,7 +685,7 @@ class Client:
 
     async def _answer_url(self, handler: ElicitationHandler, params: JSONObject) -> JSONObject:
         """A URL-mode request: check it, show it to the person, remember its id while the interaction runs."""
-        request = UrlElicitationRequest.from_params(params, self.server_info)
+        request = UrlElicitationRequest.from_params(params, self.server_info, modern=self.modern)
         if not request.url:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs a url")
         if not self.modern and request.elicitation_id is None:
@@ -696,6 +739,7 @@ class Client:
         return await ask_until_valid(handler, request)
 
     async def _on_notification(self, note: NotificationReceived) -> None:
+        self._heard_from_server()
         params = note.params or {}
         if note.method == "notifications/message":
             level = params.get("level", "info")

@@ -26,14 +26,20 @@ class Asker(Protocol):
 
 
 class PushAsker:
-    """Send each question as a request on the live session (handshake revisions)."""
+    """Send each question as a request on the live session (handshake revisions).
 
-    __slots__ = ("_related", "_session")
+    ``timeout`` bounds the wait for each answer (``Server(elicitation_timeout=...)``): a client that never answers
+    cannot hold the tool and its pending request forever. On expiry the client is sent ``notifications/cancelled``
+    and the wait raises ``TimeoutError``.
+    """
+
+    __slots__ = ("_related", "_session", "_timeout")
     memo: dict[str, JSONValue] | None = None
 
-    def __init__(self, session: Session, related: RequestId) -> None:
+    def __init__(self, session: Session, related: RequestId, timeout: float | None = None) -> None:
         self._session = session
         self._related = related
+        self._timeout = timeout
 
     def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]:
-        return self._session.request(method, params, related=self._related)
+        return self._session.request(method, params, related=self._related, timeout=self._timeout)

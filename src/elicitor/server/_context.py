@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ._dispatch import ServerSession
 
 T = TypeVar("T")
+_log = logging.getLogger("elicitor.server")
 _canonical = msgspec.json.Encoder(order="sorted").encode
 _LEVEL_RANK = {level: i for i, level in enumerate(LOGGING_LEVELS)}
 
@@ -112,7 +114,7 @@ class Context:
 
         Returns:
             ``Accepted(data)`` with the validated answer converted to the form's type, ``Declined()`` or
-            ``Cancelled()``.
+            ``Cancelled()`` (also when the client did not answer within ``Server(elicitation_timeout=...)``).
 
         Raises:
             FormDefinitionError: ``form`` is outside the spec's subset or asks for a secret.
@@ -129,7 +131,11 @@ class Context:
         params: JSONObject = {"message": message, "requestedSchema": spec.schema(self.revision)}
         if self.revision != REV_2025_06_18:
             params = {"mode": "form", **params}
-        raw = await self._asker.ask("elicitation/create", params, self._key(key or f"elicit-{spec.digest(message)}"))
+        question = self._key(key or f"elicit-{spec.digest(message)}")
+        try:
+            raw = await self._asker.ask("elicitation/create", params, question)
+        except TimeoutError as exc:
+            return _unanswered(exc)
         return _outcome(spec, raw)
 
     async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Outcome[None]:
@@ -145,7 +151,10 @@ class Context:
         """
         base = key or _url_key(message, url)
         elicitation = await self._register_url(message, url, base)
-        raw = await self._asker.ask("elicitation/create", self._url_params(elicitation), self._key(base))
+        try:
+            raw = await self._asker.ask("elicitation/create", self._url_params(elicitation), self._key(base))
+        except TimeoutError as exc:
+            return _unanswered(exc)
         return _outcome(None, raw)
 
     async def url_elicitation(self, message: str, url: str, *, key: str | None = None) -> UrlElicitation:
@@ -235,6 +244,7 @@ class Context:
 
         Raises:
             ClientCapabilityMissing: the client did not declare ``sampling``.
+            TimeoutError: the client did not answer within ``Server(elicitation_timeout=...)`` (handshake revisions).
         """
         if not self.capabilities.sampling:
             raise ClientCapabilityMissing("the client did not declare the sampling capability", {"sampling": {}})
@@ -255,6 +265,7 @@ class Context:
 
         Raises:
             ClientCapabilityMissing: the client did not declare ``roots``.
+            TimeoutError: the client did not answer within ``Server(elicitation_timeout=...)`` (handshake revisions).
         """
         if not self.capabilities.roots:
             raise ClientCapabilityMissing("the client did not declare the roots capability", {"roots": {}})
@@ -348,6 +359,13 @@ _CONFIRM_FORM: Form[dict[str, Any]] = Form.from_schema(
         "required": ["confirm"],
     }
 )
+
+
+def _unanswered(exc: TimeoutError) -> Cancelled:
+    """The client let an elicitation's time run out (``elicitation_timeout``): it ends as the spec's cancel, the
+    outcome of a request dismissed without a choice (2025-11-25 client/elicitation, "Response Actions")."""
+    _log.warning("elicitation cancelled: %s", exc)
+    return Cancelled()
 
 
 def _url_key(message: str, url: str) -> str:

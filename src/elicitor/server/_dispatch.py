@@ -90,8 +90,10 @@ class ServerSession:
         self.server.url_elicitations.attach(self.id, self.notifier(None))
         try:
             async with anyio.create_task_group() as runs:
-                self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs)
-                async with open_session(transport, self.on_request, self.on_notification) as session:
+                self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
+                async with open_session(
+                    transport, self.on_request, self.on_notification, max_incoming=self.server.max_in_flight
+                ) as session:
                     self.session = session
                     runs.start_soon(self._forward_changes, session)
                     await session.wait_closed()
@@ -352,7 +354,8 @@ class ServerSession:
         if modern:
             return self._in_rounds(request, meta, notify, invoke, token)
         assert self.session is not None
-        return invoke(self._context(request, meta, notify, token, PushAsker(self.session, request.id)))
+        asker = PushAsker(self.session, request.id, self.server.elicitation_timeout)
+        return invoke(self._context(request, meta, notify, token, asker))
 
     def _context(
         self,

@@ -44,6 +44,9 @@ _MAX_OCCURRENCE = 100_000
 SETTLE_TICKS = 4
 """Scheduler ticks without a new question before a round is complete, once the handler asks from several tasks."""
 
+PARKED_RUN_TTL = 600.0
+"""Seconds a run stays parked by default (``Server(parked_run_ttl=...)``)."""
+
 SOLO_TICKS = 0
 """The same while every question so far came from the handler's own task, which is now blocked in that question.
 (A task it started earlier that asks later is asked in the next round: correct, one round more.)"""
@@ -198,17 +201,21 @@ class Run:
 class ParkedRuns:
     """Runs waiting for their next round, bounded in number and age; the oldest go first.
 
+    A client that never comes back for the next round must not keep a run's task (and whatever the tool holds)
+    alive: a sweeper task, running only while something is parked, cancels each run once its ``ttl`` has passed.
+
     Args:
         task_group: where parked runs' tasks live (the connection's or the application's lifetime).
         limit: the most runs parked at once; parking one more evicts (cancels) the oldest.
         ttl: seconds a run stays parked; the sealed state outlives it, so a late retry simply replays.
     """
 
-    def __init__(self, task_group: anyio.abc.TaskGroup, *, limit: int = 1024, ttl: float = 600.0) -> None:
+    def __init__(self, task_group: anyio.abc.TaskGroup, *, limit: int = 1024, ttl: float = PARKED_RUN_TTL) -> None:
         self._tg = task_group
         self._limit = limit
         self._ttl = ttl
         self._runs: OrderedDict[str, tuple[float, Run]] = OrderedDict()
+        self._sweeping = False
 
     def start(self, run: Run) -> None:
         self._tg.start_soon(run.main)
@@ -226,6 +233,23 @@ class ParkedRuns:
             del self._runs[oldest_id]
             oldest.cancel()
         self._runs[run.id] = (now, run)
+        if not self._sweeping:
+            self._sweeping = True
+            self._tg.start_soon(self._sweep)
+
+    async def _sweep(self) -> None:
+        """Cancel runs whose time is up, oldest first (the table is in parking order), until none is parked."""
+        try:
+            while self._runs:
+                run_id, (since, run) = next(iter(self._runs.items()))
+                remaining = since + self._ttl - time.monotonic()
+                if remaining > 0:
+                    await anyio.sleep(remaining)
+                    continue  # the oldest may have been claimed meanwhile: look again
+                del self._runs[run_id]
+                run.cancel()
+        finally:
+            self._sweeping = False
 
     def claim(self, run_id: object, round_number: object) -> Run | None:
         """Take the parked run ``run_id`` if it waits for round ``round_number``; it is no longer parked.
@@ -338,6 +362,8 @@ def _compress(slots: list[int]) -> list[int]:
 
 def _split(key: str) -> tuple[str, int]:
     base, _, suffix = key.rpartition("~")
-    if base and suffix.isdigit() and not suffix.startswith("0") and 2 <= int(suffix) <= _MAX_OCCURRENCE:
+    # ASCII digits, and few: int() refuses "²" (which isdigit() accepts) and strings of thousands of digits.
+    plain = suffix.isascii() and suffix.isdigit() and len(suffix) <= 6 and not suffix.startswith("0")
+    if base and plain and 2 <= int(suffix) <= _MAX_OCCURRENCE:
         return base, int(suffix)
     return key, 1

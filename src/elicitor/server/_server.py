@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import anyio
 
+from ..session import MAX_INCOMING
 from ..state import REDIS_URL_ENV, MemoryStore, Store, open_store
 from ..transports import StdioServerTransport, Transport
 from ..types import (
@@ -20,6 +21,7 @@ from ._changes import ChangeBus
 from ._context import Context
 from ._dispatch import ServerSession
 from ._features import PromptDef, ResourceDef, make_prompt, make_resource
+from ._rounds import PARKED_RUN_TTL
 from ._sealing import StateSealer
 from ._tools import ToolDef, make_tool
 from ._url import UrlElicitations
@@ -33,6 +35,15 @@ Completer: TypeAlias = "Callable[[JSONObject, JSONObject, JSONObject | None], Aw
 """The ``completion/complete`` handler: ``(ref, argument, context)`` to suggested values."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_ELICITATION_TIMEOUT = 3600.0
+"""Seconds a tool waits for the client's answer to a request sent mid-call (handshake revisions): one hour."""
+
+DEFAULT_PARKED_RUN_TTL = PARKED_RUN_TTL
+"""Seconds a 2026-07-28 call waits parked between rounds (ten minutes)."""
+
+DEFAULT_MAX_IN_FLIGHT = MAX_INCOMING
+"""Requests one connection may have in flight at once."""
 
 
 class Server:
@@ -64,6 +75,17 @@ class Server:
             :class:`~elicitor.state.Store` or a ``redis://`` URL. Default: in this process, or the Redis named by
             ``ELICITOR_REDIS_URL`` when :meth:`run` serves HTTP.
         allow_http_urls: let URL-mode elicitations use plain http to hosts other than loopback (development).
+        elicitation_timeout: seconds a tool waits for the client's answer to a request it sends mid-call on
+            2025-06-18 and 2025-11-25 (``elicitation/create``, ``sampling/createMessage``, ``roots/list``). A
+            person may think for a long time, so the default is an hour; it exists so that a client that never
+            answers cannot hold a tool forever. On expiry the client gets ``notifications/cancelled``;
+            ``ctx.elicit`` returns ``Cancelled()`` and ``ctx.sample``/``ctx.list_roots`` raise ``TimeoutError``.
+            ``None`` waits as long as the connection lasts. (2026-07-28 calls wait between rounds instead, bounded
+            by ``parked_run_ttl``.)
+        parked_run_ttl: seconds a 2026-07-28 call may wait parked for the client's next round; then its task is
+            cancelled (a later retry replays the tool from its sealed state while that is valid, an hour).
+        max_in_flight: how many requests one connection may have in flight at once; beyond it a request is
+            refused with -32603 "Too many requests in flight" (the client may retry).
     """
 
     def __init__(
@@ -77,6 +99,9 @@ class Server:
         max_parked_runs: int = 1024,
         allow_http_urls: bool = False,
         store: Store | str | None = None,
+        elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
+        parked_run_ttl: float = DEFAULT_PARKED_RUN_TTL,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
@@ -85,6 +110,9 @@ class Server:
         self.sealer = state if state is not None else StateSealer()
         self.max_parked_runs = max_parked_runs
         self.allow_http_urls = allow_http_urls
+        self.elicitation_timeout = elicitation_timeout
+        self.parked_run_ttl = parked_run_ttl
+        self.max_in_flight = max_in_flight
         self.share(store if store is not None else MemoryStore())
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}

@@ -1,6 +1,6 @@
 """Sessions on anyio: a task per peer request, a waiter per awaited response, one task group per session."""
 
-from ._session import NotificationHandler, RequestHandler, Session, open_session
+from ._session import MAX_INCOMING, NotificationHandler, RequestHandler, Session, open_session
 from ._waiter import Waiter
 
-__all__ = ["NotificationHandler", "RequestHandler", "Session", "Waiter", "open_session"]
+__all__ = ["MAX_INCOMING", "NotificationHandler", "RequestHandler", "Session", "Waiter", "open_session"]

@@ -45,17 +45,27 @@ RequestHandler = Callable[[RequestReceived], Awaitable[JSONObject]]
 
 NotificationHandler = Callable[[NotificationReceived], Awaitable[None]]
 
+MAX_INCOMING = 65536
+"""Peer requests a session serves at once by default; beyond it new ones are refused (-32603, "retry later")."""
+
 _CANCEL_GRACE = 5.0
 """How long a shielded cleanup may try to tell the peer that a request was cancelled."""
 
 
 class _Pending:
-    __slots__ = ("error", "event", "result")
+    __slots__ = ("error", "event", "expired", "result")
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
         self.event = Waiter(loop)
         self.result: JSONObject | None = None
         self.error: BaseException | None = None
+        self.expired = False
+
+    def expire(self) -> None:
+        """The deadline passed before the peer answered: wake the requester, which gives up."""
+        if not self.event.is_set():
+            self.expired = True
+            self.event.set()
 
 
 class Session:
@@ -101,24 +111,44 @@ class Session:
     # ---- sending -------------------------------------------------------------------------------------------
 
     async def request(
-        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        related: RequestId | None = None,
+        timeout: float | None = None,
     ) -> JSONObject:
-        """Send a request and wait for its result.
+        """Send a request and wait for its result, at most ``timeout`` seconds if given.
+
+        A request that times out is treated like a cancelled one: the peer is told with ``notifications/cancelled``
+        and a late answer is ignored (2025-11-25 basic/lifecycle, "Timeouts").
 
         Raises:
             JSONRPCError: the peer answered with an error.
             ConnectionClosed: the connection ended first.
+            TimeoutError: no answer within ``timeout`` seconds.
         """
         if self._closed:
             raise ConnectionClosed("the connection is closed")
         request_id, data = self.connection.send_request(method, params)
         pending = self._pending[request_id] = _Pending(self._loop)
+        timer: asyncio.TimerHandle | None = None
         try:
             await self._send(data, related)
             del data  # not kept alive while the peer (perhaps a person) takes its time
-            await pending.event.wait()
+            if timeout is None:
+                await pending.event.wait()
+            elif self._loop is not None:  # a timer costs far less than a cancel scope per waiting request
+                timer = self._loop.call_later(timeout, pending.expire)
+                await pending.event.wait()
+            else:
+                with anyio.move_on_after(timeout):
+                    await pending.event.wait()
+                pending.expire()
+            if pending.expired:
+                raise TimeoutError(f"the peer did not answer {method} within {timeout:g} s")
         except BaseException:
-            if not pending.event.is_set():
+            if not pending.event.is_set() or pending.expired:
                 self._pending.pop(request_id, None)
                 notice = self.connection.cancel_request(request_id, "the requester no longer waits for it")
                 if notice is not None and not self._closed:
@@ -126,6 +156,9 @@ class Session:
                         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                             await self._send(notice, related)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
@@ -236,7 +269,7 @@ async def open_session(
     on_request: RequestHandler,
     on_notification: NotificationHandler,
     *,
-    max_incoming: int = 65536,
+    max_incoming: int = MAX_INCOMING,
 ) -> AsyncIterator[Session]:
     """Run a session over ``transport`` for the duration of the block; the read loop starts at once.
 

@@ -146,7 +146,7 @@ class HttpApp:
             )
         async with self._store.running(), anyio.create_task_group() as tg:
             self._tg = tg
-            self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs)
+            self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
             self._handshake.start(tg)
             if self._store.shared:
                 tg.start_soon(self.server.relay_changes)
@@ -230,7 +230,11 @@ class HttpApp:
         origin = headers.get("origin")
         if origin is None or "*" in self._hosts or origin.lower().rstrip("/") in self._origins:
             return None
-        if hostname(urlsplit(origin).netloc) not in self._hosts:
+        try:
+            netloc = urlsplit(origin).netloc
+        except ValueError:  # "http://[::1" and kin: not an origin any browser sends
+            return 403, f"Forbidden: origin {origin!r} is not a valid URL"
+        if hostname(netloc) not in self._hosts:
             return 403, f"Forbidden: origin {origin!r} is not allowed"
         return None
 
