@@ -253,7 +253,7 @@ def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) 
     shown = []
     for line in demo.stderr:
         shown.append(line)
-        if line.startswith("Waiting for the server"):
+        if line.startswith(("Waiting for the server", "Press Enter when you have finished")):
             break
     text = "".join(shown)
     assert "Chez Elicitor booking desk 1.0.0 asks" in text

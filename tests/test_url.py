@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import pytest
 
 from elicitor import (
@@ -317,6 +318,42 @@ async def test_terminal_url_handler_over_a_real_session(anyio_backend: str) -> N
             with pytest.raises(TooManyRounds, match="loop"):
                 await client.call_tool("needs_connection")
     assert len(opened) == 1
+
+
+@pytest.mark.parametrize(
+    ("revision", "says", "never"),
+    [
+        ("2025-11-25", "Waiting for the server to see that you are done", "retry now"),
+        ("2026-07-28", "Press Enter when you have finished in the browser to retry now", "Waiting for the server"),
+    ],
+)
+async def test_the_terminal_says_what_ends_the_wait_on_each_revision(
+    anyio_backend: str, revision: str, says: str, never: str
+) -> None:
+    """2025-11-25 has a completion notice to wait for; 2026-07-28 has none (its changelog removes it), so there
+    the person is told that Enter retries now, never that the server will notice by itself."""
+    shown: list[str] = []
+    opened: list[str] = []
+
+    def read(prompt: str) -> str:
+        shown.append(prompt)
+        if prompt.startswith("Open it in your browser?"):
+            return "y"
+        # The wait for Enter: the person finishes on the page, then presses Enter.
+        assert anyio.from_thread.run(server.complete_url_elicitation, opened[-1].rsplit("=", 1)[-1])
+        return ""
+
+    def open_url(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    handler = TerminalHandler(read_line=read, write=shown.append, open_url=open_url)
+    async with connected(server, elicitation=handler, protocol=revision) as client:
+        with anyio.fail_after(10):
+            assert (await client.call_tool("needs_connection")).text == "connected"
+    waits = [line for line in shown if says in line]
+    assert len(waits) == 1, shown
+    assert not any(never in line for line in shown)
 
 
 async def test_terminal_handler_can_leave_url_mode_out(anyio_backend: str) -> None:

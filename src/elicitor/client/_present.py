@@ -1,11 +1,18 @@
-"""How a field and its value read to a person, shared by the terminal renderers (line-based and full-screen).
+"""How a field and its value read to a person, shared by the renderers (line-based, full-screen, browser).
 
 Hints come from the schema (format, length, bounds, item counts) so a person knows what fits before typing;
 parsing turns typed text into the value a field's shared validator (:meth:`check`) accepts.
+
+Everything a server writes (its name, messages, titles, descriptions, URLs, logs, errors) passes through
+:func:`printable` before it reaches a terminal or a page, and :func:`identity_warnings` says when the name a server
+gives itself could pass for another's. The spec asks clients to show which server asks (client/elicitation
+"User Interaction Model") and to warn about ambiguous URLs ("Safe URL Handling"); a name that can rewrite the
+screen, or imitate another name, would defeat both.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
@@ -20,14 +27,116 @@ _FORMATS = {
 }
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_SHOWN_AS_ESCAPE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, format (bidi, zero-width), surrogates, breaks
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")  # Hangul fillers: letters that draw nothing
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """``text`` from a server as it may be shown to a person: what would act on the terminal or the page instead
+    of being read is shown escaped (``\\x1b``, ``\\x07``, ``\\r``, ``\\u202e``, ``\\u200b``).
+
+    That is every control character (C0 and C1: escape sequences, bell, backspace, carriage return, tab), every
+    invisible format character (bidi embeddings, overrides and isolates U+202A to U+202E and U+2066 to U+2069, marks,
+    zero-width characters, soft hyphens, tags), line and paragraph separators, lone surrogates and letters that
+    draw nothing. So a server cannot clear or move over what is already on screen, retitle the window, plant a
+    hyperlink whose target differs from its text, ring the bell, hide words or reorder them. With ``newlines`` a
+    line feed (or CR LF) stays a line break, for text a renderer shows on several lines (a message); a carriage
+    return alone never does. Everything else (any script, emoji, ordinary spaces, backslashes) is left as it is,
+    and the result is stable: ``printable(printable(t)) == printable(t)``.
+    """
+    if text.isprintable() and _BLANK_LETTERS.isdisjoint(text):
+        return text
+    if newlines:
+        text = text.replace("\r\n", "\n")
+    out: list[str] = []
+    for ch in text:
+        if ch == "\n" and newlines:
+            out.append(ch)
+        elif ch in _BLANK_LETTERS or unicodedata.category(ch) in _SHOWN_AS_ESCAPE:
+            out.append(_escape(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+# Scripts that are written together in one name without any trick (UTS #39, "Highly Restrictive").
+_TOGETHER = (
+    frozenset({"Latin", "Han", "Hiragana", "Katakana"}),
+    frozenset({"Latin", "Han", "Bopomofo"}),
+    frozenset({"Latin", "Han", "Hangul"}),
+)
+_SCRIPT_WORDS = {"CJK": "Han", "IDEOGRAPHIC": "Han", "KATAKANA-HIRAGANA": "Katakana"}
+# Cyrillic and Greek letters that pass for Latin ones: a name made only of them reads as a Latin name.
+_LATIN_LOOKALIKES = frozenset("аеіјорсхуѕԁһԛԝӏАВЕІЈКМНОРСТХУЅԌԚԜΑΒΕΖΗΙΚΜΝΟΡΤΥΧοικνρυ")
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter, from its Unicode name (``"Latin"``, ``"Cyrillic"``, ``"Han"``...); ``None`` if
+    ``ch`` is no letter. Compatibility forms count as what they imitate (fullwidth Latin letters are Latin)."""
+    plain = unicodedata.normalize("NFKC", ch)[:1] or ch
+    if not plain.isalpha():
+        return None
+    word = unicodedata.name(plain, "").partition(" ")[0]
+    if not word or word == "MODIFIER":
+        return None
+    return _SCRIPT_WORDS.get(word, word.capitalize())
+
+
+def _name_warnings(text: str) -> list[str]:
+    warnings: list[str] = []
+    scripts = sorted({s for s in map(_script, text) if s is not None})
+    if len(scripts) > 1 and not any(together.issuperset(scripts) for together in _TOGETHER):
+        warnings.append(f"the server's name mixes letters of different scripts ({', '.join(scripts)}), a way to "
+                        "imitate another name")  # fmt: skip
+    elif scripts in (["Cyrillic"], ["Greek"]) and all(c in _LATIN_LOOKALIKES for c in text if c.isalpha()):
+        warnings.append(f"the server's name is written in {scripts[0]} letters that look like Latin ones")
+    if any(unicodedata.normalize("NFKC", c) != c and unicodedata.normalize("NFKC", c).isascii() for c in text):
+        warnings.append("the server's name uses characters that imitate ordinary letters or digits")
+    return warnings
+
+
+def identity_warnings(server: Implementation | None) -> list[str]:
+    """What a person should know about the name a server gives itself before trusting it (empty: nothing).
+
+    A server names itself, so a hostile one may borrow a name a person trusts: with characters that do not show
+    or that reverse what follows (bidi controls), with letters of another script that look the same (a Cyrillic
+    letter a in a Latin name), or with compatibility forms of ordinary letters (fullwidth, mathematical).
+    """
+    if server is None:
+        return []
+    texts = [t for t in (server.title, server.name, server.version) if t]
+    warnings: list[str] = []
+    if any(printable(t) != t for t in texts):
+        warnings.append("the server's name contains invisible or direction-changing characters (shown escaped)")
+    for text in dict.fromkeys(t for t in (server.title, server.name) if t):
+        warnings += [w for w in _name_warnings(text) if w not in warnings]
+    return warnings
+
+
 def server_name(server: Implementation | None) -> str:
     """The server's own name when its title hides it (``"booking-desk"`` behind "Chez Elicitor booking desk").
 
-    Titles are free text any server can choose; the name beside it helps a person tell two servers apart.
+    Titles are free text any server can choose; the name beside it helps a person tell two servers apart. Shown
+    escaped (:func:`printable`), on one line.
     """
     if server is None or not server.title or server.title == server.name:
         return ""
-    return server.name
+    return printable(server.name)
+
+
+def server_label(server: Implementation | None) -> str:
+    """Who asks, as a person reads it: the server's title (or name) and version on one line, escaped."""
+    return printable(server.display()) if server is not None else "an unnamed server"
 
 
 def queue_text(waiting: int) -> str:
@@ -55,17 +164,17 @@ def hint(f: FormField) -> list[str]:
 
 
 def show(f: FormField, value: Any) -> str:
-    """A value as the person chose it: titles, not wire values; yes/no; "—" for nothing."""
+    """A value as the person chose it: titles, not wire values; yes/no; "—" for nothing; one line, escaped."""
     if value is None:
         return "—"
     if isinstance(f, BooleanField):
         return "yes" if value else "no"
     if isinstance(f, EnumField):
-        return next((o.label for o in f.options if o.value == value), str(value))
+        return printable(next((o.label for o in f.options if o.value == value), str(value)))
     if isinstance(f, MultiEnumField):
         labels = {o.value: o.label for o in f.options}
-        return ", ".join(labels.get(v, v) for v in value) or "none"
-    return str(value)
+        return printable(", ".join(labels.get(v, v) for v in value) or "none")
+    return printable(str(value))
 
 
 def parse_text(f: FormField, text: str) -> Any:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -47,6 +48,8 @@ from prompt_toolkit.layout import (
     VSplit,
     Window,
 )
+from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
+from prompt_toolkit.layout.utils import explode_text_fragments
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
 from prompt_toolkit.widgets import Box, Button, Checkbox, CheckboxList, RadioList, TextArea
@@ -55,8 +58,9 @@ from .._exceptions import InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField
 from ..forms._fields import Problem
+from ..types import Implementation
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, parse_text, queue_text, server_name, show
+from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -147,8 +151,52 @@ def _in_text_field() -> bool:
     return get_app().layout.current_buffer is not None
 
 
+def _escaped(fragments: StyleAndTextTuples, newlines: bool = True) -> StyleAndTextTuples:
+    """``fragments`` with their text escaped (:func:`printable`). prompt_toolkit draws C0 and C1 controls as
+    ``^[`` or ``<9b>`` but hands bidi controls and zero-width characters to the terminal as they are, where they
+    reorder or hide what a person reads; every window that shows text from a server draws it through here."""
+    return [(fragment[0], printable(fragment[1], newlines=newlines)) for fragment in fragments]
+
+
+class _ShowEscaped(Processor):
+    """Shows what a text field holds the way every other text is shown (:func:`printable`), for a value that came
+    from the server (a default, or an earlier answer); what the field holds and sends is unchanged."""
+
+    def apply_transformation(self, ti: TransformationInput) -> Transformation:
+        chars = explode_text_fragments(ti.fragments)
+        if all(printable(fragment[1]) == fragment[1] for fragment in chars):
+            return Transformation(ti.fragments)
+        shown: StyleAndTextTuples = []
+        starts: list[int] = []  # where each source character starts on screen
+        column = 0
+        for fragment in chars:
+            starts.append(column)
+            text = printable(fragment[1])
+            shown.append((fragment[0], text))
+            column += len(text)
+        starts.append(column)  # the cursor may stand after the last character
+
+        def to_display(position: int) -> int:
+            return starts[position] if position < len(starts) else column + position - len(chars)
+
+        def to_source(position: int) -> int:
+            return max(bisect_right(starts, position) - 1, 0)
+
+        return Transformation(shown, source_to_display=to_display, display_to_source=to_source)
+
+
 def _banner(text: Callable[[], str]) -> Window:
-    return Window(FormattedTextControl(lambda: [("class:banner", f" {text()} ")]), height=1, style="class:banner")
+    return Window(
+        FormattedTextControl(lambda: _escaped([("class:banner", f" {text()} ")], newlines=False)),
+        height=1,
+        style="class:banner",
+    )
+
+
+def _identity(server: Implementation | None) -> AnyContainer:
+    """A warning under the banner when the name the server gives itself could pass for another's (nothing else)."""
+    warned = "\n".join(f"⚠ Careful: {warning}." for warning in identity_warnings(server))
+    return ConditionalContainer(_lines(lambda: [("class:warning", warned)]), Condition(lambda: bool(warned)))
 
 
 def _help(text: str) -> Window:
@@ -156,7 +204,7 @@ def _help(text: str) -> Window:
 
 
 def _lines(get: Callable[[], StyleAndTextTuples]) -> Window:
-    return Window(FormattedTextControl(get), dont_extend_height=True, wrap_lines=True)
+    return Window(FormattedTextControl(lambda: _escaped(get())), dont_extend_height=True, wrap_lines=True)
 
 
 class _Row:
@@ -173,10 +221,10 @@ class _Row:
         self.box: Checkbox | None = None
         widget: AnyContainer
         if isinstance(f, BooleanField):
-            self.box = Checkbox(text=f.label, checked=bool(value))
+            self.box = Checkbox(text=printable(f.label), checked=bool(value))
             widget = self.box
         elif isinstance(f, EnumField):
-            choices: list[tuple[str | None, str]] = [(o.value, o.label) for o in f.options]
+            choices: list[tuple[str | None, str]] = [(o.value, printable(o.label)) for o in f.options]
             if value not in f.values:  # an earlier answer that was not one of the choices: nothing chosen
                 value = None
             if value is None or not f.required:  # an optional choice can always go back to no answer
@@ -185,19 +233,19 @@ class _Row:
             widget = self.radio
         elif isinstance(f, MultiEnumField):
             kept = [v for v in value if v in f.values] if isinstance(value, list | tuple) else []
-            self.checks = CheckboxList([(o.value, o.label) for o in f.options], default_values=kept)
+            self.checks = CheckboxList([(o.value, printable(o.label)) for o in f.options], default_values=kept)
             self.checks.show_scrollbar = False
             widget = self.checks
         else:
             shown = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
             self.text = TextArea(
                 text=shown, multiline=False, height=1, style="class:input", prompt=[("class:hint", "› ")],
-                accept_handler=_next,
+                accept_handler=_next, input_processors=[_ShowEscaped()],
             )  # fmt: skip
             self.text.buffer.cursor_position = len(shown)  # typing adds to a default; Ctrl-U clears it
             widget = self.text
         self.focus_target: Any = widget
-        header: StyleAndTextTuples = [("class:label", f.label)]
+        header: StyleAndTextTuples = [("class:label", printable(f.label))]
         if f.required:
             header.append(("class:required", " *"))
         parts: list[AnyContainer] = []
@@ -324,6 +372,7 @@ class FormScreen:
         body = HSplit(
             [
                 _banner(asks),
+                _identity(request.server),
                 ConditionalContainer(
                     ScrollablePane(Box(form_body, padding=0, padding_left=1).__pt_container__()),
                     Condition(lambda: not self.reviewing),
@@ -347,7 +396,7 @@ class FormScreen:
         out: StyleAndTextTuples = []
         for row in self.rows:
             f = row.field
-            out += [("class:label", f"{f.label}: "), ("", show(f, self.answer.get(f.name))), ("", "\n")]
+            out += [("class:label", f"{printable(f.label)}: "), ("", show(f, self.answer.get(f.name))), ("", "\n")]
         return out
 
     def _review(self) -> None:
@@ -401,10 +450,11 @@ class UrlScreen:
 
     def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
         url, host, span = request.url, request.host, request.host_span
-        shown: StyleAndTextTuples = (
+        shown = _escaped(
             [("", url[: span[0]]), ("class:host", url[span[0] : span[1]]), ("", url[span[1] :])]
             if span
-            else [("", url)]
+            else [("", url)],
+            newlines=False,
         )
         details: StyleAndTextTuples = [("class:label", "Host: "), ("class:host", host or "(none)"), ("", "\n")]
         for warning in request.warnings:
@@ -421,6 +471,7 @@ class UrlScreen:
         body = HSplit(
             [
                 _banner(lambda: f"{request.server_label} asks you to open a web page"),
+                _identity(request.server),
                 _lines(lambda: [("class:message", request.message)]),
                 Window(height=1),
                 _lines(lambda: [("class:label", "URL:")]),
@@ -449,7 +500,7 @@ class WaitScreen:
         body = HSplit(
             [
                 _banner(lambda: f"{request.server_label}: finish in your browser"),
-                _lines(lambda: [("", "Waiting for the server to see that you have finished.")]),
+                _lines(lambda: [("", _waiting_text(request))]),
                 _lines(lambda: [("class:hint", f"If no browser opened, open this yourself: {request.url}")]),
                 Window(height=1),
                 button,
@@ -463,3 +514,11 @@ class WaitScreen:
 
     def _done(self) -> None:
         _exit(self.app, None)
+
+
+def _waiting_text(request: UrlElicitationRequest) -> str:
+    """What the wait is for: the server's completion notice (2025-11-25), or only the person (2026-07-28, which has
+    no notice: "I'm done" retries the call and the server asks again if the step is not finished)."""
+    if request.completion_notice:
+        return "Waiting for the server to see that you have finished."
+    return "When you have finished there, choose I'm done to retry now\n(the server asks again if it is not finished)."

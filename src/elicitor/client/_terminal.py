@@ -27,7 +27,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from ._present import hint, parse_text, queue_text, server_name, show
+from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -79,7 +79,8 @@ class TerminalHandler:
 
             self._screen = Terminal(input, output)
         self._turns = OneAtATime()
-        self._read = read_line or _read_stdin
+        reader = read_line or _read_stdin
+        self._read: Callable[[str], str] = lambda prompt: reader(printable(prompt, newlines=True))
         self._custom_reader = read_line is not None
         self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._held: list[str] | None = None  # lines written while a full screen is up, shown when it closes
@@ -103,8 +104,10 @@ class TerminalHandler:
     async def wait_done(self, request: UrlElicitationRequest) -> None:
         """Return when the person presses Enter to say they have finished in the browser.
 
-        The client races this against the server's completion notification and cancels the loser; the default
-        reader polls, so a cancelled wait leaves no thread behind to swallow the next answer.
+        On 2025-11-25 the client races this against the server's completion notification and cancels the loser;
+        on 2026-07-28 no notification exists (``request.completion_notice`` is false), so Enter is the only way on:
+        it retries the call, and the server asks again if the step is not finished. The default reader polls, so a
+        cancelled wait leaves no thread behind to swallow the next answer.
         """
         async with self._turns.turn():
             if self._screen is not None:
@@ -112,7 +115,12 @@ class TerminalHandler:
 
                 await self._on_screen(WaitScreen(request, self._screen).app, None)
                 return
-            self._write("Waiting for the server to see that you are done (or press Enter when you have finished).")
+            self._write(
+                "Waiting for the server to see that you are done (or press Enter when you have finished)."
+                if request.completion_notice
+                else "Press Enter when you have finished in the browser to retry now "
+                "(if that step is not finished yet, the server asks again)."
+            )
             if self._custom_reader:
                 await anyio.to_thread.run_sync(self._read, "", abandon_on_cancel=True)
                 return
@@ -126,13 +134,18 @@ class TerminalHandler:
         w = self._write
         w("")
         w(f"── {request.server_label} asks you to open a web page ──")
+        self._warn_identity(request)
         w(request.message)
         w("")
-        host, shown, span = request.host, request.url, request.host_span
-        if span is not None and self._bold:
-            shown = f"{shown[: span[0]]}\x1b[1;4m{shown[span[0] : span[1]]}\x1b[0m{shown[span[1] :]}"
-        w(f"  URL:  {shown}")
-        w(f"  Host: {host or '(none)'}")
+        host, url, span = request.host, request.url, request.host_span
+        if span is not None and self._bold:  # the host in bold: each part escaped first, then this styling only
+            before, marked, after = (
+                printable(part) for part in (url[: span[0]], url[span[0] : span[1]], url[span[1] :])
+            )
+            self._emit(f"  URL:  {before}\x1b[1;4m{marked}\x1b[0m{after}")
+        else:
+            w(f"  URL:  {printable(url)}")
+        w(f"  Host: {printable(host) or '(none)'}")
         for warning in request.warnings:
             w(f"  ⚠ Careful: {warning}.")
         w("  Nothing has been opened or fetched.")
@@ -160,7 +173,16 @@ class TerminalHandler:
         return Accepted(None)
 
     def _write(self, text: str) -> None:
-        """Show a line; while a full screen is up, hold it until the screen closes (it would draw over it)."""
+        """Show a line, escaped (:func:`printable`: a server's text cannot act on the terminal; line breaks stay);
+        while a full screen is up, hold it until the screen closes (it would draw over it)."""
+        self._emit(printable(text, newlines=True))
+
+    def _warn_identity(self, request: ElicitationRequest | UrlElicitationRequest) -> None:
+        for warning in identity_warnings(request.server):
+            self._write(f"⚠ Careful: {warning}.")
+
+    def _emit(self, text: str) -> None:
+        """Show ``text`` exactly as given: only escaped text and this handler's own styling come here."""
         with self._held_lock:
             if self._held is not None:
                 self._held.append(text)
@@ -232,6 +254,7 @@ class TerminalHandler:
         w("")
         name = server_name(request.server)
         w(f"── {request.server_label} asks{f' (server name: {name})' if name else ''} ──")
+        self._warn_identity(request)
         if self._turns.waiting:
             w(f"({queue_text(self._turns.waiting)})")
         w(request.message)
@@ -252,7 +275,7 @@ class TerminalHandler:
             w("")
             w("Review:")
             for i, f in enumerate(fields, 1):
-                w(f"  {i}. {f.label}: {show(f, values.get(f.name))}")
+                w(f"  {i}. {printable(f.label)}: {show(f, values.get(f.name))}")
             choice = self._line("[Enter] submit, a number to edit, d = decline, c = cancel: ").lower()
             if choice == "":
                 return Accepted({k: v for k, v in values.items() if v is not None})
@@ -270,7 +293,7 @@ class TerminalHandler:
         w = self._write
         w("")
         mark = " (required)" if f.required else " (optional)"
-        w(f"{f.label}{mark}")
+        w(f"{printable(f.label)}{mark}")
         if f.description:
             w(f"  {f.description}")
         hint = _hint(f)
@@ -278,7 +301,7 @@ class TerminalHandler:
             w(f"  {hint}")
         if isinstance(f, EnumField | MultiEnumField):
             for i, option in enumerate(f.options, 1):
-                w(f"   {i}) {option.label}")
+                w(f"   {i}) {printable(option.label)}")
         current = values.get(f.name)
         while True:
             shown = f" [{show(f, current)}]" if current is not None else ""

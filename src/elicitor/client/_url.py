@@ -13,6 +13,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..types import Implementation
+from ._present import server_label
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -54,6 +55,10 @@ class UrlElicitationRequest:
         server: who asks (self-reported).
         elicitation_id: the server's id for it (2025-11-25; ``None`` on 2026-07-28).
         warnings: what looks suspicious about the URL (see :func:`url_warnings`).
+        completion_notice: whether the server can say when the person has finished (2025-11-25, whose requests
+            carry an ``elicitationId`` that ``notifications/elicitation/complete`` names). 2026-07-28 has neither
+            (its changelog removes both): the client learns the outcome only by retrying the call, so a handler
+            waiting for the person should offer to retry now rather than wait for the server.
     """
 
     message: str
@@ -62,16 +67,23 @@ class UrlElicitationRequest:
     elicitation_id: str | None = None
     warnings: tuple[str, ...] = field(default=())
     mode: Literal["url"] = "url"
+    completion_notice: bool = False
 
     @classmethod
-    def from_params(cls, params: dict[str, Any], server: Implementation | None) -> UrlElicitationRequest:
-        """The request as a handler sees it, from ``elicitation/create`` params (warnings worked out here)."""
+    def from_params(
+        cls, params: dict[str, Any], server: Implementation | None, *, modern: bool = False
+    ) -> UrlElicitationRequest:
+        """The request as a handler sees it, from ``elicitation/create`` params (warnings worked out here).
+
+        ``modern``: the request came in a 2026-07-28 round, where no completion notice exists whatever it carries.
+        """
         message, url, elicitation_id = params.get("message"), params.get("url"), params.get("elicitationId")
         url = url if isinstance(url, str) else ""
+        elicitation_id = elicitation_id if isinstance(elicitation_id, str) else None
         return cls(
             message=message if isinstance(message, str) else "", url=url, server=server,
-            elicitation_id=elicitation_id if isinstance(elicitation_id, str) else None,
-            warnings=tuple(url_warnings(url)),
+            elicitation_id=elicitation_id, warnings=tuple(url_warnings(url)),
+            completion_notice=elicitation_id is not None and not modern,
         )  # fmt: skip
 
     @property
@@ -110,4 +122,5 @@ class UrlElicitationRequest:
 
     @property
     def server_label(self) -> str:
-        return self.server.display() if self.server is not None else "an unnamed server"
+        """Who asks, ready to show: title (or name) and version on one line, control characters escaped."""
+        return server_label(self.server)
