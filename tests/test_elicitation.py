@@ -209,7 +209,7 @@ async def test_client_without_elicitation(anyio_backend: str) -> None:
 
 
 async def test_client_validates_before_sending_and_asks_again(anyio_backend: str) -> None:
-    handler = ScriptedHandler([{"age": 3}, {"name": 7}, {"name": "Grace"}])
+    handler = ScriptedHandler([{"age": 3}, {"name": 7}, {"name": "Grace"}], retry_invalid=True)
     async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
         assert (await client.call_tool("greet")).text == "Hello Grace (None)"
     first, second, third = handler.requests
@@ -224,7 +224,8 @@ async def test_invalid_content_from_a_non_validating_client_never_crashes_the_to
 ) -> None:
     # A raw handler that skips client-side validation: simulate by answering through the wire directly.
     for revision in REVISIONS:
-        async with connected(server, elicitation=ScriptedHandler([{"age": "old"}] * 5), protocol=revision) as client:
+        handler = ScriptedHandler([{"age": "old"}] * 5, retry_invalid=True)
+        async with connected(server, elicitation=handler, protocol=revision) as client:
             # The client refuses to send an invalid answer 5 times, then cancels.
             assert (await client.call_tool("strict")).text == "cancel"
 

@@ -131,7 +131,7 @@ async def test_our_handlers_inside_the_official_client(anyio_backend: str) -> No
             return Accepted(None)
 
     # An invalid answer never leaves: the handler is asked again with the errors, then the request is cancelled.
-    scripted = Invalid([{"username": 5}] * 5 + ["accept"], modes=frozenset({"form", "url"}))
+    scripted = Invalid([{"username": 5}] * 5 + ["accept"], modes=frozenset({"form", "url"}), retry_invalid=True)
     async with McpClient(OURS, elicitation_callback=sdk_elicitation_callback(scripted), mode="legacy") as client:
         result = await client.call_tool("test_elicitation", {"message": "?"})
         assert "action=cancel" in result.content[0].text  # type: ignore[union-attr]

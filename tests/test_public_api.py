@@ -48,6 +48,7 @@ PUBLIC = [
     "ImageContent",
     "Implementation",
     "InvalidAnswer",
+    "InvalidScriptedAnswer",
     "JSONRPCError",
     "LocalProtocolError",
     "MultiEnumField",

@@ -8,6 +8,7 @@
   + ConnectionClosed — the peer went away (EOF, process exit) before an answer came
   + FormDefinitionError — a form is outside the spec's restricted schema subset, or asks for a secret
   + InvalidAnswer — accepted content failed the form's validation; ``errors`` lists each field's problem
+    - InvalidScriptedAnswer — a ``ScriptedHandler``'s answer failed it (a test's script is wrong)
   + ClientCapabilityMissing — the client did not declare a capability a call needs (sampling, roots...)
     - ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
   + TooManyRounds — a multi-round-trip request did not complete within the client's round limit
@@ -102,6 +103,23 @@ class InvalidAnswer(ElicitorError, ValueError):
     def __init__(self, errors: Sequence[FieldError]) -> None:
         self.errors: tuple[FieldError, ...] = tuple(errors)
         super().__init__("; ".join(str(e) for e in self.errors) or "invalid answer")
+
+
+class InvalidScriptedAnswer(InvalidAnswer):
+    """A :class:`~elicitor.ScriptedHandler` answered with content the form does not accept.
+
+    The client validates every answer before sending it (a person would be asked again); a script cannot correct
+    itself, so the handler raises this instead, and ``Client.call_tool`` raises it on every revision. ``question``
+    is the elicitation's message, ``answer`` the content that was checked (the script's answer with the form's
+    defaults filled in), ``errors`` each field's problem.
+    """
+
+    def __init__(self, question: str, answer: object, errors: Sequence[FieldError]) -> None:
+        super().__init__(errors)
+        self.question = question
+        self.answer = answer
+        problems = "; ".join(str(e) for e in self.errors)
+        self.args = (f"the scripted answer to {question!r} is invalid: {answer!r}: {problems}",)
 
 
 class ClientCapabilityMissing(ElicitorError):

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 
-from .._exceptions import FieldError
+from .._exceptions import FieldError, InvalidScriptedAnswer
 from .._outcomes import Accepted, Cancelled, Declined, Outcome
 from ..forms import Form
 from ..types import Implementation
+from ._present import server_label
 from ._url import UrlElicitationRequest
 
 
@@ -40,7 +42,8 @@ class ElicitationRequest:
 
     @property
     def server_label(self) -> str:
-        return self.server.display() if self.server is not None else "an unnamed server"
+        """Who asks, ready to show: title (or name) and version on one line, control characters escaped."""
+        return server_label(self.server)
 
 
 ElicitationOutcome: TypeAlias = Outcome[Any]
@@ -86,7 +89,7 @@ class UrlHandler(Protocol):
 
 Answer: TypeAlias = (
     "ElicitationOutcome | dict[str, Any] | Literal['accept', 'decline', 'cancel']"
-    " | Callable[[ElicitationRequest | UrlElicitationRequest], Answer]"
+    " | Callable[[ElicitationRequest | UrlElicitationRequest], Answer | Awaitable[Answer]]"
 )
 
 
@@ -119,9 +122,15 @@ class ScriptedHandler:
     """A handler for tests and automation: answers from a queue, and records every request it was asked.
 
     Each queued answer is an outcome, a dict (shorthand for ``Accepted(dict)``), ``"accept"`` (``Accepted(None)``,
-    for URLs), ``"decline"``, ``"cancel"``, or a function of the request returning one of those. When the queue is
-    empty, ``otherwise`` answers (by default nothing does: the handler raises ``LookupError``, which the client
-    reports to the server as an error). Set ``modes`` to ``{"form", "url"}`` to take URL-mode requests too.
+    for URLs), ``"decline"``, ``"cancel"``, or a function of the request (plain or ``async``) returning one of
+    those. When the queue is empty, ``otherwise`` answers (by default nothing does: the handler raises
+    ``LookupError``). Set ``modes`` to ``{"form", "url"}`` to take URL-mode requests too.
+
+    The client validates an accepted answer before sending it. A person would be asked again with the errors; a
+    script cannot correct itself, so an invalid scripted answer raises :class:`~elicitor.InvalidScriptedAnswer`
+    naming the question, the answer and each field's problem (``retry_invalid=True`` instead answers the retry from
+    the queue, to exercise a client's validation loop). Either exception is raised by the ``Client`` method that
+    led to the question (``call_tool``...), on every revision.
 
     Example::
 
@@ -134,6 +143,7 @@ class ScriptedHandler:
     otherwise: Answer | None = None
     modes: frozenset[str] = frozenset({"form"})
     requests: list[ElicitationRequest] = field(default_factory=list)
+    retry_invalid: bool = False
     url_requests: list[UrlElicitationRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -144,27 +154,31 @@ class ScriptedHandler:
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         self.requests.append(request)
-        return self._next(request)
+        if request.errors and not self.retry_invalid:
+            raise InvalidScriptedAnswer(request.message, request.previous, request.errors)
+        return await self._next(request)
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
         """URL mode (when ``modes`` include ``"url"``): answered from the same queue; nothing is opened."""
         self.url_requests.append(request)
-        outcome = self._next(request)
+        outcome = await self._next(request)
         return Accepted(None) if isinstance(outcome, Accepted) else outcome
 
-    def _next(self, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
+    async def _next(self, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
         if self._queue:
             answer = self._queue.popleft()
         elif self.otherwise is not None:
             answer = self.otherwise
         else:
             raise LookupError(f"ScriptedHandler has no answer left for: {request.message!r}")
-        return _resolve(answer, request)
+        return await _resolve(answer, request)
 
 
-def _resolve(answer: Answer, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
+async def _resolve(answer: Answer, request: ElicitationRequest | UrlElicitationRequest) -> ElicitationOutcome:
+    """Turn a scripted answer into an outcome, calling (and awaiting) answer functions until one gives a value."""
     while callable(answer) and not isinstance(answer, Accepted | Declined | Cancelled):
-        answer = answer(request)
+        made = answer(request)
+        answer = await made if inspect.isawaitable(made) else made
     if isinstance(answer, Accepted | Declined | Cancelled):
         return answer
     if answer == "accept":
