@@ -20,10 +20,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from ._exceptions import ElicitorError, FormDefinitionError, JSONRPCError
+from ._arguments import argument_form, arguments_from
+from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TerminalHandler
-from .forms import Form
 from .types import JSONValue, Tool
 
 
@@ -167,12 +167,10 @@ def _pick(tools: list[Tool], choice: str) -> Tool | None:
 
 
 async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | None:
-    """The tool's arguments: field by field for a flat schema, else one JSON object. None: the person gave up."""
-    try:
-        form = Form.from_schema(tool.input_schema, check_secrets=False)
-    except FormDefinitionError:
-        form = None
-    if form is None:
+    """The tool's arguments: field by field for a flat schema (optional values and enums included, see
+    :mod:`elicitor._arguments`), else one JSON object. None: the person gave up."""
+    flat = argument_form(tool.input_schema)
+    if flat is None:
         while True:
             text = await _read(terminal, f"Arguments for {tool.name} as a JSON object (Enter for {{}}, c to cancel): ")
             if text == "c":
@@ -185,13 +183,14 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
             if isinstance(value, dict):
                 return value
             terminal._write("  The arguments must be a JSON object.")
+    form, nulls = flat
     if not form.fields:
         return {}
     about = tool.description.splitlines()[0] if tool.description else f"Call {tool.name}."
     outcome = await terminal.fill_in(about, form, banner=f"Arguments for {tool.name}")
     if not isinstance(outcome, Accepted):
         return None  # the person gave up on this call: back to the menu
-    return {k: v for k, v in outcome.data.items() if v is not None}
+    return arguments_from(outcome.data, nulls)
 
 
 def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0) -> int:
