@@ -54,8 +54,10 @@ node-peers: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py
 
-bench: $(STAMP)
+# Against the official SDK on one workload, then elicitor's replicas behind nginx with and without Redis.
+bench: $(STAMP) system-deps
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/replicas.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

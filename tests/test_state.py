@@ -511,6 +511,17 @@ async def test_redis_keys_expire(redis_server: RedisServer) -> None:
 
 
 @redis_only
+async def test_redis_burst_beyond_the_connection_limit_waits_for_a_connection(redis_server: RedisServer) -> None:
+    """Hundreds of pending elicitations issue hundreds of short commands at once: beyond ``max_connections`` they
+    queue for a connection instead of failing with "Too many connections"."""
+    async with replica(redis_server, fresh_prefix(), max_connections=4) as a:
+        async with anyio.create_task_group() as tg:
+            for n in range(200):
+                tg.start_soon(a.events.store, f"k{n % 7}", n + 1, b"m")
+        assert sum([len(await a.events.replay(f"k{k}", after=0)) for k in range(7)]) == 200
+
+
+@redis_only
 async def test_redis_outage_and_recovery(redis_server: RedisServer) -> None:
     prefix = fresh_prefix()
     options = {"lease": 0.6, "timeout": 1.0, "heartbeat": 1.0}

@@ -67,7 +67,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import anyio.abc
 import msgspec
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -564,6 +564,9 @@ class RedisStore:
         events_per_stream: how many recent events each SSE stream keeps for resumption.
         event_ttl: seconds a stream is kept after its last event.
         url_ttl: seconds a URL elicitation is kept after its creation (completed or not).
+        max_connections: connections to Redis this replica opens at most for its commands (subscriptions use one
+            more). A burst of requests beyond it waits up to ``timeout`` for a free connection rather than failing:
+            a replica with hundreds of pending elicitations issues hundreds of short commands at once.
 
     The client connects lazily and reconnects by itself: constructing needs no Redis, and calls work again as soon
     as a restarted Redis is back (its data is whatever Redis kept). Use it on asyncio (``redis.asyncio``).
@@ -583,10 +586,12 @@ class RedisStore:
         events_per_stream: int = 256,
         event_ttl: float = 3600.0,
         url_ttl: float = 3600.0,
+        max_connections: int = 64,
     ) -> None:
         for name, value in (
             ("lease", lease), ("timeout", timeout), ("heartbeat", heartbeat), ("session_ttl", session_ttl),
             ("events_per_stream", events_per_stream), ("event_ttl", event_ttl), ("url_ttl", url_ttl),
+            ("max_connections", max_connections),
         ):  # fmt: skip
             if not value > 0:
                 raise ValueError(f"{name} must be positive, not {value!r}")
@@ -597,9 +602,11 @@ class RedisStore:
         def connect(retries: int) -> Redis:
             retry = Retry(NoBackoff(), retries, supported_errors=(ConnectionLost,))
             name = f"elicitor-{self.replica}"
-            return Redis.from_url(
-                url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=retry, client_name=name
-            )
+            pool = BlockingConnectionPool.from_url(
+                url, max_connections=max_connections, timeout=timeout, socket_timeout=timeout,
+                socket_connect_timeout=timeout, retry=retry, client_name=name,
+            )  # fmt: skip
+            return Redis.from_pool(pool)
 
         client = connect(retries=1)  # commands: a broken pooled connection is replaced, the command sent again
         listener = connect(retries=0)  # subscriptions: a lost connection ends them
