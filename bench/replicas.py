@@ -1,0 +1,421 @@
+"""Scale-out benchmark: elicitor replicas behind nginx (deploy/nginx.conf), with and without a shared Redis.
+
+    python bench/replicas.py [--runs 3] [--sessions 50] [--n 50] [--single 200] [--pending 500] [--eras ...]
+
+Everything is real and on loopback: redis-server, uvicorn replicas as separate processes (the workload server of
+bench/run.py, ``bench/servers/elicitor_server.py``, which picks up ``ELICITOR_REDIS_URL`` as any replica does) and
+nginx running ``deploy/nginx.conf``, started by the harness of the replica tests (``tests/replicas.py``). Clients
+always go through nginx. Three deployments:
+
+  (1) 1 replica, memory store   (2) 1 replica, Redis store   (3) 3 replicas, Redis store
+
+each on both eras: the handshake era (``protocol="2025-11-25"``: a session, ``elicitation/create`` pushed on the
+``tools/call`` stream, the answer POSTed back, forwarded through Redis when it lands on another replica than the
+session's) and 2026-07-28 (each elicitation a round: ``input_required``, then a retry with ``inputResponses`` and the
+sealed ``requestState``, which a replica that does not hold the parked run answers by replaying the tool).
+
+Throughput: ``--sessions`` client sessions (our ``Client.http``, opened and warmed up before the clock starts) each
+call ``ask(n)`` at the same moment; the handler accepts at once. Elicitations/s = sessions x n / wall time of the
+calls. **Latency per elicitation** is measured in the client handler: the time from one handler invocation to the
+next in the same session (the first one: from the start of the call). It is a full round trip as the person's
+client sees it — answer POSTed, through nginx, the tool continues (or replays), the next question comes back — with
+the handler itself taking no time. Under 50 concurrent sessions on a small machine it is mostly queueing (p50 ≈
+sessions / throughput), so each run also measures one session alone (``--single`` elicitations): its p50 is the
+latency of one elicitation on an idle deployment, and its difference between (2) and (1) is what the Redis path
+adds to each elicitation. CPU time per elicitation is read from ``/proc`` for every process of the deployment (the
+replicas, nginx's master and workers, redis-server), for this process (the clients) and for the whole machine
+(``others`` is what the rest of the machine used meanwhile: the noise). Medians over ``--runs`` with min-max; the
+deployments run side by side and each run measures all of them in turn, so ratios are computed run by run.
+
+Memory per pending elicitation: ``--pending`` tool calls (``ask(1)``, spread over sessions of 50 calls each) whose
+question the client's handler holds (it waits on an event); Redis ``used_memory`` (INFO memory) and key-count
+growth, and each replica's RSS growth, divided by the number pending. Handshake era: each pending call is a tool
+task waiting on its answer in the session's replica, its open SSE response (on the replica the POST landed on:
+with three replicas, two times in three another one, relaying), and the stream's event history (in the process
+with the memory store, in Redis otherwise). 2026-07-28: between rounds no request is open; what is held is the
+parked run (the tool's task waiting for the next round) in the replica that served the round, up to
+``Server(max_parked_runs=...)`` (1,024 by default) per replica, and nothing in Redis. Measured on a fresh deployment
+for each configuration and era, as RSS does not shrink after a first batch and would hide a second one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from redis.asyncio import Redis
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the replica tests' harness: tests/replicas.py
+
+from tests.replicas import MISSING, Deployment, deployment  # noqa: E402
+
+from elicitor import Accepted, Client, ElicitationRequest  # noqa: E402
+
+SERVER = [sys.executable, str(ROOT / "bench" / "servers" / "elicitor_server.py")]
+ANSWER = {"name": "x", "age": 1}
+ERAS = ("2025-11-25", "2026-07-28")
+PER_SESSION = 50
+"""Pending calls per client session in the memory measurement (an HTTP client keeps at most 100 connections, and
+on the handshake era each pending call holds one)."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One deployment shape."""
+
+    label: str
+    replicas: int
+    redis: bool
+
+
+SETUPS = (
+    Setup("(1) 1 replica, memory store", 1, redis=False),
+    Setup("(2) 1 replica, Redis store", 1, redis=True),
+    Setup("(3) 3 replicas, Redis store", 3, redis=True),
+)
+
+
+# ---- what the processes use ------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (0 if it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15 of proc(5)
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds every core of the machine spent not idle so far (``/proc/stat``)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return (sum(values[:8]) - idle) / TICK  # user..steal (guest time is already counted in user)
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return int(next(line.split()[1] for line in status if line.startswith("VmRSS:")))
+
+
+def children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+class Running:
+    """A started deployment and the process ids to account CPU to, by component."""
+
+    def __init__(self, setup: Setup, deployed: Deployment) -> None:
+        self.setup = setup
+        self.deployed = deployed
+        self.url = deployed.nginx.url
+        master = int((deployed.nginx.folder / "nginx.pid").read_text())
+        self.nginx = [master, *children(master)]
+        self.redis_pid: int | None = None
+        self._redis: Redis | None = None
+
+    async def redis(self) -> Redis | None:
+        """A client of this deployment's Redis (for INFO), or ``None`` with the memory store."""
+        if self.deployed.redis is None:
+            return None
+        if self._redis is None:
+            self._redis = Redis.from_url(self.deployed.redis.url)
+            self.redis_pid = int((await self._redis.info("server"))["process_id"])
+        return self._redis
+
+    async def aclose(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far: replicas, nginx, redis, this process (the clients) and the whole machine."""
+        return {
+            "replicas": sum(cpu_seconds(pid) for pid in self.deployed.replicas.pids()),
+            "nginx": sum(cpu_seconds(pid) for pid in self.nginx),
+            "redis": cpu_seconds(self.redis_pid) if self.redis_pid is not None else 0.0,
+            "client": time.process_time(),
+            "machine": machine_busy_seconds(),
+        }
+
+
+@contextlib.contextmanager
+def started(setup: Setup, folder: Path) -> Iterator[Running]:
+    with deployment(SERVER, folder, replicas=setup.replicas, redis=setup.redis) as deployed:
+        yield Running(setup, deployed)
+
+
+# ---- throughput and latency ------------------------------------------------------------------------------------
+
+
+class Timed:
+    """A handler that accepts at once and notes the time since the previous elicitation of its session."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+        self.gaps: list[float] = []
+
+    async def __call__(self, request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        now = time.perf_counter()
+        self.gaps.append(now - self.last)
+        self.last = now
+        return Accepted(ANSWER)
+
+
+@dataclass
+class Sample:
+    """One measurement of one deployment on one era."""
+
+    rate: float
+    """Elicitations per second, all sessions together."""
+    p50: float
+    p99: float
+    """Latency per elicitation, ms (see the module)."""
+    single: float
+    """p50 latency per elicitation of one session alone, ms."""
+    cpu: dict[str, float] = field(default_factory=dict)
+    """CPU µs per elicitation by component (replicas, nginx, redis, client, others)."""
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
+
+
+async def calls(running: Running, protocol: str, sessions: int, n: int) -> tuple[float, list[float], dict[str, float]]:
+    """``sessions`` sessions call ``ask(n)`` at once; (elapsed s, gaps in s, CPU seconds by component)."""
+    handlers = [Timed() for _ in range(sessions)]
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                Client.http(running.url, elicitation=handler, protocol=protocol, max_rounds=n + 1)
+            )
+            for handler in handlers
+        ]
+
+        async def call(client: Client, handler: Timed, count: int) -> None:
+            handler.last = time.perf_counter()
+            result = await client.call_tool("ask", {"n": count})
+            assert result.text == str(count), result
+
+        async with anyio.create_task_group() as tg:  # warm up every replica, and every session's connections
+            for client, handler in zip(clients, handlers, strict=True):
+                tg.start_soon(call, client, handler, 2)
+        for handler in handlers:
+            handler.gaps.clear()
+        before = running.cpu()
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for client, handler in zip(clients, handlers, strict=True):
+                tg.start_soon(call, client, handler, n)
+        elapsed = time.perf_counter() - start
+        after = running.cpu()
+    gaps = [gap for handler in handlers for gap in handler.gaps]
+    assert len(gaps) == sessions * n, (len(gaps), sessions * n)
+    used = {name: after[name] - before[name] for name in before}
+    return elapsed, gaps, used
+
+
+async def measure(running: Running, protocol: str, sessions: int, n: int, single: int) -> Sample:
+    await running.redis()  # learn redis-server's pid before the first measurement
+    elapsed, gaps, used = await calls(running, protocol, sessions, n)
+    total = sessions * n
+    ours = sum(value for name, value in used.items() if name != "machine")
+    cpu = {name: value / total * 1e6 for name, value in used.items() if name != "machine"}
+    cpu["others"] = max(0.0, used["machine"] - ours) / total * 1e6
+    _, alone, _ = await calls(running, protocol, 1, single)
+    return Sample(
+        rate=total / elapsed,
+        p50=percentile(gaps, 0.5) * 1e3,
+        p99=percentile(gaps, 0.99) * 1e3,
+        single=percentile(alone, 0.5) * 1e3,
+        cpu=cpu,
+    )
+
+
+# ---- memory per pending elicitation ----------------------------------------------------------------------------
+
+
+@dataclass
+class Memory:
+    """Growth per pending elicitation."""
+
+    redis_bytes: float
+    redis_keys: float
+    rss_kib: list[float]
+    """Per replica."""
+
+
+async def _redis_usage(redis: Redis | None) -> tuple[int, int]:
+    if redis is None:
+        return 0, 0
+    info = await redis.info("memory")
+    return int(info["used_memory"]), int(await redis.dbsize())
+
+
+async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
+    """``count`` calls each waiting on its question in the client's handler; what that holds, per call."""
+    release = anyio.Event()
+    all_in = anyio.Event()
+    arrived = 0
+    armed = False
+
+    async def handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
+        nonlocal arrived
+        if armed:
+            arrived += 1
+            if arrived == count:
+                all_in.set()
+            await release.wait()
+        return Accepted(ANSWER)
+
+    redis = await running.redis()
+    pids = running.deployed.replicas.pids()
+    sessions = math.ceil(count / PER_SESSION)
+    async with AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(Client.http(running.url, elicitation=handler, protocol=protocol))
+            for _ in range(sessions)
+        ]
+        async with anyio.create_task_group() as tg:
+            for client in clients:
+                for _ in range(3):
+                    tg.start_soon(client.call_tool, "ask", {"n": 2})
+        await anyio.sleep(0.5)  # let the warm-up's writes and releases settle
+        redis0, keys0 = await _redis_usage(redis)
+        rss0 = [rss_kib(pid) for pid in pids]
+        armed = True
+        async with anyio.create_task_group() as tg:
+            for i in range(count):
+                tg.start_soon(clients[i % sessions].call_tool, "ask", {"n": 1})
+            with anyio.fail_after(120):
+                await all_in.wait()
+            await anyio.sleep(0.5)  # writes that follow the question (its event's history) land
+            redis1, keys1 = await _redis_usage(redis)
+            rss1 = [rss_kib(pid) for pid in pids]
+            release.set()
+    return Memory(
+        redis_bytes=(redis1 - redis0) / count,
+        redis_keys=(keys1 - keys0) / count,
+        rss_kib=[(after - before) / count for before, after in zip(rss0, rss1, strict=True)],
+    )
+
+
+# ---- the report ------------------------------------------------------------------------------------------------
+
+
+def summary(values: Sequence[float], digits: int = 1) -> str:
+    return f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}–{max(values):,.{digits}f})"
+
+
+def report_era(protocol: str, samples: dict[Setup, list[Sample]], sessions: int, n: int) -> None:
+    print(f"\n{protocol}: {sessions} sessions x {n} elicitations through nginx; medians (min–max)")
+    print(f"  {'':30} {'elicitations/s':>22} {'p50 ms':>20} {'p99 ms':>20} {'1 session p50 ms':>18}")
+    for setup, runs in samples.items():
+        print(
+            f"  {setup.label:30} {summary([s.rate for s in runs], 0):>22} {summary([s.p50 for s in runs]):>20} "
+            f"{summary([s.p99 for s in runs]):>20} {summary([s.single for s in runs], 2):>18}"
+        )
+    print("  CPU µs per elicitation (medians): " + ", ".join(samples[SETUPS[0]][0].cpu))
+    for setup, runs in samples.items():
+        parts = [f"{name} {statistics.median([s.cpu[name] for s in runs]):,.0f}" for name in runs[0].cpu]
+        print(f"  {setup.label:30} " + ", ".join(parts))
+    memory, redis, scaled = (samples[setup] for setup in SETUPS)
+
+    def differences(metric: Callable[[Sample], float]) -> list[float]:
+        return [metric(r) - metric(m) for m, r in zip(memory, redis, strict=True)]
+
+    print(
+        "  Redis path, (2) - (1), run by run: one session p50 "
+        f"{summary(differences(lambda s: s.single), 2)} ms/elicitation; 50-session p50 "
+        f"{summary(differences(lambda s: s.p50), 2)} ms; replica CPU "
+        f"{summary(differences(lambda s: s.cpu['replicas']), 0)} µs, redis-server CPU "
+        f"{summary(differences(lambda s: s.cpu['redis']), 0)} µs per elicitation"
+    )
+    ratio_redis = [s.rate / r.rate for s, r in zip(scaled, redis, strict=True)]
+    ratio_memory = [s.rate / m.rate for s, m in zip(scaled, memory, strict=True)]
+    print(
+        f"  3 replicas vs 1, elicitations/s, run by run: (3)/(2) {summary(ratio_redis, 2)}, "
+        f"(3)/(1) {summary(ratio_memory, 2)}"
+    )
+
+
+def report_memory(results: dict[tuple[Setup, str], Memory], count: int) -> None:
+    print(f"\nMemory per pending elicitation ({count} pending, {PER_SESSION} per session)")
+    for (setup, protocol), memory in results.items():
+        rss = " + ".join(f"{value:.1f}" for value in memory.rss_kib)
+        total = f" = {sum(memory.rss_kib):.1f}" if len(memory.rss_kib) > 1 else ""
+        print(
+            f"  {setup.label:30} {protocol}: replica RSS {rss}{total} KiB, Redis used_memory "
+            f"{memory.redis_bytes:,.0f} B and {memory.redis_keys:.2f} keys"
+        )
+
+
+async def main(args: argparse.Namespace) -> None:
+    eras = [era for era in ERAS if era in args.eras.split(",")]
+    print(
+        f"elicitor replicas behind nginx, {args.runs} run(s), {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.2f} at start"
+    )
+    started_at = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="elicitor-bench-") as scratch:
+        folder = Path(scratch)
+        if args.pending:
+            memory: dict[tuple[Setup, str], Memory] = {}
+            for setup in SETUPS:
+                for era in eras:
+                    with started(setup, folder / f"memory-{len(memory)}") as running:
+                        try:
+                            memory[setup, era] = await pending_memory(running, era, args.pending)
+                        finally:
+                            await running.aclose()
+            report_memory(memory, args.pending)
+        with ExitStack() as stack:
+            deployments = [stack.enter_context(started(s, folder / f"rate-{i}")) for i, s in enumerate(SETUPS)]
+            try:
+                samples = {era: {setup: list[Sample]() for setup in SETUPS} for era in eras}
+                for _ in range(args.runs):
+                    for era in eras:
+                        for running in deployments:
+                            sample = await measure(running, era, args.sessions, args.n, args.single)
+                            samples[era][running.setup].append(sample)
+                for era in eras:
+                    report_era(era, samples[era], args.sessions, args.n)
+            finally:
+                for running in deployments:
+                    await running.aclose()
+    print(f"\n({time.monotonic() - started_at:.0f} s, load average {os.getloadavg()[0]:.2f} at the end)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=50)
+    parser.add_argument("--n", type=int, default=50, help="elicitations per session")
+    parser.add_argument("--single", type=int, default=200, help="elicitations of the one-session latency run")
+    parser.add_argument(
+        "--pending", type=int, default=500, help="pending elicitations for the memory figures (0: skip)"
+    )
+    parser.add_argument("--eras", default=",".join(ERAS))
+    arguments = parser.parse_args()
+    if MISSING:
+        sys.exit(f"bench/replicas.py needs {' and '.join(MISSING)} (make test installs them)")
+    anyio.run(main, arguments)
