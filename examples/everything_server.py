@@ -32,10 +32,12 @@ from elicitor import (
     Field,
     ImageContent,
     InvalidAnswer,
+    JSONRPCError,
     Server,
     TextContent,
 )
 from elicitor.server import Header, UrlElicitationRequired
+from elicitor.types import INTERNAL_ERROR
 
 server = Server("elicitor-everything", "1.0.0", title="elicitor conformance fixtures")
 
@@ -420,6 +422,75 @@ async def fixture_pages(scope: dict[str, Any], receive: Any, send: Any) -> None:
     status = 200 if done else 404
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"text/html")]})
     await send({"type": "http.response.body", "body": body})
+
+
+# ---- tasks (2026-07-28 extension io.modelcontextprotocol/tasks): conformance tasks-* ----------------------------
+
+
+@server.tool()
+async def greet(name: str) -> str:
+    """An ordinary call, never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(ctx: Context, seconds: float = 1.0, label: str = "") -> str:
+    """Sleep ``seconds`` as a task, with progress in the task's status message; cancelling it cancels the sleep."""
+    await ctx.report_progress(0, 1, f"computing {label}".strip())
+    await anyio.sleep(seconds)
+    return f"computed {label} in {seconds:g} s".replace("  ", " ")
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Runs as a task and fails as a tool (``isError``) after a second: the task completes with that result."""
+    await anyio.sleep(1)
+    raise RuntimeError("the job failed: nothing to process")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """A JSON-RPC error inside the task: the task fails with that error."""
+    await anyio.sleep(0.2)
+    raise JSONRPCError(INTERNAL_ERROR, "the job hit an internal error")
+
+
+@server.tool(task="optional")
+async def confirm_delete(ctx: Context, filename: str) -> str:
+    """One question mid-task, then done."""
+    if await ctx.confirm(f"Delete {filename}?"):
+        return f"deleted {filename}"
+    return f"kept {filename}"
+
+
+@dataclass
+class PartialAnswer:
+    name: str | None = None
+    confirm: bool | None = None
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Two questions at once (two open input requests; either may be answered first)."""
+    found: dict[str, Any] = {}
+
+    async def ask(which: str) -> None:
+        found[which] = await ctx.elicit(f"The {which} detail, please", PartialAnswer)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "first")
+        tg.start_soon(ask, "second")
+    return ", ".join(f"{k}: {v.action}" for k, v in sorted(found.items()))
+
+
+@server.tool(task="required", defer_task=True)
+async def test_tool_with_task(ctx: Context) -> str:
+    """A name asked in an ordinary round, then the rest as a task that greets with it."""
+    outcome = await ctx.elicit("What is your name?", NAME_FORM, key="user_name")
+    name = outcome.data["name"] if isinstance(outcome, Accepted) else "stranger"
+    await ctx.run_as_task()
+    await anyio.sleep(0.2)
+    return f"Hello, {name}, from a task!"
 
 
 # ---- resources, prompts, completion ----------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored) the first time. Then:
 
 * server mode: ``examples/everything_server.py --port N`` judged by ``--suite all`` of 0.1.16, and of
-  0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``; then the same suites against three replicas
+  0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``, and by every ``tasks-*`` extension scenario
+  of 0.2.0-alpha.12 (the tasks extension, run by name); then the same suites against three replicas
   of it behind nginx sharing a Redis (``tests/replicas.py``: the deployment of docs/deploying.md);
 * client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
   extension, each run alone so that a client crash counts, per harness version and revision.
@@ -116,7 +117,23 @@ def server_suites(
         total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
         summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
         results.append((label, code == 0, summary))
+    # Extension scenarios are off the spec timeline: each is run by name (the harness lists them).
+    for scenario in extension_scenarios("0.2.0-alpha.12", env):
+        label = f"{name} 0.2.0-alpha.12 {scenario}"
+        command = [harness("0.2.0-alpha.12"), "server", "--url", url, "--scenario", scenario, *expected]
+        code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
+        passed = re.findall(r"Passed: (\d+)/(\d+), (\d+) failed", output)
+        summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
+        results.append((label, code == 0 and bool(passed) and passed[-1][2] == "0", summary))
     return results
+
+
+def extension_scenarios(version: str, env: dict[str, str]) -> list[str]:
+    """The server scenarios of extensions elicitor implements (the tasks extension)."""
+    listed = subprocess.run(
+        [harness(version), "list", "--server"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    return re.findall(r"^\s*- (tasks-[\w-]+) \[extension\]", listed, flags=re.MULTILINE)
 
 
 def main() -> int:

@@ -31,7 +31,10 @@ from ._headers import header_value
 logger = logging.getLogger("elicitor.http_client")
 
 _decode = msgspec.json.Decoder().decode
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED = {
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",  # ext-tasks "Routing Headers"
+}  # fmt: skip
 _ACCEPT = "application/json, text/event-stream"
 _RECONNECTS = 5
 _UNAVAILABLE_FOR = 30.0

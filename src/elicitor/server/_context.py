@@ -327,6 +327,18 @@ class Context:
             params["message"] = message
         await self._notify("notifications/progress", params)
 
+    async def run_as_task(self) -> None:
+        """Go on as a task from here (a tool registered with ``task=..., defer_task=True``).
+
+        What the tool asked so far was asked in ordinary rounds; the call now returns a task to the client and the
+        rest of the tool runs as that task, replayed from the top with the answers so far (so code before this
+        point runs again: wrap side effects in :meth:`once`). In a task already, on earlier revisions, or when
+        the client cannot take a task (an ``optional`` task tool), nothing happens and the call goes on as it is.
+        """
+        become = getattr(self._asker, "become_task", None)
+        if become is not None:
+            await become()
+
     # ---- internals -------------------------------------------------------------------------------------------
 
     def rebind(

@@ -47,8 +47,9 @@ from ..types import (
 from ._askers import PushAsker
 from ._context import Context
 from ._features import completion_result
-from ._rounds import AnswerBook, Finished, ParkedRuns, RoundAsker, Run
+from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
 from ._sealing import request_binding
+from ._tasks import TASKS_EXTENSION, declares_tasks, is_task_method, missing_tasks_extension
 from ._tools import ToolDef, error_result, to_call_result
 from ._url import UrlElicitationRequired
 
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("elicitor.server")
 
 Notify = Callable[[str, JSONObject], Awaitable[None]]
+_Escalation = Callable[[JSONObject, "dict[str, JSONValue] | None"], Awaitable[JSONObject]]
+"""Turns a call into a task with the answers and ``ctx.once`` values gathered so far (``ctx.run_as_task()``)."""
 """Sends a notification (method, params) about the request being served, wherever that request's messages go."""
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
@@ -177,6 +180,9 @@ class ServerSession:
             return self._read_resource(request, meta, notify or self.notifier(request.id), modern=modern)
         if method == "completion/complete" and "completions" in self.server.capabilities():
             return self._complete(request)
+        if modern and is_task_method(method):
+            assert self.parked is not None
+            return self.server.tasks.serve(self, method, request.params or {}, meta, self.parked.task_group)
         if method == "subscriptions/listen" and modern:
             return self._listen(request, notify or self.notifier(request.id))
         return _ready(self._answer(request, meta, modern=modern))
@@ -205,7 +211,10 @@ class ServerSession:
                 self.subscriptions.discard(uri)
             return {}
         if method == "server/discover" and modern:
-            result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": self.server.capabilities()}
+            capabilities = self.server.capabilities()
+            if any(tool.task != "never" for tool in self.server._tools.values()):
+                capabilities["extensions"] = {TASKS_EXTENSION: {}}
+            result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": capabilities}
             if self.server.instructions:
                 result["instructions"] = self.server.instructions
             result.update(ttlMs=0, cacheScope="public")
@@ -284,13 +293,49 @@ class ServerSession:
         tool = self.server._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
+        if modern and tool.task != "never" and not declares_tasks(meta.capabilities) and tool.task == "required":
+            raise missing_tasks_extension(f"tool {tool.name!r}")
         try:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
             return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
+        escalate: _Escalation | None = None
+        if modern and tool.task != "never" and declares_tasks(meta.capabilities):
+            assert self.parked is not None
+            tasks, tg, arguments = self.server.tasks, self.parked.task_group, params.get("arguments")
+            if not tool.defer_task:
+                return tasks.create(self, tool, arguments, meta, tg)
+
+            def escalate(answers: JSONObject, memo: dict[str, JSONValue] | None) -> Awaitable[JSONObject]:
+                return tasks.create(self, tool, arguments, meta, tg, answers=answers, memo=memo)
+
         return self._with_context(
-            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern
-        )
+            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern,
+            escalate=escalate,
+        )  # fmt: skip
+
+    def _task_invoker(
+        self, tool: ToolDef | None, arguments: object, ctx: Context
+    ) -> Callable[[], Awaitable[JSONObject]]:
+        """How a task's run calls its tool (bound again from the recorded arguments, on whichever replica)."""
+
+        async def invoke() -> JSONObject:
+            if tool is None:
+                raise JSONRPCError(INTERNAL_ERROR, "Internal error: the task's tool is not registered on this server")
+            try:
+                kwargs = tool.bind(arguments)
+            except ValueError as exc:
+                return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+            return await self._invoke(tool, ctx, kwargs, modern=True)
+
+        return invoke
+
+    def _context_for_task(self, task_id: str, meta: RequestMeta, notify: Notify, asker: RoundAsker) -> Context:
+        """The Context of a task's run: its notifications go to the task's record (see TaskEngine._notified)."""
+        return Context(
+            self, notify, task_id, meta.revision, meta.capabilities, meta.client_info, asker,
+            progress_token=task_id, log_level=None, principal=meta.principal,
+        )  # fmt: skip
 
     def _get_prompt(
         self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
@@ -347,12 +392,14 @@ class ServerSession:
         invoke: Callable[[Context], Awaitable[JSONObject]],
         *,
         modern: bool,
+        escalate: _Escalation | None = None,
     ) -> Awaitable[JSONObject]:
-        """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28."""
+        """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28
+        (``escalate``: how the call becomes a task at ``ctx.run_as_task()``)."""
         request_meta = (request.params or {}).get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
         if modern:
-            return self._in_rounds(request, meta, notify, invoke, token)
+            return self._in_rounds(request, meta, notify, invoke, token, escalate)
         assert self.session is not None
         asker = PushAsker(self.session, request.id, self.server.elicitation_timeout)
         return invoke(self._context(request, meta, notify, token, asker))
@@ -377,6 +424,7 @@ class ServerSession:
         notify: Notify,
         invoke: Callable[[Context], Awaitable[JSONObject]],
         token: JSONValue,
+        escalate: _Escalation | None = None,
     ) -> JSONObject:
         params = request.params or {}
         binding = request_binding(request.method, params, meta.principal)
@@ -403,7 +451,8 @@ class ServerSession:
             if self.parked is None:
                 return await self._one_round(run, binding)
             self.parked.start(run)
-        return await self._round(run, binding, self.parked)
+        run.asker.may_escalate = escalate is not None
+        return await self._round(run, binding, self.parked, escalate)
 
     async def _one_round(self, run: Run, binding: bytes) -> JSONObject:
         """Serve a round with nothing to park the run in (no long-lived task group): replay-only."""
@@ -417,7 +466,9 @@ class ServerSession:
         assert result is not None
         return result
 
-    async def _round(self, run: Run, binding: bytes, parked: ParkedRuns | None) -> JSONObject:
+    async def _round(
+        self, run: Run, binding: bytes, parked: ParkedRuns | None, escalate: _Escalation | None = None
+    ) -> JSONObject:
         try:
             outcome = await run.next()
         except BaseException:
@@ -425,6 +476,10 @@ class ServerSession:
             raise
         if isinstance(outcome, Finished):
             return outcome.value
+        if isinstance(outcome, Escalate):
+            run.cancel()  # the task replays the tool from the answers so far, wherever it runs
+            assert escalate is not None
+            return await escalate(run.asker.answers.pack(), run.asker.memo)
         sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
         token_out = self.server.sealer.seal(sealed, binding)
         if parked is not None:

@@ -98,6 +98,21 @@ class RoundAsker:
         """Whether a question came from a task other than the handler's own (so branches may ask together)."""
         self._fresh = fresh
         self._waiting: dict[str, _Waiter] = {}
+        self.task_mode = False
+        """The run is a task's: questions go to its record, and ``ctx.run_as_task()`` has nothing to do."""
+        self.may_escalate = False
+        """``ctx.run_as_task()`` turns this call into a task (the tool defers its task, the client can take it)."""
+        self.escalate = False
+        """The handler called ``ctx.run_as_task()``: the round ends and the call becomes a task."""
+
+    async def become_task(self) -> None:
+        """``ctx.run_as_task()``: end the multi-round-trip phase here; the call goes on as a task, replayed from
+        the answers so far (this run is cancelled). Nothing to do in a task, or where no task can be made."""
+        if self.task_mode or not self.may_escalate:
+            return
+        self.escalate = True
+        self.activity.set()
+        await anyio.sleep_forever()
 
     async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject:
         answer = self.answers.get(key)
@@ -148,6 +163,11 @@ class NeedsInput:
     input_requests: dict[str, JSONObject]
 
 
+@dataclass(slots=True)
+class Escalate:
+    """The handler called ``ctx.run_as_task()``: the call becomes a task with the answers gathered so far."""
+
+
 class Run:
     """One handler invocation on the 2026-07-28 path, alive across rounds while parked."""
 
@@ -175,7 +195,7 @@ class Run:
     def cancel(self) -> None:
         self._scope.cancel()
 
-    async def next(self) -> Finished | NeedsInput:
+    async def next(self) -> Finished | NeedsInput | Escalate:
         """Wait until the handler finishes or every branch waits on an unanswered question.
 
         Raises:
@@ -194,6 +214,8 @@ class Run:
                 raise self._failure
             assert self._result is not None
             return Finished(self._result)
+        if self.asker.escalate:
+            return Escalate()
         self.round += 1
         return NeedsInput(dict(self.asker.asks))
 
@@ -216,6 +238,11 @@ class ParkedRuns:
         self._ttl = ttl
         self._runs: OrderedDict[str, tuple[float, Run]] = OrderedDict()
         self._sweeping = False
+
+    @property
+    def task_group(self) -> anyio.abc.TaskGroup:
+        """Where work that outlives a request runs (parked runs, tasks)."""
+        return self._tg
 
     def start(self, run: Run) -> None:
         self._tg.start_soon(run.main)

@@ -23,6 +23,7 @@ from ._dispatch import ServerSession
 from ._features import PromptDef, ResourceDef, make_prompt, make_resource
 from ._rounds import PARKED_RUN_TTL
 from ._sealing import StateSealer
+from ._tasks import TaskEngine, TaskSupport
 from ._tools import ToolDef, make_tool
 from ._url import UrlElicitations
 
@@ -86,6 +87,12 @@ class Server:
             cancelled (a later retry replays the tool from its sealed state while that is valid, an hour).
         max_in_flight: how many requests one connection may have in flight at once; beyond it a request is
             refused with -32603 "Too many requests in flight" (the client may retry).
+        task_ttl: seconds a task (``@server.tool(task=...)``) is kept from its creation, its result included;
+            its run is cancelled then (``ttlMs``).
+        task_poll_interval: seconds between polls suggested to clients following a task (``pollIntervalMs``).
+        max_parked_tasks: task runs kept in this process while they wait for a person; beyond it the oldest
+            waiting run is dropped and its task resumes by replaying the tool from its record when answered
+            (``ctx.once`` keeps side effects from running twice). 0 keeps none.
     """
 
     def __init__(
@@ -102,6 +109,9 @@ class Server:
         elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
         parked_run_ttl: float = DEFAULT_PARKED_RUN_TTL,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        task_ttl: float = 3600.0,
+        task_poll_interval: float = 0.5,
+        max_parked_tasks: int = 1024,
     ) -> None:
         self.info: JSONObject = {"name": name, "version": version}
         if title:
@@ -119,6 +129,10 @@ class Server:
         self._templates: list[ResourceDef] = []
         self._prompts: dict[str, PromptDef] = {}
         self._completion: Completer | None = None
+        if not task_ttl > 0 or not task_poll_interval > 0:
+            raise ValueError("task_ttl and task_poll_interval must be positive")
+        self.tasks = TaskEngine(self, ttl=task_ttl, poll_interval=task_poll_interval, max_parked=max_parked_tasks)
+        """Tool calls running as tasks (2026-07-28 tasks extension), kept in :attr:`store`."""
 
     def share(self, store: Store | str) -> None:
         """Keep this server's shared state in ``store`` (a :class:`~elicitor.state.Store` or a ``redis://`` URL).
@@ -146,6 +160,8 @@ class Server:
         description: str | None = None,
         annotations: JSONObject | None = None,
         input_schema: JSONObject | None = None,
+        task: TaskSupport = "never",
+        defer_task: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -158,6 +174,8 @@ class Server:
         description: str | None = None,
         annotations: JSONObject | None = None,
         input_schema: JSONObject | None = None,
+        task: TaskSupport = "never",
+        defer_task: bool = False,
     ) -> Any:
         """Register a function as a tool. Its typed parameters become the input schema; a parameter annotated
         :class:`Context` receives the call's context. The docstring is the description unless one is given.
@@ -165,8 +183,17 @@ class Server:
         ``input_schema`` replaces the advertised schema (for JSON Schema features a signature cannot say, such
         as ``if``/``then``); the signature still validates the arguments.
 
+        ``task`` makes calls run as tasks on 2026-07-28 (the ``io.modelcontextprotocol/tasks`` extension): the
+        client gets a task id at once and follows the task (``tasks/get``), answering its questions
+        (``tasks/update``) while it runs. ``"optional"``: a task when the client declared the extension, else an
+        ordinary call; ``"required"``: a client without the extension gets -32021. The tool's code is the same
+        either way. With ``defer_task=True`` the call first asks in ordinary rounds and becomes a task at
+        ``await ctx.run_as_task()`` (questions that decide whether to start at all, then the long work). Earlier
+        revisions run the tool as an ordinary call.
+
         Raises:
             TypeError: the signature cannot be described (``*args``), or the name is taken.
+            ValueError: ``task`` is not one of the three values, or ``defer_task`` without a task.
         """
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -178,6 +205,11 @@ class Server:
                 annotations=annotations,
                 context_type=Context,
             )
+            if task not in ("never", "optional", "required"):
+                raise ValueError(f"task must be 'never', 'optional' or 'required', not {task!r}")
+            if defer_task and task == "never":
+                raise ValueError("defer_task needs task='optional' or task='required'")
+            tool = dataclasses.replace(tool, task=task, defer_task=defer_task)
             if input_schema is not None:
                 tool = dataclasses.replace(tool, input_schema=input_schema)
             if tool.name in self._tools:

@@ -45,6 +45,10 @@ class ToolDef:
     context_param: str | None
     arguments: type[msgspec.Struct]
     is_async: bool
+    task: str = "never"
+    """Whether calls run as tasks (2026-07-28 tasks extension): ``never``, ``optional`` or ``required``."""
+    defer_task: bool = False
+    """The task starts at ``ctx.run_as_task()``, after questions asked in ordinary rounds (else at the call)."""
 
     @property
     def header_params(self) -> dict[str, str]:

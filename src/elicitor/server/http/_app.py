@@ -150,6 +150,7 @@ class HttpApp:
             self._handshake.start(tg)
             if self._store.shared:
                 tg.start_soon(self.server.relay_changes)
+                tg.start_soon(self.server.tasks.listen, self._stateless, tg)
             try:
                 yield
             finally:

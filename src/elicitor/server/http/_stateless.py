@@ -38,7 +38,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("elicitor.http")
 
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAMED_METHODS = {
+    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",  # ext-tasks "Routing Headers"
+}  # fmt: skip
 """Methods whose ``Mcp-Name`` header mirrors a field of the params."""
 BAD_REQUEST_CODES = {
     PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,

@@ -1,0 +1,522 @@
+"""Tasks (2026-07-28 extension ``io.modelcontextprotocol/tasks``): a tool call that runs on its own and asks the
+person mid-way through ``tasks/get`` and ``tasks/update``.
+
+Spec: ../spec/ext-tasks/tasks.md (SEP-2663). The design (docs/architecture.md, "Tasks"):
+
+* **The record is the truth.** A task is a :class:`~elicitor.state.TaskRecord` in the shared state (memory, or
+  Redis for replicas): its status, the answers gathered so far and the ``ctx.once`` values (what a replay needs),
+  the questions still open, the result. Every change is a compare-and-swap, so replicas racing on one task agree,
+  and a terminal status is never overwritten.
+* **The tool runs as on the multi-round-trip path.** A task's run is a :class:`~._rounds.Run` whose questions are
+  collected by a :class:`~._rounds.RoundAsker`: when the tool waits on questions, they are written to the record
+  (``input_required``); ``tasks/update`` adds the answers to the record and, once none is open, the run goes on.
+* **A parked coroutine is a cache, the record suffices.** While it waits for a person, the run is kept in this
+  replica (bounded by ``Server(max_parked_tasks=...)``) so answering costs nothing; evicted, on another replica,
+  or after a replica died, the task is resumed by *replaying* the tool from the record: answered questions return
+  at once, ``ctx.once`` steps are not run again. A task whose runner died while ``working`` is taken over by the
+  replica that next sees it, so nothing stays ``working`` forever.
+* **Questions before the task exists** (``@server.tool(task=..., defer_task=True)``) go through ordinary
+  ``input_required`` rounds; ``await ctx.run_as_task()`` then creates the task with the answers so far and the
+  call returns ``CreateTaskResult`` (the spec's SHOULD: multi-round-trip first, then the task).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import anyio.abc
+import msgspec
+
+from .._exceptions import JSONRPCError
+from ..protocol import ClientCapabilities, RequestMeta
+from ..state import StoreUnavailable, TaskRecord, TaskRegistry
+from ..types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    Implementation,
+    JSONObject,
+    JSONValue,
+)
+from ._rounds import AnswerBook, Finished, NeedsInput, RoundAsker, Run, usable_response
+
+if TYPE_CHECKING:
+    from ._dispatch import ServerSession
+    from ._server import Server
+    from ._tools import ToolDef
+
+logger = logging.getLogger("elicitor.server")
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+"""The extension's identifier, in capabilities' ``extensions`` (ext-tasks "Extension Identifier")."""
+
+TaskSupport = Literal["never", "optional", "required"]
+"""Whether a tool runs as a task: never, when the client can (``optional``), or always (``required``: a client
+without the extension gets -32021)."""
+
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+
+
+def declares_tasks(capabilities: ClientCapabilities) -> bool:
+    """Whether this request's client declared the tasks extension (per request on 2026-07-28)."""
+    extensions = capabilities.raw.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def missing_tasks_extension(what: str) -> JSONRPCError:
+    """-32021 naming the extension (ext-tasks "Capability Negotiation")."""
+    return JSONRPCError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"Missing required client capability: {what} needs the {TASKS_EXTENSION} extension",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+class _Parked:
+    """A run of a task kept in this replica: ``wake`` is set when answers (or a cancel) may be waiting."""
+
+    __slots__ = ("run", "scope", "since", "wake")
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.wake = anyio.Event()
+        self.since = time.monotonic()
+        self.scope = anyio.CancelScope()
+
+
+class TaskEngine:
+    """Creates, drives and answers for the tasks of one server, in this replica (see the module docstring).
+
+    Args:
+        server: whose tools run as tasks and whose store keeps the records.
+        ttl: seconds a task is kept from its creation (``ttlMs``); its run is cancelled then.
+        poll_interval: seconds between polls suggested to clients (``pollIntervalMs``).
+        max_parked: runs kept waiting for a person in this replica; beyond, the oldest waiting run is dropped and
+            its task resumes by replay when answered. 0 keeps none: every answer replays the tool.
+    """
+
+    def __init__(self, server: Server, *, ttl: float, poll_interval: float, max_parked: int) -> None:
+        self._server = server
+        self.ttl = ttl
+        self.poll_interval = poll_interval
+        self.max_parked = max_parked
+        self._runs: OrderedDict[str, _Parked] = OrderedDict()
+        """Runs of tasks in this replica (working or waiting), oldest activity first."""
+
+    @property
+    def _registry(self) -> TaskRegistry:
+        return self._server.store.tasks
+
+    @property
+    def replica(self) -> str:
+        return str(self._server.store.replica)
+
+    # ---- creating ----------------------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        session: ServerSession,
+        tool: ToolDef,
+        arguments: JSONValue,
+        meta: RequestMeta,
+        tg: anyio.abc.TaskGroup,
+        *,
+        answers: JSONObject | None = None,
+        memo: dict[str, JSONValue] | None = None,
+    ) -> JSONObject:
+        """Create a task for this call, start its run here, and return the ``CreateTaskResult``.
+
+        Returns only once the record is stored, so a ``tasks/get`` on any replica finds it (ext-tasks "Task
+        Creation": durably created first).
+        """
+        now = time.time()
+        call: JSONObject = {
+            "name": tool.name,
+            "arguments": arguments if isinstance(arguments, dict) else {},
+            "revision": meta.revision,
+            "capabilities": meta.capabilities.raw,
+            "client": msgspec.to_builtins(meta.client_info) if meta.client_info is not None else None,
+            "log": meta.log_level,
+        }
+        record = TaskRecord(
+            id=secrets.token_urlsafe(18),
+            principal=meta.principal,
+            connection=None,
+            status="working",
+            created=now,
+            updated=now,
+            ttl=self.ttl,
+            poll_interval=self.poll_interval,
+            call=call,
+            answers={"a": answers or AnswerBook().pack(), "m": memo or {}},
+            runner=self.replica,
+        )
+        try:
+            await self._registry.create(record)
+        except OverflowError:
+            raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
+        self._start(session, record, tg)
+        return {"resultType": "task", **wire_task(record, detailed=False)}
+
+    # ---- the client's requests -----------------------------------------------------------------------------------
+
+    async def serve(
+        self, session: ServerSession, method: str, params: JSONObject, meta: RequestMeta, tg: anyio.abc.TaskGroup
+    ) -> JSONObject:
+        """``tasks/get``, ``tasks/update`` or ``tasks/cancel``."""
+        if not declares_tasks(meta.capabilities):
+            raise missing_tasks_extension(method)
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
+        record = await self._own(task_id, meta)
+        if method == "tasks/get":
+            if record.status == "working" and not self._runs_here(record):
+                record = await self._take_over(session, record, tg)
+            return {"resultType": "complete", **wire_task(record, detailed=True)}
+        if method == "tasks/update":
+            responses = params.get("inputResponses")
+            if not isinstance(responses, dict):
+                raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
+            await self._answer(session, record, responses, tg)
+            return {"resultType": "complete"}
+        await self._cancel(record)
+        return {"resultType": "complete"}
+
+    async def _own(self, task_id: str, meta: RequestMeta) -> TaskRecord:
+        """The record, if it exists and belongs to this caller; another user's task reads as unknown."""
+        record = await self._registry.get(task_id)
+        if record is None or record.principal != meta.principal:
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r} (or it has expired)")
+        return record
+
+    async def _answer(
+        self, session: ServerSession, record: TaskRecord, responses: JSONObject, tg: anyio.abc.TaskGroup
+    ) -> None:
+        """Record the answers to open questions (others are ignored, as the spec asks); resume once none is open."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.status != "input_required":
+                return None
+            open_asks = dict(current.asks)
+            book = AnswerBook.unpack(current.answers.get("a"))
+            taken = False
+            for key, response in responses.items():
+                ask = open_asks.get(key)
+                if isinstance(ask, dict) and usable_response(str(ask.get("method")), response):
+                    book.add(key, response)
+                    del open_asks[key]
+                    taken = True
+            if not taken:
+                return None
+            status = "input_required" if open_asks else "working"
+            return dataclasses.replace(
+                current, status=status, asks=open_asks, answers={**current.answers, "a": book.pack()},
+                updated=time.time(), message=None if status == "working" else current.message,
+            )  # fmt: skip
+
+        changed = await self._change(record.id, apply)
+        if changed is not None and changed.status == "working":
+            await self._resume(session, changed, tg)
+
+    async def _cancel(self, record: TaskRecord) -> None:
+        """Mark the task cancelled (idempotent on a terminal task) and stop its run wherever it is."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal:
+                return None
+            return dataclasses.replace(
+                current, status="cancelled", asks={}, updated=time.time(), message="Cancelled by the client"
+            )
+
+        changed = await self._change(record.id, apply)
+        if changed is None:
+            return
+        parked = self._runs.get(record.id)
+        if parked is not None:
+            parked.scope.cancel()
+        elif changed.runner is not None and changed.runner != self.replica:
+            await self._tell(changed.runner, record.id)
+
+    # ---- resuming ---------------------------------------------------------------------------------------------
+
+    def _runs_here(self, record: TaskRecord) -> bool:
+        return record.id in self._runs or (record.runner not in (None, self.replica) and record.runner_alive)
+
+    async def _resume(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
+        """Answers are in: wake the run, here or on its replica, or replay the task here."""
+        parked = self._runs.get(record.id)
+        if parked is not None:
+            parked.wake.set()
+            return
+        current = await self._registry.get(record.id)  # with the runner's liveness as of now
+        if current is None or current.status != "working":
+            return
+        runner = current.runner
+        if runner not in (None, self.replica) and current.runner_alive and runner is not None:
+            if await self._tell(runner, record.id):
+                return
+            logger.warning("task %s: its replica %s did not hear the answers; running it here", record.id, runner)
+        await self._take_over(session, current, tg, steal=True)
+
+    async def _take_over(
+        self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup, *, steal: bool = False
+    ) -> TaskRecord:
+        """Run the task here from its record: its runner died, dropped it, or never had it (``steal``: its runner
+        is alive but did not hear about the answers)."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal or current.status != "working" or current.id in self._runs:
+                return None
+            if current.runner not in (None, self.replica) and current.runner_alive and not steal:
+                return None  # someone else runs it
+            return dataclasses.replace(current, runner=self.replica)
+
+        claimed = await self._change(record.id, apply)
+        if claimed is None:
+            return await self._registry.get(record.id) or record
+        self._start(session, claimed, tg)
+        return claimed
+
+    async def _tell(self, replica: str, task_id: str) -> bool:
+        """Ask the replica running a task to look at its record again; whether anyone heard."""
+        try:
+            return bool(await self._server.store.bus.publish(task_channel(replica), task_id.encode()))
+        except StoreUnavailable:
+            return False
+
+    async def listen(self, session: ServerSession, tg: anyio.abc.TaskGroup) -> None:
+        """Replicas sharing a store: take the messages other replicas send about tasks this one runs."""
+        while True:
+            try:
+                async with self._server.store.bus.subscribe(task_channel(self.replica)) as messages:
+                    async for message in messages:
+                        task_id = message.decode(errors="replace")
+                        parked = self._runs.get(task_id)
+                        if parked is not None:
+                            parked.wake.set()
+                            continue
+                        record = await self._registry.get(task_id)
+                        if record is not None and record.status == "working":
+                            await self._take_over(session, record, tg)
+            except StoreUnavailable:
+                pass
+            await anyio.sleep(1.0)
+
+    # ---- running ----------------------------------------------------------------------------------------------
+
+    def _start(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
+        """Start the task's run here: a replay from the record (on creation, nothing to replay yet)."""
+        call = record.call
+        tool = self._server._tools.get(str(call.get("name")))
+        meta = RequestMeta(
+            call.get("revision"),  # type: ignore[arg-type]
+            ClientCapabilities.parse(call.get("capabilities")),
+            _implementation(call.get("client")),
+            log_level=call.get("log"),
+            principal=record.principal,
+        )
+        book = AnswerBook.unpack(record.answers.get("a"))
+        memo = record.answers.get("m")
+        asker = RoundAsker(book, {}, dict(memo) if isinstance(memo, dict) else {})
+        asker.task_mode = True
+        notify = functools.partial(self._notified, record.id)
+        ctx = session._context_for_task(record.id, meta, notify, asker)
+        invoke = session._task_invoker(tool, call.get("arguments"), ctx)
+        run = Run(invoke, asker, ctx)
+        parked = self._runs[record.id] = _Parked(run)
+        tg.start_soon(self._drive, record.id, parked)
+
+    async def _drive(self, task_id: str, parked: _Parked) -> None:
+        """Run the task to its end: write its questions, wait for answers, write its result."""
+        run = parked.run
+        record = await self._registry.get(task_id)
+        remaining = record.created + record.ttl - time.time() if record is not None and record.ttl else None
+        try:
+            with parked.scope, anyio.move_on_after(remaining):
+                async with anyio.create_task_group() as inner:
+                    inner.start_soon(run.main)
+                    while True:
+                        try:
+                            outcome = await run.next()
+                        except JSONRPCError as exc:
+                            await self._finish(task_id, "failed", error=_error(exc.code, exc.message, exc.data))
+                            break
+                        except Exception as exc:
+                            logger.exception("task %s failed", task_id)
+                            await self._finish(
+                                task_id, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}")
+                            )
+                            break
+                        if isinstance(outcome, Finished):
+                            await self._finish(task_id, "completed", result=outcome.value)
+                            break
+                        if isinstance(outcome, NeedsInput) and not await self._wait_for_answers(
+                            task_id, parked, outcome
+                        ):
+                            break
+                    inner.cancel_scope.cancel()
+        finally:
+            run.cancel()
+            if self._runs.get(task_id) is parked:
+                del self._runs[task_id]
+
+    async def _wait_for_answers(self, task_id: str, parked: _Parked, outcome: NeedsInput) -> bool:
+        """Write the open questions; wait until they are answered. False: the run ends here (cancelled, expired,
+        or dropped from this replica to make room — then a later answer replays it)."""
+        run = parked.run
+        asks = outcome.input_requests
+        answers = run.asker.answers.pack()
+        memo = run.asker.memo or {}
+
+        def ask(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal:
+                return None
+            book = AnswerBook.unpack(current.answers.get("a"))
+            still = {key: value for key, value in asks.items() if book.get(key) is None}
+            return dataclasses.replace(
+                current, status="input_required" if still else "working", asks=still,
+                answers={"a": _merge(answers, book), "m": memo}, updated=time.time(),
+            )  # fmt: skip
+
+        while True:
+            written = await self._change(task_id, ask)
+            if written is None:
+                return False  # terminal (cancelled) or gone (expired)
+            if written.status == "input_required":
+                self._park(task_id, parked)
+                await parked.wake.wait()
+                parked.wake = anyio.Event()
+                current = await self._registry.get(task_id)
+                if current is None or current.terminal:
+                    return False
+                written = current
+                if written.status == "input_required":
+                    continue  # partly answered (or woken for nothing): wait on
+            run.asker.next_round(AnswerBook.unpack(written.answers.get("a")).answers)
+            return True
+
+    def _park(self, task_id: str, parked: _Parked) -> None:
+        """Keep the waiting run, within ``max_parked``: the oldest waiting run beyond it is dropped (replayed later)."""
+        self._runs.move_to_end(task_id)
+        parked.since = time.monotonic()
+        waiting = [tid for tid, p in self._runs.items() if p.run.asker.asks and tid != task_id]
+        while len(waiting) + 1 > self.max_parked and waiting:
+            oldest = self._runs.pop(waiting.pop(0))
+            oldest.scope.cancel()
+        if self.max_parked <= 0:
+            self._runs.pop(task_id, None)
+            parked.scope.cancel()
+
+    async def _finish(
+        self, task_id: str, status: str, *, result: JSONObject | None = None, error: JSONObject | None = None
+    ) -> None:
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal:
+                return None  # cancelled meanwhile: the cancel stands
+            message = error.get("message") if error is not None else None
+            return dataclasses.replace(
+                current, status=status, result=result, error=error, asks={}, updated=time.time(), runner=None,
+                message=str(message) if message is not None else None,
+            )  # fmt: skip
+
+        await self._change(task_id, apply)
+
+    async def _notified(self, task_id: str, method: str, params: JSONObject) -> None:
+        """What the tool sends while it runs as a task: progress messages become the ``statusMessage`` (ext-tasks:
+        progress and log notifications are not carried for tasks)."""
+        if method != "notifications/progress" or not isinstance(params.get("message"), str):
+            return
+        message = params["message"]
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal or current.message == message:
+                return None
+            return dataclasses.replace(current, message=message, updated=time.time())
+
+        try:
+            await self._change(task_id, apply)
+        except StoreUnavailable:
+            logger.warning("task %s: could not record its progress message", task_id)
+
+    async def _change(self, task_id: str, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
+        """Compare-and-swap ``apply`` onto the record until it sticks; None if it declined or the task is gone."""
+        for _ in range(64):
+            current = await self._registry.get(task_id)
+            if current is None:
+                return None
+            changed = apply(current)
+            if changed is None:
+                return None
+            stored = await self._registry.swap(changed)
+            if stored is not None:
+                return stored
+        raise JSONRPCError(INTERNAL_ERROR, f"Internal error: task {task_id} changes too often to update")
+
+
+def task_channel(replica: str) -> str:
+    """The bus channel on which a replica hears about the tasks it runs."""
+    return f"tasks:{replica}"
+
+
+def wire_task(record: TaskRecord, *, detailed: bool) -> JSONObject:
+    """The ``Task`` as the wire has it (``DetailedTask`` with ``detailed``: the questions, result or error)."""
+    task: JSONObject = {
+        "taskId": record.id,
+        "status": record.status,
+        "createdAt": _iso(record.created),
+        "lastUpdatedAt": _iso(record.updated),
+        "ttlMs": None if record.ttl is None else round(record.ttl * 1000),
+        "pollIntervalMs": max(1, round(record.poll_interval * 1000)),
+    }
+    if record.message:
+        task["statusMessage"] = record.message
+    if detailed:
+        if record.status == "input_required":
+            task["inputRequests"] = dict(record.asks)
+        elif record.status == "completed" and record.result is not None:
+            task["result"] = dict(record.result)
+        elif record.status == "failed" and record.error is not None:
+            task["error"] = dict(record.error)
+    return task
+
+
+def is_task_method(method: str) -> bool:
+    return method in _TASK_METHODS
+
+
+def _iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _error(code: int, message: str, data: JSONValue = None) -> JSONObject:
+    error: JSONObject = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
+
+
+def _merge(packed: JSONObject, book: AnswerBook) -> JSONObject:
+    """The run's answers with any the record has that the run has not seen (answered meanwhile)."""
+    merged = AnswerBook.unpack(packed)
+    for key, answer in book.answers.items():
+        merged.add(key, answer)
+    return merged.pack()
+
+
+def _implementation(raw: object) -> Implementation | None:
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return msgspec.convert(raw, Implementation)
+    except msgspec.ValidationError:
+        return None
