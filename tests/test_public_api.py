@@ -62,6 +62,8 @@ PUBLIC = [
     "Server",
     "StateSealer",
     "StringField",
+    "TaskCancelled",
+    "TaskHandle",
     "TerminalHandler",
     "TextContent",
     "TooManyRounds",

@@ -18,6 +18,7 @@ from ._exceptions import (
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
+    TaskCancelled,
     TooManyRounds,
 )
 from ._outcomes import Accepted, Cancelled, Declined, Outcome
@@ -28,6 +29,7 @@ from .client import (
     ElicitationHandler,
     ElicitationRequest,
     ScriptedHandler,
+    TaskHandle,
     TerminalHandler,
     UrlElicitationRequest,
     sdk_elicitation_callback,
@@ -102,6 +104,8 @@ __all__ = [
     "Server",
     "StateSealer",
     "StringField",
+    "TaskCancelled",
+    "TaskHandle",
     "TerminalHandler",
     "TextContent",
     "TooManyRounds",

@@ -12,6 +12,7 @@
   + ClientCapabilityMissing — the client did not declare a capability a call needs (sampling, roots...)
     - ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
   + TooManyRounds — a multi-round-trip request did not complete within the client's round limit
+  + TaskCancelled — the task a call became was cancelled before it finished
 """
 
 from __future__ import annotations
@@ -148,3 +149,13 @@ class ElicitationUnsupported(ClientCapabilityMissing):
 
 class TooManyRounds(ElicitorError):
     """A multi-round-trip request still asked for input after the client's ``max_rounds`` retries."""
+
+
+class TaskCancelled(ElicitorError):
+    """The task a tool call became was cancelled (by this client, another one of the same user, or the server)
+    before it finished; ``task_id`` names it, ``reason`` is the server's status message if it gave one."""
+
+    def __init__(self, task_id: str, reason: str | None = None) -> None:
+        super().__init__(f"task {task_id} was cancelled" + (f": {reason}" if reason else ""))
+        self.task_id = task_id
+        self.reason = reason

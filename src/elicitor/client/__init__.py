@@ -4,6 +4,7 @@ from ._browser import BrowserHandler
 from ._client import DEFAULT_MAX_ROUNDS, Client
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler, UrlHandler
 from ._sdk import sdk_elicitation_callback
+from ._tasks import TaskHandle
 from ._terminal import TerminalHandler
 from ._url import UrlElicitationRequest, url_warnings
 
@@ -15,6 +16,7 @@ __all__ = [
     "ElicitationOutcome",
     "ElicitationRequest",
     "ScriptedHandler",
+    "TaskHandle",
     "TerminalHandler",
     "UrlElicitationRequest",
     "UrlHandler",

@@ -41,6 +41,7 @@ from ..types import (
     METHOD_NOT_FOUND,
     MODERN_REVISIONS,
     REV_2025_06_18,
+    TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
     CallToolResult,
@@ -54,6 +55,7 @@ from ..types import (
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
 from ._quiet import QuietClock
+from ._tasks import TaskHandle
 from ._url import UrlElicitationRequest
 
 logger = logging.getLogger("elicitor.client")
@@ -135,6 +137,8 @@ class Client:
             form: that time is theirs). On expiry the server is sent ``notifications/cancelled`` and the call
             raises ``TimeoutError`` (2025-11-25 basic/lifecycle, "Timeouts"). ``None`` waits as long as the
             connection lasts; bound a call's total time yourself with ``anyio.fail_after``.
+        tasks: declare the tasks extension on 2026-07-28 (``io.modelcontextprotocol/tasks``), so a server may run
+            a long tool call as a task; ``call_tool`` follows it to its result either way (see :meth:`start_tool`).
     """
 
     def __init__(
@@ -154,6 +158,7 @@ class Client:
         handshake_timeout: float | None = 30.0,
         url_timeout: float | None = 600.0,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        tasks: bool = True,
     ) -> None:
         if protocol != "auto" and protocol not in ALL_REVISIONS:
             raise ValueError(f"protocol must be 'auto' or one of {', '.join(ALL_REVISIONS)}, not {protocol!r}")
@@ -180,6 +185,7 @@ class Client:
         self._url_timeout = url_timeout
         self._request_timeout = request_timeout
         self._quiet = QuietClock(request_timeout) if request_timeout is not None else None
+        self._tasks = tasks
         if elicitation_limit is not None and (elicitation_limit[0] < 1 or elicitation_limit[1] <= 0):
             raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
         self._limit = elicitation_limit
@@ -349,6 +355,8 @@ class Client:
             capabilities["sampling"] = {}
         if self._roots is not None:
             capabilities["roots"] = {}
+        if self._tasks and is_modern(version):
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
     def _info(self) -> JSONObject:
@@ -515,6 +523,8 @@ class Client:
             params["_meta"] = {"progressToken": token}
         try:
             result = await self._drive("tools/call", params)
+            if result.get("resultType") == "task":
+                return await TaskHandle(self, result).wait()
         finally:
             if token is not None:
                 self._progress.pop(token, None)
@@ -522,6 +532,29 @@ class Client:
             return msgspec.convert(result, CallToolResult)
         except msgspec.ValidationError as exc:
             raise RemoteProtocolError(f"the server sent an invalid tools/call result: {exc}") from None
+
+    async def start_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> TaskHandle:
+        """Call a tool and return at once with its task, when the server runs the call as one (2026-07-28 tasks
+        extension); questions asked before the task exists are answered first, as in :meth:`call_tool`.
+
+        Keep ``handle.id`` to find the task again later (:meth:`task`), ``await handle.wait()`` for the result,
+        ``await handle.cancel()`` to stop it. A call the server answered at once gives a handle already completed.
+        """
+        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        result = await self._drive("tools/call", params)
+        if result.get("resultType") == "task":
+            return TaskHandle(self, result)
+        return TaskHandle.finished(self, result)
+
+    async def task(self, task_id: str) -> TaskHandle:
+        """A task started earlier (by this client or an earlier run of it, for the same user), as it is now.
+
+        Raises:
+            JSONRPCError: -32602 if the server does not know the task (or it belongs to someone else, or expired).
+        """
+        handle = TaskHandle(self, {"taskId": task_id, "status": "working"})
+        await handle.refresh()
+        return handle
 
     async def _drive(self, method: str, params: JSONObject) -> JSONObject:
         """Send ``method`` and follow ``input_required`` rounds until a complete result arrives."""
@@ -543,8 +576,8 @@ class Client:
                 responses, state = None, None
                 continue
             kind = result.get("resultType", "complete")
-            if kind == "complete":
-                return result
+            if kind == "complete" or (kind == "task" and method == "tools/call" and self._tasks):
+                return result  # a task is followed by the caller (TaskHandle)
             if kind != "input_required":
                 raise RemoteProtocolError(f"the server sent an unknown resultType {kind!r}")
             requests = result.get("inputRequests") or {}

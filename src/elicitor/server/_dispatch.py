@@ -38,6 +38,7 @@ from ..types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_REVISIONS,
     RESOURCE_NOT_FOUND,
+    TASKS_EXTENSION,
     URL_ELICITATION_REQUIRED,
     JSONObject,
     JSONValue,
@@ -49,7 +50,7 @@ from ._context import Context
 from ._features import completion_result
 from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
 from ._sealing import request_binding
-from ._tasks import TASKS_EXTENSION, declares_tasks, is_task_method, missing_tasks_extension
+from ._tasks import declares_tasks, is_task_method, missing_tasks_extension
 from ._tools import ToolDef, error_result, to_call_result
 from ._url import UrlElicitationRequired
 

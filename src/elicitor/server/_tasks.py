@@ -43,6 +43,7 @@ from ..types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
+    TASKS_EXTENSION,
     Implementation,
     JSONObject,
     JSONValue,
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
     from ._tools import ToolDef
 
 logger = logging.getLogger("elicitor.server")
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-"""The extension's identifier, in capabilities' ``extensions`` (ext-tasks "Extension Identifier")."""
 
 TaskSupport = Literal["never", "optional", "required"]
 """Whether a tool runs as a task: never, when the client can (``optional``), or always (``required``: a client

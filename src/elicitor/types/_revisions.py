@@ -46,3 +46,7 @@ def supports_url_mode(revision: str) -> bool:
 def supports_rich_enums(revision: str) -> bool:
     """SEP-1330 enums (titled ``oneOf``, multi-select) and SEP-1034 defaults exist from 2025-11-25 on."""
     return revision != REV_2025_06_18
+
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""The tasks extension of 2026-07-28, as named in capabilities' ``extensions`` (ext-tasks "Extension Identifier")."""

@@ -1,0 +1,148 @@
+"""Following a task from the client (2026-07-28 extension ``io.modelcontextprotocol/tasks``).
+
+A server may answer ``tools/call`` with a ``CreateTaskResult`` (``resultType: "task"``) instead of the tool's
+result. :class:`TaskHandle` follows it: ``tasks/get`` every ``pollIntervalMs`` (the server's suggestion, within
+sane bounds), each open input request answered once through the client's handlers (the same validation and URL
+safety as any elicitation; keys already answered are not shown again however often a poll repeats them) and sent
+with ``tasks/update``, until the task completes (its result), fails (its JSON-RPC error) or is cancelled.
+Spec: ../spec/ext-tasks/tasks.md, "Task Polling", "Task Update Requests".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import msgspec
+
+from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
+from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
+
+if TYPE_CHECKING:
+    from ._client import Client
+
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+MIN_POLL = 0.05
+"""Seconds: a server suggesting less is polled this often."""
+MAX_POLL = 30.0
+"""Seconds: a server suggesting more is still polled this often (a person may be waiting on the result)."""
+
+
+class TaskHandle:
+    """A tool call running as a task on the server: its status now, and the means to wait for it or cancel it.
+
+    Made by :meth:`Client.start_tool` (a new call) or :meth:`Client.task` (a task id kept from before, after a
+    restart, say). A call the server chose to answer at once is a handle that is already ``completed``.
+
+    Attributes:
+        id: the task id (``None`` when the server answered the call at once, without a task).
+        status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``, as last seen.
+        status_message: the server's ``statusMessage`` as last seen (progress, say), or ``None``.
+        poll_interval: seconds between polls the server suggests.
+    """
+
+    def __init__(self, client: Client, task: JSONObject) -> None:
+        self._client = client
+        self._answered: set[str] = set()
+        self.id: str | None = None
+        self.status = "working"
+        self.status_message: str | None = None
+        self.poll_interval = 1.0
+        self._task: JSONObject = {}
+        self._see(task)
+
+    @classmethod
+    def finished(cls, client: Client, result: JSONObject) -> TaskHandle:
+        """A call the server answered at once: a handle already completed with ``result``."""
+        return cls(client, {"status": "completed", "result": result})
+
+    def _see(self, task: JSONObject) -> None:
+        status = task.get("status")
+        if status not in ("working", "input_required", *TERMINAL):
+            raise RemoteProtocolError(f"the server sent a task with an unknown status {status!r}")
+        task_id = task.get("taskId", self.id)
+        if task_id is not None and not isinstance(task_id, str):
+            raise RemoteProtocolError("the server sent a task whose taskId is not a string")
+        self.id = task_id
+        self.status = str(status)
+        message = task.get("statusMessage")
+        self.status_message = message if isinstance(message, str) else None
+        interval = task.get("pollIntervalMs")
+        if isinstance(interval, int | float) and not isinstance(interval, bool) and math.isfinite(interval):
+            self.poll_interval = min(max(interval / 1000, MIN_POLL), MAX_POLL)
+        self._task = task
+
+    @property
+    def done(self) -> bool:
+        return self.status in TERMINAL
+
+    async def refresh(self) -> str:
+        """One ``tasks/get``: the status now (its open questions are answered by :meth:`wait`)."""
+        if self.done or self.id is None:
+            return self.status
+        self._see(await self._client.request("tasks/get", {"taskId": self.id}))
+        return self.status
+
+    async def _answer(self) -> None:
+        requests = self._task.get("inputRequests")
+        if not isinstance(requests, dict):
+            raise RemoteProtocolError("the server sent an input_required task without inputRequests")
+        responses: JSONObject = {}
+        for key, request in requests.items():
+            if key in self._answered:
+                continue  # shown once: a poll repeats the open questions until the server has the answer
+            self._answered.add(key)
+            responses[key] = await self._client._answer_input(request)
+        if responses:
+            assert self.id is not None
+            await self._client.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+
+    async def wait(self) -> CallToolResult:
+        """Follow the task to its end, answering its questions through the client's handlers (each once), and
+        return the tool's result.
+
+        If the wait is cancelled, the task is cancelled on the server too (``tasks/cancel``).
+
+        Raises:
+            JSONRPCError: the task failed with this error.
+            TaskCancelled: the task was cancelled.
+        """
+        try:
+            while not self.done:
+                if self.status == "input_required":
+                    await self._answer()
+                await anyio.sleep(self.poll_interval)
+                await self.refresh()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await self.cancel()
+            raise
+        return self.result()
+
+    def result(self) -> CallToolResult:
+        """The tool's result, once the task has ended (see :meth:`wait` for what else it may raise)."""
+        if self.status == "failed":
+            error = self._task.get("error")
+            error = error if isinstance(error, dict) else {}
+            code, message = error.get("code"), error.get("message")
+            raise JSONRPCError(
+                code if isinstance(code, int) else INTERNAL_ERROR,
+                message if isinstance(message, str) else "the task failed",
+                error.get("data"),
+            )
+        if self.status == "cancelled":
+            raise TaskCancelled(self.id or "?", self.status_message)
+        if self.status != "completed":
+            raise RuntimeError(f"task {self.id} has not finished (it is {self.status})")
+        result: Any = self._task.get("result")
+        try:
+            return msgspec.convert(result, CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise RemoteProtocolError(f"the server sent an invalid tool result for task {self.id}: {exc}") from None
+
+    async def cancel(self) -> None:
+        """Ask the server to cancel the task (it may still finish first; nothing happens on an ended task)."""
+        if self.id is None or self.done:
+            return
+        await self._client.request("tasks/cancel", {"taskId": self.id})

@@ -1,0 +1,213 @@
+"""Tasks (2026-07-28 extension io.modelcontextprotocol/tasks): long tool calls that ask the person mid-way.
+
+End to end through our Client, in memory and over HTTP (uvicorn); the official conformance harness's tasks-*
+scenarios run in ``make test`` against one server and three replicas (scripts/conformance.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import (
+    Accepted,
+    Client,
+    Context,
+    ElicitationRequest,
+    JSONRPCError,
+    ScriptedHandler,
+    Server,
+    TaskCancelled,
+)
+from elicitor.types import MISSING_REQUIRED_CLIENT_CAPABILITY
+
+from .conftest import connected, serving
+
+MODERN = "2026-07-28"
+
+
+@dataclass
+class Rows:
+    keep: str
+
+
+def make_server(**options: Any) -> tuple[Server, dict[str, Any]]:
+    """A server with a migration that asks twice as a task; ``seen`` counts what its tools really did."""
+    server = Server("tasks-test", "1.0.0", task_poll_interval=0.05, **options)
+    seen: dict[str, Any] = {"migrations": 0, "cancelled": 0, "started": anyio.Event()}
+
+    @server.tool(task="optional")
+    async def migrate(ctx: Context, table: str) -> str:
+        """Two questions mid-way; the expensive step runs once however often the task is replayed."""
+
+        def migrate_rows() -> int:
+            seen["migrations"] += 1
+            return 3
+
+        conflicts = await ctx.once("migrate", migrate_rows)
+        await ctx.report_progress(1, 2, f"{conflicts} conflicts in {table}")
+        first = await ctx.elicit(f"{conflicts} rows conflict in {table}: which version wins?", Rows)
+        second = await ctx.confirm("Apply the migration?")
+        winner = first.data.keep if isinstance(first, Accepted) else "none"
+        return f"{table}: {winner} wins, applied={second}"
+
+    @server.tool(task="required")
+    async def wait_forever(ctx: Context) -> str:
+        seen["started"].set()
+        try:
+            await ctx.elicit("Nobody will answer this", Rows)
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            seen["cancelled"] += 1
+            raise
+        return "never"
+
+    @server.tool(task="required", defer_task=True)
+    async def greet_later(ctx: Context) -> str:
+        name = await ctx.elicit("Your name?", Rows)
+        await ctx.run_as_task()
+        await anyio.sleep(0.05)
+        return f"Hello {name.data.keep if isinstance(name, Accepted) else '?'}"
+
+    return server, seen
+
+
+def answers(*values: Any) -> ScriptedHandler:
+    return ScriptedHandler(list(values))
+
+
+async def test_a_task_that_asks_twice_is_followed_to_its_result(anyio_backend: str) -> None:
+    server, seen = make_server()
+    handler = answers({"keep": "theirs"}, {"confirm": True})
+    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+        result = await client.call_tool("migrate", {"table": "users"})
+    assert result.text == "users: theirs wins, applied=True"
+    assert [r.message for r in handler.requests] == [
+        "3 rows conflict in users: which version wins?",
+        "Apply the migration?",
+    ]
+    assert seen["migrations"] == 1
+
+
+async def test_the_same_tool_runs_inline_on_earlier_revisions_and_without_the_extension(anyio_backend: str) -> None:
+    server, _ = make_server()
+    for options in ({"protocol": "2025-11-25"}, {"protocol": "2025-06-18"}, {"protocol": MODERN, "tasks": False}):
+        handler = answers({"keep": "ours"}, {"confirm": False})
+        async with connected(server, elicitation=handler, **options) as client:
+            result = await client.call_tool("migrate", {"table": "t"})
+        assert result.text == "t: ours wins, applied=False", options
+
+
+async def test_a_required_task_tool_refuses_a_client_without_the_extension(anyio_backend: str) -> None:
+    server, _ = make_server()
+    async with connected(server, elicitation=answers(), protocol=MODERN, tasks=False) as client:
+        with pytest.raises(JSONRPCError) as caught:
+            await client.call_tool("wait_forever")
+    assert caught.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+    assert caught.value.data == {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+async def test_replayed_from_its_record_when_nothing_is_kept_in_memory(anyio_backend: str) -> None:
+    """max_parked_tasks=0: each answer resumes the task by replaying the tool from the record (as on another
+    replica); ctx.once keeps the side effect to one run."""
+    server, seen = make_server(max_parked_tasks=0)
+    handler = answers({"keep": "mine"}, {"confirm": True})
+    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+        result = await client.call_tool("migrate", {"table": "orders"})
+    assert result.text == "orders: mine wins, applied=True"
+    assert seen["migrations"] == 1
+    assert len(handler.requests) == 2  # each question shown once, though the tool ran three times
+
+
+async def test_a_task_handle_shows_status_and_progress_and_cancels(anyio_backend: str) -> None:
+    server, seen = make_server()
+    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+        handle = await client.start_tool("wait_forever")
+        assert handle.id and handle.status == "working"
+        with anyio.fail_after(10):
+            while (await client.task(handle.id)).status != "input_required":
+                await anyio.sleep(0.02)
+        await handle.cancel()
+        with anyio.fail_after(10):
+            while (await client.task(handle.id)).status != "cancelled":
+                await anyio.sleep(0.02)
+        with anyio.fail_after(10):
+            while not seen["cancelled"]:
+                await anyio.sleep(0.02)  # the tool saw the cancellation
+        again = await client.task(handle.id)
+        with pytest.raises(TaskCancelled):
+            again.result()
+        await again.cancel()  # on an ended task: nothing happens
+
+
+async def test_questions_before_the_task_then_the_task(anyio_backend: str) -> None:
+    server, _ = make_server()
+    handler = answers({"keep": "Ada"})
+    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+        handle = await client.start_tool("greet_later")
+        assert handle.id is not None  # the question came first, in an ordinary round; then the task
+        with anyio.fail_after(10):
+            assert (await handle.wait()).text == "Hello Ada"
+    assert len(handler.requests) == 1
+
+
+async def test_a_task_expires_with_its_ttl(anyio_backend: str) -> None:
+    server, seen = make_server(task_ttl=0.3)
+    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+        handle = await client.start_tool("wait_forever")
+        assert handle.id is not None
+        await anyio.sleep(0.6)
+        with pytest.raises(JSONRPCError) as caught:
+            await client.task(handle.id)
+        assert caught.value.code == -32602
+        with anyio.fail_after(10):
+            while not seen["cancelled"]:
+                await anyio.sleep(0.02)  # its run ended with it
+
+
+async def test_another_connection_of_the_same_user_answers_and_a_stranger_cannot(anyio_backend: str) -> None:
+    """The record outlives the connection that started the task; another user gets the unknown-task error."""
+    server, _ = make_server()
+    async with connected(server, principal="ada", elicitation=answers(), protocol=MODERN) as first:
+        handle = await first.start_tool("migrate", {"table": "accounts"})
+        assert handle.id is not None
+        with anyio.fail_after(10):
+            while (await first.task(handle.id)).status != "input_required":
+                await anyio.sleep(0.02)
+    task_id = handle.id
+    async with connected(server, principal="mallory", elicitation=answers(), protocol=MODERN) as stranger:
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("tasks/get", {}),
+            ("tasks/update", {"inputResponses": {}}),
+            ("tasks/cancel", {}),
+        ]
+        for method, params in calls:
+            with pytest.raises(JSONRPCError) as caught:
+                await stranger.request(method, {"taskId": task_id, **params})
+            assert caught.value.code == -32602
+    handler = answers({"keep": "both"}, {"confirm": True})
+    async with connected(server, principal="ada", elicitation=handler, protocol=MODERN) as second:
+        resumed = await second.task(task_id)
+        with anyio.fail_after(10):
+            assert (await resumed.wait()).text == "accounts: both wins, applied=True"
+
+
+async def test_over_http_with_a_person_answering(anyio_backend: str) -> None:
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    server, seen = make_server()
+    asked: list[str] = []
+
+    async def person(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        return Accepted({"keep": "newest"}) if "conflict" in request.message else Accepted({"confirm": True})
+
+    async with serving(server.http_app()) as url, Client.http(url, elicitation=person, protocol=MODERN) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("migrate", {"table": "events"})
+    assert result.text == "events: newest wins, applied=True"
+    assert len(asked) == 2
+    assert seen["migrations"] == 1
