@@ -136,6 +136,32 @@ async def test_a_replica_killed_mid_call_loses_no_answer_on_2026_07_28(cluster: 
         replicas.start(0)
 
 
+async def test_a_task_outlives_the_replica_that_ran_it(cluster: Deployment) -> None:
+    """A task waits for a person; its replica is killed; the answer lands on another replica, which replays the
+    task from its record in Redis (the first answer kept), asks the second question, and finishes it."""
+    replicas = cluster.replicas
+    handler = ScriptedHandler([{"name": "Ida"}, {"size": 2}])
+    runner: int | None = None
+    try:
+        with anyio.fail_after(60):
+            async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
+                handle = await client.start_tool("long_booking")
+                assert handle.id is not None
+                while (seen := await client.task(handle.id)).status != "input_required":
+                    await anyio.sleep(0.05)
+                assert seen.status_message is not None
+                pid = int(seen.status_message.split()[-1])
+                runner = replicas.pids().index(pid)
+                replicas.kill(runner)
+                text = (await handle.wait()).text
+        assert text.startswith("Ida x2 by "), text
+        assert int(text.split()[-1]) != pid  # finished elsewhere
+        assert [r.message for r in handler.requests] == ["Your name?", "How many people?"]
+    finally:
+        if runner is not None:
+            replicas.start(runner)
+
+
 async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(cluster: Deployment) -> None:
     """Its session is gone: the client gets 404, starts a new session on a live replica and calls again."""
     replicas = cluster.replicas

@@ -75,6 +75,17 @@ async def wait_then_note(ctx: Context) -> str:
     return "answered"
 
 
+@server.tool(task="required")
+async def long_booking(ctx: Context) -> str:
+    """Runs as a task: says where it runs (its status message), asks twice, and says where it finished."""
+    await ctx.report_progress(0, 2, f"running in {os.getpid()}")
+    name = await ctx.elicit("Your name?", Name)
+    party = await ctx.elicit("How many people?", Party)
+    if isinstance(name, Accepted) and isinstance(party, Accepted):
+        return f"{name.data.name} x{party.data.size} by {os.getpid()}"
+    return "nothing booked"
+
+
 @server.tool()
 async def replica() -> str:
     """Which process serves this session (its pid)."""
