@@ -59,3 +59,33 @@ async def test_typescript_client_meets_form_and_url_mode(anyio_backend: str) -> 
     assert seen["page"] == 200
     assert elicitation["elicitationId"] in seen["completed"]
     assert seen["results"]["required"] == "connected: the URL elicitation was completed"
+
+
+async def test_typescript_client_runs_2025_11_25_tasks_that_ask_mid_way(anyio_backend: str) -> None:
+    """The SDK's experimental tasks: it asks for the task, polls tasks/get, and on input_required calls
+    tasks/result, on whose stream our server asks its question; then the result (or the tool's error)."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import server
+    finally:
+        sys.path.pop(0)
+    script = SDK / "ts_tasks_client.mjs"
+    script.write_text((ROOT / "tests" / "peers" / "ts_tasks_client.mjs").read_text())
+    async with serving(server.http_app()) as url:
+        with anyio.fail_after(60):
+            run = await anyio.run_process([node(), str(script), url], check=False)
+    assert run.returncode == 0, run.stderr.decode()
+    seen = json.loads(run.stdout.decode().strip().splitlines()[-1])
+    assert seen["protocol"] == "2025-11-25"
+    assert seen["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
+    assert seen["execution"]["failing_job"] == {"taskSupport": "required"}
+    assert seen["execution"]["confirm_delete"] == {"taskSupport": "optional"}
+    confirm = seen["runs"]["confirm_delete"]
+    assert confirm[0]["type"] == "taskCreated"
+    assert {"type": "taskStatus", "status": "input_required"} in confirm
+    assert confirm[-1] == {"type": "result", "text": "deleted ts.txt", "isError": False}
+    assert [asked["message"] for asked in seen["asked"]] == ["Delete ts.txt?"]
+    assert seen["asked"][0]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == confirm[0]["taskId"]
+    failing = seen["runs"]["failing_job"]
+    assert failing[0]["type"] == "taskCreated"
+    assert failing[-1]["type"] == "result" and failing[-1]["isError"] is True

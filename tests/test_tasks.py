@@ -65,6 +65,11 @@ def make_server(**options: Any) -> tuple[Server, dict[str, Any]]:
             raise
         return "never"
 
+    @server.tool(task="required")
+    async def survey(ctx: Context) -> str:
+        answer = await ctx.elicit("Favourite table?", Rows)
+        return f"likes {answer.data.keep if isinstance(answer, Accepted) else '-'}"
+
     @server.tool(task="required", defer_task=True)
     async def greet_later(ctx: Context) -> str:
         name = await ctx.elicit("Your name?", Rows)
@@ -211,3 +216,52 @@ async def test_over_http_with_a_person_answering(anyio_backend: str) -> None:
     assert result.text == "events: newest wins, applied=True"
     assert len(asked) == 2
     assert seen["migrations"] == 1
+
+
+LEGACY = "2025-11-25"
+
+
+async def test_2025_11_25_tasks_are_asked_for_and_their_questions_come_through_tasks_result(anyio_backend: str) -> None:
+    """The client asks for the task; tasks/result carries the questions as elicitation/create tagged with the task
+    and returns the result with the related-task _meta."""
+    server, seen = make_server()
+    handler = answers({"keep": "left"}, {"confirm": True})
+    async with connected(server, elicitation=handler, protocol=LEGACY) as client:
+        assert client.server_capabilities["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        listed = {t["name"]: t.get("execution") for t in (await client.request("tools/list"))["tools"]}
+        assert listed["migrate"] == {"taskSupport": "optional"} and listed["survey"] == {"taskSupport": "required"}
+        handle = await client.start_tool("migrate", {"table": "logs"})
+        assert handle.id is not None and handle.status == "working"
+        with anyio.fail_after(10):
+            assert (await handle.wait()).text == "logs: left wins, applied=True"
+        # A tool that runs only as a task: call_tool is refused (-32601) and asks for the task instead.
+        handler.add({"keep": "round"})
+        with anyio.fail_after(10):
+            assert (await client.call_tool("survey")).text == "likes round"
+        assert len(handler.requests) == 3
+        with pytest.raises(JSONRPCError) as caught:
+            await client.request("tasks/cancel", {"taskId": handle.id})
+        assert caught.value.code == -32602  # it has ended (2025-11-25: cancelling an ended task is an error)
+        with pytest.raises(JSONRPCError) as caught:
+            await client.request("tasks/list")
+        assert caught.value.code == -32601  # not offered: tasks are found by id
+    assert seen["migrations"] == 1
+
+
+async def test_2025_11_25_a_task_is_its_sessions_and_can_be_cancelled(anyio_backend: str) -> None:
+    server, seen = make_server()
+    async with connected(server, elicitation=answers(), protocol=LEGACY) as client:
+        handle = await client.start_tool("wait_forever")
+        assert handle.id is not None
+        async with connected(server, elicitation=answers(), protocol=LEGACY) as other:
+            with pytest.raises(JSONRPCError) as caught:
+                await other.request("tasks/get", {"taskId": handle.id})
+            assert caught.value.code == -32602  # another session, no user: not its task
+        cancelled = await client.request("tasks/cancel", {"taskId": handle.id})
+        assert cancelled["status"] == "cancelled" and cancelled["taskId"] == handle.id
+        assert "ttl" in cancelled and "ttlMs" not in cancelled
+        with anyio.fail_after(10):
+            while not seen["cancelled"]:
+                await anyio.sleep(0.02)
+        with pytest.raises(TaskCancelled):
+            await handle.wait()

@@ -41,6 +41,7 @@ from ..types import (
     METHOD_NOT_FOUND,
     MODERN_REVISIONS,
     REV_2025_06_18,
+    REV_2025_11_25,
     TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     URL_ELICITATION_REQUIRED,
@@ -522,9 +523,16 @@ class Client:
             self._progress[token] = progress
             params["_meta"] = {"progressToken": token}
         try:
-            result = await self._drive("tools/call", params)
-            if result.get("resultType") == "task":
-                return await TaskHandle(self, result).wait()
+            try:
+                result = await self._drive("tools/call", params)
+            except JSONRPCError as exc:
+                if exc.code != METHOD_NOT_FOUND or not self._legacy_tasks():
+                    raise
+                # 2025-11-25: -32601 from a server with task-augmented tools/call: this tool runs only as a task.
+                result = await self._drive("tools/call", {**params, "task": {}})
+            handle = self._task_of(result)
+            if handle is not None:
+                return await handle.wait()
         finally:
             if token is not None:
                 self._progress.pop(token, None)
@@ -541,10 +549,35 @@ class Client:
         ``await handle.cancel()`` to stop it. A call the server answered at once gives a handle already completed.
         """
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
-        result = await self._drive("tools/call", params)
+        if self._legacy_tasks():
+            try:  # 2025-11-25: the client asks for the task; a tool that does not run as one says -32601
+                result = await self._drive("tools/call", {**params, "task": {}})
+            except JSONRPCError as exc:
+                if exc.code != METHOD_NOT_FOUND:
+                    raise
+                result = await self._drive("tools/call", params)
+        else:
+            result = await self._drive("tools/call", params)
+        return self._task_of(result) or TaskHandle.finished(self, result)
+
+    def _legacy_tasks(self) -> bool:
+        """2025-11-25 with a server that runs tools/call as tasks when asked (its ``tasks`` capability)."""
+        tasks = self.server_capabilities.get("tasks")
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        return (
+            self._tasks and self.protocol_version == REV_2025_11_25 and isinstance(tools, dict)
+            and isinstance(tools.get("call"), dict)
+        )  # fmt: skip
+
+    def _task_of(self, result: JSONObject) -> TaskHandle | None:
+        """The task a ``tools/call`` result created, if it did (either era's shape)."""
         if result.get("resultType") == "task":
             return TaskHandle(self, result)
-        return TaskHandle.finished(self, result)
+        task = result.get("task")
+        if not self.modern and isinstance(task, dict) and "content" not in result:
+            return TaskHandle(self, task, legacy=True)
+        return None
 
     async def task(self, task_id: str) -> TaskHandle:
         """A task started earlier (by this client or an earlier run of it, for the same user), as it is now.
@@ -552,7 +585,7 @@ class Client:
         Raises:
             JSONRPCError: -32602 if the server does not know the task (or it belongs to someone else, or expired).
         """
-        handle = TaskHandle(self, {"taskId": task_id, "status": "working"})
+        handle = TaskHandle(self, {"taskId": task_id, "status": "working"}, legacy=not self.modern)
         await handle.refresh()
         return handle
 

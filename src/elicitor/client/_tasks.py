@@ -1,11 +1,18 @@
-"""Following a task from the client (2026-07-28 extension ``io.modelcontextprotocol/tasks``).
+"""Following a task from the client: the 2026-07-28 extension ``io.modelcontextprotocol/tasks`` and 2025-11-25
+tasks.
 
-A server may answer ``tools/call`` with a ``CreateTaskResult`` (``resultType: "task"``) instead of the tool's
-result. :class:`TaskHandle` follows it: ``tasks/get`` every ``pollIntervalMs`` (the server's suggestion, within
-sane bounds), each open input request answered once through the client's handlers (the same validation and URL
-safety as any elicitation; keys already answered are not shown again however often a poll repeats them) and sent
-with ``tasks/update``, until the task completes (its result), fails (its JSON-RPC error) or is cancelled.
-Spec: ../spec/ext-tasks/tasks.md, "Task Polling", "Task Update Requests".
+On 2026-07-28 a server may answer ``tools/call`` with a ``CreateTaskResult`` (``resultType: "task"``) instead of
+the tool's result. :class:`TaskHandle` follows it: ``tasks/get`` every ``pollIntervalMs`` (the server's suggestion,
+within sane bounds), each open input request answered once through the client's handlers (the same validation and
+URL safety as any elicitation; keys already answered are not shown again however often a poll repeats them) and
+sent with ``tasks/update``, until the task completes (its result inline), fails (its JSON-RPC error) or is
+cancelled. Spec: ../spec/ext-tasks/tasks.md, "Task Polling", "Task Update Requests".
+
+On 2025-11-25 the client asks for the task (``task`` in the ``tools/call`` params) and gets ``{"task": ...}``; it
+polls ``tasks/get`` (``pollInterval``), and once the task needs input or has ended it calls ``tasks/result``, which
+the server holds open while it asks its questions as ordinary ``elicitation/create`` requests (answered by the
+client's handlers like any other) and answers with the tool's result or error. Spec: 2025-11-25
+basic/utilities/tasks, "Input Required Status", "Result Retrieval".
 """
 
 from __future__ import annotations
@@ -42,8 +49,12 @@ class TaskHandle:
         poll_interval: seconds between polls the server suggests.
     """
 
-    def __init__(self, client: Client, task: JSONObject) -> None:
+    def __init__(self, client: Client, task: JSONObject, *, legacy: bool = False) -> None:
         self._client = client
+        self._legacy = legacy
+        """2025-11-25 wire: ``ttl``/``pollInterval``, results through ``tasks/result``."""
+        self._final: JSONObject | JSONRPCError | None = None
+        """2025-11-25: what ``tasks/result`` returned (or raised)."""
         self._answered: set[str] = set()
         self.id: str | None = None
         self.status = "working"
@@ -68,7 +79,7 @@ class TaskHandle:
         self.status = str(status)
         message = task.get("statusMessage")
         self.status_message = message if isinstance(message, str) else None
-        interval = task.get("pollIntervalMs")
+        interval = task.get("pollInterval" if self._legacy else "pollIntervalMs")
         if isinstance(interval, int | float) and not isinstance(interval, bool) and math.isfinite(interval):
             self.poll_interval = min(max(interval / 1000, MIN_POLL), MAX_POLL)
         self._task = task
@@ -111,17 +122,38 @@ class TaskHandle:
         try:
             while not self.done:
                 if self.status == "input_required":
+                    if self._legacy:
+                        await self._fetch_result()  # the questions come on its stream; it returns at the end
+                        continue
                     await self._answer()
                 await anyio.sleep(self.poll_interval)
                 await self.refresh()
+            if self._legacy and self._final is None and self.status != "cancelled":
+                await self._fetch_result()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel()
             raise
         return self.result()
 
+    async def _fetch_result(self) -> None:
+        """2025-11-25: ``tasks/result``, which blocks until the task ends; then the status it ended in."""
+        assert self.id is not None
+        try:
+            self._final = await self._client.request("tasks/result", {"taskId": self.id})
+            self.status = "completed"
+        except JSONRPCError as exc:
+            self._final = exc
+            await self.refresh()  # failed, or cancelled meanwhile
+            if not self.done:
+                raise
+
     def result(self) -> CallToolResult:
         """The tool's result, once the task has ended (see :meth:`wait` for what else it may raise)."""
+        if self.status == "cancelled":
+            raise TaskCancelled(self.id or "?", self.status_message)
+        if isinstance(self._final, JSONRPCError):
+            raise self._final
         if self.status == "failed":
             error = self._task.get("error")
             error = error if isinstance(error, dict) else {}
@@ -135,7 +167,7 @@ class TaskHandle:
             raise TaskCancelled(self.id or "?", self.status_message)
         if self.status != "completed":
             raise RuntimeError(f"task {self.id} has not finished (it is {self.status})")
-        result: Any = self._task.get("result")
+        result: Any = self._final if self._legacy else self._task.get("result")
         try:
             return msgspec.convert(result, CallToolResult)
         except msgspec.ValidationError as exc:

@@ -38,6 +38,7 @@ from ..types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MODERN_REVISIONS,
     RESOURCE_NOT_FOUND,
+    REV_2025_11_25,
     TASKS_EXTENSION,
     URL_ELICITATION_REQUIRED,
     JSONObject,
@@ -50,7 +51,7 @@ from ._context import Context
 from ._features import completion_result
 from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
 from ._sealing import request_binding
-from ._tasks import declares_tasks, is_task_method, missing_tasks_extension
+from ._tasks import capabilities_2025, declares_tasks, is_task_method, missing_tasks_extension
 from ._tools import ToolDef, error_result, to_call_result
 from ._url import UrlElicitationRequired
 
@@ -184,6 +185,11 @@ class ServerSession:
         if modern and is_task_method(method):
             assert self.parked is not None
             return self.server.tasks.serve(self, method, request.params or {}, meta, self.parked.task_group)
+        if meta.revision == REV_2025_11_25 and is_task_method(method, legacy=True) and self._has_task_tools():
+            assert self.parked is not None
+            return self.server.tasks.serve_legacy(
+                self, request.id, method, request.params or {}, meta, self.parked.task_group
+            )
         if method == "subscriptions/listen" and modern:
             return self._listen(request, notify or self.notifier(request.id))
         return _ready(self._answer(request, meta, modern=modern))
@@ -194,6 +200,10 @@ class ServerSession:
             result: JSONObject = {"tools": [t.describe() for t in self.server._tools.values()]}
             if modern:
                 result.update(ttlMs=0, cacheScope="public")
+            elif meta.revision == REV_2025_11_25:
+                for described, tool in zip(result["tools"], self.server._tools.values(), strict=True):
+                    if tool.task != "never":  # absent means "forbidden" (basic/utilities/tasks, "Tool-Level")
+                        described["execution"] = {"taskSupport": tool.task}
             return result
         if method == "ping":
             return {}
@@ -273,11 +283,17 @@ class ServerSession:
         values = await self.server._completion(ref, argument, context if isinstance(context, dict) else None)
         return completion_result([str(v) for v in values])
 
+    def _has_task_tools(self) -> bool:
+        return any(tool.task != "never" for tool in self.server._tools.values())
+
     def _initialize(self, params: JSONObject | None) -> JSONObject:
         revision = self.handshake.initialize(params)
+        capabilities = self.server.capabilities()
+        if revision == REV_2025_11_25 and self._has_task_tools():
+            capabilities["tasks"] = capabilities_2025()
         result: JSONObject = {
             "protocolVersion": revision,
-            "capabilities": self.server.capabilities(),
+            "capabilities": capabilities,
             "serverInfo": self.server.info,
         }
         if self.server.instructions:
@@ -300,6 +316,21 @@ class ServerSession:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
             return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
+        augmented = params.get("task")
+        if not modern and meta.revision == REV_2025_11_25 and self._has_task_tools():
+            # 2025-11-25: the client asks for a task ("task" in the params); the tool must allow it, and a
+            # "required" tool must be asked that way (-32601 either way, basic/utilities/tasks "Tool-Level").
+            if augmented is not None and tool.task == "never":
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: tool {tool.name!r} does not run as a task")
+            if augmented is None and tool.task == "required":
+                raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: tool {tool.name!r} runs only as a task")
+            if isinstance(augmented, dict):
+                assert self.parked is not None
+                ttl = augmented.get("ttl")
+                seconds = ttl / 1000 if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+                return self.server.tasks.create(
+                    self, tool, params.get("arguments"), meta, self.parked.task_group, ttl=seconds, notify=notify
+                )
         escalate: _Escalation | None = None
         if modern and tool.task != "never" and declares_tasks(meta.capabilities):
             assert self.parked is not None

@@ -28,7 +28,8 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -47,6 +48,8 @@ from ..types import (
     Implementation,
     JSONObject,
     JSONValue,
+    RequestId,
+    is_modern,
 )
 from ._rounds import AnswerBook, Finished, NeedsInput, RoundAsker, Run, usable_response
 
@@ -62,6 +65,7 @@ TaskSupport = Literal["never", "optional", "required"]
 without the extension gets -32021)."""
 
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_LEGACY_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 
 
 def declares_tasks(capabilities: ClientCapabilities) -> bool:
@@ -109,6 +113,10 @@ class TaskEngine:
         self.max_parked = max_parked
         self._runs: OrderedDict[str, _Parked] = OrderedDict()
         """Runs of tasks in this replica (working or waiting), oldest activity first."""
+        self._forward: dict[str, Callable[[str, JSONObject], Awaitable[None]]] = {}
+        """2025-11-25 tasks: where their progress goes (the requestor's session), while it lasts."""
+        self._changes: dict[str, anyio.Event] = {}
+        """Set when a task's record changes in this replica (``tasks/result`` waits on it, polling besides)."""
 
     @property
     def _registry(self) -> TaskRegistry:
@@ -130,12 +138,17 @@ class TaskEngine:
         *,
         answers: JSONObject | None = None,
         memo: dict[str, JSONValue] | None = None,
+        ttl: float | None = None,
+        notify: Callable[[str, JSONObject], Awaitable[None]] | None = None,
     ) -> JSONObject:
         """Create a task for this call, start its run here, and return the ``CreateTaskResult``.
 
         Returns only once the record is stored, so a ``tasks/get`` on any replica finds it (ext-tasks "Task
-        Creation": durably created first).
+        Creation": durably created first). On 2025-11-25 (``legacy`` wire shapes) the requestor may ask for a
+        shorter ``ttl``, and ``notify`` carries the tool's progress to the requestor (basic/utilities/tasks "Task
+        Progress Notifications"): the progress token of the call stays valid for the task.
         """
+        legacy = not is_modern(meta.revision)
         now = time.time()
         call: JSONObject = {
             "name": tool.name,
@@ -148,11 +161,13 @@ class TaskEngine:
         record = TaskRecord(
             id=secrets.token_urlsafe(18),
             principal=meta.principal,
-            connection=None,
+            # Without an authenticated user, a 2025-11-25 task is its session's; on 2026-07-28 (no sessions) the
+            # unguessable id is the bearer token (ext-tasks "Security Considerations").
+            connection=session.id if legacy and meta.principal is None else None,
             status="working",
             created=now,
             updated=now,
-            ttl=self.ttl,
+            ttl=min(self.ttl, ttl) if ttl is not None and ttl > 0 else self.ttl,
             poll_interval=self.poll_interval,
             call=call,
             answers={"a": answers or AnswerBook().pack(), "m": memo or {}},
@@ -162,7 +177,11 @@ class TaskEngine:
             await self._registry.create(record)
         except OverflowError:
             raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
+        if notify is not None:
+            self._forward[record.id] = notify
         self._start(session, record, tg)
+        if legacy:
+            return {"task": legacy_task(record)}
         return {"resultType": "task", **wire_task(record, detailed=False)}
 
     # ---- the client's requests -----------------------------------------------------------------------------------
@@ -190,10 +209,102 @@ class TaskEngine:
         await self._cancel(record)
         return {"resultType": "complete"}
 
-    async def _own(self, task_id: str, meta: RequestMeta) -> TaskRecord:
+    async def serve_legacy(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        method: str,
+        params: JSONObject,
+        meta: RequestMeta,
+        tg: anyio.abc.TaskGroup,
+    ) -> JSONObject:
+        """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` on 2025-11-25 (basic/utilities/tasks)."""
+        task_id = params.get("taskId")
+        if not isinstance(task_id, str) or not task_id:
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
+        record = await self._own(task_id, meta, session.id)
+        if method == "tasks/get":
+            if record.status == "working" and not self._runs_here(record):
+                record = await self._take_over(session, record, tg)
+            return legacy_task(record)
+        if method == "tasks/cancel":
+            if record.terminal:
+                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has already ended")
+            await self._cancel(record)
+            current = await self._registry.get(task_id)
+            return legacy_task(current or record)
+        return await self._result(session, request_id, record, meta, tg)
+
+    async def _result(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        record: TaskRecord,
+        meta: RequestMeta,
+        tg: anyio.abc.TaskGroup,
+    ) -> JSONObject:
+        """``tasks/result``: block until the task ends, asking its open questions on this request's stream as
+        ``elicitation/create`` (and kin) tagged with the task; then exactly what the call would have returned."""
+        task_id = record.id
+        asking: set[str] = set()
+        async with anyio.create_task_group() as questions:
+            while not record.terminal:
+                if record.status == "working" and not self._runs_here(record):
+                    record = await self._take_over(session, record, tg)
+                for key, ask in record.asks.items():
+                    if key not in asking and isinstance(ask, dict):
+                        asking.add(key)
+                        questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
+                changed = self._changes.setdefault(task_id, anyio.Event())
+                with anyio.move_on_after(max(self.poll_interval, 0.2)):  # other replicas change it too
+                    await changed.wait()
+                current = await self._registry.get(task_id)
+                if current is None:
+                    raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has expired")
+                record = current
+            questions.cancel_scope.cancel()
+        related = {RELATED_TASK: {"taskId": task_id}}
+        if record.status == "failed" and record.error is not None:
+            error = dict(record.error)
+            raise JSONRPCError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message")), error.get("data"))
+        if record.status == "cancelled":
+            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} was cancelled")
+        result = dict(record.result or {})
+        own = result.get("_meta")
+        result["_meta"] = {**own, **related} if isinstance(own, dict) else related
+        return result
+
+    async def _push_question(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        task_id: str,
+        key: str,
+        ask: JSONObject,
+        tg: anyio.abc.TaskGroup,
+    ) -> None:
+        """One open question of a 2025-11-25 task, asked on the ``tasks/result`` stream; its answer goes into the
+        task's record as a ``tasks/update`` would put it."""
+        method, params = ask.get("method"), ask.get("params")
+        if session.session is None or not isinstance(method, str) or not isinstance(params, dict):
+            return
+        own = params.get("_meta")
+        related = {RELATED_TASK: {"taskId": task_id}}
+        tagged = {**params, "_meta": {**own, **related} if isinstance(own, dict) else related}
+        try:
+            answer = await session.session.request(method, tagged, related=request_id)
+        except JSONRPCError as exc:
+            logger.info("task %s: the client refused question %s: %s", task_id, key, exc.message)
+            answer = {"action": "cancel"} if method == "elicitation/create" else {}
+        record = await self._registry.get(task_id)
+        if record is not None:
+            await self._answer(session, record, {key: answer}, tg)
+
+    async def _own(self, task_id: str, meta: RequestMeta, connection: str | None = None) -> TaskRecord:
         """The record, if it exists and belongs to this caller; another user's task reads as unknown."""
         record = await self._registry.get(task_id)
-        if record is None or record.principal != meta.principal:
+        foreign = record is not None and record.connection is not None and record.connection != connection
+        if record is None or record.principal != meta.principal or foreign:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r} (or it has expired)")
         return record
 
@@ -367,6 +478,7 @@ class TaskEngine:
             run.cancel()
             if self._runs.get(task_id) is parked:
                 del self._runs[task_id]
+            self._forward.pop(task_id, None)
 
     async def _wait_for_answers(self, task_id: str, parked: _Parked, outcome: NeedsInput) -> bool:
         """Write the open questions; wait until they are answered. False: the run ends here (cancelled, expired,
@@ -432,6 +544,10 @@ class TaskEngine:
     async def _notified(self, task_id: str, method: str, params: JSONObject) -> None:
         """What the tool sends while it runs as a task: progress messages become the ``statusMessage`` (ext-tasks:
         progress and log notifications are not carried for tasks)."""
+        forward = self._forward.get(task_id)
+        if forward is not None:
+            with suppress(Exception):  # the requestor's session may be gone: the task goes on
+                await forward(method, params)
         if method != "notifications/progress" or not isinstance(params.get("message"), str):
             return
         message = params["message"]
@@ -457,6 +573,9 @@ class TaskEngine:
                 return None
             stored = await self._registry.swap(changed)
             if stored is not None:
+                waiting = self._changes.pop(task_id, None)
+                if waiting is not None:
+                    waiting.set()
                 return stored
         raise JSONRPCError(INTERNAL_ERROR, f"Internal error: task {task_id} changes too often to update")
 
@@ -488,8 +607,8 @@ def wire_task(record: TaskRecord, *, detailed: bool) -> JSONObject:
     return task
 
 
-def is_task_method(method: str) -> bool:
-    return method in _TASK_METHODS
+def is_task_method(method: str, *, legacy: bool = False) -> bool:
+    return method in (_LEGACY_TASK_METHODS if legacy else _TASK_METHODS)
 
 
 def _iso(moment: float) -> str:
@@ -518,3 +637,21 @@ def _implementation(raw: object) -> Implementation | None:
         return msgspec.convert(raw, Implementation)
     except msgspec.ValidationError:
         return None
+
+
+def legacy_task(record: TaskRecord) -> JSONObject:
+    """The ``Task`` in 2025-11-25's shape (``ttl``/``pollInterval``; results come from ``tasks/result``)."""
+    task = wire_task(record, detailed=False)
+    task["ttl"] = task.pop("ttlMs")
+    task["pollInterval"] = task.pop("pollIntervalMs")
+    return task
+
+
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+"""``_meta`` key tying a message to its task (2025-11-25 basic/utilities/tasks, "Associating Task-Related Messages")."""
+
+
+def capabilities_2025() -> JSONObject:
+    """The server's ``tasks`` capability on 2025-11-25: task-augmented ``tools/call`` and ``tasks/cancel``.
+    ``tasks/list`` is not offered: a task is found by its id, as on 2026-07-28 (which removed listing)."""
+    return {"cancel": {}, "requests": {"tools": {"call": {}}}}
