@@ -265,3 +265,37 @@ async def test_2025_11_25_a_task_is_its_sessions_and_can_be_cancelled(anyio_back
                 await anyio.sleep(0.02)
         with pytest.raises(TaskCancelled):
             await handle.wait()
+
+
+async def test_many_tasks_waiting_beyond_the_parked_bound_all_finish(anyio_backend: str) -> None:
+    """20 tasks wait at once with room for 2 runs: the others are dropped and replayed from their records when
+    answered; every task finishes with its own answer and the server keeps serving."""
+    server, _ = make_server(max_parked_tasks=2)
+    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+        handles = []
+
+        async def start() -> None:
+            handles.append(await client.start_tool("survey"))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(start)
+        with anyio.fail_after(20):
+            for handle in handles:
+                while await handle.refresh() != "input_required":
+                    await anyio.sleep(0.01)
+        results: list[str] = []
+
+        async def finish(index: int, handle: Any) -> None:
+            task_id = handle.id
+            (key,) = (await client.request("tasks/get", {"taskId": task_id}))["inputRequests"]
+            answer = {key: {"action": "accept", "content": {"keep": f"t{index}"}}}
+            await client.request("tasks/update", {"taskId": task_id, "inputResponses": answer})
+            results.append((await handle.wait()).text)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tg:
+                for index, handle in enumerate(handles):
+                    tg.start_soon(finish, index, handle)
+        assert sorted(results) == sorted(f"likes t{i}" for i in range(20))
+        assert len((await client.request("tools/list"))["tools"]) == 4  # still serving

@@ -120,6 +120,8 @@ class TaskHandle:
             TaskCancelled: the task was cancelled.
         """
         try:
+            if self.status == "input_required" and self.id is not None:
+                await self.refresh()  # the questions seen before may have been answered since (elsewhere, too)
             while not self.done:
                 if self.status == "input_required":
                     if self._legacy:

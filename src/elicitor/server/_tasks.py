@@ -111,8 +111,10 @@ class TaskEngine:
         self.ttl = ttl
         self.poll_interval = poll_interval
         self.max_parked = max_parked
-        self._runs: OrderedDict[str, _Parked] = OrderedDict()
-        """Runs of tasks in this replica (working or waiting), oldest activity first."""
+        self._runs: dict[str, _Parked] = {}
+        """Runs of tasks in this replica, working or waiting."""
+        self._waiting: OrderedDict[str, _Parked] = OrderedDict()
+        """The runs among them that wait for a person, longest waiting first (the first dropped beyond the bound)."""
         self._forward: dict[str, Callable[[str, JSONObject], Awaitable[None]]] = {}
         """2025-11-25 tasks: where their progress goes (the requestor's session), while it lasts."""
         self._changes: dict[str, anyio.Event] = {}
@@ -446,39 +448,47 @@ class TaskEngine:
         tg.start_soon(self._drive, record.id, parked)
 
     async def _drive(self, task_id: str, parked: _Parked) -> None:
-        """Run the task to its end: write its questions, wait for answers, write its result."""
+        """Run the task to its end: write its questions, wait for answers, write its result.
+
+        Nothing escapes: this runs in the application's (or connection's) task group, which a task's failure must
+        never end. A failure of the shared state leaves the record as it is (another replica, or a later request,
+        takes the task over once this run is gone)."""
+        try:
+            await self._drive_run(task_id, parked)
+        except Exception:
+            logger.exception("task %s: its run stopped", task_id)
+        finally:
+            parked.run.cancel()
+            if self._runs.get(task_id) is parked:
+                del self._runs[task_id]
+            if self._waiting.get(task_id) is parked:
+                del self._waiting[task_id]
+            self._forward.pop(task_id, None)
+
+    async def _drive_run(self, task_id: str, parked: _Parked) -> None:
+        """The run itself, within the task's TTL and its cancel scope (``tasks/cancel``, or dropped)."""
         run = parked.run
         record = await self._registry.get(task_id)
         remaining = record.created + record.ttl - time.time() if record is not None and record.ttl else None
-        try:
-            with parked.scope, anyio.move_on_after(remaining):
-                async with anyio.create_task_group() as inner:
-                    inner.start_soon(run.main)
-                    while True:
-                        try:
-                            outcome = await run.next()
-                        except JSONRPCError as exc:
-                            await self._finish(task_id, "failed", error=_error(exc.code, exc.message, exc.data))
-                            break
-                        except Exception as exc:
-                            logger.exception("task %s failed", task_id)
-                            await self._finish(
-                                task_id, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}")
-                            )
-                            break
-                        if isinstance(outcome, Finished):
-                            await self._finish(task_id, "completed", result=outcome.value)
-                            break
-                        if isinstance(outcome, NeedsInput) and not await self._wait_for_answers(
-                            task_id, parked, outcome
-                        ):
-                            break
-                    inner.cancel_scope.cancel()
-        finally:
-            run.cancel()
-            if self._runs.get(task_id) is parked:
-                del self._runs[task_id]
-            self._forward.pop(task_id, None)
+        with parked.scope, anyio.move_on_after(remaining):
+            async with anyio.create_task_group() as inner:
+                inner.start_soon(run.main)
+                while True:
+                    try:
+                        outcome = await run.next()
+                    except JSONRPCError as exc:
+                        await self._finish(task_id, "failed", error=_error(exc.code, exc.message, exc.data))
+                        break
+                    except Exception as exc:
+                        logger.exception("task %s failed", task_id)
+                        await self._finish(task_id, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}"))
+                        break
+                    if isinstance(outcome, Finished):
+                        await self._finish(task_id, "completed", result=outcome.value)
+                        break
+                    if isinstance(outcome, NeedsInput) and not await self._wait_for_answers(task_id, parked, outcome):
+                        break
+                inner.cancel_scope.cancel()
 
     async def _wait_for_answers(self, task_id: str, parked: _Parked, outcome: NeedsInput) -> bool:
         """Write the open questions; wait until they are answered. False: the run ends here (cancelled, expired,
@@ -504,7 +514,10 @@ class TaskEngine:
                 return False  # terminal (cancelled) or gone (expired)
             if written.status == "input_required":
                 self._park(task_id, parked)
-                await parked.wake.wait()
+                try:
+                    await parked.wake.wait()
+                finally:
+                    self._waiting.pop(task_id, None)
                 parked.wake = anyio.Event()
                 current = await self._registry.get(task_id)
                 if current is None or current.terminal:
@@ -516,16 +529,15 @@ class TaskEngine:
             return True
 
     def _park(self, task_id: str, parked: _Parked) -> None:
-        """Keep the waiting run, within ``max_parked``: the oldest waiting run beyond it is dropped (replayed later)."""
-        self._runs.move_to_end(task_id)
+        """Keep the waiting run, within ``max_parked``: the run waiting longest beyond it is dropped (its task
+        resumes by replay when answered). With ``max_parked`` 0 this run itself is dropped at once."""
         parked.since = time.monotonic()
-        waiting = [tid for tid, p in self._runs.items() if p.run.asker.asks and tid != task_id]
-        while len(waiting) + 1 > self.max_parked and waiting:
-            oldest = self._runs.pop(waiting.pop(0))
-            oldest.scope.cancel()
-        if self.max_parked <= 0:
-            self._runs.pop(task_id, None)
-            parked.scope.cancel()
+        self._waiting[task_id] = parked
+        while len(self._waiting) > max(self.max_parked, 0):
+            dropped_id, dropped = self._waiting.popitem(last=False)
+            if self._runs.get(dropped_id) is dropped:
+                del self._runs[dropped_id]
+            dropped.scope.cancel()
 
     async def _finish(
         self, task_id: str, status: str, *, result: JSONObject | None = None, error: JSONObject | None = None
