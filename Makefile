@@ -58,6 +58,7 @@ conformance: $(STAMP)
 bench: $(STAMP) system-deps
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/replicas.py
+	$(BIN)/python bench/tasks.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -14,7 +15,11 @@ class Person:
     age: int | None = None
 
 
-server = Server("bench-elicitor", "1.0")
+server = Server(
+    "bench-elicitor", "1.0", task_poll_interval=0.05,
+    # bench/tasks.py measures both ways of waiting: runs kept in memory, and records alone (0).
+    max_parked_tasks=int(os.environ.get("BENCH_MAX_PARKED_TASKS", "1024")),
+)  # fmt: skip
 
 
 @server.tool()
@@ -24,6 +29,12 @@ async def ask(ctx: Context, n: int) -> int:
         if isinstance(await ctx.elicit("Please provide your name and age", Person), Accepted):
             accepted += 1
     return accepted
+
+
+@server.tool(task="required")
+async def hold(ctx: Context) -> int:
+    """A task that asks once and then ends (bench/tasks.py)."""
+    return 1 if isinstance(await ctx.elicit("Please provide your name and age", Person), Accepted) else 0
 
 
 @server.tool()
