@@ -65,6 +65,13 @@ def make_server(**options: Any) -> tuple[Server, dict[str, Any]]:
             raise
         return "never"
 
+    @server.tool(task="optional")
+    async def steps(ctx: Context) -> str:
+        for step in (1, 2, 3):
+            await ctx.report_progress(step, 3, f"step {step}")
+            await anyio.sleep(0.15)
+        return "done"
+
     @server.tool(task="required")
     async def survey(ctx: Context) -> str:
         answer = await ctx.elicit("Favourite table?", Rows)
@@ -298,4 +305,28 @@ async def test_many_tasks_waiting_beyond_the_parked_bound_all_finish(anyio_backe
                 for index, handle in enumerate(handles):
                     tg.start_soon(finish, index, handle)
         assert sorted(results) == sorted(f"likes t{i}" for i in range(20))
-        assert len((await client.request("tools/list"))["tools"]) == 4  # still serving
+        assert len((await client.request("tools/list"))["tools"]) == 5  # still serving
+
+
+@pytest.mark.parametrize("protocol", [MODERN, LEGACY])
+async def test_a_person_sees_a_tasks_progress_while_it_runs(anyio_backend: str, protocol: str) -> None:
+    """Progress messages become the task's status message (both eras); on 2025-11-25 the call's progress
+    notifications keep coming too, as its progress token stays valid for the task."""
+    server, _ = make_server()
+    shown: list[tuple[str, str | None]] = []
+    notified: list[str | None] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        notified.append(message)
+
+    async with connected(server, elicitation=answers(), protocol=protocol) as client:
+        handle = await client.start_tool("steps", progress=progress)
+        with anyio.fail_after(10):
+            result = await handle.wait(on_status=lambda h: shown.append((h.status, h.status_message)))
+    assert result.text == "done"
+    assert shown[-1][0] == "completed"
+    messages = [message for _, message in shown if message]
+    assert messages and set(messages) <= {"step 1", "step 2", "step 3"}
+    assert messages == sorted(messages)
+    if protocol == LEGACY:
+        assert notified == ["step 1", "step 2", "step 3"]

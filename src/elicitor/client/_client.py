@@ -541,14 +541,24 @@ class Client:
         except msgspec.ValidationError as exc:
             raise RemoteProtocolError(f"the server sent an invalid tools/call result: {exc}") from None
 
-    async def start_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> TaskHandle:
+    async def start_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, progress: ProgressCallback | None = None
+    ) -> TaskHandle:
         """Call a tool and return at once with its task, when the server runs the call as one (2026-07-28 tasks
         extension); questions asked before the task exists are answered first, as in :meth:`call_tool`.
 
         Keep ``handle.id`` to find the task again later (:meth:`task`), ``await handle.wait()`` for the result,
         ``await handle.cancel()`` to stop it. A call the server answered at once gives a handle already completed.
+        ``progress`` gets the call's progress notifications while this request lasts (a task reports its progress
+        as ``handle.status_message``; on 2025-11-25 its progress notifications keep coming here).
         """
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        token = None
+        if progress is not None:
+            self._next_token += 1
+            token = f"p{self._next_token}"
+            self._progress[token] = progress
+            params["_meta"] = {"progressToken": token}
         if self._legacy_tasks():
             try:  # 2025-11-25: the client asks for the task; a tool that does not run as one says -32601
                 result = await self._drive("tools/call", {**params, "task": {}})
@@ -558,7 +568,13 @@ class Client:
                 result = await self._drive("tools/call", params)
         else:
             result = await self._drive("tools/call", params)
-        return self._task_of(result) or TaskHandle.finished(self, result)
+        handle = self._task_of(result)
+        if token is not None:
+            if handle is None:
+                self._progress.pop(token, None)
+            else:
+                handle._progress_token = token  # forgotten when its wait ends
+        return handle or TaskHandle.finished(self, result)
 
     def _legacy_tasks(self) -> bool:
         """2025-11-25 with a server that runs tools/call as tasks when asked (its ``tasks`` capability)."""

@@ -17,7 +17,9 @@ basic/utilities/tasks, "Input Required Status", "Result Retrieval".
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -56,6 +58,8 @@ class TaskHandle:
         self._final: JSONObject | JSONRPCError | None = None
         """2025-11-25: what ``tasks/result`` returned (or raised)."""
         self._answered: set[str] = set()
+        self._progress_token: str | None = None
+        """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
         self.id: str | None = None
         self.status = "working"
         self.status_message: str | None = None
@@ -109,20 +113,32 @@ class TaskHandle:
             assert self.id is not None
             await self._client.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
 
-    async def wait(self) -> CallToolResult:
+    async def wait(self, *, on_status: Callable[[TaskHandle], Awaitable[None] | None] | None = None) -> CallToolResult:
         """Follow the task to its end, answering its questions through the client's handlers (each once), and
         return the tool's result.
 
-        If the wait is cancelled, the task is cancelled on the server too (``tasks/cancel``).
+        If the wait is cancelled, the task is cancelled on the server too (``tasks/cancel``). ``on_status`` is
+        called with this handle whenever its status or status message changes (to show progress to a person).
 
         Raises:
             JSONRPCError: the task failed with this error.
             TaskCancelled: the task was cancelled.
         """
+        seen: tuple[str, str | None] | None = None
+
+        async def report() -> None:
+            nonlocal seen
+            if on_status is not None and (self.status, self.status_message) != seen:
+                seen = (self.status, self.status_message)
+                shown = on_status(self)
+                if inspect.isawaitable(shown):
+                    await shown
+
         try:
             if self.status == "input_required" and self.id is not None:
                 await self.refresh()  # the questions seen before may have been answered since (elsewhere, too)
             while not self.done:
+                await report()
                 if self.status == "input_required":
                     if self._legacy:
                         await self._fetch_result()  # the questions come on its stream; it returns at the end
@@ -132,10 +148,14 @@ class TaskHandle:
                 await self.refresh()
             if self._legacy and self._final is None and self.status != "cancelled":
                 await self._fetch_result()
+            await report()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.cancel()
             raise
+        finally:
+            if self._progress_token is not None:
+                self._client._progress.pop(self._progress_token, None)
         return self.result()
 
     async def _fetch_result(self) -> None:

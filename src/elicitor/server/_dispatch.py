@@ -328,9 +328,12 @@ class ServerSession:
                 assert self.parked is not None
                 ttl = augmented.get("ttl")
                 seconds = ttl / 1000 if isinstance(ttl, int | float) and not isinstance(ttl, bool) else None
+                request_meta = params.get("_meta")
+                token = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
                 return self.server.tasks.create(
-                    self, tool, params.get("arguments"), meta, self.parked.task_group, ttl=seconds, notify=notify
-                )
+                    self, tool, params.get("arguments"), meta, self.parked.task_group, ttl=seconds, notify=notify,
+                    progress_token=token,
+                )  # fmt: skip
         escalate: _Escalation | None = None
         if modern and tool.task != "never" and declares_tasks(meta.capabilities):
             assert self.parked is not None
@@ -362,11 +365,13 @@ class ServerSession:
 
         return invoke
 
-    def _context_for_task(self, task_id: str, meta: RequestMeta, notify: Notify, asker: RoundAsker) -> Context:
+    def _context_for_task(
+        self, task_id: str, meta: RequestMeta, notify: Notify, asker: RoundAsker, progress_token: JSONValue
+    ) -> Context:
         """The Context of a task's run: its notifications go to the task's record (see TaskEngine._notified)."""
         return Context(
             self, notify, task_id, meta.revision, meta.capabilities, meta.client_info, asker,
-            progress_token=task_id, log_level=None, principal=meta.principal,
+            progress_token=progress_token, log_level=None, principal=meta.principal,
         )  # fmt: skip
 
     def _get_prompt(

@@ -142,6 +142,7 @@ class TaskEngine:
         memo: dict[str, JSONValue] | None = None,
         ttl: float | None = None,
         notify: Callable[[str, JSONObject], Awaitable[None]] | None = None,
+        progress_token: JSONValue = None,
     ) -> JSONObject:
         """Create a task for this call, start its run here, and return the ``CreateTaskResult``.
 
@@ -159,6 +160,7 @@ class TaskEngine:
             "capabilities": meta.capabilities.raw,
             "client": msgspec.to_builtins(meta.client_info) if meta.client_info is not None else None,
             "log": meta.log_level,
+            "progress": progress_token if legacy else None,
         }
         record = TaskRecord(
             id=secrets.token_urlsafe(18),
@@ -441,7 +443,8 @@ class TaskEngine:
         asker = RoundAsker(book, {}, dict(memo) if isinstance(memo, dict) else {})
         asker.task_mode = True
         notify = functools.partial(self._notified, record.id)
-        ctx = session._context_for_task(record.id, meta, notify, asker)
+        token = call.get("progress")
+        ctx = session._context_for_task(record.id, meta, notify, asker, token if token is not None else record.id)
         invoke = session._task_invoker(tool, call.get("arguments"), ctx)
         run = Run(invoke, asker, ctx)
         parked = self._runs[record.id] = _Parked(run)
