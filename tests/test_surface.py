@@ -241,7 +241,10 @@ def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) 
 
     import httpx2
 
-    lines = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", "", "", "y", "", "y"]
+    booking = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", ""]
+    confirm = ["", "y", ""]
+    menu = ["", "2", ""]  # the tasting menu's question, asked while its task runs
+    lines = [*booking, *confirm, *menu, "y"]
     demo = subprocess.Popen(
         [sys.executable, "-m", "elicitor", "demo", "--protocol", protocol], cwd=ROOT, text=True,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -270,9 +273,11 @@ def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) 
         assert "Calendar connected" in browser.post(url, data={"decision": "allow"}).text
     stdout, stderr = demo.communicate(timeout=30)
     assert demo.returncode == 0, stderr
-    booked, added = stdout.splitlines()
+    booked, menu_planned, added = stdout.splitlines()
     assert booked.startswith("Result: Booked: 3 at Chez Elicitor on Thursday 24 December 2026, Heated patio")
     assert "vegetarian, gluten-free. Reservation " in booked
+    assert menu_planned == "Result: Tasting menu for 2: seasonal starters, roast duck with cherries, chocolate soufflé."
+    assert "task waiting for your answer" in text and "Checking this morning's market" in text
     assert added == "Result: Added 'Dinner at Chez Elicitor' to the calendar."
 
 

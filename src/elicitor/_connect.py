@@ -23,7 +23,8 @@ import anyio.to_thread
 from ._arguments import argument_form, arguments_from
 from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
-from .client import BrowserHandler, Client, TerminalHandler
+from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
+from .client._present import printable
 from .types import JSONValue, Tool
 
 
@@ -145,7 +146,10 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
             write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{' ' + message if message else ''}")
 
         try:
-            result = await client.call_tool(picked.name, arguments, progress=progress)
+            handle = await client.start_tool(picked.name, arguments, progress=progress)
+            if handle.id is not None:
+                write(f"  {picked.name} runs as a task ({handle.id}); its questions come as it needs them.")
+            result = await handle.wait(on_status=lambda task: write(f"  {task_status(task)}"))
         except (JSONRPCError, ElicitorError) as exc:
             write(f"Error: {exc}")
             continue
@@ -153,6 +157,16 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
         write(("Error: " if result.is_error else "Result: ") + result.text)
         if result.structured_content is not None:
             write(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+
+
+def task_status(task: TaskHandle) -> str:
+    """One line about a running task, for a person: its status in words and the server's message."""
+    words = {
+        "working": "working", "input_required": "waiting for your answer", "completed": "done",
+        "failed": "failed", "cancelled": "cancelled",
+    }  # fmt: skip
+    line = f"task {words.get(task.status, task.status)}"
+    return f"{line}: {printable(task.status_message)}" if task.status_message else line
 
 
 async def _read(terminal: TerminalHandler, prompt: str) -> str:

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from ._connect import UI_CHOICES, answering, server_stderr, tool_menu
+from ._connect import UI_CHOICES, answering, server_stderr, task_status, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client, TerminalHandler
@@ -73,6 +73,33 @@ async def book_table(ctx: Context, restaurant: str = "Chez Elicitor") -> str:
         return "No booking made: not confirmed."
     code = await ctx.once("reservation", lambda: secrets.token_hex(3).upper())
     return f"Booked: {summary}. Reservation {code}; confirmation sent to {booking.email}."
+
+
+class Main(Choices):
+    HAKE = "hake", "Line-caught hake with sea herbs"
+    DUCK = "duck", "Roast duck with cherries"
+    RISOTTO = "risotto", "Wild mushroom risotto"
+
+
+@server.tool(task="optional")
+async def plan_tasting_menu(ctx: Context, guests: int = 2) -> str:
+    """Plan a tasting menu: a few seconds of work shown as progress, a question half-way, then more work.
+
+    It runs as a task when the client can take one (a long call the client follows, answering its question while
+    it runs); otherwise as an ordinary call. The code is the same.
+    """
+    for step in ("Checking this morning's market", "Pairing the wines"):
+        await ctx.report_progress(0, 4, f"{step}...")
+        await anyio.sleep(1)
+    choice = await ctx.elicit(
+        "The market is out of turbot. Which main course instead?", Annotated[Main, Field(title="Main course")]
+    )
+    if not isinstance(choice, Accepted):
+        return "No menu planned: no main course chosen."
+    for step in ("Writing the menu", "Telling the kitchen"):
+        await ctx.report_progress(3, 4, f"{step}...")
+        await anyio.sleep(1)
+    return f"Tasting menu for {guests}: seasonal starters, {choice.data.title.lower()}, chocolate soufflé."
 
 
 class Contact(Choices):
@@ -259,6 +286,10 @@ async def _tour(client: Client) -> None:
     print(("Error: " if result.is_error else "Result: ") + result.text)
     if result.is_error or not result.text.startswith("Booked"):
         return
+    print("\nCalling plan_tasting_menu (a long call that asks half-way) ...", file=sys.stderr)
+    handle = await client.start_tool("plan_tasting_menu", {"guests": 2})
+    result = await handle.wait(on_status=lambda task: print(f"  {task_status(task)}", file=sys.stderr))
+    print(("Error: " if result.is_error else "Result: ") + result.text)
     if "url" not in client.elicitation_modes:
         return
     print("\nCalling add_to_calendar ...", file=sys.stderr)

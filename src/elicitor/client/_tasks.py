@@ -163,7 +163,7 @@ class TaskHandle:
         assert self.id is not None
         try:
             self._final = await self._client.request("tasks/result", {"taskId": self.id})
-            self.status = "completed"
+            self.status, self.status_message = "completed", None
         except JSONRPCError as exc:
             self._final = exc
             await self.refresh()  # failed, or cancelled meanwhile
