@@ -330,3 +330,32 @@ async def test_a_person_sees_a_tasks_progress_while_it_runs(anyio_backend: str, 
     assert messages == sorted(messages)
     if protocol == LEGACY:
         assert notified == ["step 1", "step 2", "step 3"]
+
+
+@pytest.mark.parametrize("protocol", [MODERN, LEGACY])
+async def test_over_http_a_task_is_its_users_on_every_connection(anyio_backend: str, protocol: str) -> None:
+    """The HTTP app says who asks (here from a header an authenticating proxy would set): the user's second
+    connection follows and answers the task; another user gets the unknown-task error for every task method."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    server, _ = make_server()
+
+    def user(scope: dict[str, Any]) -> str | None:
+        return dict(scope["headers"]).get(b"x-user", b"").decode() or None
+
+    methods = ["tasks/get", "tasks/cancel"] + (["tasks/update"] if protocol == MODERN else ["tasks/result"])
+    async with serving(server.http_app(principal=user)) as url:
+        async with Client.http(url, headers={"x-user": "ada"}, protocol=protocol, elicitation=answers()) as first:
+            handle = await first.start_tool("survey")
+            assert handle.id is not None
+        async with Client.http(url, headers={"x-user": "eve"}, protocol=protocol, elicitation=answers()) as eve:
+            for method in methods:
+                extra = {"inputResponses": {}} if method == "tasks/update" else {}
+                with pytest.raises(JSONRPCError) as caught:
+                    await eve.request(method, {"taskId": handle.id, **extra})
+                assert caught.value.code == -32602, method
+        handler = answers({"keep": "window"})
+        async with Client.http(url, headers={"x-user": "ada"}, protocol=protocol, elicitation=handler) as second:
+            resumed = await second.task(handle.id)
+            with anyio.fail_after(20):
+                assert (await resumed.wait()).text == "likes window"
