@@ -350,7 +350,7 @@ async def test_over_http_a_task_is_its_users_on_every_connection(anyio_backend: 
             assert handle.id is not None
         async with Client.http(url, headers={"x-user": "eve"}, protocol=protocol, elicitation=answers()) as eve:
             for method in methods:
-                extra = {"inputResponses": {}} if method == "tasks/update" else {}
+                extra: dict[str, Any] = {"inputResponses": {}} if method == "tasks/update" else {}
                 with pytest.raises(JSONRPCError) as caught:
                     await eve.request(method, {"taskId": handle.id, **extra})
                 assert caught.value.code == -32602, method
