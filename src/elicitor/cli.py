@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument(
         "--allowed-host", action="append", default=None, help="HTTP: a Host to accept besides loopback (repeatable)"
     )
+    serve.add_argument(
+        "--pages-url",
+        metavar="URL",
+        help="where browsers reach the server's URL-mode pages (Server.serve_pages) when that is not where it "
+        "listens, e.g. behind a proxy (default: the address it listens on; a loopback port on stdio)",
+    )
     check = commands.add_parser(
         "check",
         help="is a requestedSchema or form inside the spec's subset, and for which revisions?",
@@ -114,6 +120,11 @@ def _serve(args: argparse.Namespace) -> int:
     if not isinstance(server, Server):
         print(f"elicitor serve: {args.target!r} is not an elicitor Server", file=sys.stderr)
         return 2
+    if args.pages_url:
+        if server.pages is None:
+            print(f"elicitor serve: --pages-url given, but {args.target!r} serves no pages", file=sys.stderr)
+            return 2
+        server.serve_pages(server.pages, url=args.pages_url)
     if args.transport == "stdio":
         server.run("stdio")
     else:

@@ -2,6 +2,7 @@
 
 from ._context import Context
 from ._dispatch import ServerSession
+from ._pages import PagesNotServed
 from ._sealing import KEYS_ENV, StateSealer, generate_key
 from ._server import Server
 from ._tools import Header, ToolDef
@@ -14,6 +15,7 @@ __all__ = [
     "Context",
     "Header",
     "HttpApp",
+    "PagesNotServed",
     "Server",
     "ServerSession",
     "StateSealer",

@@ -21,6 +21,7 @@ from ._changes import ChangeBus
 from ._context import Context
 from ._dispatch import ServerSession
 from ._features import PromptDef, ResourceDef, make_prompt, make_resource
+from ._pages import PagesApp, PageSite
 from ._rounds import PARKED_RUN_TTL
 from ._sealing import StateSealer
 from ._tasks import TaskEngine, TaskSupport
@@ -36,6 +37,7 @@ Completer: TypeAlias = "Callable[[JSONObject, JSONObject, JSONObject | None], Aw
 """The ``completion/complete`` handler: ``(ref, argument, context)`` to suggested values."""
 
 F = TypeVar("F", bound=Callable[..., Any])
+P = TypeVar("P", bound=PagesApp)
 
 DEFAULT_ELICITATION_TIMEOUT = 3600.0
 """Seconds a tool waits for the client's answer to a request sent mid-call (handshake revisions): one hour."""
@@ -133,6 +135,7 @@ class Server:
             raise ValueError("task_ttl and task_poll_interval must be positive")
         self.tasks = TaskEngine(self, ttl=task_ttl, poll_interval=task_poll_interval, max_parked=max_parked_tasks)
         """Tool calls running as tasks (2026-07-28 tasks extension), kept in :attr:`store`."""
+        self._pages = PageSite()
 
     def share(self, store: Store | str) -> None:
         """Keep this server's shared state in ``store`` (a :class:`~elicitor.state.Store` or a ``redis://`` URL).
@@ -295,6 +298,34 @@ class Server:
         """
         return await self.url_elicitations.complete(elicitation_id, principal=principal)
 
+    def serve_pages(self, app: P, *, url: str | None = None) -> P:
+        """Serve ``app`` (ASGI) as the pages URL-mode elicitations send people to, on whichever transport serves.
+
+        Over Streamable HTTP the server's :meth:`http_app` answers every path other than the MCP endpoint (and
+        ``/healthz``) with ``app``, and links start with the address it listens on. Over stdio,
+        :meth:`serve_stdio` (so :meth:`run` and ``elicitor serve``) also serves ``app`` on a free loopback port,
+        logging to stderr only. ``url`` is the address a browser reaches them at when it is not the server's own
+        (behind a proxy). Usable as a decorator; returns ``app``. Link to a page with :meth:`page_url`.
+        """
+        self._pages.serve(app, url)
+        return app
+
+    @property
+    def pages(self) -> PagesApp | None:
+        """What :meth:`serve_pages` serves, if anything."""
+        return self._pages.app
+
+    def page_url(self, path: str) -> str:
+        """The absolute link to ``path`` on the pages of :meth:`serve_pages`, for ``ctx.url_elicitation``.
+
+        Keep ``{elicitation_id}`` in ``path`` (``"/sign-in/{elicitation_id}"``): the registry puts the
+        elicitation's id there, which is how the page knows what to complete.
+
+        Raises:
+            PagesNotServed: no pages, or the address is not known yet (nothing serves the server yet).
+        """
+        return self._pages.url(path)
+
     def remove_tool(self, name: str) -> None:
         """Unregister a tool (call :meth:`notify_tools_changed` to tell clients)."""
         del self._tools[name]
@@ -346,8 +377,13 @@ class Server:
         return self._changes.listening
 
     async def serve_stdio(self) -> None:
-        """Serve on this process's stdin/stdout until stdin closes."""
-        await self.serve(StdioServerTransport())
+        """Serve on this process's stdin/stdout until stdin closes (with the pages of :meth:`serve_pages`, if any,
+        on a loopback port for as long)."""
+        if self._pages.app is None:
+            await self.serve(StdioServerTransport())
+            return
+        async with self._pages.on_loopback():
+            await self.serve(StdioServerTransport())
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """An ASGI application serving this server over Streamable HTTP at ``path`` (both protocol eras).

@@ -84,8 +84,9 @@ class HttpApp:
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
         session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
             is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
-        fallback: an ASGI app for every other path (the page a URL-mode elicitation sends people to, a callback
-            route); without it, other paths get 404. Host and Origin checks apply to the MCP endpoint only.
+        fallback: an ASGI app for every other path (a callback route, say); default: the server's pages
+            (:meth:`Server.serve_pages`, what URL-mode elicitations link to); without either, other paths get 404.
+            Host and Origin checks apply to the MCP endpoint only.
         principal: who made a request, as the authentication in front of this app established it (for example
             ``lambda scope: scope["user"].identity`` under Starlette's ``AuthenticationMiddleware``). A session
             belongs to the user who created it (another user's request for it gets 404, as for an unknown
@@ -187,9 +188,12 @@ class HttpApp:
         if path == self._health and scope["method"] in ("GET", "HEAD"):
             await self._report_health(send)
             return
+        pages = self.server._pages
+        pages.learn(scope)  # the links of URL-mode pages start where this app listens (see Server.serve_pages)
         if (path.rstrip("/") or "/") != self.path:
-            if self._fallback is not None:
-                await self._fallback(scope, receive, send)
+            fallback = self._fallback if self._fallback is not None else pages.app
+            if fallback is not None:
+                await fallback(scope, receive, send)
                 return
             await refuse(send, 404, None, METHOD_NOT_FOUND, f"Not found: the MCP endpoint is {self.path}")
             return
