@@ -144,6 +144,8 @@ class ServerSession:
         self.handshake.check(method)
         if method == "initialize":
             return _ready(self._initialize(params))
+        if method == "ping":
+            return _ready({})  # allowed before initialize too (basic/lifecycle: ping may come at any time)
         handshake = self.handshake
         assert handshake.revision is not None
         meta = RequestMeta(handshake.revision, handshake.capabilities, handshake.client_info, principal=self.principal)
