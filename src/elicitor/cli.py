@@ -73,7 +73,33 @@ def main(argv: list[str] | None = None) -> int:
     connect.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for the MCP handshake (default 30)"
     )
+    proxy = commands.add_parser(
+        "proxy",
+        help="stand between any MCP client and any server: elicitation works whatever their protocol eras",
+        description="Serve an MCP client on stdio (start this in place of the server) and forward to UPSTREAM, a "
+        "command run over stdio or an http(s) URL: everything passes through, the two protocol eras are bridged "
+        "both ways, and elicitations the client cannot show are asked here (--ui).",
+    )
+    proxy.add_argument("target", nargs=argparse.REMAINDER, help="the upstream server: a command, or an http(s) URL")
+    proxy.add_argument(
+        "--ui",
+        choices=["browser", "terminal", "none"],
+        default="browser",
+        help="who answers elicitations the client did not declare: pages in your browser (default), the "
+        "controlling terminal, or nobody (capabilities forwarded as declared)",
+    )
+    proxy.add_argument(
+        "--upstream-protocol",
+        default="auto",
+        help="auto (default: what the server speaks), 2026-07-28, 2025-11-25 or 2025-06-18",
+    )
     args = parser.parse_args(argv)
+    if args.command == "proxy":
+        if not args.target:
+            proxy.error("give the upstream server: a command to run (e.g. python server.py) or an http(s) URL")
+        from .proxy._run import main as proxy_main
+
+        return proxy_main(args.target, args.ui, args.upstream_protocol)
     if args.command == "demo":
         from .demo import main as demo_main
 

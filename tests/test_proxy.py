@@ -1,0 +1,242 @@
+"""The proxy: our client on either era, through a Bridge, to a server on either era (ours, and the official SDK's).
+
+Each cell runs end to end: a form, a confirmation, a decline, and a call cancelled while it waits on the person;
+then a client that cannot elicit at all, answered by the proxy's own renderer.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Accepted, Client, Context, ElicitationRequest, JSONRPCError, ScriptedHandler, Server
+from elicitor.client._handlers import ElicitationHandler
+from elicitor.proxy import Bridge, static
+from elicitor.transports import StdioClientTransport, memory_pair
+
+from .conftest import ROOT
+
+ERAS = ["2025-11-25", "2026-07-28"]
+
+
+@dataclass
+class Name:
+    name: str
+
+
+def make_server() -> tuple[Server, dict[str, Any]]:
+    server = Server("upstream", "1.0.0", title="The upstream server")
+    seen: dict[str, Any] = {"cancelled": 0}
+
+    @server.tool()
+    async def book(ctx: Context) -> str:
+        """Asks a name, then a confirmation."""
+        name = await ctx.elicit("Your name?", Name)
+        if not isinstance(name, Accepted):
+            return f"no booking ({name.action})"
+        return f"booked for {name.data.name}" if await ctx.confirm("Book it?") else "not confirmed"
+
+    @server.tool()
+    async def together(ctx: Context) -> str:
+        """Two questions at once."""
+        found: dict[str, str] = {}
+
+        async def ask(which: str) -> None:
+            outcome = await ctx.elicit(f"Name for {which}?", Name, key=which)
+            found[which] = outcome.data.name if isinstance(outcome, Accepted) else "-"
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask, "left")
+            tg.start_soon(ask, "right")
+        return f"{found['left']}+{found['right']}"
+
+    @server.tool()
+    async def waits(ctx: Context) -> str:
+        try:
+            await ctx.elicit("Nobody answers this", Name)
+        except anyio.get_cancelled_exc_class():
+            seen["cancelled"] += 1
+            raise
+        return "answered"
+
+    @server.tool()
+    async def plain(word: str) -> str:
+        return word.upper()
+
+    return server, seen
+
+
+@asynccontextmanager
+async def proxied(
+    server: Server,
+    upstream: str,
+    *,
+    ui: ElicitationHandler | None = None,
+    held_call_ttl: float = 600.0,
+    **client: Any,
+) -> AsyncIterator[Client]:
+    """Our client -> Bridge -> ``server``, all in memory; the bridge speaks ``upstream`` to the server."""
+    client_end, down_end = memory_pair()
+    up_end, server_end = memory_pair()
+    bridge = Bridge(static(up_end), ui=ui, upstream_protocol=upstream, held_call_ttl=held_call_ttl)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, **client) as connection:
+            yield connection
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_every_era_pair_bridges_forms_confirmations_and_declines(
+    anyio_backend: str, downstream: str, upstream: str
+) -> None:
+    server, _ = make_server()
+    handler = ScriptedHandler(
+        [{"name": "Ada"}, {"confirm": True}, "decline"],
+        otherwise=lambda request: {"name": request.message.split()[2].rstrip("?")},
+    )
+    async with proxied(server, upstream, elicitation=handler, protocol=downstream) as client:
+        assert client.protocol_version == downstream
+        assert client.server_info is not None and client.server_info.name == "upstream"
+        with anyio.fail_after(10):
+            assert (await client.call_tool("book")).text == "booked for Ada"
+            assert (await client.call_tool("book")).text == "no booking (decline)"
+            assert (await client.call_tool("together")).text == "left+right"
+            assert (await client.call_tool("plain", {"word": "hi"})).text == "HI"
+            assert {tool.name for tool in await client.list_tools()} == {"book", "together", "waits", "plain"}
+    assert [r.message for r in handler.requests[:3]] == ["Your name?", "Book it?", "Your name?"]
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_a_call_cancelled_while_it_waits_is_cancelled_upstream(
+    anyio_backend: str, downstream: str, upstream: str
+) -> None:
+    server, seen = make_server()
+    asked = anyio.Event()
+
+    async def person(request: ElicitationRequest) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    # A 2026-07-28 client gives up by not coming back: a call the proxy holds open upstream for it (handshake-era
+    # server) is cancelled when its time runs out; every other pair cancels upstream at once.
+    async with proxied(server, upstream, elicitation=person, protocol=downstream, held_call_ttl=0.5) as client:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.call_tool, "waits")
+                await asked.wait()
+                tg.cancel_scope.cancel()
+            if upstream == "2025-11-25":  # a 2026-07-28 server has nothing running between rounds to cancel
+                while not seen["cancelled"]:
+                    await anyio.sleep(0.02)
+            assert (await client.call_tool("plain", {"word": "still"})).text == "STILL"
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_a_client_that_cannot_elicit_is_answered_by_the_proxys_renderer(
+    anyio_backend: str, downstream: str, upstream: str
+) -> None:
+    server, _ = make_server()
+    ui = ScriptedHandler([{"name": "Lin"}, {"confirm": True}])
+    async with proxied(server, upstream, ui=ui, protocol=downstream) as client:
+        assert client.elicitation_modes == frozenset()  # this client declares no elicitation
+        with anyio.fail_after(10):
+            assert (await client.call_tool("book")).text == "booked for Lin"
+    assert [r.message for r in ui.requests] == ["Your name?", "Book it?"]
+    assert ui.requests[0].server is not None and ui.requests[0].server.name == "upstream"  # who asks is shown
+
+
+async def test_without_a_renderer_a_client_that_cannot_elicit_gets_what_the_server_says(anyio_backend: str) -> None:
+    server, _ = make_server()
+    async with proxied(server, "2025-11-25", protocol="2025-11-25") as client:
+        with anyio.fail_after(10):
+            result = await client.call_tool("book")
+    assert result.is_error  # the server's own answer to a client without elicitation, passed through
+
+
+async def test_a_stale_round_is_refused_clearly(anyio_backend: str) -> None:
+    """A 2026-07-28 client's retry for a held call that is gone gets -32602, not a hang."""
+    server, _ = make_server()
+    async with proxied(server, "2025-11-25", elicitation=ScriptedHandler([]), protocol="2026-07-28") as client:
+        first = await client.request("tools/call", {"name": "book", "arguments": {}})
+        assert first["resultType"] == "input_required"
+        (key,) = first["inputRequests"]
+        retry = {"name": "book", "arguments": {}, "requestState": first["requestState"]}
+        answered = await client.request("tools/call", {**retry, "inputResponses": {key: {"action": "decline"}}})
+        assert answered["content"][0]["text"] == "no booking (decline)"
+        with pytest.raises(JSONRPCError) as caught:
+            await client.request("tools/call", {**retry, "inputResponses": {key: {"action": "decline"}}})
+        assert caught.value.code == -32602
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_the_official_sdk_server_through_the_proxy(anyio_backend: str, downstream: str, upstream: str) -> None:
+    """A server we did not write, over stdio, each era on each side."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for a subprocess peer")
+    command = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py")]
+
+    @asynccontextmanager
+    async def upstream_connection() -> AsyncIterator[Any]:
+        transport = await StdioClientTransport.start(command)
+        try:
+            yield transport
+        finally:
+            await transport.aclose()
+
+    client_end, down_end = memory_pair()
+    bridge = Bridge(upstream_connection, upstream_protocol=upstream)
+    handler = ScriptedHandler(otherwise={"name": "Sam", "age": 41})
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol=downstream) as client:
+            with anyio.fail_after(30):
+                assert (await client.call_tool("resolved_ask")).text == "resolved Sam, 41"
+                if upstream == "2025-11-25":
+                    assert (await client.call_tool("push_ask")).text == "hello Sam, 41"
+                else:  # the SDK cannot push a request on 2026-07-28: its own error comes through unchanged
+                    with pytest.raises(JSONRPCError) as caught:
+                        await client.call_tool("push_ask")
+                    assert "back-channel" in caught.value.message
+        tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_elicitor_proxy_command_over_stdio_to_a_stdio_server(anyio_backend: str, downstream: str) -> None:
+    """``elicitor proxy python server.py`` started by a host in place of the server: the official SDK's server
+    behind it, our client in front, over real pipes."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    server = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py")]
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *server]
+    handler = ScriptedHandler(otherwise={"name": "Kit", "age": 7})
+    async with Client.stdio(command, elicitation=handler, protocol=downstream) as client:
+        with anyio.fail_after(30):
+            assert client.server_info is not None and client.server_info.name == "official-peer"
+            assert (await client.call_tool("resolved_ask")).text == "resolved Kit, 7"
+
+
+async def test_elicitor_proxy_command_to_an_http_server(anyio_backend: str) -> None:
+    """An HTTP server exposed over stdio: our server on uvicorn, the proxy in front of it, a handshake-era client."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from .conftest import serving
+
+    server, _ = make_server()
+    handler = ScriptedHandler([{"name": "Noor"}, {"confirm": True}])
+    async with serving(server.http_app()) as url:
+        command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+        async with Client.stdio(command, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(30):
+                assert (await client.call_tool("book")).text == "booked for Noor"
