@@ -6,7 +6,9 @@ The harness starts a mock server and runs this script with the server's URL as t
 scenario in ``MCP_CONFORMANCE_SCENARIO``, the revision in ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (0.2.x) and extra
 inputs in ``MCP_CONFORMANCE_CONTEXT``. The script does what any client would: connect, list what the server
 offers, use it — answering every elicitation with the schema's defaults (an empty accept, which the client fills
-in), every sampling request with a canned message, every roots request with one root.
+in), every sampling request with a canned message, every roots request with one root. With
+``ELICITOR_CONFORMANCE_VIA_PROXY=1`` it reaches the server through ``elicitor proxy`` instead (scripts/conformance.py
+runs every scenario both ways).
 """
 
 from __future__ import annotations
@@ -49,7 +51,12 @@ async def main(url: str) -> None:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     handler = ScriptedHandler(otherwise=Accepted({}))
     roots = [{"uri": "file:///conformance", "name": "conformance"}]
-    async with Client.http(url, elicitation=handler, protocol=version, sampling=_sample, roots=roots) as client:
+    options: dict[str, Any] = {"elicitation": handler, "protocol": version, "sampling": _sample, "roots": roots}
+    # ELICITOR_CONFORMANCE_VIA_PROXY=1: reach the harness's server through `elicitor proxy` (stdio to us, HTTP on).
+    via_proxy = os.environ.get("ELICITOR_CONFORMANCE_VIA_PROXY") == "1"
+    proxy = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+    connection = Client.stdio(proxy, **options) if via_proxy else Client.http(url, **options)
+    async with connection as client:
         tools = {tool.name: tool for tool in await client.list_tools()}
         if scenario == "tools_call" and "add_numbers" in tools:
             await client.call_tool("add_numbers", {"a": 5, "b": 3})

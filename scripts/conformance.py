@@ -7,7 +7,8 @@ Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored
   of 0.2.0-alpha.12 (the tasks extension, run by name); then the same suites against three replicas
   of it behind nginx sharing a Redis (``tests/replicas.py``: the deployment of docs/deploying.md);
 * client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
-  extension, each run alone so that a client crash counts, per harness version and revision.
+  extension, each run alone so that a client crash counts, per harness version and revision; then all of them again
+  with the client reaching the harness through ``elicitor proxy`` (stdio to the client, HTTP to the harness).
 
 Expected failures (``scripts/conformance-expected-failures.yml``) may only name ``auth/*`` and extension
 scenarios; the harness itself fails a run whose listed failure passes, so the list stays honest.
@@ -128,6 +129,23 @@ def server_suites(
     return results
 
 
+def client_suite(
+    client: str, version: str, spec: str | None, via: str, env: dict[str, str], logs: Path, expected: list[str]
+) -> list[tuple[str, bool, str]]:
+    """Every client scenario of one harness version and revision, each run alone (``via``: through the proxy)."""
+    results = []
+    for scenario in client_scenarios(version, env, spec):
+        label = f"client{via} {version}" + (f" {spec}" if spec else "") + f" {scenario}"
+        command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
+        if spec:
+            command += ["--spec-version", spec]
+        code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
+        passed = re.findall(r"Passed: (\d+)/(\d+)", output)
+        summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
+        results.append((label, code == 0, summary))
+    return results
+
+
 def extension_scenarios(version: str, env: dict[str, str]) -> list[str]:
     """The server scenarios of extensions elicitor implements (the tasks extension)."""
     listed = subprocess.run(
@@ -168,18 +186,12 @@ def main() -> int:
             results += server_suites(cluster.nginx.url, "server 3 replicas", env, logs, expected)
 
     client = f"{sys.executable} {ROOT / 'examples' / 'conformance_client.py'}"
-    for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
-        for scenario in client_scenarios(version, env, spec):
-            label = f"client {version}" + (f" {spec}" if spec else "") + f" {scenario}"
-            command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
-            if spec:
-                command += ["--spec-version", spec]
-            code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
-            passed = re.findall(r"Passed: (\d+)/(\d+)", output)
-            summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
-            results.append((label, code == 0, summary))
+    for via, client_env in (("", env), (" through elicitor proxy", {**env, "ELICITOR_CONFORMANCE_VIA_PROXY": "1"})):
+        for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
+            results += client_suite(client, version, spec, via, client_env, logs, expected)
 
     failed = [r for r in results if not r[1]]
+
     for label, ok, summary in results:
         print(f"conformance: {'ok  ' if ok else 'FAIL'} {label}: {summary}")
     print(f"conformance: logs in {logs}")

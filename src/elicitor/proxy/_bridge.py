@@ -37,6 +37,7 @@ import anyio.abc
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..client._answer import answer_elicitation
 from ..client._handlers import ElicitationHandler
+from ..client._headers import header_params
 from ..protocol import NotificationReceived, RequestReceived, is_modern_request
 from ..server._sealing import StateSealer, request_binding
 from ..session import Session, open_session
@@ -52,6 +53,7 @@ from ..types import (
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MODERN_REVISIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
     Implementation,
     JSONObject,
     JSONValue,
@@ -179,6 +181,10 @@ class Bridge:
     # ---- downstream: the client ------------------------------------------------------------------------------
 
     async def _from_downstream(self, request: RequestReceived) -> JSONObject:
+        result = await self._serve_downstream(request)
+        return self._learn_tools(result) if request.method == "tools/list" else result
+
+    async def _serve_downstream(self, request: RequestReceived) -> JSONObject:
         method, params = request.method, dict(request.params or {})
         if method == "initialize":
             return await self._initialize(params)
@@ -204,6 +210,28 @@ class Bridge:
         if note.method in _HANDSHAKE_ONLY_NOTES and (self.up_revision is None or is_modern(self.up_revision)):
             return  # the proxy completed the upstream handshake itself, or there is none
         await self._notify_up(note.method, note.params)
+        if note.method == "notifications/initialized":
+            self._handshake_done()
+
+    def _handshake_done(self) -> None:
+        """The upstream session is initialized: an HTTP transport opens its standalone stream now."""
+        start = getattr(self._up_transport, "start_listening", None)
+        if start is not None:
+            start()
+
+    def _learn_tools(self, result: JSONObject) -> JSONObject:
+        """Tools that mirror parameters into headers (SEP-2243): tell an HTTP upstream transport, as a Client
+        does, so the forwarded calls carry the headers the server checks."""
+        headers = getattr(self._up_transport, "tool_headers", None)
+        tools = result.get("tools")
+        if headers is None or not isinstance(tools, list):
+            return result
+        for tool in tools:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                mirrored = header_params(tool.get("inputSchema"))
+                if isinstance(mirrored, dict) and mirrored:
+                    headers[tool["name"]] = mirrored
+        return result
 
     async def _initialize(self, params: JSONObject) -> JSONObject:
         """A handshake-era client: forward its ``initialize`` (declaring what the proxy renders itself), or, for a
@@ -248,6 +276,11 @@ class Bridge:
                     await self._discover()
                     return
                 except JSONRPCError as exc:
+                    if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                        # A 2026-07-28 server that wants another version: the client's own requests (forwarded
+                        # as they are) get the same answer and retry with one it lists.
+                        self._adopt(MODERN_REVISIONS[0], {}, None)
+                        return
                     if self._wanted != "auto":
                         raise
                     logger.info("the server does not speak 2026-07-28 (%s); using the handshake", exc.message)
@@ -266,6 +299,7 @@ class Bridge:
             self._adopt(str(result.get("protocolVersion")), result.get("capabilities"), result.get("serverInfo"))
             self.up_instructions = result.get("instructions")
             await self._up().notify("notifications/initialized")
+            self._handshake_done()
 
     def _discovered(self) -> JSONObject:
         """``server/discover`` for a 2026-07-28 client, answered from the handshake-era server's ``initialize``."""
@@ -284,6 +318,8 @@ class Bridge:
 
     async def _discover(self) -> JSONObject:
         version = self._wanted if self._wanted in MODERN_REVISIONS else MODERN_REVISIONS[0]
+        if self._wanted == "auto" and self.down_revision is not None and is_modern(self.down_revision):
+            version = self.down_revision  # the client's own version: the server judges it, not ours
         result = await self._up().request("server/discover", self._with_meta({}, version))
         meta = result.get("_meta")
         server = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
