@@ -240,3 +240,42 @@ async def test_elicitor_proxy_command_to_an_http_server(anyio_backend: str) -> N
         async with Client.stdio(command, elicitation=handler, protocol="2025-11-25") as client:
             with anyio.fail_after(30):
                 assert (await client.call_tool("book")).text == "booked for Noor"
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_the_proxys_browser_renderer_answers_in_chromium(anyio_backend: str, downstream: str) -> None:
+    """A client that declares no elicitation; the proxy asks the person in a page, driven in Chromium."""
+    if anyio_backend != "asyncio":
+        pytest.skip("Playwright runs on asyncio")
+    from elicitor.client import BrowserHandler
+
+    from .test_browser_ui import Person, chromium
+
+    server, _ = make_server()
+    async with chromium() as browser:
+        person = Person(browser)
+        async with (
+            BrowserHandler(open_url=person.open, write=lambda text: None) as ui,
+            proxied(server, "2025-11-25", ui=ui, protocol=downstream) as client,
+            anyio.create_task_group() as tg,
+        ):
+            results: list[str] = []
+
+            async def call() -> None:
+                results.append((await client.call_tool("book")).text)
+
+            tg.start_soon(call)
+            page = await person.page(0)
+            assert await page.title() == "The upstream server 1.0.0 asks"  # who asks: the server, not the proxy
+            await page.get_by_label("name").fill("Ines")
+            await page.get_by_role("button", name="Review").click()
+            await page.get_by_text("Review your answer").wait_for()
+            await page.get_by_role("button", name="Send").click()
+            await page.get_by_text("Your answer was sent").wait_for()
+            confirm = await person.page(1)
+            await confirm.get_by_label("Confirm").check()
+            await confirm.get_by_role("button", name="Review").click()
+            await confirm.get_by_text("Review your answer").wait_for()
+            await confirm.get_by_role("button", name="Send").click()
+            await confirm.get_by_text("Your answer was sent").wait_for()
+        assert results == ["booked for Ines"]
