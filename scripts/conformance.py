@@ -4,7 +4,8 @@ Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored
 
 * server mode: ``examples/everything_server.py --port N`` judged by ``--suite all`` of 0.1.16, and of
   0.2.0-alpha.12 at ``--spec-version 2025-11-25`` and ``2026-07-28``, and by every ``tasks-*`` extension scenario
-  of 0.2.0-alpha.12 (the tasks extension, run by name); then the same suites against three replicas
+  of 0.2.0-alpha.12 (the tasks extension, run by name); then the same suites through ``elicitor proxy`` (HTTP
+  to the proxy, stdio from the proxy to the server), and against three replicas
   of it behind nginx sharing a Redis (``tests/replicas.py``: the deployment of docs/deploying.md);
 * client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
   extension, each run alone so that a client crash counts, per harness version and revision; then all of them again
@@ -174,6 +175,20 @@ def main() -> int:
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=10)
+
+    # The same suites through `elicitor proxy`: the harness talks HTTP to the proxy, the proxy stdio to the server.
+    port = free_port()
+    proxy_command = [
+        sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *everything,
+    ]  # fmt: skip
+    with (logs / "proxy.stderr").open("w") as stderr:
+        proxy = subprocess.Popen(proxy_command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+    try:
+        wait_for_port(port, proxy)
+        results += server_suites(f"http://127.0.0.1:{port}/mcp", "server through elicitor proxy", env, logs, expected)
+    finally:
+        proxy.send_signal(signal.SIGTERM)
+        proxy.wait(timeout=10)
 
     # The same suites against three replicas behind nginx sharing a Redis, as docs/deploying.md deploys them.
     sys.path.insert(0, str(ROOT))

@@ -279,3 +279,31 @@ async def test_the_proxys_browser_renderer_answers_in_chromium(anyio_backend: st
             await confirm.get_by_role("button", name="Send").click()
             await confirm.get_by_text("Your answer was sent").wait_for()
         assert results == ["booked for Ines"]
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_clients_over_http_through_the_proxy(anyio_backend: str, downstream: str, upstream: str) -> None:
+    """The proxy's HTTP side (ProxyServer.http_app on uvicorn) in front of our server: each client era over HTTP,
+    each upstream era, forms and a confirmation; progress of a 2026-07-28 call reaches its own response."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor.proxy import ProxyServer
+
+    from .conftest import serving
+
+    server, _ = make_server()
+    up_end, server_end = memory_pair()
+    proxy = ProxyServer(static(up_end), upstream_protocol=upstream)
+    handler = ScriptedHandler([{"name": "Ravi"}, {"confirm": True}, {"name": "Ravi"}, {"confirm": False}])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        async with (
+            serving(proxy.http_app()) as url,
+            Client.http(url, elicitation=handler, protocol=downstream) as client,
+        ):
+            with anyio.fail_after(20):
+                assert (await client.call_tool("book")).text == "booked for Ravi"
+                assert (await client.call_tool("book")).text == "not confirmed"
+                assert (await client.call_tool("plain", {"word": "ok"})).text == "OK"
+        tg.cancel_scope.cancel()

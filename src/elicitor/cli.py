@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     proxy = commands.add_parser(
         "proxy",
         help="stand between any MCP client and any server: elicitation works whatever their protocol eras",
-        description="Serve an MCP client on stdio (start this in place of the server) and forward to UPSTREAM, a "
+        description="Serve an MCP client on stdio (start this in place of the server), or over HTTP (--listen), and "
+        "forward to UPSTREAM, a "
         "command run over stdio or an http(s) URL: everything passes through, the two protocol eras are bridged "
         "both ways, and elicitations the client cannot show are asked here (--ui).",
     )
@@ -93,13 +94,18 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="auto (default: what the server speaks), 2026-07-28, 2025-11-25 or 2025-06-18",
     )
+    proxy.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)",
+    )
     args = parser.parse_args(argv)
     if args.command == "proxy":
         if not args.target:
             proxy.error("give the upstream server: a command to run (e.g. python server.py) or an http(s) URL")
         from .proxy._run import main as proxy_main
 
-        return proxy_main(args.target, args.ui, args.upstream_protocol)
+        return proxy_main(args.target, args.ui, args.upstream_protocol, args.listen)
     if args.command == "demo":
         from .demo import main as demo_main
 

@@ -130,8 +130,12 @@ class Bridge:
         ui: ElicitationHandler | None = None,
         upstream_protocol: str = "auto",
         held_call_ttl: float = HELD_CALL_TTL,
+        mirrored: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self._connect = connect
+        self.mirrored = mirrored if mirrored is not None else {}
+        """Tools that mirror parameters into headers (SEP-2243), learnt from the ``tools/list`` results forwarded:
+        tool name to parameter name to header name."""
         self._ui = ui
         self._wanted = upstream_protocol
         self._ttl = held_call_ttl
@@ -151,11 +155,31 @@ class Bridge:
         self._waiting: list[_Held] = []
         """Held calls whose upstream request is in flight, oldest first: a pushed request goes to the first."""
         self._tg: anyio.abc.TaskGroup | None = None
+        self._notifiers: dict[str | int, Callable[[str, JSONObject], Awaitable[None]]] = {}
+        self._listens: dict[RequestId, RequestId] = {}
+        """Open ``subscriptions/listen`` requests: the id upstream saw, to the client's own."""
+        self._listen_notifiers: dict[RequestId, Callable[[str, JSONObject], Awaitable[None]]] = {}
+        """Stateless listen requests: the client's id, to where its stream's notifications go."""
+        """Stateless requests in flight, by progress token: where the server's progress for each goes."""
 
     # ---- running ---------------------------------------------------------------------------------------------
 
     async def serve(self, downstream: Transport) -> None:
         """Forward between ``downstream`` and a new upstream connection until either side closes."""
+        async with self.upstream(), open_session(downstream, self._from_downstream, self._downstream_note) as down:
+            self.down = down
+            async with anyio.create_task_group() as watch:
+
+                async def ended(session: Session) -> None:
+                    await session.wait_closed()
+                    watch.cancel_scope.cancel()
+
+                watch.start_soon(ended, self._up())
+                watch.start_soon(ended, down)
+
+    @asynccontextmanager
+    async def upstream(self) -> AsyncIterator[Bridge]:
+        """The upstream connection, open for the block (what :meth:`serve` and :meth:`serve_request` forward to)."""
         async with AsyncExitStack() as stack:
             made = self._connect()
             if isinstance(made, AbstractAsyncContextManager):
@@ -164,19 +188,31 @@ class Bridge:
                 transport = await made
             self._up_transport = transport
             self.up = await stack.enter_async_context(open_session(transport, self._from_upstream, self._upstream_note))
-            self.down = await stack.enter_async_context(
-                open_session(downstream, self._from_downstream, self._downstream_note)
-            )
             self._tg = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(self._tg.cancel_scope.cancel)
-            async with anyio.create_task_group() as watch:
+            yield self
 
-                async def ended(session: Session) -> None:
-                    await session.wait_closed()
-                    watch.cancel_scope.cancel()
+    async def up_closed(self) -> None:
+        """Wait until the upstream connection has ended."""
+        await self._up().wait_closed()
 
-                watch.start_soon(ended, self.up)
-                watch.start_soon(ended, self.down)
+    async def serve_request(
+        self, request: RequestReceived, notify: Callable[[str, JSONObject], Awaitable[None]] | None
+    ) -> JSONObject:
+        """Serve one 2026-07-28 request that has no connection of its own (Streamable HTTP, stateless): the
+        server's notifications carrying its progress token go to ``notify`` (its response stream)."""
+        meta = (request.params or {}).get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if notify is not None and isinstance(token, str | int):
+            self._notifiers[token] = notify
+        if notify is not None and request.method == "subscriptions/listen":
+            self._listen_notifiers[request.id] = notify
+        try:
+            return await self._from_downstream(request)
+        finally:
+            if isinstance(token, str | int):
+                self._notifiers.pop(token, None)
+            self._listen_notifiers.pop(request.id, None)
 
     # ---- downstream: the client ------------------------------------------------------------------------------
 
@@ -196,7 +232,7 @@ class Bridge:
             self.down_client = info
             await self._ensure_upstream(modern_hint=True, first=request)
             if self.up_revision is not None and is_modern(self.up_revision):
-                return await self._forward_modern(method, params)
+                return await self._forward_modern(method, params, request.id)
             if method == "server/discover":
                 return self._discovered()
             return await self._over_handshake(method, params)
@@ -224,13 +260,15 @@ class Bridge:
         does, so the forwarded calls carry the headers the server checks."""
         headers = getattr(self._up_transport, "tool_headers", None)
         tools = result.get("tools")
-        if headers is None or not isinstance(tools, list):
+        if not isinstance(tools, list):
             return result
         for tool in tools:
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 mirrored = header_params(tool.get("inputSchema"))
-                if isinstance(mirrored, dict) and mirrored:
-                    headers[tool["name"]] = mirrored
+                if isinstance(mirrored, dict):
+                    self.mirrored[tool["name"]] = {path[0]: name for path, name in mirrored.items() if len(path) == 1}
+                    if headers is not None and mirrored:
+                        headers[tool["name"]] = mirrored
         return result
 
     async def _initialize(self, params: JSONObject) -> JSONObject:
@@ -317,7 +355,7 @@ class Bridge:
         return result
 
     async def _discover(self) -> JSONObject:
-        version = self._wanted if self._wanted in MODERN_REVISIONS else MODERN_REVISIONS[0]
+        version: str = self._wanted if self._wanted in MODERN_REVISIONS else MODERN_REVISIONS[0]
         if self._wanted == "auto" and self.down_revision is not None and is_modern(self.down_revision):
             version = self.down_revision  # the client's own version: the server judges it, not ours
         result = await self._up().request("server/discover", self._with_meta({}, version))
@@ -368,8 +406,10 @@ class Bridge:
 
     # ---- same era, 2026-07-28 ----------------------------------------------------------------------------------
 
-    async def _forward_modern(self, method: str, params: JSONObject) -> JSONObject:
+    async def _forward_modern(self, method: str, params: JSONObject, request_id: RequestId | None = None) -> JSONObject:
         """2026-07-28 on both sides: as is, unless the proxy answers some input requests itself (``ui``)."""
+        if method == "subscriptions/listen" and request_id is not None:
+            return await self._listen(params, request_id)
         if not self._ui_modes():
             return await self._up().request(method, params)
         params = self._with_meta(params)
@@ -388,6 +428,23 @@ class Bridge:
         raise JSONRPCError(
             INTERNAL_ERROR, f"Internal error: the server still asked for input after {MAX_ROUNDS} rounds"
         )
+
+    async def _listen(self, params: JSONObject, request_id: RequestId) -> JSONObject:
+        """``subscriptions/listen``: the server tags the stream's notifications with the id it saw (ours); the client
+        must see its own, so they are retagged on the way down."""
+        upstream_id: list[RequestId] = []
+        mapped = self._listens
+
+        def sent(up_id: RequestId) -> None:
+            upstream_id.append(up_id)
+            mapped[up_id] = request_id
+
+        try:
+            result = await self._up().request("subscriptions/listen", params, sent=sent)
+        finally:
+            for up_id in upstream_id:
+                mapped.pop(up_id, None)
+        return _retag(result, upstream_id[0] if upstream_id else None, request_id)
 
     def _renders(self, request: object) -> bool:
         if not isinstance(request, dict) or request.get("method") != "elicitation/create":
@@ -563,7 +620,23 @@ class Bridge:
         return await self._down().request(method, params or None)
 
     async def _upstream_note(self, note: NotificationReceived) -> None:
-        if self.down is not None and not self.down.closed:
+        params = note.params or {}
+        meta = params.get("_meta")
+        subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if isinstance(subscription, str | int) and subscription in self._listens:
+            mine = self._listens[subscription]
+            retagged = _retag(params, subscription, mine)
+            listener = self._listen_notifiers.get(mine)
+            if listener is not None:
+                await listener(note.method, retagged)
+            elif self.down is not None and not self.down.closed:
+                await self.down.notify(note.method, retagged)
+            return
+        token = params.get("progressToken")
+        notify = self._notifiers.get(token) if isinstance(token, str | int) else None
+        if notify is not None:
+            await notify(note.method, params)
+        elif self.down is not None and not self.down.closed:
             await self.down.notify(note.method, note.params)
 
     async def _notify_up(self, method: str, params: JSONObject | None) -> None:
@@ -581,6 +654,17 @@ class Bridge:
         if self.down is None:
             raise ConnectionClosed("the client is not connected")
         return self.down
+
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def _retag(params: JSONObject, theirs: RequestId | None, mine: RequestId) -> JSONObject:
+    """``params`` whose ``_meta`` subscription id names ``mine`` where the server wrote ``theirs``."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != theirs:
+        return params
+    return {**params, "_meta": {**meta, SUBSCRIPTION_ID: mine}}
 
 
 def _implementation(raw: JSONValue) -> Implementation | None:

@@ -69,9 +69,35 @@ async def serve_stdio(target: Sequence[str], *, ui: UI = "browser", upstream_pro
         await bridge.serve(StdioServerTransport())
 
 
-def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "auto") -> int:
+async def serve_http(
+    target: Sequence[str], host: str, port: int, *, ui: UI = "browser", upstream_protocol: str = "auto"
+) -> None:
+    """Serve clients over Streamable HTTP at ``http://host:port/mcp`` (elicitor's HTTP app: Host and Origin checks,
+    sessions, both eras), forwarding to ``target``."""
+    import uvicorn
+
+    from ._http import ProxyServer
+
+    async with renderer(ui) as handler:
+        proxy = ProxyServer(upstream(target), ui=handler, upstream_protocol=upstream_protocol)
+        shown = f"[{host}]" if ":" in host else host
+        print(f"elicitor proxy: at http://{shown}:{port}/mcp, forwarding to {' '.join(target)}", file=sys.stderr)
+        config = uvicorn.Config(proxy.http_app(), host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()
+
+
+def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "auto", listen: str | None = None) -> int:
     try:
-        anyio.run(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol))
+        if listen is None:
+            anyio.run(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol))
+        else:
+            host, _, port = listen.rpartition(":")
+            if not host or not port.isdigit():
+                print(f"elicitor proxy: --listen takes HOST:PORT, not {listen!r}", file=sys.stderr)
+                return 2
+            anyio.run(
+                lambda: serve_http(target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol)
+            )
     except KeyboardInterrupt:
         return 130
     return 0

@@ -226,6 +226,12 @@ class Server:
     def tools(self) -> dict[str, ToolDef]:
         return dict(self._tools)
 
+    def mirrored_headers(self, tool: str) -> dict[str, str] | None:
+        """The parameters tool ``tool`` mirrors into ``Mcp-Param-*`` headers, by name (``None``: no such tool);
+        what the HTTP app checks a 2026-07-28 call's headers against (SEP-2243)."""
+        found = self._tools.get(tool)
+        return found.header_params if found is not None else None
+
     def resource(
         self,
         uri: str,

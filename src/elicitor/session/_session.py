@@ -117,8 +117,11 @@ class Session:
         *,
         related: RequestId | None = None,
         timeout: float | None = None,
+        sent: Callable[[RequestId], None] | None = None,
     ) -> JSONObject:
         """Send a request and wait for its result, at most ``timeout`` seconds if given.
+
+        ``sent`` is told the id the request goes out with (a proxy maps what the peer says about it back).
 
         A request that times out is treated like a cancelled one: the peer is told with ``notifications/cancelled``
         and a late answer is ignored (2025-11-25 basic/lifecycle, "Timeouts").
@@ -131,6 +134,8 @@ class Session:
         if self._closed:
             raise ConnectionClosed("the connection is closed")
         request_id, data = self.connection.send_request(method, params)
+        if sent is not None:
+            sent(request_id)
         pending = self._pending[request_id] = _Pending(self._loop)
         timer: asyncio.TimerHandle | None = None
         try:

@@ -134,10 +134,10 @@ def check_headers(headers: Headers, request: RequestReceived, server: Server) ->
         if decoded != params.get(field):
             return f"Mcp-Name {decoded!r} does not match the body's {field} {params.get(field)!r}"
     if request.method == "tools/call":
-        tool = server.tools.get(str(params.get("name")))
+        mirrored = server.mirrored_headers(str(params.get("name")))
         arguments = params.get("arguments")
-        if tool is not None and isinstance(arguments, dict):
-            return _check_param_headers(headers, tool.header_params, arguments)
+        if mirrored is not None and isinstance(arguments, dict):
+            return _check_param_headers(headers, mirrored, arguments)
     return None
 
 
