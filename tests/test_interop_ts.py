@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from typing import Any
 
 import anyio
 import pytest
@@ -69,13 +70,46 @@ async def test_typescript_client_runs_2025_11_25_tasks_that_ask_mid_way(anyio_ba
         from everything_server import server
     finally:
         sys.path.pop(0)
+    async with serving(server.http_app()) as url:
+        seen = await run_ts_tasks_client(url)
+    check_ts_tasks_client(seen)
+
+
+async def test_typescript_client_through_the_proxy(anyio_backend: str) -> None:
+    """The same client in front of `elicitor proxy --listen`, the example server behind it over stdio."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    everything = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *everything]
+    async with await anyio.open_process(command, cwd=ROOT) as proxy:
+        try:
+            with anyio.fail_after(20):
+                while True:
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.1)
+            seen = await run_ts_tasks_client(f"http://127.0.0.1:{port}/mcp")
+        finally:
+            proxy.terminate()
+    check_ts_tasks_client(seen)
+
+
+async def run_ts_tasks_client(url: str) -> dict[str, Any]:
     script = SDK / "ts_tasks_client.mjs"
     script.write_text((ROOT / "tests" / "peers" / "ts_tasks_client.mjs").read_text())
-    async with serving(server.http_app()) as url:
-        with anyio.fail_after(60):
-            run = await anyio.run_process([node(), str(script), url], check=False)
+    with anyio.fail_after(60):
+        run = await anyio.run_process([node(), str(script), url], check=False)
     assert run.returncode == 0, run.stderr.decode()
-    seen = json.loads(run.stdout.decode().strip().splitlines()[-1])
+    seen: dict[str, Any] = json.loads(run.stdout.decode().strip().splitlines()[-1])
+    return seen
+
+
+def check_ts_tasks_client(seen: dict[str, Any]) -> None:
     assert seen["protocol"] == "2025-11-25"
     assert seen["capabilities"]["tasks"]["requests"] == {"tools": {"call": {}}}
     assert seen["execution"]["failing_job"] == {"taskSupport": "required"}
