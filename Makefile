@@ -54,11 +54,13 @@ node-peers: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py
 
-# Against the official SDK on one workload, then elicitor's replicas behind nginx with and without Redis.
+# Against the official SDK on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
+# for a person; what the proxy adds.
 bench: $(STAMP) system-deps
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/tasks.py
+	$(BIN)/python bench/proxy.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
