@@ -307,3 +307,45 @@ async def test_clients_over_http_through_the_proxy(anyio_backend: str, downstrea
                 assert (await client.call_tool("book")).text == "not confirmed"
                 assert (await client.call_tool("plain", {"word": "ok"})).text == "OK"
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_url_mode_across_every_era_pair(anyio_backend: str, downstream: str, upstream: str) -> None:
+    """A URL elicitation mid-call, and a tool that needs one first (-32042 on the handshake era, a URL input
+    request on 2026-07-28), through the proxy: the person opens the page (which completes it) and the call goes on."""
+    from elicitor import Declined, UrlElicitationRequest, UrlElicitationRequired
+
+    server = Server("url-upstream", "1.0")
+    link = "https://auth.example.com/connect?e={elicitation_id}"
+
+    @server.tool()
+    async def open_page(ctx: Context) -> str:
+        return f"action={(await ctx.elicit_url('Sign in', link)).action}"
+
+    @server.tool()
+    async def needs_connection(ctx: Context) -> str:
+        elicitation = await ctx.url_elicitation("Connect your calendar", link)
+        if not elicitation.completed:
+            raise UrlElicitationRequired(elicitation)
+        return "connected"
+
+    class Person:
+        modes = frozenset({"form", "url"})
+        seen: list[UrlElicitationRequest] = []
+
+        async def __call__(self, request: ElicitationRequest) -> Any:
+            return Declined()
+
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            self.seen.append(request)
+            assert request.host == "auth.example.com"
+            await server.complete_url_elicitation(request.url.rsplit("=", 1)[-1])  # the page, finished
+            return Accepted(None)
+
+    person = Person()
+    async with proxied(server, upstream, elicitation=person, protocol=downstream) as client:
+        with anyio.fail_after(20):
+            assert (await client.call_tool("open_page")).text == "action=accept"
+            assert (await client.call_tool("needs_connection")).text == "connected"
+    assert [r.message for r in person.seen][:2] == ["Sign in", "Connect your calendar"]

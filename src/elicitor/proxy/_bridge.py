@@ -54,6 +54,7 @@ from ..types import (
     METHOD_NOT_FOUND,
     MODERN_REVISIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
     Implementation,
     JSONObject,
     JSONValue,
@@ -72,6 +73,9 @@ MAX_HELD_CALLS = 256
 """Calls held at once per connection; beyond it the oldest is cancelled upstream."""
 MAX_ROUNDS = 64
 """Rounds of ``input_required`` followed for a handshake-era client before the call fails."""
+URL_COMPLETION_WAIT = 60.0
+"""Seconds a held call waits for the server to say the URL elicitations a -32042 listed are complete before it
+calls again (the server answers -32042 once more if they are not, and the client is asked again)."""
 SETTLE = 0.05
 """Seconds without a new pushed question before a held call's round is complete (questions asked together go
 out together)."""
@@ -95,8 +99,12 @@ class _Pushed:
 class _Held:
     """An upstream call kept open across a 2026-07-28 client's rounds."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: str, params: JSONObject) -> None:
         self.id = secrets.token_urlsafe(12)
+        self.method = method
+        self.params = params
+        self.url_required: list[JSONObject] = []
+        """-32042: the URL elicitations the server needs before it can run the call (asked as input requests)."""
         self.round = 0
         self.result: JSONObject | None = None
         self.error: BaseException | None = None
@@ -156,6 +164,8 @@ class Bridge:
         """Held calls whose upstream request is in flight, oldest first: a pushed request goes to the first."""
         self._tg: anyio.abc.TaskGroup | None = None
         self._notifiers: dict[str | int, Callable[[str, JSONObject], Awaitable[None]]] = {}
+        self._completed: dict[str, anyio.Event] = {}
+        """URL elicitations the upstream server said are complete (or that a held call waits to hear about)."""
         self._listens: dict[RequestId, RequestId] = {}
         """Open ``subscriptions/listen`` requests: the id upstream saw, to the client's own."""
         self._listen_notifiers: dict[RequestId, Callable[[str, JSONObject], Awaitable[None]]] = {}
@@ -506,6 +516,10 @@ class Bridge:
             return {"action": "cancel"}
         if method == "elicitation/create" and self._renders(question):
             return await self._render(question)
+        if method == "elicitation/create" and params.get("mode") == "url" and "elicitationId" not in params:
+            # 2025-11-25 requires an id on a URL request; 2026-07-28 has none. The retry that follows the
+            # answer is the server's way to learn whether the person finished (it asks again if not).
+            params = {**params, "elicitationId": secrets.token_urlsafe(16)}
         try:
             return await self._down().request(method, params, related=request_id)
         except JSONRPCError as exc:
@@ -527,6 +541,8 @@ class Bridge:
                 )
             responses = params.get("inputResponses")
             responses = responses if isinstance(responses, dict) else {}
+            if held.url_required:
+                return await self._after_url_required(held, responses, binding)
             for key, pushed in held.asked.items():
                 answer = responses.get(key)
                 pushed.answer = answer if isinstance(answer, dict) else {"action": "cancel"}
@@ -537,8 +553,26 @@ class Bridge:
             held = self._hold(method, self._strip_meta(params))
         return await self._round(held, binding)
 
+    async def _after_url_required(self, held: _Held, responses: JSONObject, binding: bytes) -> JSONObject:
+        """The client answered the URL elicitations a -32042 listed: when the person finished them (the server's
+        completion notices, waited for a bounded time), call again; a declined one ends the call as the server's
+        own 2026-07-28 path would end it: a tool error."""
+        self._held.pop(held.id, None)
+        answers = [responses.get(f"u{index}") for index in range(1, len(held.url_required) + 1)]
+        if not all(isinstance(a, dict) and a.get("action") == "accept" for a in answers):
+            steps = "; ".join(str(e.get("message", "")) for e in held.url_required)
+            text = f"The call needs a step the person declined or cancelled: {steps}"
+            return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
+        ids = [str(e.get("elicitationId")) for e in held.url_required]
+        with anyio.move_on_after(URL_COMPLETION_WAIT):
+            for elicitation_id in ids:
+                await self._completed.setdefault(elicitation_id, anyio.Event()).wait()
+        for elicitation_id in ids:
+            self._completed.pop(elicitation_id, None)
+        return await self._round(self._hold(held.method, held.params), binding)
+
     def _hold(self, method: str, params: JSONObject) -> _Held:
-        held = _Held()
+        held = _Held(method, params)
         while len(self._held) >= MAX_HELD_CALLS:
             oldest = next(iter(self._held.values()))
             oldest.scope.cancel()
@@ -575,6 +609,18 @@ class Bridge:
                 break
         if held.finished.is_set() and not held.asked:
             self._held.pop(held.id, None)
+            required = _url_required(held.error)
+            if required:
+                # -32042 on the handshake era is a URL input request on 2026-07-28: ask it in a round.
+                held.url_required = required
+                self._held[held.id] = held
+                held.round += 1
+                token = self._sealer.seal({"h": held.id, "n": held.round}, binding)
+                requests = {
+                    f"u{index}": {"method": "elicitation/create", "params": elicitation}
+                    for index, elicitation in enumerate(required, 1)
+                }
+                return {"resultType": "input_required", "inputRequests": requests, "requestState": token}
             if held.error is not None:
                 if isinstance(held.error, JSONRPCError):
                     raise held.error
@@ -621,6 +667,10 @@ class Bridge:
 
     async def _upstream_note(self, note: NotificationReceived) -> None:
         params = note.params or {}
+        if note.method == "notifications/elicitation/complete" and isinstance(params.get("elicitationId"), str):
+            self._completed.setdefault(params["elicitationId"], anyio.Event()).set()
+            if len(self._completed) > MAX_HELD_CALLS:  # nobody waited for the oldest: forget it
+                self._completed.pop(next(iter(self._completed)))
         meta = params.get("_meta")
         subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         if isinstance(subscription, str | int) and subscription in self._listens:
@@ -657,6 +707,20 @@ class Bridge:
 
 
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+def _url_required(error: BaseException | None) -> list[JSONObject]:
+    """The URL elicitations a -32042 error lists (empty for any other error)."""
+    if (
+        not isinstance(error, JSONRPCError)
+        or error.code != URL_ELICITATION_REQUIRED
+        or not isinstance(error.data, dict)
+    ):
+        return []
+    listed = error.data.get("elicitations")
+    if not isinstance(listed, list):
+        return []
+    return [e for e in listed if isinstance(e, dict) and e.get("mode") == "url"]
 
 
 def _retag(params: JSONObject, theirs: RequestId | None, mine: RequestId) -> JSONObject:
