@@ -332,7 +332,9 @@ async def test_url_mode_across_every_era_pair(anyio_backend: str, downstream: st
 
     class Person:
         modes = frozenset({"form", "url"})
-        seen: list[UrlElicitationRequest] = []
+
+        def __init__(self) -> None:
+            self.seen: list[UrlElicitationRequest] = []
 
         async def __call__(self, request: ElicitationRequest) -> Any:
             return Declined()
