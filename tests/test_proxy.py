@@ -15,7 +15,16 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor import Accepted, Client, Context, ElicitationRequest, JSONRPCError, ScriptedHandler, Server
+from elicitor import (
+    Accepted,
+    Client,
+    ConnectionClosed,
+    Context,
+    ElicitationRequest,
+    JSONRPCError,
+    ScriptedHandler,
+    Server,
+)
 from elicitor.client._handlers import ElicitationHandler
 from elicitor.proxy import Bridge, static
 from elicitor.transports import StdioClientTransport, memory_pair
@@ -351,3 +360,64 @@ async def test_url_mode_across_every_era_pair(anyio_backend: str, downstream: st
             assert (await client.call_tool("open_page")).text == "action=accept"
             assert (await client.call_tool("needs_connection")).text == "connected"
     assert [r.message for r in person.seen][:2] == ["Sign in", "Connect your calendar"]
+
+
+DYING_SERVER = """
+import os
+from elicitor import Context, Server
+server = Server("dying", "1")
+
+@server.tool()
+async def pid() -> str:
+    return str(os.getpid())
+
+@server.tool()
+async def wait(ctx: Context) -> str:
+    await ctx.elicit("Hold on", {"type": "object", "properties": {"x": {"type": "string"}}})
+    return "answered"
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_an_upstream_that_dies_mid_call_ends_the_call_cleanly(anyio_backend: str, downstream: str) -> None:
+    """The server behind the proxy is killed while a person looks at its question: the client's call ends with a
+    clear error instead of hanging, and the proxy ends (a host sees its server gone)."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    import os
+    import signal
+
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", sys.executable, "-c", DYING_SERVER]
+    victim: list[int] = []
+
+    async def person(request: ElicitationRequest) -> Any:
+        os.kill(victim[0], signal.SIGKILL)
+        if downstream == "2025-11-25":
+            await anyio.sleep_forever()  # the call must end while the person still looks at the question
+        await anyio.sleep(0.5)
+        return Accepted({"x": "late"})  # 2026-07-28 holds nothing between rounds: the retry finds the server gone
+
+    with anyio.fail_after(30):
+        async with Client.stdio(command, elicitation=person, protocol=downstream) as client:
+            victim.append(int((await client.call_tool("pid")).text))
+            with pytest.raises((ConnectionClosed, JSONRPCError)):
+                await client.call_tool("wait")
+
+
+async def test_garbage_from_upstream_is_refused_and_the_proxy_keeps_serving(anyio_backend: str) -> None:
+    """An upstream that writes lines that are not JSON-RPC between its answers: they are dropped with a warning."""
+    server, _ = make_server()
+    client_end, down_end = memory_pair()
+    up_end, server_end = memory_pair()
+    bridge = Bridge(static(up_end))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, elicitation=ScriptedHandler([]), protocol="2025-11-25") as client:
+            for junk in (b"not json", b"[1,2]", b'{"jsonrpc":"2.0","id":99999,"result":{}}', b'{"jsonrpc":"2.0"}'):
+                await server_end.send(junk)  # as if the server wrote it
+            with anyio.fail_after(10):
+                assert (await client.call_tool("plain", {"word": "fine"})).text == "FINE"
+        tg.cancel_scope.cancel()
