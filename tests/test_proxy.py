@@ -421,3 +421,34 @@ async def test_garbage_from_upstream_is_refused_and_the_proxy_keeps_serving(anyi
             with anyio.fail_after(10):
                 assert (await client.call_tool("plain", {"word": "fine"})).text == "FINE"
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize(
+    ("mode", "upstream"), [("legacy", "2026-07-28"), ("2026-07-28", "2025-11-25"), ("auto", "auto")]
+)
+async def test_the_official_sdk_client_through_the_proxy(anyio_backend: str, mode: str, upstream: str) -> None:
+    """A client we did not write (the official Python SDK's), through ``elicitor proxy`` over stdio, with the eras
+    bridged both ways: its elicitation callback answers forms pushed or asked in rounds."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    import mcp_types as types
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    everything = str(ROOT / "examples" / "everything_server.py")
+    arguments = ["-m", "elicitor", "proxy", "--ui", "none", "--upstream-protocol", upstream, sys.executable, everything]
+    proxy = StdioServerParameters(command=sys.executable, args=arguments, cwd=str(ROOT))
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        content = {"username": "sdk", "email": "sdk@example.com", "name": "Ada"}
+        return types.ElicitResult(action="accept", content=content)
+
+    with anyio.fail_after(60):
+        async with McpClient(proxy, elicitation_callback=callback, mode=mode) as client:
+            result = await client.call_tool("test_elicitation", {"message": "Who are you?"})
+            assert "action=accept" in result.content[0].text  # type: ignore[union-attr]
+            result = await client.call_tool("test_input_required_result_elicitation", {})
+            assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
+    assert asked[0] == "Who are you?"

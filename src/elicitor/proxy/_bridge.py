@@ -81,6 +81,8 @@ SETTLE = 0.05
 out together)."""
 
 _PROXY_INFO: JSONObject = {"name": "elicitor-proxy", "version": "1"}
+_CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
+"""2026-07-28 results that carry ``ttlMs`` and ``cacheScope``."""
 _PER_REQUEST_META = (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL)
 _HANDSHAKE_ONLY_NOTES = frozenset({"notifications/initialized"})
 
@@ -628,7 +630,13 @@ class Bridge:
                     raise JSONRPCError(INTERNAL_ERROR, "Internal error: the call was not answered in time upstream")
                 raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {held.error}")
             assert held.result is not None
-            return {**held.result, "resultType": "complete"}
+            result: JSONObject = {**held.result, "resultType": "complete"}
+            if held.method in _CACHEABLE:
+                # 2026-07-28 requires caching hints on these results; a handshake-era server gives none: do not
+                # cache, and never share between users what it said to one.
+                result.setdefault("ttlMs", 0)
+                result.setdefault("cacheScope", "private")
+            return result
         held.round += 1
         token = self._sealer.seal({"h": held.id, "n": held.round}, binding)
         requests = {key: {"method": p.method, "params": p.params} for key, p in held.asked.items()}
