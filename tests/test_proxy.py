@@ -442,7 +442,7 @@ async def test_the_official_sdk_client_through_the_proxy(anyio_backend: str, mod
 
     async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(params.message)
-        content = {"username": "sdk", "email": "sdk@example.com", "name": "Ada"}
+        content: dict[str, Any] = {"username": "sdk", "email": "sdk@example.com", "name": "Ada"}
         return types.ElicitResult(action="accept", content=content)
 
     with anyio.fail_after(60):
