@@ -452,3 +452,21 @@ async def test_the_official_sdk_client_through_the_proxy(anyio_backend: str, mod
             result = await client.call_tool("test_input_required_result_elicitation", {})
             assert result.content[0].text == "Hello, Ada!"  # type: ignore[union-attr]
     assert asked[0] == "Who are you?"
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_the_typescript_sdk_server_through_the_proxy(anyio_backend: str, downstream: str) -> None:
+    """A server we did not write in another language: the TypeScript SDK's, which pushes elicitation/create
+    mid-call (handshake era only); a 2026-07-28 client gets it as a round through the proxy."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    from .test_interop_ts import SDK, node
+
+    script = SDK / "ts_server.mjs"
+    script.write_text((ROOT / "tests" / "peers" / "ts_server.mjs").read_text())
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", node(), str(script)]
+    handler = ScriptedHandler([{"name": "Yuki"}])
+    with anyio.fail_after(60):
+        async with Client.stdio(command, elicitation=handler, protocol=downstream) as client:
+            assert client.server_info is not None and client.server_info.name == "ts-peer-server"
+            assert (await client.call_tool("ask")).text == "hello Yuki"
