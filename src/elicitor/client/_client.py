@@ -16,15 +16,13 @@ import msgspec
 
 from .._exceptions import (
     ElicitorError,
-    FormDefinitionError,
     InvalidAnswer,
     JSONRPCError,
     RemoteProtocolError,
     TooManyRounds,
 )
-from .._outcomes import Accepted, Cancelled, outcome_to_wire
+from .._outcomes import Accepted, Cancelled
 from .._version import __version__
-from ..forms import Form
 from ..protocol import NotificationReceived, RequestReceived, parse_implementation
 from ..session import Session, open_session
 from ..transports import StdioClientTransport, Transport
@@ -53,6 +51,7 @@ from ..types import (
     Tool,
     is_modern,
 )
+from ._answer import answer_elicitation
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._headers import header_params
 from ._quiet import QuietClock
@@ -758,12 +757,9 @@ class Client:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
         if mode == "url":
             return await self._answer_url(handler, params)
-        try:
-            form = Form.from_schema(_dict(params.get("requestedSchema")), check_secrets=False)
-        except FormDefinitionError as exc:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
-        request = ElicitationRequest(message=message, form=form, server=self.server_info)
-        return outcome_to_wire(await self._ask_until_valid(handler, request))
+        return await answer_elicitation(
+            handler, params, self.server_info, modes=self.elicitation_modes, modern=self.modern
+        )  # the same checks a proxy's renderer applies (client/_answer.py)
 
     async def _answer_url(self, handler: ElicitationHandler, params: JSONObject) -> JSONObject:
         """A URL-mode request: check it, show it to the person, remember its id while the interaction runs."""
@@ -816,9 +812,6 @@ class Client:
         way to say they are done.
         """
         await self._url_pending.setdefault(elicitation_id, anyio.Event()).wait()
-
-    async def _ask_until_valid(self, handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
-        return await ask_until_valid(handler, request)
 
     async def _on_notification(self, note: NotificationReceived) -> None:
         self._heard_from_server()
