@@ -63,8 +63,8 @@ class HttpClientTransport:
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized](math.inf)
         self._listening = False
         self._closed = False
-        self._in_flight: set[RequestId] = set()
-        """Requests whose answer stream is being read."""
+        self._in_flight: dict[RequestId, anyio.CancelScope] = {}
+        """Requests whose answer stream is being read, with the scope that closes it when the request is cancelled."""
 
     @classmethod
     @asynccontextmanager
@@ -100,6 +100,8 @@ class HttpClientTransport:
         if is_request:
             # The answer may take long (a person is filling a form): read it in the background.
             self._tg.start_soon(self._exchange, message, headers, decoded["id"])
+            return
+        if decoded.get("method") == "notifications/cancelled" and self._stop_reading(decoded.get("params")):
             return
         response = await self.http.post(self.url, content=message, headers=headers)
         if response.status_code == 404 and self.session_id is not None:
@@ -174,11 +176,27 @@ class HttpClientTransport:
         return out
 
     async def _exchange(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
-        self._in_flight.add(request_id)
-        try:
-            await self._post_request(message, headers, request_id)
-        finally:
-            self._in_flight.discard(request_id)
+        with anyio.CancelScope() as scope:
+            self._in_flight[request_id] = scope
+            try:
+                await self._post_request(message, headers, request_id)
+            finally:
+                self._in_flight.pop(request_id, None)
+
+    def _stop_reading(self, params: object) -> bool:
+        """The client gave up on a request (cancelled, or ``request_timeout``): close its answer stream.
+
+        Whether the notice itself still has to be sent: on 2026-07-28 closing the stream *is* the cancellation
+        and no ``notifications/cancelled`` is expected; on the handshake era a disconnect is not a cancellation, so
+        the notice goes too (2026-07-28 and 2025-11-25 basic cancellation, "Transport-Specific Cancellation"). Either
+        way the stream is closed: nothing on it is wanted any more, and a stream the server keeps silent would
+        otherwise stay open for the life of the client.
+        """
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        scope = self._in_flight.get(request_id) if isinstance(request_id, str | int) else None
+        if scope is not None:
+            scope.cancel()
+        return scope is not None and is_modern(self.protocol_version or "")
 
     async def _post_request(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
         try:

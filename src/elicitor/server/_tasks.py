@@ -296,9 +296,14 @@ class TaskEngine:
         related = {RELATED_TASK: {"taskId": task_id}}
         tagged = {**params, "_meta": {**own, **related} if isinstance(own, dict) else related}
         try:
-            answer = await session.session.request(method, tagged, related=request_id)
+            answer = await session.session.request(
+                method, tagged, related=request_id, timeout=session.server.elicitation_timeout
+            )
         except JSONRPCError as exc:
             logger.info("task %s: the client refused question %s: %s", task_id, key, exc.message)
+            answer = {"action": "cancel"} if method == "elicitation/create" else {}
+        except TimeoutError as exc:  # Server(elicitation_timeout): the client was told (notifications/cancelled)
+            logger.info("task %s: question %s unanswered: %s", task_id, key, exc)
             answer = {"action": "cancel"} if method == "elicitation/create" else {}
         record = await self._registry.get(task_id)
         if record is not None:

@@ -1,0 +1,81 @@
+"""Rows of docs/hostile-peers.md that no other test pins down: what a peer's bad input gets, on each side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Client, RemoteProtocolError, Server
+
+from .test_waits import RawPeer, asking_server, call, raw_client, raw_server, text_of
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_json_nested_too_deep_is_a_parse_error_and_the_connection_goes_on(anyio_backend: str) -> None:
+    """``[[[[...`` deeper than 128 levels would exhaust the decoder's recursion: refused with -32700."""
+    async with raw_client(Server("deep", "1"), "2025-11-25") as peer:
+        deep = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 200 + b"]" * 200 + b"}}"
+        with anyio.fail_after(10):
+            await peer.transport.send(deep)
+            refused = await peer.receive()
+            assert refused["error"]["code"] == -32700
+            assert "nested deeper than 128" in refused["error"]["message"]
+            await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+            assert await peer.answer_of(2) == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+@pytest.mark.parametrize(
+    ("result", "says"),
+    [
+        ({"resultType": "something_else"}, "unknown resultType"),
+        ({"resultType": "input_required", "inputRequests": ["not", "an", "object"]}, "malformed input_required"),
+        ({"resultType": "input_required", "inputRequests": {}, "requestState": 42}, "malformed input_required"),
+    ],
+)
+async def test_a_malformed_call_result_from_the_server_is_a_remote_protocol_error(
+    anyio_backend: str, result: dict[str, Any], says: str
+) -> None:
+    async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    async with raw_server(answer, modern=True) as (transport, _), Client(transport, protocol="2026-07-28") as client:
+        with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match=says):
+            await client.call_tool("anything")
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            {"result": {"action": "accept", "content": {"value": "yes please"}}},
+            {"isError": True, "text": "the answer did not satisfy the form: value: expected true or false"},
+        ),
+        (
+            {"result": {"action": "maybe"}},
+            {"isError": True, "text": "the client answered with an unknown action 'maybe'"},
+        ),
+        ({"result": "not an object"}, {"code": -32603, "text": "not an object"}),
+        ({"error": {"code": -32601, "message": "no such method here"}}, {"code": -32601, "text": "no such method"}),
+    ],
+)
+async def test_what_a_bad_answer_to_an_elicitation_does_to_the_call(
+    anyio_backend: str, answer: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    """Handshake era: an answer that does not fit the form, an unknown action, a result that is not an object, or a
+    JSON-RPC error instead of a result. The tool never sees invalid data; the call ends as the table says."""
+    server = asking_server()
+    async with raw_client(server, "2025-11-25", elicitation={}) as peer:
+        with anyio.fail_after(10):
+            await peer.send(call(1, "ask"))
+            question = await peer.until(lambda m: m.get("method") == "elicitation/create")
+            await peer.send({"jsonrpc": "2.0", "id": question["id"], **answer})
+            reply = await peer.answer_of(1)
+    if "isError" in expected:
+        assert reply["result"]["isError"] is True
+        assert expected["text"] in text_of(reply)
+    else:
+        assert reply["error"]["code"] == expected["code"]
+        assert expected["text"] in reply["error"]["message"]
