@@ -88,12 +88,16 @@ async def proxied(
     *,
     ui: ElicitationHandler | None = None,
     held_call_ttl: float = 600.0,
+    question_timeout: float | None = 3600.0,
     **client: Any,
 ) -> AsyncIterator[Client]:
     """Our client -> Bridge -> ``server``, all in memory; the bridge speaks ``upstream`` to the server."""
     client_end, down_end = memory_pair()
     up_end, server_end = memory_pair()
-    bridge = Bridge(static(up_end), ui=ui, upstream_protocol=upstream, held_call_ttl=held_call_ttl)
+    bridge = Bridge(
+        static(up_end), ui=ui, upstream_protocol=upstream, held_call_ttl=held_call_ttl,
+        question_timeout=question_timeout,
+    )  # fmt: skip
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
         tg.start_soon(bridge.serve, down_end)
@@ -470,3 +474,19 @@ async def test_the_typescript_sdk_server_through_the_proxy(anyio_backend: str, d
         async with Client.stdio(command, elicitation=handler, protocol=downstream) as client:
             assert client.server_info is not None and client.server_info.name == "ts-peer-server"
             assert (await client.call_tool("ask")).text == "hello Yuki"
+
+
+@pytest.mark.parametrize("upstream", ERAS)
+async def test_a_question_the_client_never_answers_is_dismissed_after_its_time(
+    anyio_backend: str, upstream: str
+) -> None:
+    """A handshake-era client that never answers what the proxy relays: after ``question_timeout`` the client is
+    told and the server hears a dismissal, so neither side waits forever."""
+    server, _ = make_server()
+
+    async def never(request: ElicitationRequest) -> Any:
+        await anyio.sleep_forever()
+
+    async with proxied(server, upstream, elicitation=never, protocol="2025-11-25", question_timeout=0.3) as client:
+        with anyio.fail_after(10):
+            assert (await client.call_tool("book")).text == "no booking (cancel)"

@@ -69,6 +69,9 @@ Connect = Callable[[], "Awaitable[Transport] | AbstractAsyncContextManager[Trans
 
 HELD_CALL_TTL = 600.0
 """Seconds a call held for a 2026-07-28 client's next round waits before it is cancelled upstream."""
+QUESTION_TIMEOUT = 3600.0
+"""Seconds a question relayed to the client waits for its answer (a person may think for long; a client that never
+answers must not hold the call forever): then the client is told and the server gets a dismissal (cancel)."""
 MAX_HELD_CALLS = 256
 """Calls held at once per connection; beyond it the oldest is cancelled upstream."""
 MAX_ROUNDS = 64
@@ -131,6 +134,8 @@ class Bridge:
         ui: answers elicitations the downstream client cannot (``None``: forward capabilities as declared).
         upstream_protocol: ``auto`` (whatever the server speaks), or a revision to insist on.
         held_call_ttl: see :data:`HELD_CALL_TTL`.
+        question_timeout: seconds a question relayed to the client may wait for its answer (see
+            :data:`QUESTION_TIMEOUT`); ``None``: as long as the connection lasts.
     """
 
     def __init__(
@@ -141,8 +146,10 @@ class Bridge:
         upstream_protocol: str = "auto",
         held_call_ttl: float = HELD_CALL_TTL,
         mirrored: dict[str, dict[str, str]] | None = None,
+        question_timeout: float | None = QUESTION_TIMEOUT,
     ) -> None:
         self._connect = connect
+        self._question_timeout = question_timeout
         self.mirrored = mirrored if mirrored is not None else {}
         """Tools that mirror parameters into headers (SEP-2243), learnt from the ``tools/list`` results forwarded:
         tool name to parameter name to header name."""
@@ -523,9 +530,12 @@ class Bridge:
             # answer is the server's way to learn whether the person finished (it asks again if not).
             params = {**params, "elicitationId": secrets.token_urlsafe(16)}
         try:
-            return await self._down().request(method, params, related=request_id)
+            return await self._down().request(method, params, related=request_id, timeout=self._question_timeout)
         except JSONRPCError as exc:
             logger.info("the client refused %s: %s", method, exc.message)
+            return {"action": "cancel"} if method == "elicitation/create" else {}
+        except TimeoutError:  # the client was told (notifications/cancelled); the server hears a dismissal
+            logger.info("the client did not answer %s within %s s", method, self._question_timeout)
             return {"action": "cancel"} if method == "elicitation/create" else {}
 
     # ---- 2026-07-28 client, handshake-era server ----------------------------------------------------------------
@@ -671,7 +681,12 @@ class Bridge:
             await pushed.done.wait()
             assert pushed.answer is not None
             return pushed.answer
-        return await self._down().request(method, params or None)
+        try:
+            return await self._down().request(method, params or None, timeout=self._question_timeout)
+        except TimeoutError:  # the client was told (notifications/cancelled)
+            if method == "elicitation/create":
+                return {"action": "cancel"}
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the client did not answer {method} in time") from None
 
     async def _upstream_note(self, note: NotificationReceived) -> None:
         params = note.params or {}
