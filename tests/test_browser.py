@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
     assert first.status_code == 200
     assert "default-src 'none'" in first.headers["content-security-policy"]
     text = first.text
-    assert "Booking Desk 1.0 asks:" in text and "Book a table?" in text
+    assert "<bdi>Booking Desk 1.0</bdi> asks:" in text and "Book a table?" in text
     assert 'type=number step="1" min="1" max="12"' in text and 'type="email"' in text and 'type="date"' in text
     assert "Party size <span class=req>(required)</span>" in text
     assert 'type=checkbox name="diet" value="halal"' in text and "choose 0–2" in text
@@ -186,3 +187,48 @@ async def test_an_answer_asked_again_shows_what_was_wrong_and_what_was_given(any
         assert "<li>Name: taken</li>" in page and "✗ taken" in page and 'value="Ada"' in page
         await browser.post(link, data={"_action": "cancel"})
         assert await outcome.value() == Cancelled()
+
+
+confirming = Server("desk", "1.0", title="Booking Desk")
+
+
+@confirming.tool()
+async def cancel_booking(ctx: Context) -> str:
+    return "cancelled" if await ctx.confirm("Cancel Friday's booking?") else "kept"
+
+
+@pytest.mark.parametrize(
+    ("action", "result", "says"),
+    [("yes", "cancelled", "You answered Yes."), ("no", "kept", "You answered No."),
+     ("decline", "kept", "You declined."), ("cancel", "kept", "You cancelled.")],
+)  # fmt: skip
+async def test_a_yes_no_question_is_one_page_with_no_focused(
+    anyio_backend: str, action: str, result: str, says: str
+) -> None:
+    """``ctx.confirm`` in the browser: the question with Yes and No on the first page, answered by one press (no
+    checkbox, no review); No has the focus, so Enter answers No."""
+    links: list[str] = []
+    pages: list[str] = []
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    async def person() -> None:
+        while not links:
+            await anyio.sleep(0.01)
+        async with httpx2.AsyncClient() as browser:
+            pages.append((await browser.get(links[0])).text)
+            pages.append((await browser.post(links[0], data={"_action": action})).text)
+
+    async with BrowserHandler(open_url=opener, write=lambda text: None) as handler, anyio.create_task_group() as tg:
+        tg.start_soon(person)
+        async with connected(confirming, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(10):
+                assert (await client.call_tool("cancel_booking")).text == result
+    question, answered = pages
+    assert "Cancel Friday&#x27;s booking?" in question and "<p class=question>Confirm?</p>" in question
+    buttons = re.findall(r"<button name=\"_action\" value=\"(\w+)\"( autofocus)?>", question)
+    assert buttons == [("yes", ""), ("no", " autofocus"), ("decline", ""), ("cancel", "")]
+    assert "<input" not in question and "Review" not in question
+    assert says in answered

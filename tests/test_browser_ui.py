@@ -377,7 +377,9 @@ async def test_the_demo_answered_in_chromium(protocol: str) -> None:
         await page.get_by_role("button", name="Send").click()
         page = await next_page("asks a question")
         assert "Confirm the booking: 2 at Chez Elicitor on Thursday 31 December 2026" in await page.inner_text("body")
-        await page.get_by_label("Confirm").check()
+        await page.get_by_role("button", name="Yes").click()  # a yes/no question: one press
+        page = await next_page("asks a question")  # the tasting menu's question, asked while its task runs
+        await page.get_by_label("Roast duck with cherries").check()
         await page.get_by_role("button", name="Review").click()
         await page.get_by_role("button", name="Send").click()
         page = await next_page("asks you to open a web page")
@@ -396,7 +398,8 @@ async def test_the_demo_answered_in_chromium(protocol: str) -> None:
         await demo.stdin.aclose()  # the tool menu reads end of input: the demo ends
         output = b"".join([chunk async for chunk in demo.stdout]).decode()
         assert await demo.wait() == 0
-    booked, added = output.splitlines()
+    booked, menu, added = output.splitlines()
+    assert menu.startswith("Result: Tasting menu for 2: seasonal starters, roast duck with cherries")
     assert booked.startswith("Result: Booked: 2 at Chez Elicitor on Thursday 31 December 2026, Heated patio, vegan.")
     assert added == "Result: Added 'Dinner at Chez Elicitor' to the calendar."
 

@@ -277,9 +277,7 @@ async def test_the_queue_is_visible_and_requests_are_answered_one_at_a_time() ->
                 await screen.shows("first")
                 tg.start_soon(ask, "second")
                 await screen.shows("1 more question waiting after this one")
-                await screen.type(" ", TAB, ENTER)
-                await screen.shows("Review your answer")
-                await screen.type(ENTER)
+                await screen.type("y")  # a yes/no question: answered at once
                 await screen.shows("second")
                 await screen.type(ESC)
     assert outcomes == [("first", Accepted({"ok": True})), ("second", Cancelled())]
@@ -296,10 +294,44 @@ async def test_a_cancelled_request_gives_the_terminal_back() -> None:
         confirm = {"type": "object", "properties": {"ok": {"type": "boolean", "title": "OK"}}}
 
         async def drive() -> None:
-            await screen.shows("OK")
-            await screen.type(TAB, ENTER, ENTER)
+            await screen.shows("OK?")
+            await screen.type(ENTER)  # a yes/no question: Enter is No
 
         assert await answer(handler, request(schema=confirm), drive) == Accepted({"ok": False})
+
+
+YES_NO: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "confirm": {"type": "boolean", "title": "Confirm", "description": "Two nights, €240", "default": True}
+    },
+    "required": ["confirm"],
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("keys", "outcome"),
+    [([ENTER], Accepted({"confirm": False})), (["y"], Accepted({"confirm": True})),
+     (["n"], Accepted({"confirm": False})), ([SHIFT_TAB, ENTER], Accepted({"confirm": True})),
+     ([TAB, ENTER], Declined()), ([ESC], Cancelled())],
+)  # fmt: skip
+async def test_a_yes_no_question_is_one_screen_with_no_focused(keys: list[str], outcome: Any) -> None:
+    """A form of one boolean (``ctx.confirm``): the question with Yes and No at once, no checkbox, no review; No has
+    the focus whatever the default, so a stray Enter agrees to nothing."""
+    async with screen_handler() as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("< No >")
+            text = screen.text()
+            assert "Grand Hotel 2.1 asks" in text and "Book a room" in text
+            assert "Confirm?" in text and "Two nights, €240" in text
+            assert "< Yes >" in text and "< Decline >" in text and "< Cancel >" in text
+            assert "[ ]" not in text and "[*]" not in text and "Review" not in text  # no checkbox, no review step
+            assert "n or Enter No" in text
+            await screen.type(*keys)
+
+        assert await answer(handler, request(schema=YES_NO), drive) == outcome
 
 
 @pytest.mark.anyio
@@ -443,8 +475,10 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     assert "Seating: Heated patio" in shown and "Dietary needs: vegetarian, gluten-free" in shown
     tmux.keys("Enter")
     tmux.wait_for("Confirm the booking")
-    tmux.keys("Space", "Tab", "Enter")
-    tmux.wait_for("Confirm: yes")
+    tmux.keys("y")  # a yes/no question: one key
+    tmux.wait_for("Which main course instead?")  # the tasting menu's question, asked while its task runs
+    tmux.keys("Down", "Down", "Space", "Tab", "Enter")
+    tmux.wait_for("Main course: Roast duck with cherries")
     tmux.keys("Enter")
     shown = tmux.wait_for("asks you to open a web page")
     (url,) = re.findall(r"(http://127\.0\.0\.1:\d+/\S+)", shown)

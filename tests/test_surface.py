@@ -199,7 +199,8 @@ async def test_terminal_handler_fills_every_kind_with_validation_and_review(anyi
     text = "\n".join(shown)
     assert "── Booking Desk 2 asks (server name: desk) ──" in text
     assert "must be at most 12" in text
-    assert "pick one of the numbers shown" in text
+    assert "pick one of the choices shown, by its number or its name" in text
+    assert "type its number or its name" in text and "numbers or names separated by commas" in text
     assert "expected an email address" in text
     assert "2) Outdoors" in text
     assert "Review:" in text and "Seating: Outdoors" in text
@@ -214,6 +215,56 @@ async def test_terminal_handler_decline_cancel_and_eof(anyio_backend: str, lines
 async def test_terminal_handler_decline_at_review(anyio_backend: str) -> None:
     handler, _ = scripted_terminal(["", "", "1", "", "a@b.co", "", "d"])
     assert await handler(request()) == Declined()
+
+
+async def test_a_choice_is_typed_as_its_number_or_its_name_as_the_hint_says(anyio_backend: str) -> None:
+    handler, shown = scripted_terminal(["", "", "Outdoors", "halal, 1", "a@b.co", "", ""])
+    outcome = await handler(request())
+    assert isinstance(outcome, Accepted)
+    assert outcome.data["seat"] == "out" and outcome.data["diet"] == ["halal", "vegan"]
+    assert "  type its number or its name" in shown
+
+
+confirmations = Server("confirmations", "1.0")
+
+
+@confirmations.tool()
+async def delete_everything(ctx: Context) -> str:
+    return "deleted" if await ctx.confirm("Delete every booking?") else "kept"
+
+
+@pytest.mark.parametrize(
+    ("typed", "result"),
+    [(["y"], "deleted"), (["yes"], "deleted"), ([""], "kept"), (["n"], "kept"), (["maybe", "y"], "deleted"),
+     (["d"], "kept"), (["c"], "kept"), ([], "kept")],
+)  # fmt: skip
+async def test_a_yes_no_question_is_one_prompt_with_no_on_enter(
+    anyio_backend: str, typed: list[str], result: str
+) -> None:
+    """``ctx.confirm`` in line mode: the question and one prompt (no "Answer now?", no review); Enter is No."""
+    handler, shown = scripted_terminal(typed)
+    async with connected(confirmations, elicitation=handler, protocol="2025-11-25") as client:
+        assert (await client.call_tool("delete_everything")).text == result
+    prompts = [line for line in shown if line.endswith(": ")]
+    assert prompts == ["Confirm? y = yes, n or Enter = no, d = decline, c = cancel: "] * max(len(typed), 1)
+    assert "Delete every booking?" in shown and not any("Review" in line or "Answer now" in line for line in shown)
+    assert ("  Answer y or n (or d to decline, c to cancel)." in shown) is (typed[:1] == ["maybe"])
+
+
+@pytest.mark.parametrize(("typed", "outcome"), [(["y"], {"ok": True}), ([""], {"ok": False}), (["d"], None)])
+async def test_any_form_of_one_boolean_is_a_yes_no_question(
+    anyio_backend: str, typed: list[str], outcome: dict[str, bool] | None
+) -> None:
+    form = Form.from_schema(
+        {
+            "type": "object",
+            "properties": {"ok": {"type": "boolean", "title": "Send it", "description": "Now", "default": True}},
+        }
+    )
+    handler, shown = scripted_terminal(typed)
+    answer = await handler(ElicitationRequest("Ready?", form, None))
+    assert answer == (Accepted(outcome) if outcome is not None else Declined())  # Enter is No, whatever the default
+    assert "  Now" in shown and shown[-1].startswith("Send it? y = yes")
 
 
 async def test_shutdown_escalates_to_sigterm_for_a_server_that_ignores_eof(anyio_backend: str) -> None:
@@ -242,7 +293,7 @@ def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) 
     import httpx2
 
     booking = ["", "3", "2026-12-24", "2", "ada@example.com", "1,3", "-", ""]
-    confirm = ["", "y", ""]
+    confirm = ["y"]  # a yes/no question: one answer
     menu = ["", "2", ""]  # the tasting menu's question, asked while its task runs
     lines = [*booking, *confirm, *menu, "y"]
     demo = subprocess.Popen(
@@ -357,7 +408,8 @@ def test_check_reads_python_types_and_reports_unreadable_input() -> None:
     booking = check("elicitor.demo:Booking")
     assert booking.returncode == 0, booking.stderr
     assert "diet: multi-select, required" in booking.stdout
-    assert "2025-06-18: no: multi-select fields (diet)" in booking.stdout
+    assert "2025-06-18: no: multi-select fields (diet) exist from 2025-11-25 on" in booking.stdout
+    assert "the client speaks" not in booking.stdout  # a check involves no client
     for target, message in [("nope", "neither a JSON file"), ("no_module:Form", "cannot load"), ("-", "cannot read")]:
         run = check(target, "{not json" if target == "-" else None)
         assert run.returncode == 2
@@ -417,7 +469,7 @@ def test_connect_with_the_browser_ui() -> None:
     assert link is not None
     with httpx2.Client() as browser:
         page = browser.get(link)
-        assert "elicitor conformance fixtures 1.0.0 asks:" in page.text
+        assert "<bdi>elicitor conformance fixtures 1.0.0</bdi> asks:" in page.text
         review = browser.post(link, data={"username": "ada", "email": "ada@example.com", "_action": "review"})
         assert "Review your answer" in review.text
         assert "sent" in browser.post(link, data={"_action": "send"}).text

@@ -69,8 +69,8 @@ async def _session(
     write = terminal._write
 
     async def on_log(level: str, data: JSONValue, source: str | None) -> None:
-        text = data if isinstance(data, str) else json.dumps(data)
-        write(f"  [{level}{' ' + source if source else ''}] {text}")
+        text = data if isinstance(data, str) else json.dumps(data)  # one line: a log cannot fake a line of its own
+        write(f"  [{printable(level)}{' ' + printable(source) if source else ''}] {printable(text)}")
 
     kwargs: dict[str, Any] = {"elicitation": answers, "protocol": protocol, "on_log": on_log, "log_level": "info"}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
@@ -108,7 +108,7 @@ async def _connected(client: Client, terminal: TerminalHandler, timeout: float) 
     with anyio.CancelScope(deadline=anyio.current_time() + timeout) as handshake:
         async with client:
             handshake.deadline = math.inf
-            label = client.server_info.display() if client.server_info else "the server"
+            label = printable(client.server_info.display()) if client.server_info else "the server"
             terminal._write(f"Connected to {label}, protocol {client.protocol_version}.")
             return await tool_menu(client, terminal)
     raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
@@ -124,7 +124,8 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
     while True:
         write("")
         for i, tool in enumerate(tools, 1):
-            write(f"  {i}. {tool.name}{': ' + tool.description.splitlines()[0] if tool.description else ''}")
+            about = ": " + printable(tool.description.splitlines()[0]) if tool.description else ""
+            write(f"  {i}. {printable(tool.name)}{about}")
         try:
             choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
         except EOFError:
@@ -143,15 +144,17 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
             continue
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
-            write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{' ' + message if message else ''}")
+            about = " " + printable(message) if message else ""
+            write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{about}")
 
         try:
             handle = await client.start_tool(picked.name, arguments, progress=progress)
             if handle.id is not None:
-                write(f"  {picked.name} runs as a task ({handle.id}); its questions come as it needs them.")
+                name = printable(picked.name)
+                write(f"  {name} runs as a task ({printable(handle.id)}); its questions come as it needs them.")
             result = await handle.wait(on_status=lambda task: write(f"  {task_status(task)}"))
         except (JSONRPCError, ElicitorError) as exc:
-            write(f"Error: {exc}")
+            write(f"Error: {printable(str(exc))}")
             continue
         write("")
         write(("Error: " if result.is_error else "Result: ") + result.text)
@@ -201,7 +204,7 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
     if not form.fields:
         return {}
     about = tool.description.splitlines()[0] if tool.description else f"Call {tool.name}."
-    outcome = await terminal.fill_in(about, form, banner=f"Arguments for {tool.name}")
+    outcome = await terminal.fill_in(about, form, banner=f"Arguments for {printable(tool.name)}")
     if not isinstance(outcome, Accepted):
         return None  # the person gave up on this call: back to the menu
     return arguments_from(outcome.data, nulls)
@@ -225,5 +228,5 @@ def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float 
             if is_url
             else "Run the command alone to see its own errors: it must speak MCP on stdin and stdout."
         )
-        print(f"elicitor connect: cannot connect to {shown}: {exc}. {advice}", file=sys.stderr)
+        print(f"elicitor connect: cannot connect to {shown}: {printable(str(exc))}. {advice}", file=sys.stderr)
         return 1

@@ -30,6 +30,7 @@ from ._connect import UI_CHOICES, answering, server_stderr, task_status, tool_me
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client, TerminalHandler
+from .client._present import printable
 from .forms import Choices, Email, Field, Uri
 from .server import Context, Server, UrlElicitationRequired
 from .transports import StdioServerTransport
@@ -276,29 +277,29 @@ async def run_client(protocol: str, ui: str = "terminal") -> None:
 
 
 async def _tour(client: Client) -> None:
-    label = client.server_info.display() if client.server_info else "the server"
+    label = printable(client.server_info.display()) if client.server_info else "the server"
     print(f"Connected to {label} over stdio, protocol {client.protocol_version}.", file=sys.stderr)
     for tool in await client.list_tools():
-        print(f"  tool {tool.name}: {tool.description}", file=sys.stderr)
+        print(f"  tool {printable(tool.name)}: {printable(tool.description or '')}", file=sys.stderr)
     print("Calling book_table ...", file=sys.stderr)
     result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
     print("", file=sys.stderr)
-    print(("Error: " if result.is_error else "Result: ") + result.text)
+    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
     if result.is_error or not result.text.startswith("Booked"):
         return
     print("\nCalling plan_tasting_menu (a long call that asks half-way) ...", file=sys.stderr)
     handle = await client.start_tool("plan_tasting_menu", {"guests": 2})
     result = await handle.wait(on_status=lambda task: print(f"  {task_status(task)}", file=sys.stderr))
-    print(("Error: " if result.is_error else "Result: ") + result.text)
+    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
     if "url" not in client.elicitation_modes:
         return
     print("\nCalling add_to_calendar ...", file=sys.stderr)
     try:
         result = await client.call_tool("add_to_calendar")
     except (JSONRPCError, TooManyRounds) as exc:
-        print(f"Not added to the calendar: {exc}")
+        print(f"Not added to the calendar: {printable(str(exc))}")
         return
-    print(("Error: " if result.is_error else "Result: ") + result.text)
+    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
 
 
 def main(argv: list[str] | None = None) -> None:

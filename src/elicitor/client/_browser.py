@@ -11,6 +11,9 @@ and Cancel; Review validates with the same validator the server uses and shows e
 answer to check, with Send and Edit (client/elicitation "User Interaction Model": review before sending, decline and
 cancel at any time).
 
+A yes/no question (a form whose only field is a boolean, as ``ctx.confirm`` sends) is one page instead: Yes, No
+(focused: Enter answers No), Decline and Cancel; the answer is the reply, with no review.
+
 A URL page (client/elicitation "Safe URL Handling") shows the full URL with its host marked, every warning, and
 nothing is fetched; "Open" posts the person's consent and only then redirects a new tab to the URL (no referrer).
 The page then offers "I'm done" for the wait that follows.
@@ -46,7 +49,7 @@ from .._exceptions import FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from ._present import hint, queue_text, server_name, show
+from ._present import hint, identity_warnings, printable, queue_text, server_name, show, yes_no
 from ._url import UrlElicitationRequest
 
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
@@ -292,6 +295,12 @@ class BrowserHandler:
     async def _form_action(self, page: _Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
         request = page.request
         assert isinstance(request, ElicitationRequest)
+        question = yes_no(request.form)
+        if question is not None and action in ("yes", "no"):  # the answer is the reply: nothing to review
+            page.settle(Accepted({question.name: action == "yes"}))
+            word = "Yes" if action == "yes" else "No"
+            await _respond(send, 200, _page("Sent", f"<p>You answered {word}. You can close this tab.</p>"))
+            return
         if action == "send" and page.state == "reviewing":
             page.settle(Accepted(page.draft))
             await _respond(send, 200, _page("Sent", "<p>Your answer was sent. You can close this tab.</p>"))
@@ -345,6 +354,8 @@ class BrowserHandler:
             body, extra = _url_page(request, page.state), _origin(request.url)
         elif page.state == "reviewing":
             body, extra = _review_page(request, page.draft), None
+        elif yes_no(request.form) is not None:
+            body, extra = _yes_no_page(request), None
         else:
             if values is None:  # first sight: an earlier answer the client refused (with why), else the defaults
                 values, errors = request.form.with_defaults(request.previous or {}), request.errors
@@ -405,11 +416,25 @@ def _read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> t
     return values, errors
 
 
+def _text(text: str, *, newlines: bool = False) -> str:
+    """Text from a server as HTML: escaped for the markup, and with what would act instead of being read (bidi
+    overrides and isolates, zero-width and other invisible characters, controls) shown as visible escapes
+    (:func:`printable`), so a name or label cannot reorder or hide what the page shows."""
+    return html.escape(printable(text, newlines=newlines))
+
+
 def _who(request: ElicitationRequest | UrlElicitationRequest, what: str) -> str:
-    e = html.escape
+    """Who asks (client/elicitation "User Interaction Model": make clear which server requests the information),
+    with a warning when the name the server gives itself could pass for another's (:func:`identity_warnings`).
+    The name sits in ``<bdi>``: right-to-left letters in it cannot reorder the words around it."""
     name = server_name(request.server)
-    named = f"<small>server name: {e(name)}</small>" if name else ""
-    return f"<p class=who>{e(request.server_label)} {what}</p>{named}<p class=message>{e(request.message)}</p>"
+    named = f"<small>server name: <bdi>{_text(name)}</bdi></small>" if name else ""
+    warned = "".join(f"<li>{_text(w)}.</li>" for w in identity_warnings(request.server))
+    warning = f"<div class=errors role=alert><p>⚠ Careful:</p><ul>{warned}</ul></div>" if warned else ""
+    return (
+        f"<p class=who><bdi>{_text(request.server_label)}</bdi> {what}</p>{named}{warning}"
+        f"<p class=message>{_text(request.message, newlines=True)}</p>"
+    )
 
 
 _CLOSED = (
@@ -419,12 +444,12 @@ _CLOSED = (
 
 
 def _form_page(request: ElicitationRequest, values: dict[str, Any], errors: tuple[FieldError, ...]) -> str:
-    e = html.escape
     parts = [_who(request, "asks:"), _CLOSED, '<div data-when="asking reviewing">']
     labels = {f.name: f.label for f in request.form.fields}
     if errors:
         items = "".join(
-            f"<li>{e(labels.get(error.field, error.field) + ': ' if error.field else '')}{e(error.message)}</li>"
+            f"<li>{_text(labels.get(error.field, error.field) + ': ' if error.field else '')}"
+            f"{_text(error.message)}</li>"
             for error in errors
         )  # fmt: skip
         parts.append(f"<div class=errors role=alert><p>Please check:</p><ul>{items}</ul></div>")
@@ -442,10 +467,26 @@ def _form_page(request: ElicitationRequest, values: dict[str, Any], errors: tupl
     return "".join(parts)
 
 
+def _yes_no_page(request: ElicitationRequest) -> str:
+    """A yes/no question (:func:`yes_no`) on one page: Yes, No (focused, so Enter answers No), Decline, Cancel."""
+    field = yes_no(request.form)
+    assert field is not None
+    about = f"<small>{_text(field.description, newlines=True)}</small>" if field.description else ""
+    errors = "".join(f"<li>{_text(str(error))}</li>" for error in request.errors)
+    shown = f"<div class=errors role=alert><p>Please check:</p><ul>{errors}</ul></div>" if errors else ""
+    return (
+        f'{_who(request, "asks:")}{_CLOSED}<div data-when="asking reviewing">{shown}'
+        f'<form method="post"><p class=question>{_text(field.label.rstrip("?"))}?</p>{about}<p class=actions>'
+        '<button name="_action" value="yes">Yes</button> '
+        '<button name="_action" value="no" autofocus>No</button> '
+        '<button name="_action" value="decline">Decline</button> '
+        '<button name="_action" value="cancel">Cancel</button></p></form></div>'
+    )
+
+
 def _review_page(request: ElicitationRequest, draft: dict[str, Any]) -> str:
-    e = html.escape
     rows = "".join(
-        f"<dt>{e(f.label)}</dt><dd>{e(show(f, draft.get(f.name)))}</dd>" for f in request.form.fields
+        f"<dt>{_text(f.label)}</dt><dd>{_text(show(f, draft.get(f.name)))}</dd>" for f in request.form.fields
     )  # fmt: skip
     return (
         f'{_who(request, "asks:")}{_CLOSED}<div data-when="asking reviewing"><h1>Review your answer</h1>'
@@ -458,7 +499,7 @@ def _review_page(request: ElicitationRequest, draft: dict[str, Any]) -> str:
 
 
 def _url_page(request: UrlElicitationRequest, state: State) -> str:
-    e = html.escape
+    e = _text
     url, host, span = request.url, request.host, request.host_span
     shown = (
         e(url) if span is None else f"{e(url[: span[0]])}<mark>{e(url[span[0] : span[1]])}</mark>{e(url[span[1] :])}"
@@ -494,10 +535,10 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[st
     name = e(f.name)
     mark = " <span class=req>(required)</span>" if f.required else ""
     words = "; ".join(_browser_hint(f))
-    notes = "".join(f"<small>{e(text)}</small>" for text in (f.description, words) if text)
+    notes = "".join(f"<small>{_text(text)}</small>" for text in (f.description, words) if text)
     notes = f'<span id="h-{name}">{notes}</span>' if notes else ""
     if errors:
-        notes += f'<small class=error id="e-{name}">✗ {e("; ".join(errors))}</small>'
+        notes += f'<small class=error id="e-{name}">✗ {_text("; ".join(errors))}</small>'
     described = " ".join(x for x in (f"h-{name}" if words or f.description else "", f"e-{name}" if errors else "") if x)
     required = " required" if f.required else ""
     focus = " autofocus" if autofocus else ""
@@ -506,7 +547,7 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[st
     if isinstance(f, BooleanField):
         checked = " checked" if value else ""
         return (
-            f'<p><label><input type=checkbox name="{name}" value="true"{checked}{focus}> {e(f.label)}</label>'
+            f'<p><label><input type=checkbox name="{name}" value="true"{checked}{focus}> {_text(f.label)}</label>'
             f"{notes}</p>"
         )
     if isinstance(f, EnumField | MultiEnumField):
@@ -515,11 +556,11 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[st
         options = "".join(
             f'<label><input type={kind} name="{name}" value="{e(o.value)}"'
             f"{' checked' if o.value in chosen else ''}{required if kind == 'radio' else ''}"
-            f"{focus if i == 0 else ''}> {e(o.label)}</label>"
+            f"{focus if i == 0 else ''}> {_text(o.label)}</label>"
             for i, o in enumerate(f.options)
         )
         described_by = f' aria-describedby="{described}"' if described else ""
-        return f"<fieldset{described_by}><legend>{e(f.label)}{mark}</legend>{notes}{options}</fieldset>"
+        return f"<fieldset{described_by}><legend>{_text(f.label)}{mark}</legend>{notes}{options}</fieldset>"
     attrs = f' name="{name}" id="f-{name}"{required}{focus}'
     if isinstance(f, NumberField):
         step = "1" if f.integer else "any"
@@ -536,7 +577,7 @@ def _field(f: FormField, value: Any, *, autofocus: bool = False, errors: list[st
         shown = shown[:19] if shown else ""
         attrs += ' step="1" data-local-time'  # the script adds the person's offset; see _read_answer
         zone = f'<input type=hidden name="_zone.{name}" value="">'
-    return f'<p><label for="f-{name}">{e(f.label)}{mark}</label>{notes}<input{attrs} value="{e(shown)}">{zone}</p>'
+    return f'<p><label for="f-{name}">{_text(f.label)}{mark}</label>{notes}<input{attrs} value="{e(shown)}">{zone}</p>'
 
 
 def _browser_hint(f: FormField) -> list[str]:
@@ -586,7 +627,7 @@ _STYLE = (
     "label{display:block;margin:.2em 0}input:not([type=checkbox]):not([type=radio]){width:100%;padding:.4em;"
     "font-size:1em;box-sizing:border-box}small{display:block;color:#555}.req{color:#a00;font-size:.85em}"
     ".errors{border:2px solid #a00;padding:0 1em;margin:1em 0}.error{color:#a00;font-weight:bold}"
-    ".who{font-weight:bold}.message{font-size:1.15em}"
+    ".who{font-weight:bold}.question{font-weight:bold;margin-bottom:.2em}.message{font-size:1.15em;white-space:pre-line}"
     "fieldset{margin:1em 0}button{font-size:1em;padding:.5em 1em;margin:.2em 0}"
     "button:focus,input:focus{outline:3px solid #36c}h1{font-size:1.2em}dt{font-weight:bold}dd{margin:0 0 .6em}"
     ".url code{word-break:break-all;font-size:1.05em}.queue{font-style:italic;color:#555}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
+from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField, NumberField, StringField
 from ..forms._fields import Problem
 from ..types import Implementation
 
@@ -144,6 +144,18 @@ def queue_text(waiting: int) -> str:
     return f"{waiting} more question{'s' if waiting != 1 else ''} waiting after this one" if waiting else ""
 
 
+def yes_no(form: Form[Any]) -> BooleanField | None:
+    """The one field of a yes/no question, or ``None`` when the form asks more than that.
+
+    A form whose only field is a boolean (what ``ctx.confirm`` sends) is a question with two answers: the renderers
+    show it on one screen with Yes and No (plus decline and cancel, client/elicitation "User Interaction Model"),
+    instead of a checkbox, a review and a submit. No, the answer that changes nothing, is what Enter or the first
+    focus gives, whatever the field's default: a stray key must not agree to anything.
+    """
+    fields = form.fields
+    return fields[0] if len(fields) == 1 and isinstance(fields[0], BooleanField) else None
+
+
 def hint(f: FormField) -> list[str]:
     """What fits the field, in words ("an email address", "from 1 to 10", "choose 1 to 2")."""
     parts: list[str] = []
@@ -205,4 +217,4 @@ def _pick(options: tuple[Any, ...], text: str) -> str:
     for option in options:
         if text in (option.value, option.title):
             return str(option.value)
-    raise Problem("pick one of the numbers shown")
+    raise Problem("pick one of the choices shown, by its number or its name")

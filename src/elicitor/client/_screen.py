@@ -12,6 +12,9 @@ review and edit before sending, offer decline and cancel):
   typed cannot fit; a missing required answer is pointed out when the person asks to review);
 - Review, then Submit or Edit; Decline and Cancel at every step; Esc cancels.
 
+A yes/no question (a form whose only field is a boolean, as ``ctx.confirm`` sends) is one screen instead: the
+question with Yes, No, Decline and Cancel, No focused so that Enter answers No.
+
 URL mode (client/elicitation "Safe URL Handling"): the full URL with its host highlighted, every warning, and an
 Open button that is never focused first — a stray Enter cannot open anything.
 
@@ -60,7 +63,7 @@ from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberFi
 from ..forms._fields import Problem
 from ..types import Implementation
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show
+from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show, yes_no
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -443,6 +446,57 @@ class FormScreen:
 
     def _cancel(self) -> None:
         _exit(self.app, Cancelled())
+
+
+class YesNoScreen:
+    """A yes/no question (:func:`yes_no`, what ``ctx.confirm`` sends) on one screen; ``app.run()`` returns the outcome.
+
+    The question, then Yes, No, Decline and Cancel. No has the focus, so Enter answers No (the answer that changes
+    nothing); ``y`` and ``n`` answer at once, Esc cancels. The answer is the whole reply, so there is no review.
+    """
+
+    def __init__(self, request: ElicitationRequest, terminal: Terminal, waiting: Callable[[], int]) -> None:
+        field = yes_no(request.form)
+        assert field is not None, "a yes/no screen needs a form whose only field is a boolean"
+        self.field = field
+
+        def asks() -> str:
+            name = server_name(request.server)
+            return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
+
+        question: StyleAndTextTuples = [("class:label", f"{printable(field.label).rstrip('?')}?")]
+        if field.description:
+            question += [("", "\n"), ("class:hint", printable(field.description, newlines=True))]
+        self.no_button = Button("No", handler=lambda: self._answer(False), width=6)
+        actions = VSplit(
+            [Button("Yes", handler=lambda: self._answer(True), width=7), self.no_button,
+             Button("Decline", handler=lambda: self._done(Declined()), width=11),
+             Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)],
+            padding=2,
+        )  # fmt: skip
+        parts: list[AnyContainer] = [
+            _banner(asks),
+            _identity(request.server),
+            _lines(lambda: [("class:waiting", queue_text(waiting()))]),
+            _lines(lambda: [("class:message", request.message)]),
+        ]
+        if request.errors:
+            listed = "; ".join(str(e) for e in request.errors)
+            parts.append(_lines(lambda: [("class:error", f"Your previous answer was not accepted: {listed}")]))
+        parts += [Window(height=1), _lines(lambda: question), Window(height=1), actions, Window()]
+        parts.append(_help("y Yes · n or Enter No · Tab moves · Esc cancel"))
+        bindings = _bindings(lambda event: self._done(Cancelled()))
+        bindings.add("y")(lambda event: self._answer(True))
+        bindings.add("n")(lambda event: self._answer(False))
+        self.app: Application[ElicitationOutcome] = terminal.application(
+            Layout(HSplit(parts), focused_element=self.no_button), bindings
+        )
+
+    def _answer(self, yes: bool) -> None:
+        self._done(Accepted({self.field.name: yes}))
+
+    def _done(self, outcome: ElicitationOutcome) -> None:
+        _exit(self.app, outcome)
 
 
 class UrlScreen:

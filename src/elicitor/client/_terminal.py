@@ -1,6 +1,8 @@
 """The terminal handler: a full-screen form on a terminal (see ``_screen``), one question per line elsewhere.
 
 The line-based mode asks one question per field, then shows a review step; it works over any dumb terminal or pipe.
+A yes/no question (a form whose only field is a boolean, as ``ctx.confirm`` sends) is one prompt instead, with No
+on Enter.
 
 The person always sees which server asks, can decline or cancel at the first prompt and at the review, and
 reviews every answer before it is sent (the spec's client MUSTs). Each field is checked as it is typed, with the
@@ -27,7 +29,7 @@ from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField
 from ..forms._fields import Problem
 from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show
+from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show, yes_no
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -212,9 +214,16 @@ class TerminalHandler:
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         async with self._turns.turn():  # a person answers one request at a time; the others wait their turn
             if self._screen is not None:
-                from ._screen import FormScreen
+                from ._screen import FormScreen, YesNoScreen
 
-                screen = FormScreen(request, self._screen, lambda: self._turns.waiting)
+                def waiting() -> int:
+                    return self._turns.waiting
+
+                screen = (
+                    YesNoScreen(request, self._screen, waiting)
+                    if yes_no(request.form) is not None
+                    else FormScreen(request, self._screen, waiting)
+                )
                 return await self._on_screen(screen.app, Cancelled())
             return await anyio.to_thread.run_sync(self._ask, request)
 
@@ -262,6 +271,9 @@ class TerminalHandler:
             w("Your previous answer was not accepted:")
             for error in request.errors:
                 w(f"  • {error}")
+        question = yes_no(request.form)
+        if question is not None:
+            return self._yes_no(question)
         choice = self._line("Answer now? [Enter] yes, d = decline, c = cancel: ").lower()
         if choice in ("d", "decline"):
             return Declined()
@@ -285,6 +297,24 @@ class TerminalHandler:
                 raise _Cancel
             if choice.isdigit() and 1 <= int(choice) <= len(fields):
                 self._fill(fields[int(choice) - 1], values)
+
+    def _yes_no(self, f: BooleanField) -> ElicitationOutcome:
+        """A yes/no question (:func:`yes_no`) answered at one prompt: the answer is the reply, so there is nothing
+        to review. Enter means No, the answer that changes nothing."""
+        if f.description:
+            self._write(f"  {f.description}")
+        prompt = f"{printable(f.label).rstrip('?')}? y = yes, n or Enter = no, d = decline, c = cancel: "
+        while True:
+            choice = self._line(prompt).lower()
+            if choice in ("y", "yes"):
+                return Accepted({f.name: True})
+            if choice in ("", "n", "no"):
+                return Accepted({f.name: False})
+            if choice in ("d", "decline"):
+                return Declined()
+            if choice in ("c", "cancel"):
+                raise _Cancel
+            self._write("  Answer y or n (or d to decline, c to cancel).")
 
     def _line(self, prompt: str) -> str:
         return self._read(prompt).strip()
@@ -410,9 +440,9 @@ def _hint(f: FormField) -> str:
     if isinstance(f, BooleanField):
         parts.append("y or n")
     elif isinstance(f, EnumField):
-        parts.append("type a number")
+        parts.append("type its number or its name")
     elif isinstance(f, MultiEnumField):
-        parts.insert(0, "numbers separated by commas")
+        parts.insert(0, "numbers or names separated by commas")
     if not f.required:
         parts.append("'-' to leave empty")
     return "; ".join(parts)
