@@ -90,3 +90,14 @@ def test_importing_the_package_leaves_the_user_interface_and_http_client_librari
     code = "import sys, elicitor; print(sorted(m for m in ('prompt_toolkit', 'httpx2', 'uvicorn') if m in sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
+
+
+def test_help_on_client_shows_what_the_server_told() -> None:
+    """``help(Client)`` documents what a connected client knows about its server, not only its methods."""
+    import pydoc
+
+    text = pydoc.plain(pydoc.render_doc(elicitor.Client))
+    for name in ("protocol_version", "server_info", "server_capabilities", "instructions", "modern"):
+        documented = getattr(elicitor.Client, name).__doc__
+        assert documented, name
+        assert f"\n |  {name}\n |      {documented.splitlines()[0]}" in text, name

@@ -196,3 +196,56 @@ async def test_server_that_exits_mid_call_raises_connection_closed(anyio_backend
         with pytest.raises(ConnectionClosed):
             with anyio.fail_after(10):
                 await client.call_tool("anything")
+
+
+CHATTY = """
+import logging
+import subprocess
+import sys
+
+from elicitor import Server
+
+print("Starting the issue tracker \\x1b[31m" + "x" * 300)  # before serving: this one does reach the protocol channel
+
+server = Server("chatty")
+
+
+@server.tool()
+async def create_issue(title: str) -> str:
+    print("debug: creating", title)
+    logging.getLogger("tracker").info("created %s", title)
+    subprocess.run(["echo", "child output"], check=True)
+    sys.stdout.write("no newline yet")
+    return f"created {title}"
+
+
+server.run("stdio")
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_prints_and_logs_of_a_stdio_server_go_to_stderr(
+    anyio_backend: str, protocol: str, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """stdout is the protocol channel: while serving, print(), logging and child processes write to stderr; what
+    was printed before reaches the client, which quotes the line and says where output belongs."""
+    script = tmp_path / "chatty.py"
+    script.write_text(CHATTY)
+    with open(tmp_path / "stderr", "wb") as stderr, caplog.at_level("WARNING", logger="elicitor"):
+        async with Client.stdio([sys.executable, str(script)], protocol=protocol, stderr=stderr) as client:
+            assert (await client.call_tool("create_issue", {"title": "Crash"})).text == "created Crash"
+            assert (await client.call_tool("create_issue", {"title": "Hang"})).text == "created Hang"
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("elicitor")]
+    assert warnings == [
+        "the server wrote a line that is not an MCP message to its stdout, ignored: "
+        + repr("Starting the issue tracker \x1b[31m" + "x" * 88)
+        + "... (332 bytes); stdout is the protocol channel (basic/transports, stdio): "
+        "a server's prints and logs belong on stderr"
+    ]
+    logged = (tmp_path / "stderr").read_text()
+    assert "debug: creating Crash\n" in logged and "debug: creating Hang\n" in logged
+    assert "INFO tracker: created Crash" in logged
+    assert logged.count("child output\n") == 2
+    assert "no newline yet" in logged
+    assert "-32700" not in logged and "unknown request id" not in logged  # the server was not answered noise

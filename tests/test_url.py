@@ -113,9 +113,16 @@ async def test_url_elicitation_required_round_trip(anyio_backend: str, revision:
 
 
 async def test_minus_32042_on_the_wire_and_a_person_who_declines(anyio_backend: str) -> None:
-    async with connected(server, elicitation=Person(answer="decline"), protocol="2025-11-25") as client:
-        with pytest.raises(JSONRPCError) as info:
-            await client.call_tool("needs_connection")
+    person = Person(answer="decline")
+    async with connected(server, elicitation=person, protocol="2025-11-25") as client:
+        with pytest.raises(JSONRPCError) as info:  # the raw request: what the server sends
+            await client.request("tools/call", {"name": "needs_connection", "arguments": {}})
+        # call_tool shows the link; the person declines: a tool error, as the server makes it on 2026-07-28.
+        declined = await client.call_tool("needs_connection")
+    assert declined.is_error
+    refused = "Tool 'needs_connection' needs a step the person declined or cancelled: Connect your calendar"
+    assert declined.text == refused
+    assert [request.message for request in person.seen] == ["Connect your calendar"]
     assert info.value.code == -32042
     data: Any = info.value.data
     (elicitation,) = data["elicitations"]
@@ -442,12 +449,8 @@ async def test_http_binds_sessions_and_url_elicitations_to_the_authenticated_use
     async with serving(server.http_app(principal=user)) as url:
         alice = {"x-test-user": "alice"}
         async with Client.http(url, headers=alice, elicitation=Remembers(), protocol=revision) as client:
-            if revision == "2025-11-25":
-                with pytest.raises(JSONRPCError):  # declined: the -32042 comes back to the caller
-                    await client.call_tool("needs_connection")
-            else:
-                declined = await client.call_tool("needs_connection")  # declined: the call ends, once
-                assert declined.is_error and "declined" in declined.text
+            declined = await client.call_tool("needs_connection")  # declined: the call ends, once, as a tool error
+            assert declined.is_error and "declined" in declined.text
             assert not await server.complete_url_elicitation(ids[0], principal="bob")
             assert await server.complete_url_elicitation(ids[0], principal="alice")
         if revision == "2025-11-25":

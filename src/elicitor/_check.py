@@ -20,7 +20,7 @@ from .forms import EnumField, Form, FormField, MultiEnumField
 from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
 
 REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
-_TERMINAL_ONLY = ("'-'", "type a number", "separated by commas")
+_TERMINAL_ONLY = ("'-'", "type its number or its name", "separated by commas")
 """Parts of the terminal's hints about typing, not about what the field accepts."""
 
 
@@ -84,12 +84,24 @@ def report(form: Form[Any], out: TextIO) -> None:
         try:
             sent = form.schema(revision)["properties"]
         except ElicitationUnsupported as exc:
-            out.write(f"  {revision}: no: {exc}\n")
+            out.write(f"  {revision}: no: {_why_not(form, exc)}\n")
             continue
         assert isinstance(sent, dict) and isinstance(full, dict)
         dropped = [name for name, field in full.items() if "default" in field and "default" not in sent[name]]
         note = f" (defaults of {', '.join(dropped)} are not sent: this revision allows them on booleans only)"
         out.write(f"  {revision}: yes{note if dropped else ''}\n")
+
+
+def _why_not(form: Form[Any], exc: ElicitationUnsupported) -> str:
+    """Why a revision cannot carry the form, said of the revision: no client is involved in a check (the server's
+    own message, meant for a tool's call, speaks of the client)."""
+    multi = [f.name for f in form.fields if isinstance(f, MultiEnumField)]
+    if not multi:
+        return str(exc)
+    return (
+        f"multi-select fields ({', '.join(multi)}) exist from 2025-11-25 on; a tool asking this form of a client "
+        "on 2025-06-18 gets ElicitationUnsupported"
+    )
 
 
 def _kind(f: FormField) -> str:

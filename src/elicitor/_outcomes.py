@@ -11,6 +11,7 @@ A server's ``await ctx.elicit(...)`` returns one; a client's handler returns one
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
@@ -53,3 +54,14 @@ def outcome_to_wire(outcome: Accepted[Any] | Declined | Cancelled) -> dict[str, 
             return {"action": "accept"}
         return {"action": "accept", "content": outcome.data}
     return {"action": outcome.action}
+
+
+def url_refused_text(tool: str, steps: Sequence[str]) -> str:
+    """What a tool call says when the person declined or cancelled a URL-mode step the tool required first.
+
+    A tool that raises ``UrlElicitationRequired`` cannot go on without that step. On 2026-07-28 the server asks for
+    the URL in a round and ends the call with a tool error (``isError``) carrying this text; on 2025-11-25 the
+    server only sent -32042 and never hears of the refusal, so the client ends the call with the same result
+    itself. ``steps`` are the refused elicitations' messages.
+    """
+    return f"Tool {tool!r} needs a step the person declined or cancelled: {'; '.join(steps)}"

@@ -47,10 +47,19 @@ async def connected(server: Server, *, principal: str | None = None, **client: A
             for tools and URL elicitations bound to users.
         client: arguments for :class:`~elicitor.Client`: ``elicitation=`` (a handler, e.g.
             :class:`~elicitor.ScriptedHandler`), ``protocol=``, ``sampling=``, ``roots=``...
+
+    An exception leaving the block (from ``call_tool``, or an assertion) comes out as it is, so ``pytest.raises``
+    around the block works as around the call.
     """
     server_end, client_end = memory_pair()
+    failure: Exception | None = None
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: server.serve(server_end, principal=principal))
-        async with Client(client_end, **client) as connection:
-            yield connection
+        try:
+            async with Client(client_end, **client) as connection:
+                yield connection
+        except Exception as exc:  # raised below, as it is: not wrapped in the task group's ExceptionGroup
+            failure = exc
         tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure

@@ -21,7 +21,7 @@ from .._exceptions import (
     RemoteProtocolError,
     TooManyRounds,
 )
-from .._outcomes import Accepted, Cancelled
+from .._outcomes import Accepted, Cancelled, url_refused_text
 from .._version import __version__
 from ..protocol import NotificationReceived, RequestReceived, parse_implementation
 from ..session import Session, open_session
@@ -30,6 +30,7 @@ from ..types import (
     ACCEPTED_OLDER_REVISIONS,
     ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -139,6 +140,10 @@ class Client:
             connection lasts; bound a call's total time yourself with ``anyio.fail_after``.
         tasks: declare the tasks extension on 2026-07-28 (``io.modelcontextprotocol/tasks``), so a server may run
             a long tool call as a task; ``call_tool`` follows it to its result either way (see :meth:`start_tool`).
+
+    Once connected, :attr:`protocol_version`, :attr:`server_info`, :attr:`server_capabilities` and
+    :attr:`instructions` say what the server told; ``client_info`` and ``elicitation_modes`` are what this client
+    says of itself.
     """
 
     def __init__(
@@ -190,13 +195,39 @@ class Client:
             raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
         self._limit = elicitation_limit
         self._recent: deque[float] = deque()
+        self._waiting: list[list[Exception]] = []  # handshake era: each call waiting on the server, its failures
         self._next_token = 0
-        self.protocol_version: str | None = None
-        """The revision in use, known once connected."""
-        self.server_info: Implementation | None = None
-        """The server's self-reported identity (for display only)."""
-        self.server_capabilities: JSONObject = {}
-        self.instructions: str | None = None
+        self._protocol_version: str | None = None
+        self._server_info: Implementation | None = None
+        self._server_capabilities: JSONObject = {}
+        self._instructions: str | None = None
+
+    # ---- what the handshake (or server/discover) told us -----------------------------------------------------
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol revision in use (``"2025-11-25"``, ``"2026-07-28"``...), ``None`` until connected.
+
+        With ``protocol="auto"`` it is the newest both sides speak: ``server/discover`` first, ``initialize`` if
+        the server does not know it (2026-07-28 basic/lifecycle).
+        """
+        return self._protocol_version
+
+    @property
+    def server_info(self) -> Implementation | None:
+        """The server's name, title and version as it reports them: for display only, never for trust decisions
+        (``Implementation.display()`` gives a printable form)."""
+        return self._server_info
+
+    @property
+    def server_capabilities(self) -> JSONObject:
+        """The capabilities the server declared (``tools``, ``resources``, ``tasks``...), as sent."""
+        return self._server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` for using it, if it sent any."""
+        return self._instructions
 
     @classmethod
     def stdio(
@@ -269,12 +300,13 @@ class Client:
 
     def _adopt(self, version: str) -> None:
         """The revision is known: tell the transport (HTTP headers, sessions depend on it)."""
-        self.protocol_version = version
+        self._protocol_version = version
         if hasattr(self._transport, "protocol_version"):
             self._transport.protocol_version = version
 
     @property
     def modern(self) -> bool:
+        """Whether the revision in use is of the stateless era (2026-07-28: multi-round-trip calls, no session)."""
         return self.protocol_version is not None and is_modern(self.protocol_version)
 
     async def _negotiate(self) -> None:
@@ -312,10 +344,10 @@ class Client:
         if not isinstance(versions, list) or version not in versions:
             return False
         self._adopt(version)
-        self.server_capabilities = _dict(result.get("capabilities"))
-        self.server_info = parse_implementation(_dict(result.get("_meta")).get(META_SERVER_INFO))
+        self._server_capabilities = _dict(result.get("capabilities"))
+        self._server_info = parse_implementation(_dict(result.get("_meta")).get(META_SERVER_INFO))
         instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
+        self._instructions = instructions if isinstance(instructions, str) else None
         return True
 
     async def _initialize(self, version: str) -> None:
@@ -334,10 +366,10 @@ class Client:
                 f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
             )
         self._adopt(str(offered))
-        self.server_capabilities = _dict(result.get("capabilities"))
-        self.server_info = parse_implementation(result.get("serverInfo"))
+        self._server_capabilities = _dict(result.get("capabilities"))
+        self._server_info = parse_implementation(result.get("serverInfo"))
         instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
+        self._instructions = instructions if isinstance(instructions, str) else None
         await session.notify("notifications/initialized")
         start_listening = getattr(self._transport, "start_listening", None)
         if start_listening is not None:
@@ -509,10 +541,18 @@ class Client:
         elicitation handler and the call is retried with a new id, the answers and the server's ``requestState``
         (echoed byte-exact, never reused for another call).
 
+        What the tool decides is a result, ``is_error`` set when it failed or could not go on, including when the
+        person declined or cancelled a URL step the tool required (-32042 on 2025-11-25: the client ends the call
+        with the result the server itself returns on 2026-07-28). docs/testing.md tabulates every case.
+
         Raises:
             JSONRPCError: the server answered with an error (unknown tool: -32602; missing capability: -32021).
             TooManyRounds: the server still wanted input after ``max_rounds`` rounds.
             RemoteProtocolError: the server's result is malformed.
+            TimeoutError: nothing came from the server for ``request_timeout`` seconds.
+            ConnectionClosed: the connection ended first.
+            Exception: whatever the elicitation handler raised while answering this call's questions (e.g.
+                :class:`~elicitor.InvalidScriptedAnswer`), on every revision.
         """
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         token = None
@@ -605,7 +645,31 @@ class Client:
         return handle
 
     async def _drive(self, method: str, params: JSONObject) -> JSONObject:
-        """Send ``method`` and follow ``input_required`` rounds until a complete result arrives."""
+        """Send ``method`` and follow ``input_required`` rounds until a complete result arrives.
+
+        If the elicitation handler raised while this call waited, the call raises that exception, on every
+        revision: on 2026-07-28 the handler runs here, in the call's own rounds; on the handshake revisions it runs
+        when the server's ``elicitation/create`` arrives, which answers the server with an error (so the tool
+        stops) and hands the exception to the call waiting on that server, here (see :meth:`_answer_request`).
+        """
+        if self.modern:
+            return await self._rounds(method, params)
+        failures: list[Exception] = []
+        self._waiting.append(failures)
+        try:
+            result = await self._rounds(method, params)
+        except Exception:
+            if failures:
+                raise failures[0] from None  # what the server answered is a consequence of it
+            raise
+        finally:
+            self._waiting.remove(failures)
+        if failures:
+            raise failures[0]
+        return result
+
+    async def _rounds(self, method: str, params: JSONObject) -> JSONObject:
+        """The request, and its ``input_required`` rounds (2026-07-28) or -32042 retries (2025-11-25)."""
         responses: JSONObject | None = None
         state: JSONValue = None
         seen: set[str] = set()
@@ -620,7 +684,13 @@ class Client:
             except JSONRPCError as exc:
                 if exc.code != URL_ELICITATION_REQUIRED or self.modern:
                     raise
-                await self._url_required(exc, seen)
+                refused = await self._url_required(exc, seen)
+                if refused is not None:
+                    if method != "tools/call":
+                        raise  # no tool error to end with: the caller gets the server's -32042
+                    # The person declined or cancelled: end as the server ends it on 2026-07-28.
+                    text = url_refused_text(str(params.get("name")), [refused])
+                    return {"content": [{"type": "text", "text": text}], "isError": True}
                 responses, state = None, None
                 continue
             kind = result.get("resultType", "complete")
@@ -637,10 +707,12 @@ class Client:
                 responses[key] = await self._answer_input(request)
         raise TooManyRounds(f"{method} still asked for input after {self._max_rounds} rounds")
 
-    async def _url_required(self, error: JSONRPCError, seen: set[str]) -> None:
+    async def _url_required(self, error: JSONRPCError, seen: set[str]) -> str | None:
         """-32042 (2025-11-25): have the person open each URL, wait until they are done, then the call is retried.
 
-        An id seen before means the server asks again for something already done: a loop, reported as the error.
+        Returns ``None`` when every step was accepted, else the message of the step the person declined or
+        cancelled (the call cannot go on; later steps are not shown). An id seen before means the server asks
+        again for something already done: a loop, reported as the error.
         """
         data = error.data if isinstance(error.data, dict) else {}
         listed = data.get("elicitations")
@@ -658,8 +730,9 @@ class Client:
             except JSONRPCError:
                 raise error from None  # this client cannot take it: the caller gets the server's error
             if answer["action"] != "accept":
-                raise error  # the person declined or cancelled: the call cannot go on
+                return str(params.get("message", ""))  # declined or cancelled: the call cannot go on
             await self._wait_done(UrlElicitationRequest.from_params(params, self.server_info))
+        return None
 
     async def _wait_done(self, request: UrlElicitationRequest) -> None:
         """Until the server says the interaction is complete, or the person says so (if the handler can ask)."""
@@ -733,7 +806,19 @@ class Client:
 
     async def _answer_request(self, request: RequestReceived) -> JSONObject:
         if request.method == "elicitation/create":
-            return await self._answer_elicitation(request.params or {})
+            try:
+                return await self._answer_elicitation(request.params or {})
+            except JSONRPCError:
+                raise
+            except Exception as exc:
+                if not self._waiting:
+                    raise  # no call to report it to (a raw request, a task): logged, and -32603 to the server
+                # The handler failed (a script ran out of answers, a renderer broke): the call waiting on the
+                # server raises it, as on 2026-07-28 where the handler runs inside the call; the server gets an
+                # error answer, so its tool stops. With several calls waiting, the oldest is told.
+                self._waiting[0].append(exc)
+                failed = JSONRPCError(INTERNAL_ERROR, "Internal error: the client could not answer this elicitation")
+                raise failed from None
         if request.method == "ping":
             return {}
         if request.method in ("sampling/createMessage", "roots/list"):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
+from .._outcomes import url_refused_text
 from ..protocol import (
     Handshake,
     NotificationReceived,
@@ -586,9 +587,8 @@ class ServerSession:
                 refused = await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
             except ClientCapabilityMissing as exc:
                 return _missing(tool, exc, modern=modern)
-            if refused:  # declined or cancelled: the call cannot go on (on 2025-11-25, the client stops there)
-                steps = "; ".join(e.message for e in refused)
-                return error_result(f"Tool {tool.name!r} needs a step the person declined or cancelled: {steps}")
+            if refused:  # declined or cancelled: the call cannot go on (2025-11-25: the client makes this result)
+                return error_result(url_refused_text(tool.name, [e.message for e in refused]))
 
 
 def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, modern: bool) -> JSONObject:

@@ -13,7 +13,7 @@ import anyio
 
 from ..session import MAX_INCOMING
 from ..state import REDIS_URL_ENV, MemoryStore, Store, open_store
-from ..transports import StdioServerTransport, Transport
+from ..transports import StdioServerTransport, Transport, stdout_kept_for_protocol
 from ..types import (
     JSONObject,
 )
@@ -384,12 +384,18 @@ class Server:
 
     async def serve_stdio(self) -> None:
         """Serve on this process's stdin/stdout until stdin closes (with the pages of :meth:`serve_pages`, if any,
-        on a loopback port for as long)."""
-        if self._pages.app is None:
-            await self.serve(StdioServerTransport())
-            return
-        async with self._pages.on_loopback():
-            await self.serve(StdioServerTransport())
+        on a loopback port for as long).
+
+        Meanwhile stdout carries the protocol only: anything else written to it (``print()`` in a tool, a library,
+        a child process) goes to stderr instead (:func:`~elicitor.transports.stdout_kept_for_protocol`), as the
+        spec requires of a stdio server (basic/transports, stdio: nothing but MCP messages on stdout).
+        """
+        with stdout_kept_for_protocol() as out:
+            if self._pages.app is None:
+                await self.serve(StdioServerTransport(stdout=out))
+                return
+            async with self._pages.on_loopback():
+                await self.serve(StdioServerTransport(stdout=out))
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """An ASGI application serving this server over Streamable HTTP at ``path`` (both protocol eras).
@@ -421,8 +427,13 @@ class Server:
         ``ELICITOR_STATE_KEYS``. On SIGTERM, requests in flight get ``shutdown_grace`` seconds to finish; then the
         calls still waiting on a person are cancelled (their clients resume elsewhere or start again), and the
         replica gives up its sessions at once. ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
+
+        On stdio, stdout is the protocol channel: ``print()`` output goes to stderr while serving (see
+        :meth:`serve_stdio`), and if the application has not configured logging, Python logging is set up to write
+        to stderr at level INFO, so ``logging.info(...)`` shows there and never reaches the client as a stray line.
         """
         if transport == "stdio":
+            log_to_stderr()
             anyio.run(self.serve_stdio, backend=backend)
         elif transport == "http":
             import uvicorn
@@ -443,3 +454,16 @@ class Server:
             )
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+def log_to_stderr() -> None:
+    """Python logging to stderr at INFO, unless the application configured logging itself (the root logger has a
+    handler): a stdio server's stdout belongs to the protocol (basic/transports, stdio), its logs on stderr."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    if root.level == logging.WARNING:  # the default: the application did not choose a level either
+        root.setLevel(logging.INFO)

@@ -40,6 +40,19 @@ from ._waiter import Waiter
 
 logger = logging.getLogger("elicitor.session")
 
+STRAY_EXCERPT = 120
+"""How many characters of a stray line a warning quotes."""
+
+
+def stray_excerpt(line: bytes) -> str:
+    """A line that is not a message, ready for a log: decoded leniently, cut at ``STRAY_EXCERPT`` characters and
+    quoted with ``repr`` (control characters, escape sequences and bidi overrides shown escaped, never acted on)."""
+    text = line.rstrip(b"\r\n").decode("utf-8", "backslashreplace")
+    if len(text) <= STRAY_EXCERPT:
+        return repr(text)
+    return f"{text[:STRAY_EXCERPT]!r}... ({len(line)} bytes)"
+
+
 RequestHandler = Callable[[RequestReceived], Awaitable[JSONObject]]
 """Answers one peer request: return the result, or raise :class:`JSONRPCError` to answer with an error."""
 
@@ -223,6 +236,15 @@ class Session:
                 running.cancel()
         else:
             assert isinstance(event, InvalidMessage)
+            if getattr(self.transport, "reads_peer_stdout", False) and str(event.error).startswith("Parse error"):
+                # Not JSON at all on a stdio server's stdout: almost always a stray print() or a log handler
+                # writing there. Say what it was and where it belongs; a -32700 reply would only puzzle the server.
+                logger.warning(
+                    "the server wrote a line that is not an MCP message to its stdout, ignored: %s; stdout is the "
+                    "protocol channel (basic/transports, stdio): a server's prints and logs belong on stderr",
+                    stray_excerpt(message),
+                )
+                return
             logger.warning("invalid message from peer: %s", event.error)
             if event.reply is not None:
                 await self._reply(event.reply, None)

@@ -2,7 +2,7 @@
 
 from ._base import Transport
 from ._memory import MemoryTransport, memory_pair
-from ._stdio import DEFAULT_MAX_MESSAGE_SIZE, StdioClientTransport, StdioServerTransport
+from ._stdio import DEFAULT_MAX_MESSAGE_SIZE, StdioClientTransport, StdioServerTransport, stdout_kept_for_protocol
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_SIZE",
@@ -11,4 +11,5 @@ __all__ = [
     "StdioServerTransport",
     "Transport",
     "memory_pair",
+    "stdout_kept_for_protocol",
 ]

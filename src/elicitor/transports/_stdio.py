@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, cast
 
 import anyio
@@ -178,8 +178,45 @@ class StdioServerTransport(FdStream):
         super().__init__(stdin, stdout, max_message_size=max_message_size, own_fds=False)
 
 
+@contextlib.contextmanager
+def stdout_kept_for_protocol(out: int = 1) -> Iterator[int]:
+    """For the block, keep this process's stdout for the protocol only; everything else written there goes to stderr.
+
+    The spec forbids a stdio server to write anything but MCP messages to stdout (basic/transports, stdio), yet a
+    ``print()`` in a tool, a library's chatter, a C extension or a child process all write to descriptor 1. So the
+    pipe to the client moves to a new descriptor (yielded: the transport writes the protocol there) and descriptor
+    1 becomes a copy of stderr, which is where all of that ends up: visible, and harmless to the protocol.
+    ``sys.stdout`` is flushed on both sides of the switch (output printed before it is still on the protocol
+    channel, where the client reports it as a stray line) and is line-buffered meanwhile, so a print shows at once.
+    Everything is restored on exit.
+    """
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    protocol = os.dup(out)
+    os.dup2(2, out)
+    stdout = sys.stdout
+    buffered = getattr(stdout, "line_buffering", None)
+    if buffered is False:
+        with contextlib.suppress(Exception):
+            stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    try:
+        yield protocol
+    finally:
+        with contextlib.suppress(Exception):
+            stdout.flush()
+        if buffered is False:
+            with contextlib.suppress(Exception):
+                stdout.reconfigure(line_buffering=False)  # type: ignore[union-attr]
+        os.dup2(protocol, out)
+        os.close(protocol)
+
+
 class StdioClientTransport(FdStream):
     """The client's end: a server started with :meth:`start`, talked to through pipes to its stdin and stdout."""
+
+    reads_peer_stdout = True
+    """What arrives is the server process's stdout, where a stray ``print()`` lands: a line that is not JSON is
+    reported as such (quoted, with where output belongs) and ignored, rather than answered with -32700."""
 
     def __init__(self, process: subprocess.Popen[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         assert process.stdin is not None and process.stdout is not None
