@@ -27,6 +27,7 @@ from elicitor.protocol import (
     negotiate,
     parse_request_meta,
 )
+from elicitor.protocol._connection import MAX_ABANDONED
 
 
 def reply_of(event: object) -> dict[str, Any]:
@@ -116,14 +117,27 @@ class TestConnection:
         note = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}'
         assert isinstance(Connection().receive(note), NotificationReceived)
 
-    def test_our_cancellation_makes_a_late_response_stray(self) -> None:
+    def test_a_late_response_to_our_cancelled_request_is_no_protocol_error(self) -> None:
+        # The answer may cross our notifications/cancelled: an ordinary answer nobody awaits (the session drops it
+        # quietly), not a stray to warn about; a second answer to the same id is a stray.
         client = Connection()
         request_id, _ = client.send_request("elicitation/create")
         notice = client.cancel_request(request_id, "gone")
         assert notice is not None
         assert json.loads(notice)["params"] == {"requestId": request_id, "reason": "gone"}
+        assert client.awaiting == 0
         late = msgspec.json.encode({"jsonrpc": "2.0", "id": request_id, "result": {}})
+        assert client.receive(late) == ResultReceived(request_id, {})
         assert isinstance(client.receive(late), InvalidMessage)
+
+    def test_only_the_latest_cancelled_ids_are_remembered(self) -> None:
+        client = Connection()
+        ids = [client.send_request("ping")[0] for _ in range(MAX_ABANDONED + 1)]
+        for request_id in ids:
+            client.cancel_request(request_id)
+        answer = b'{"jsonrpc": "2.0", "id": %d, "error": {"code": -32800, "message": "cancelled"}}'
+        assert isinstance(client.receive(answer % ids[0]), InvalidMessage)
+        assert isinstance(client.receive(answer % ids[-1]), ErrorReceived)
 
     def test_in_flight_limit(self) -> None:
         server = Connection(max_incoming=1)

@@ -243,7 +243,13 @@ class HttpClientTransport:
                         done = True
         except (httpx.HTTPError, ValueError) as exc:
             logger.debug("SSE stream interrupted: %s", exc)
-        return done, decoder.last_event_id, decoder.retry
+        last_id = decoder.last_event_id
+        if last_id is not None and not _header_safe(last_id):
+            # SSE allows any id without NUL, but it goes back as Last-Event-ID, and a header carries visible ASCII:
+            # an id that cannot be sent back cannot resume the stream (it would fail in httpx, outside our errors).
+            logger.debug("the server's event id %r cannot be sent back; the stream cannot be resumed", last_id[:64])
+            last_id = None
+        return done, last_id, decoder.retry
 
     async def _resume(self, request_id: RequestId, last_id: str | None, retry: int | None) -> None:
         """The stream ended before the answer: reconnect with GET and ``Last-Event-ID`` (SEP-1699 polling).
@@ -327,6 +333,11 @@ def _valid_session_id(value: str) -> bool:
     """Whether ``value`` may be a session id: visible ASCII only (0x21-0x7E), as the spec says it MUST be
     (2025-11-25, basic/transports, "Session Management"). Anything else could not even be sent back in a header."""
     return all("!" <= c <= "~" for c in value)
+
+
+def _header_safe(value: str) -> bool:
+    """Whether ``value`` can go back in a header as is: visible ASCII, spaces and tabs (RFC 9110, section 5.5)."""
+    return all(" " <= c <= "~" or c == "\t" for c in value)
 
 
 def _addressed(body: bytes, request_id: RequestId) -> bytes:

@@ -16,6 +16,9 @@ from ._secrets import secret_reason
 T = TypeVar("T")
 _S = TypeVar("_S")
 _canonical = msgspec.json.Encoder(order="sorted").encode
+_exact = msgspec.json.Encoder().encode
+"""The cache key of a schema keeps its properties' order: the order is the form's, so two schemas that differ only
+in it are two forms (with sorted keys, the second would be shown in the first one's order)."""
 _CACHE_SIZE = 256
 _schema_cache: dict[tuple[bytes, bool], Form[dict[str, Any]]] = {}
 
@@ -100,7 +103,7 @@ class Form(Generic[T]):
         from ._schema import fields_from_schema
 
         # Servers ask the same questions again and again: parse each distinct schema once (bounded cache).
-        key = (_canonical(schema), check_secrets)
+        key = (_exact(schema), check_secrets)
         form = _schema_cache.get(key)
         if form is None:
             if len(_schema_cache) >= _CACHE_SIZE:

@@ -94,7 +94,7 @@ def _field(name: str, prop: object, required: bool) -> FormField:
         if "anyOf" in prop:
             raise fail('"anyOf" is only allowed in the "items" of a multi-select')
         fmt = prop.get("format")
-        if fmt is not None and fmt not in STRING_FORMATS:
+        if fmt is not None and not _known_format(fmt):
             raise fail(f"unknown format {fmt!r}; allowed: email, uri, date, date-time")
         min_length = _opt_count(prop, "minLength", fail)
         max_length = _opt_count(prop, "maxLength", fail)
@@ -135,6 +135,11 @@ def _field(name: str, prop: object, required: bool) -> FormField:
         raise fail(f"unsupported type {kind!r}; allowed: string, number, integer, boolean, array of choices")
     _check_default(field, fail)
     return field
+
+
+def _known_format(value: object) -> bool:
+    """Whether ``value`` names a format of the subset (a server may send any JSON here, even an unhashable ``{}``)."""
+    return isinstance(value, str) and value in STRING_FORMATS
 
 
 def _single_enum(prop: Mapping[str, Any], common: dict[str, Any], fail: Any) -> EnumField:

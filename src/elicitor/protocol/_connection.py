@@ -9,7 +9,9 @@ calls :meth:`Connection.receive`, acts on the event, and writes what the ``send_
 It keeps exactly the state that JSON-RPC correlation needs:
 
 * ``outgoing`` — ids of requests we sent and await; a response to any other id is a stray
-  (:class:`InvalidMessage` with no reply: responses are never answered).
+  (:class:`InvalidMessage` with no reply: responses are never answered), except one to a request we cancelled
+  lately (``abandoned``, the last :data:`MAX_ABANDONED`): that answer crossed our cancellation and is passed on as
+  an ordinary one that nobody awaits.
 * ``incoming`` — ids of peer requests we have not answered; a duplicate in-flight id is rejected with -32600,
   answering twice raises :class:`LocalProtocolError`, and ``notifications/cancelled`` for an in-flight id becomes
   :class:`RequestCancelled` (cancelling anything else is ignored, as the spec says).
@@ -41,6 +43,8 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 CANCELLED_METHOD = "notifications/cancelled"
+MAX_ABANDONED = 1024
+"""How many ids of requests we cancelled are remembered, so that a late answer to one is not taken for a stray."""
 
 MAX_DEPTH = 128
 """How deeply a peer's JSON may nest (objects and arrays). An MCP message needs a handful of levels; without a
@@ -151,11 +155,12 @@ class Connection:
             an error (the peer may retry), so a peer cannot make us hold unbounded work.
     """
 
-    __slots__ = ("_incoming", "_max_incoming", "_next_id", "_outgoing")
+    __slots__ = ("_abandoned", "_incoming", "_max_incoming", "_next_id", "_outgoing")
 
     def __init__(self, *, max_incoming: int = 65536) -> None:
         self._next_id = 0
         self._outgoing: set[RequestId] = set()
+        self._abandoned: dict[RequestId, None] = {}  # insertion-ordered: the oldest goes first
         self._incoming: set[RequestId] = set()
         self._max_incoming = max_incoming
 
@@ -209,10 +214,11 @@ class Connection:
             self._incoming.add(raw_id)
             return RequestReceived(raw_id, method, params)
         if "result" in message or "error" in message:
-            if not id_ok or raw_id not in self._outgoing:
+            if not id_ok or (raw_id not in self._outgoing and raw_id not in self._abandoned):
                 return InvalidMessage(RemoteProtocolError(f"response to unknown request id {raw_id!r}"), None)
             assert raw_id is not None
             self._outgoing.discard(raw_id)
+            self._abandoned.pop(raw_id, None)  # a late answer to a request we cancelled: nobody waits for it
             if "error" in message:
                 return ErrorReceived(raw_id, _parse_error(message["error"]))
             result = message["result"]
@@ -274,11 +280,17 @@ class Connection:
     def cancel_request(self, request_id: RequestId, reason: str | None = None) -> bytes | None:
         """Give up on our request ``request_id``; returns the ``notifications/cancelled`` to send, if still due.
 
-        A late response to it will then be reported as a stray and ignored.
+        A response may still cross the notification (basic/utilities/cancellation: the receiver may have finished
+        first, and the sender "SHOULD ignore any response to the request that arrives afterward"): the last
+        ``MAX_ABANDONED`` cancelled ids are remembered, so such a response is classified as an ordinary answer that
+        no one awaits, not as a protocol error to warn about.
         """
         if request_id not in self._outgoing:
             return None
         self._outgoing.discard(request_id)
+        self._abandoned[request_id] = None
+        if len(self._abandoned) > MAX_ABANDONED:
+            del self._abandoned[next(iter(self._abandoned))]
         params: JSONObject = {"requestId": request_id}
         if reason:
             params["reason"] = reason

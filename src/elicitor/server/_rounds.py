@@ -61,7 +61,8 @@ def usable_response(method: str, response: object) -> bool:
     if not isinstance(response, dict):
         return False
     if method == "elicitation/create":
-        return response.get("action") in _ELICIT_ACTIONS
+        action = response.get("action")  # a list or an object here is a malformed answer, not a TypeError
+        return isinstance(action, str) and action in _ELICIT_ACTIONS
     if method == "roots/list":
         return isinstance(response.get("roots"), list)
     if method == "sampling/createMessage":

@@ -30,7 +30,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...protocol import Oversized
+from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, Store, StoreUnavailable
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
@@ -251,6 +251,13 @@ class HandshakeSessions:
         if is_request and not (type(request_id) is int or type(request_id) is str):
             # Checked first: an initialize that cannot be answered must not leave a session behind.
             await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
+        invalid = Connection().receive_decoded(message)
+        if isinstance(invalid, InvalidMessage) and invalid.reply is not None:
+            # Answered here with 400 (basic/transports: input the server cannot accept gets an HTTP error status):
+            # the session would send this error unrelated to any request, so the POST would wait for an answer
+            # that goes to the standalone stream instead.
+            await respond_json(send, 400, invalid.reply)
             return
         if session_id is None:
             if not (is_request and message.get("method") == "initialize"):
