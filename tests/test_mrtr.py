@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from elicitor import Accepted, Context, JSONRPCError, ScriptedHandler, Server, StateSealer
 from elicitor.protocol import NotificationReceived, RequestReceived
@@ -340,3 +343,72 @@ async def test_max_parked_runs_zero_replays_every_round(anyio_backend: str) -> N
         assert (await client.call_tool("once_then_ask")).text == "accept/accept"
     assert effects == ["run", "charged", "run", "run", "body"]  # three runs of the tool, one charge, one finish
     assert len(handler.requests) == 2
+
+
+many = Server("many", max_parked_runs=0)  # every round replays from the sealed state alone
+
+
+@many.tool()
+async def survey(ctx: Context, questions: int) -> str:
+    """Asks ``questions`` distinct questions at once, then one more: the second round's state carries them all."""
+    names: list[str] = []
+
+    async def ask(i: int) -> None:
+        outcome = await ctx.elicit(f"Name {i}?", NAME, key=f"name-{i}")
+        assert isinstance(outcome, Accepted)
+        names.append(outcome.data["name"])
+
+    async with anyio.create_task_group() as tg:
+        for i in range(questions):
+            tg.start_soon(ask, i)
+    last = await ctx.elicit("And yours?", NAME, key="last")
+    return f"{len(set(names))} names, then {last.action}"
+
+
+def distinct_name(request: Any) -> dict[str, str]:
+    """An answer no other question gets (random-looking, so it compresses no better than real answers)."""
+    return {"name": base64.b32encode(request.message.encode()).decode()[::-1]}
+
+
+async def test_a_call_carries_a_thousand_distinct_answers_in_its_state(anyio_backend: str) -> None:
+    """The answers are compressed inside the sealed state: 1,000 distinct ones fit the default 64 KiB (about
+    120 characters each uncompressed, which held about 540)."""
+    handler = ScriptedHandler(otherwise=distinct_name)
+    async with connected(many, elicitation=handler, protocol="2026-07-28") as client:
+        result = await client.call_tool("survey", {"questions": 1000})
+    assert result.text == "1000 names, then accept"
+
+
+async def test_a_state_over_the_limit_is_refused_with_invalid_params_saying_why(anyio_backend: str) -> None:
+    small = Server("small", max_parked_runs=0, state=StateSealer(max_size=2000))
+    small.tool()(survey)
+    handler = ScriptedHandler(otherwise=distinct_name)
+    async with connected(small, elicitation=handler, protocol="2026-07-28") as client:
+        with pytest.raises(JSONRPCError, match="more answers than its requestState may carry") as info:
+            await client.call_tool("survey", {"questions": 200})
+    assert info.value.code == -32602
+
+
+def test_only_the_clients_answers_are_compressed() -> None:
+    """What else the state holds (ctx.once values, which may be secret) stays plain JSON: compressed next to text
+    the client chooses, its length would give it away."""
+    key = b"k" * 32
+    sealer = StateSealer(keys=[key])
+    token = sealer.seal({"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}, b"bound", compress=("a",))
+    raw = base64.urlsafe_b64decode(token[3:] + "=" * (-len(token[3:]) % 4))
+    body = AESGCM(key).decrypt(raw[4:16], raw[16:], b"bound")
+    plain, separator, packed = body.partition(b"\x00")
+    assert b'"secret":"s3cret"' in plain and b"chosen" not in plain and separator and packed
+    assert sealer.open(token, b"bound") == {"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}
+
+
+@pytest.mark.parametrize("packed", [b"not zlib", zlib.compress(b"[1, 2]"), zlib.compress(b"{")[:-2]])
+def test_a_malformed_compressed_part_is_refused_with_invalid_params(packed: bytes) -> None:
+    key = b"k" * 32
+    body = b'{"exp":9999999999,"p":{}}\x00' + packed
+    nonce = b"n" * 12
+    key_id = hashlib.sha256(key).digest()[:4]
+    token = "e1." + base64.urlsafe_b64encode(key_id + nonce + AESGCM(key).encrypt(nonce, body, b"b")).decode()
+    with pytest.raises(JSONRPCError, match="malformed") as info:
+        StateSealer(keys=[key]).open(token.rstrip("="), b"b")
+    assert info.value.code == -32602

@@ -521,7 +521,7 @@ class ServerSession:
             assert escalate is not None
             return await escalate(run.asker.answers.pack(), run.asker.memo)
         sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
-        token_out = self.server.sealer.seal(sealed, binding)
+        token_out = self.server.sealer.seal(sealed, binding, compress=("a",))  # "a": the client's answers
         if parked is not None:
             parked.park(run)
         else:

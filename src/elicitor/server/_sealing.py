@@ -5,10 +5,17 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mr
 integrity-protect it, and SHOULD bind it to the principal, a short TTL and the request.
 
 Format: ``"e1." + base64url(key_id[4] || nonce[12] || AES-256-GCM(ciphertext || tag))``. The plaintext is JSON with
-an expiry; the associated data binds the token to the method, a digest of the params (without ``inputResponses``,
-``requestState`` and ``_meta``) and the principal, so a token replayed on another call, tool, argument set or
-user fails to open. Keys form a ring: the first seals, all open — rotate by putting the new key first and keeping
-the old one until its tokens have expired.
+an expiry, optionally followed by a NUL and a zlib stream holding the parts of the payload that are the client's own
+answers (a call that gathered hundreds of distinct answers would otherwise outgrow the size limit). Only what the
+client already knows is compressed: compressing a server secret next to text the client chooses would let the
+token's length give the secret away (the CRIME attack), so everything else stays plain JSON. The associated data
+binds the token to the method, a digest of the params (without ``inputResponses``, ``requestState`` and ``_meta``)
+and the principal, so a token replayed on another call, tool, argument set or user fails to open. Keys form a ring:
+the first seals, all open — rotate by putting the new key first and keeping the old one until its tokens have
+expired.
+
+Every refusal, on either side, is -32602 (Invalid params) with the reason: a token that cannot be opened, and a
+state that would outgrow ``max_size`` (the call has gathered more answers than one token may carry).
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ import binascii
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+import zlib
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import msgspec
@@ -40,6 +48,9 @@ DEFAULT_MAX_SIZE = 64 * 1024
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
+_SEPARATOR = b"\x00"  # never inside the JSON part: msgspec escapes control characters in strings
+_MAX_INFLATED = 16 * 1024 * 1024
+"""Most bytes the compressed part may inflate to (it was sealed by us, so this only bounds a leaked key's misuse)."""
 _NOT_BOUND = ("inputResponses", "requestState", "_meta")
 
 
@@ -98,19 +109,31 @@ class StateSealer:
         self._max_size = max_size
         self._clock = clock
 
-    def seal(self, payload: JSONObject, binding: bytes) -> str:
+    def seal(self, payload: JSONObject, binding: bytes, *, compress: Collection[str] = ()) -> str:
         """Encrypt ``payload`` bound to ``binding``, with an expiry.
 
+        Args:
+            payload: what the next round needs, as JSON.
+            binding: what the token is bound to (:func:`request_binding`).
+            compress: keys of ``payload`` whose values are compressed. Only for what the client itself sent or
+                already knows (its answers): see the module's note on compression and secrets.
+
         Raises:
-            JSONRPCError: -32603 if the sealed state would exceed ``max_size`` (too many answers to carry).
+            JSONRPCError: -32602 if the sealed state would exceed ``max_size`` (the call has gathered more answers
+                than one token may carry).
         """
-        body = _encode({"exp": self._clock() + self._ttl, "p": payload})
+        packed = {k: v for k, v in payload.items() if k in compress}
+        plain = {k: v for k, v in payload.items() if k not in compress} if packed else payload
+        body = _encode({"exp": self._clock() + self._ttl, "p": plain})
+        if packed:
+            body += _SEPARATOR + zlib.compress(_encode(packed), 6)
         nonce = os.urandom(12)
         sealed = self._ring[self._current].encrypt(nonce, body, binding)
         token = PREFIX + base64.urlsafe_b64encode(self._current + nonce + sealed).decode().rstrip("=")
         if len(token) > self._max_size:
-            raise JSONRPCError(
-                -32603, f"requestState would be {len(token)} characters, over the {self._max_size} limit"
+            raise _invalid(
+                f"this call has gathered more answers than its requestState may carry ({len(token)} characters, "
+                f"over the {self._max_size} limit); call the tool again with fewer questions in one call"
             )
         return token
 
@@ -140,13 +163,33 @@ class StateSealer:
             body = aead.decrypt(raw[4:16], raw[16:], binding)
         except InvalidTag:
             raise _invalid("requestState failed its integrity check (tampered, or for another request)") from None
-        envelope = _decode(body)
-        if envelope.get("exp", 0) < self._clock():
+        text, _, packed = body.partition(_SEPARATOR)
+        try:
+            envelope = _decode(text)
+        except msgspec.DecodeError:
+            raise _invalid("requestState is malformed") from None
+        exp = envelope.get("exp")
+        if not isinstance(exp, (int, float)) or exp < self._clock():
             raise _invalid("requestState has expired; call the tool again to start over")
         payload = envelope.get("p")
         if not isinstance(payload, dict):
             raise _invalid("requestState is malformed")
+        if packed:
+            payload = {**payload, **_inflate(packed)}
         return payload
+
+
+def _inflate(packed: bytes) -> JSONObject:
+    """The compressed part of a token: a JSON object, at most ``_MAX_INFLATED`` bytes once inflated."""
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(packed, _MAX_INFLATED)
+        if inflater.unconsumed_tail or not inflater.eof:
+            raise _invalid("requestState is malformed")
+        value = _decode(raw)
+    except (zlib.error, msgspec.DecodeError):
+        raise _invalid("requestState is malformed") from None
+    return value
 
 
 def _invalid(reason: str) -> JSONRPCError:
