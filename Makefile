@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit wheel node-peers system-deps conformance bench clean
+.PHONY: demo test lint typecheck unit wheel node-peers system-deps conformance bench soak fuzz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -61,6 +61,20 @@ bench: $(STAMP) system-deps
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/proxy.py
+
+# Many concurrent sessions on both eras and transports, random answers, cancellations, vanishing clients, servers
+# killed and restarted; fails on a hung or wrong call or on unbounded growth (soak/run.py). `make test` runs a
+# 60-second one (tests/test_soak.py).
+DURATION ?= 300
+soak: $(STAMP)
+	$(BIN)/python soak/run.py --duration $(DURATION)
+
+# Coverage-guided fuzzing of every parser of peer input (fuzz/targets/), FUZZ_SECONDS per target, FUZZ_JOBS at once;
+# new inputs go to .cache/fuzz/corpus/, crashes to .cache/fuzz/crashes/. `make test` runs a few seconds of each.
+FUZZ_SECONDS ?= 300
+FUZZ_JOBS    ?= 1
+fuzz: $(STAMP)
+	$(BIN)/python -m fuzz.run --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
