@@ -55,12 +55,13 @@ conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py
 
 # Against the official SDK on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
-# for a person; what the proxy adds.
+# for a person; what the proxy adds; what each uvicorn stack (h11, httptools, uvloop) is worth.
 bench: $(STAMP) system-deps
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/proxy.py
+	$(BIN)/python bench/stacks.py
 
 # Many concurrent sessions on both eras and transports, random answers, cancellations, vanishing clients, servers
 # killed and restarted; fails on a hung or wrong call or on unbounded growth (soak/run.py). `make test` runs a

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pytest
 
 from elicitor import (
@@ -342,6 +343,46 @@ def test_serve_refuses_what_is_not_a_server(target: str, message: str) -> None:
     )
     assert run.returncode == 2
     assert message in run.stderr
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
+@pytest.mark.parametrize(
+    ("options", "stack"), [([], "httptools, uvloop"), (["--loop", "asyncio", "--http", "h11"], "h11, asyncio")]
+)
+async def test_serve_runs_on_the_fastest_stack_unless_told_and_says_which(
+    anyio_backend: str, options: list[str], stack: str
+) -> None:
+    """``auto`` picks httptools (installed with elicitor) and uvloop (the [speed] extra, in dev too)."""
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "serve", "examples.url_pages:server", "--port", str(port), *options]
+    process = subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE)
+    try:
+        await anyio.to_thread.run_sync(wait_for_port, port, process)
+        async with Client.http(f"http://127.0.0.1:{port}/mcp", protocol="2026-07-28") as client:
+            assert (await client.call_tool("create_issue", {"title": "t"})).text.startswith("Filed 't'")
+    finally:
+        process.terminate()
+        _, said = process.communicate(timeout=30)
+    assert f"at http://127.0.0.1:{port}/mcp ({stack})" in said.decode()
+
+
+def test_a_stack_that_is_not_installed_or_unknown_is_refused_saying_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from elicitor.server import _server
+
+    monkeypatch.setattr(_server, "_installed", lambda module: False)
+    assert _server.http_stack() == ("asyncio", "h11")
+    with pytest.raises(ValueError, match=r"pip install 'elicitor\[speed\]'"):
+        _server.http_stack("uvloop")
+    with pytest.raises(ValueError, match="pip install httptools"):
+        _server.http_stack(http="httptools")
+    with pytest.raises(ValueError, match="unknown event loop 'tokio'"):
+        _server.http_stack("tokio")
+    with pytest.raises(ValueError, match="unknown HTTP parser"):
+        _server.http_stack(http="h2")
 
 
 def test_version_and_help() -> None:

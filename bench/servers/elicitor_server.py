@@ -49,6 +49,8 @@ if __name__ == "__main__":
     import sys
 
     if len(sys.argv) == 3 and sys.argv[1] == "--port":
-        server.run("http", port=int(sys.argv[2]))
+        # ELICITOR_BENCH_STACK="loop,parser" pins uvicorn's stack (bench/stacks.py); default: the fastest installed
+        loop, _, http = os.environ.get("ELICITOR_BENCH_STACK", "auto,auto").partition(",")
+        server.run("http", port=int(sys.argv[2]), loop=loop, http=http)  # type: ignore[arg-type]
     else:
         server.run()

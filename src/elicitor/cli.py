@@ -54,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
         help="where browsers reach the server's URL-mode pages (Server.serve_pages) when that is not where it "
         "listens, e.g. behind a proxy (default: the address it listens on; a loopback port on stdio)",
     )
+    serve.add_argument(
+        "--loop",
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="HTTP: the event loop (default: uvloop if installed, with pip install 'elicitor[speed]')",
+    )
+    serve.add_argument(
+        "--http",
+        choices=["auto", "httptools", "h11"],
+        default="auto",
+        help="HTTP: the request parser (default: httptools if installed, as it is with elicitor)",
+    )
     check = commands.add_parser(
         "check",
         help="is a requestedSchema or form inside the spec's subset, and for which revisions?",
@@ -131,6 +143,7 @@ def _serve(args: argparse.Namespace) -> int:
     import importlib
 
     from .server import Server
+    from .server._server import http_stack
     from .server.http import LOCAL_HOSTS
 
     module_name, _, attribute = args.target.partition(":")
@@ -161,7 +174,15 @@ def _serve(args: argparse.Namespace) -> int:
         server.run("stdio")
     else:
         hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
-        server.run("http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts, redis=args.redis)
+        try:
+            http_stack(args.loop, args.http)  # a named one that is not installed: say so before anything starts
+        except ValueError as exc:
+            print(f"elicitor serve: {exc}", file=sys.stderr)
+            return 2
+        server.run(
+            "http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts, redis=args.redis,
+            loop=args.loop, http=args.http,
+        )  # fmt: skip
     return 0
 
 

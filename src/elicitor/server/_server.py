@@ -417,9 +417,15 @@ class Server:
         backend: str = "asyncio",
         redis: str | None = None,
         shutdown_grace: int = 30,
+        loop: Literal["auto", "uvloop", "asyncio"] = "auto",
+        http: Literal["auto", "httptools", "h11"] = "auto",
         **options: Any,
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
+
+        HTTP is served on the fastest stack installed unless ``loop``/``http`` say otherwise: uvloop's event loop
+        (``pip install 'elicitor[speed]'``) and httptools' parser (installed with elicitor), else asyncio and h11.
+        The line printed at start names the stack in use. See docs/deploying.md for what each is worth.
 
         HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
         (DNS-rebinding protection rejects requests addressed to any other host). ``redis`` (default:
@@ -441,19 +447,52 @@ class Server:
             redis = redis or os.environ.get(REDIS_URL_ENV, "").strip() or None
             if redis is not None:
                 self.share(redis)
+            event_loop, parser = http_stack(loop, http)
             shown = f"[{host}]" if ":" in host else host
-            shared = " (state shared in Redis)" if self.store.shared else ""
-            print(f"elicitor: {self.info['name']} at http://{shown}:{port}{path}{shared}", file=sys.stderr, flush=True)
-
+            shared = ", state shared in Redis" if self.store.shared else ""
+            print(
+                f"elicitor: {self.info['name']} at http://{shown}:{port}{path} ({parser}, {event_loop}{shared})",
+                file=sys.stderr,
+                flush=True,
+            )
             uvicorn.run(
                 self.http_app(path, **options),
                 host=host,
                 port=port,
+                loop=event_loop,
+                http=parser,
                 log_level="warning",
                 timeout_graceful_shutdown=shutdown_grace,
             )
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+def http_stack(loop: str = "auto", http: str = "auto") -> tuple[str, str]:
+    """The event loop and HTTP parser uvicorn runs on: the fastest installed for ``"auto"``, else as named.
+
+    Raises:
+        ValueError: an unknown name, or a named one that is not installed (with what to install).
+    """
+    if loop not in ("auto", "uvloop", "asyncio"):
+        raise ValueError(f"unknown event loop {loop!r}: use 'auto', 'uvloop' or 'asyncio'")
+    if http not in ("auto", "httptools", "h11"):
+        raise ValueError(f"unknown HTTP parser {http!r}: use 'auto', 'httptools' or 'h11'")
+    if loop == "auto":
+        loop = "uvloop" if _installed("uvloop") else "asyncio"
+    elif loop == "uvloop" and not _installed("uvloop"):
+        raise ValueError("loop='uvloop' needs uvloop: pip install 'elicitor[speed]'")
+    if http == "auto":
+        http = "httptools" if _installed("httptools") else "h11"
+    elif http == "httptools" and not _installed("httptools"):
+        raise ValueError("http='httptools' needs httptools: pip install httptools")
+    return loop, http
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 def log_to_stderr() -> None:
