@@ -43,9 +43,15 @@ def TestOneInput(data: bytes) -> None:
     try:
         sealed = sealer.seal({"answers": book.pack()}, BINDING)
     except JSONRPCError as exc:  # a book too large to carry is refused by name, as documented
-        assert exc.code == -32603 and "limit" in exc.message, exc
+        assert exc.code == -32602 and "limit" in exc.message, exc
         return
     assert sealer.open(sealed, BINDING) == {"answers": book.pack()}
+    try:  # as the server seals them: the answers compressed
+        sealed = sealer.seal({"answers": book.pack(), "memo": {}}, BINDING, compress=("answers",))
+    except JSONRPCError as exc:
+        assert exc.code == -32602 and "limit" in exc.message, exc
+        return
+    assert sealer.open(sealed, BINDING) == {"answers": book.pack(), "memo": {}}
 
 
 if __name__ == "__main__":
