@@ -557,3 +557,51 @@ async def test_a_silent_sse_stream_ends_the_call_and_the_server_stops_the_tool(
             await client.call_tool("stall")
         with anyio.fail_after(10):
             await stopped.wait()
+
+
+# ---- the application's callbacks ------------------------------------------------------------------------------
+
+
+chatty = Server("chatty")
+
+
+@chatty.tool()
+async def report(ctx: Context, steps: int) -> str:
+    for step in range(steps):
+        await ctx.report_progress(step + 1, steps, f"step {step + 1}")
+    return "reported"
+
+
+@chatty.tool()
+async def question(ctx: Context) -> str:
+    return (await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})).action
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_a_slow_progress_callback_holds_up_only_its_own_call(anyio_backend: str, protocol: str) -> None:
+    """Progress callbacks run off the read loop: while one waits, the server's question for another call is read
+    and answered (inline, the callback would block it: a deadlock here, a timed-out elicitation in real life), and
+    a call still returns after every progress notification that came before its result."""
+    started, release = anyio.Event(), anyio.Event()
+    seen: list[str | None] = []
+
+    async def slow(done: float, total: float | None, message: str | None) -> None:
+        started.set()
+        await release.wait()  # until the other call has been answered
+        seen.append(message)
+
+    handler = ScriptedHandler([{"name": "Ann"}])
+    with anyio.fail_after(10):
+        async with connected(chatty, elicitation=handler, protocol=protocol) as client:
+            results: list[str] = []
+
+            async def reporting() -> None:
+                results.append((await client.call_tool("report", {"steps": 5}, progress=slow)).text)
+                assert seen == [f"step {i}" for i in range(1, 6)]  # all of them, in order, before the return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reporting)
+                await started.wait()  # a progress callback is under way, holding up its call
+                results.append((await client.call_tool("question")).text)
+                release.set()
+    assert results == ["accept", "reported"]

@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import anyio
 import msgspec
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._exceptions import (
     ElicitorError,
@@ -184,6 +185,7 @@ class Client:
         self._transport: Any = None
         self._session: Session | None = None
         self._progress: dict[str, ProgressCallback] = {}
+        self._callbacks = CallbackQueue()
         self._meta_cache: dict[str, JSONObject] = {}
         self._url_pending: dict[str, anyio.Event] = {}
         self._handshake_timeout = handshake_timeout
@@ -268,6 +270,11 @@ class Client:
         try:
             transport = await self._open_transport(self._stack)
             self._transport = transport
+            self._callbacks.open()
+            self._stack.callback(self._callbacks.close)
+            deliveries = await self._stack.enter_async_context(anyio.create_task_group())
+            deliveries.start_soon(self._callbacks.run)
+            self._stack.callback(deliveries.cancel_scope.cancel)
             self._session = await self._stack.enter_async_context(
                 open_session(transport, self._on_request, self._on_notification)
             )
@@ -575,6 +582,7 @@ class Client:
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+                self._callbacks.forget(token)
         try:
             return msgspec.convert(result, CallToolResult)
         except msgspec.ValidationError as exc:
@@ -611,6 +619,7 @@ class Client:
         if token is not None:
             if handle is None:
                 self._progress.pop(token, None)
+                self._callbacks.forget(token)
             else:
                 handle._progress_token = token  # forgotten when its wait ends
         return handle or TaskHandle.finished(self, result)
@@ -653,7 +662,9 @@ class Client:
         stops) and hands the exception to the call waiting on that server, here (see :meth:`_answer_request`).
         """
         if self.modern:
-            return await self._rounds(method, params)
+            result = await self._rounds(method, params)
+            await self._callbacks.caught_up(_progress_key(params))
+            return result
         failures: list[Exception] = []
         self._waiting.append(failures)
         try:
@@ -666,6 +677,7 @@ class Client:
             self._waiting.remove(failures)
         if failures:
             raise failures[0]
+        await self._callbacks.caught_up(_progress_key(params))  # its progress and logs before its result
         return result
 
     async def _rounds(self, method: str, params: JSONObject) -> JSONObject:
@@ -906,7 +918,7 @@ class Client:
             data = params.get("data")
             source = params.get("logger")
             if self._on_log is not None:
-                await self._on_log(level, data, source if isinstance(source, str) else None)
+                self._callbacks.put(None, self._on_log, level, data, source if isinstance(source, str) else None)
             else:
                 logging.getLogger("elicitor.server_log").info("%s: %s", level, data)
         elif note.method == "notifications/elicitation/complete":
@@ -915,17 +927,121 @@ class Client:
             if done is not None:
                 done.set()
         elif note.method == "notifications/progress":
-            callback = self._progress.get(str(params.get("progressToken")))
+            key = str(params.get("progressToken"))
+            callback = self._progress.get(key)
             progress = params.get("progress")
             if callback is not None and isinstance(progress, int | float):
                 total = params.get("total")
                 text = params.get("message")
-                await callback(
+                self._callbacks.put(
+                    key,
+                    callback,
                     progress,
                     total if isinstance(total, int | float) else None,
                     text if isinstance(text, str) else None,
                 )
 
 
+def _progress_key(params: JSONObject) -> str | None:
+    """The progress token a request carries, as the callbacks are keyed (``None`` without one)."""
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return None if token is None else str(token)
+
+
 def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+MAX_QUEUED_CALLBACKS = 4096
+"""How many progress and log callbacks may wait for delivery before new ones are dropped (with a warning)."""
+
+
+class CallbackQueue:
+    """Delivers the application's progress and log callbacks in order, off the connection's read loop.
+
+    A callback that takes its time (a slow terminal, a callback that awaits I/O) must not hold up the messages
+    behind it: run inline, it would keep the client from reading the server's next request, and the server would
+    give up on an elicitation the person already answered. Here one task delivers them in arrival order. A call
+    waits for its own progress callbacks and the log callbacks that arrived before its result
+    (:meth:`caught_up`), so they still come before its return, and no other call waits on them. If callbacks fall
+    :data:`MAX_QUEUED_CALLBACKS` behind, new ones are dropped with a warning: progress and logs are informational,
+    and memory stays bounded whatever the server sends.
+    """
+
+    __slots__ = ("_delivered", "_dropping", "_finished", "_queued", "_receive", "_send", "_wake")
+
+    def __init__(self) -> None:
+        self._send: MemoryObjectSendStream[tuple[str | None, Any, tuple[Any, ...]]] | None = None
+        self._receive: MemoryObjectReceiveStream[tuple[str | None, Any, tuple[Any, ...]]] | None = None
+        self._queued: dict[str | None, int] = {}  # per progress token (None: logs), how many were queued
+        self._delivered: dict[str | None, int] = {}
+        self._finished: set[str] = set()  # tokens of calls that ended with callbacks still queued
+        self._dropping = False
+        self._wake: anyio.Event | None = None  # made in the event loop, by the first waiter
+
+    def open(self) -> None:
+        """Make the queue (when the client connects: streams left open would be reported unclosed)."""
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[str | None, Any, tuple[Any, ...]]](
+            MAX_QUEUED_CALLBACKS
+        )
+
+    def close(self) -> None:
+        """Drop what is still queued (the client is leaving)."""
+        if self._send is not None and self._receive is not None:
+            self._send.close()
+            self._receive.close()
+
+    def put(self, key: str | None, callback: Callable[..., Awaitable[None]], *args: Any) -> None:
+        """Queue ``callback(*args)`` for ``key`` (a progress token, or ``None`` for logs); dropped (and said once
+        per backlog) when the queue is full."""
+        if self._send is None:
+            return
+        try:
+            self._send.send_nowait((key, callback, args))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return
+        except anyio.WouldBlock:
+            if not self._dropping:
+                self._dropping = True
+                logger.warning(
+                    "progress and log callbacks are %d behind: dropping new ones until they catch up",
+                    MAX_QUEUED_CALLBACKS,
+                )
+            return
+        self._queued[key] = self._queued.get(key, 0) + 1
+
+    async def run(self) -> None:
+        """Deliver queued callbacks until cancelled (the client's exit); a failing callback is logged."""
+        assert self._receive is not None, "open() first"
+        async for key, callback, args in self._receive:
+            try:
+                await callback(*args)
+            except Exception:
+                logger.exception("a progress or log callback failed")
+            delivered = self._delivered[key] = self._delivered.get(key, 0) + 1
+            if delivered == self._queued.get(key):
+                self._dropping = False
+                if key in self._finished:  # its call has ended: nothing more will come for it
+                    self._finished.discard(key)
+                    del self._queued[key], self._delivered[key]
+            wake, self._wake = self._wake, None
+            if wake is not None:
+                wake.set()
+
+    def forget(self, token: str) -> None:
+        """The call with progress ``token`` has ended: drop its counts once its queued callbacks are delivered."""
+        if self._queued.get(token, 0) == self._delivered.get(token, 0):
+            self._queued.pop(token, None)
+            self._delivered.pop(token, None)
+        else:
+            self._finished.add(token)
+
+    async def caught_up(self, token: str | None) -> None:
+        """Wait until the callbacks for ``token`` and the log callbacks queued so far have been delivered."""
+        keys = (None,) if token is None else (None, token)
+        marks = [(key, self._queued.get(key, 0)) for key in keys]
+        while any(self._delivered.get(key, 0) < mark for key, mark in marks):
+            if self._wake is None:
+                self._wake = anyio.Event()
+            await self._wake.wait()

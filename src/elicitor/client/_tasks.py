@@ -156,6 +156,7 @@ class TaskHandle:
         finally:
             if self._progress_token is not None:
                 self._client._progress.pop(self._progress_token, None)
+                self._client._callbacks.forget(self._progress_token)
         return self.result()
 
     async def _fetch_result(self) -> None:
