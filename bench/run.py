@@ -1,12 +1,13 @@
 """Benchmarks of performance.md: elicitor against the official MCP Python SDK, in one run.
 
-    python bench/run.py [--runs 3] [--scenarios a,d,e,b,c,eh] [--n 2000]
+    python bench/run.py [--runs 3] [--scenarios a,d,e,b,c,eh,dh] [--n 2000]
 
 stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
 server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth per
 pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round.
 Streamable HTTP on 127.0.0.1 (uvicorn on both sides): (b) one session, n/2 elicitations; (c) 50 concurrent sessions
-of 50 elicitations each, total elicitations/s; (eh) n/2 multi-round-trip rounds.
+of 50 elicitations each, total elicitations/s; (eh) n/2 multi-round-trip rounds; (dh) as (d) over HTTP, and
+the seconds each client takes to drain the pending answers once its handler releases them.
 Each library uses its own client; the client's handler accepts at once with {"name": "x", "age": 1}. Medians of
 the runs with min-max; ratios are computed run by run. Timings never appear in tests.
 """
@@ -20,14 +21,16 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2 as httpx
 import mcp_types as mt
 from mcp import Client as McpClient
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, ElicitationRequest
 
@@ -166,7 +169,8 @@ async def theirs_http(n: int, protocol: str, sessions: int = 1) -> Result:
     return total / elapsed, (cpu1 - cpu0) / total * 1e6
 
 
-async def ours_memory(count: int) -> Result:
+async def ours_memory(count: int, http: bool = False) -> tuple[float, float]:
+    """Server RSS growth per pending elicitation (KiB) and seconds to drain them all once released."""
     release = anyio.Event()
     arrived = 0
     all_in = anyio.Event()
@@ -183,7 +187,13 @@ async def ours_memory(count: int) -> Result:
         await release.wait()
         return Accepted(ANSWER)
 
-    async with Client.stdio(OURS, elicitation=handler, protocol="2025-11-25") as client:
+    async with AsyncExitStack() as stack:
+        if http:
+            url = await stack.enter_async_context(http_server("elicitor_server.py"))
+            client = Client.http(url, elicitation=handler, protocol="2025-11-25")
+        else:
+            client = Client.stdio(OURS, elicitation=handler, protocol="2025-11-25")
+        await stack.enter_async_context(client)
         await client.call_tool("ask", {"n": 10})
         _, rss0 = _probe((await client.call_tool("probe")).text)
         armed = True
@@ -192,11 +202,13 @@ async def ours_memory(count: int) -> Result:
                 tg.start_soon(client.call_tool, "ask", {"n": 1})
             await all_in.wait()
             _, rss1 = _probe((await client.call_tool("probe")).text)
+            start = time.perf_counter()
             release.set()
-    return (rss1 - rss0) / count, 0.0
+        drained = time.perf_counter() - start
+    return (rss1 - rss0) / count, drained
 
 
-async def theirs_memory(count: int) -> Result:
+async def theirs_memory(count: int, http: bool = False) -> tuple[float, float]:
     release = anyio.Event()
     arrived = 0
     all_in = anyio.Event()
@@ -213,7 +225,14 @@ async def theirs_memory(count: int) -> Result:
         await release.wait()
         return mt.ElicitResult(action="accept", content=ANSWER)
 
-    async with McpClient(THEIRS, elicitation_callback=handler, mode="legacy") as client:
+    async with AsyncExitStack() as stack:
+        target: Any = THEIRS
+        if http:
+            # Its default pool (100 connections) times out with 1,000 streams open: give it room, as ours has.
+            url = await stack.enter_async_context(http_server("mcp_server.py"))
+            pool = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=300.0), limits=httpx.Limits(max_connections=4096))
+            target = streamable_http_client(url, http_client=await stack.enter_async_context(pool))
+        client = await stack.enter_async_context(McpClient(target, elicitation_callback=handler, mode="legacy"))
         await client.call_tool("ask", {"n": 10})
         _, rss0 = _probe(_text(await client.call_tool("probe", {})))
         armed = True
@@ -222,8 +241,14 @@ async def theirs_memory(count: int) -> Result:
                 tg.start_soon(client.call_tool, "ask", {"n": 1})
             await all_in.wait()
             _, rss1 = _probe(_text(await client.call_tool("probe", {})))
+            start = time.perf_counter()
             release.set()
-    return (rss1 - rss0) / count, 0.0
+        drained = time.perf_counter() - start
+    return (rss1 - rss0) / count, drained
+
+
+async def memory_only(measure: Awaitable[tuple[float, float]]) -> Result:
+    return (await measure)[0], 0.0
 
 
 def report(title: str, unit: str, ours: list[Result], theirs: list[Result], higher_is_better: bool = True) -> None:
@@ -304,10 +329,29 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             (
                 f"(d) stdio, KiB of server RSS per pending elicitation ({pending} pending)",
                 "KiB",
-                lambda: ours_memory(pending),
-                lambda: theirs_memory(pending),
+                lambda: memory_only(ours_memory(pending)),
+                lambda: memory_only(theirs_memory(pending)),
                 False,
             )
+        )
+    if "dh" in scenarios:
+        samples: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        for _ in range(runs):
+            samples.append((await ours_memory(pending, http=True), await theirs_memory(pending, http=True)))
+        title = f"(d) HTTP, {pending} pending on one session, 2025-11-25"
+        report(
+            f"{title}: KiB of server RSS per pending elicitation",
+            "KiB",
+            [(o[0], 0.0) for o, _ in samples],
+            [(t[0], 0.0) for _, t in samples],
+            False,
+        )
+        report(
+            f"{title}: seconds for each library's client to drain the answers once released",
+            "s",
+            [(o[1], 0.0) for o, _ in samples],
+            [(t[1], 0.0) for _, t in samples],
+            False,
         )
     for title, unit, ours_fn, theirs_fn, higher in plan:
         ours: list[Result] = []
@@ -321,7 +365,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenarios", default="a,d,e")
+    parser.add_argument("--scenarios", default="a,d,e,dh")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=1000)
     args = parser.parse_args()

@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import IO, Any
 
 import anyio
+import httpx2 as httpx
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -252,14 +253,32 @@ class Client:
         return cls(connect, **kwargs)
 
     @classmethod
-    def http(cls, url: str, *, headers: Mapping[str, str] | None = None, **kwargs: Any) -> Client:
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        limits: httpx.Limits | None = None,
+        http: httpx.AsyncClient | None = None,
+        **kwargs: Any,
+    ) -> Client:
         """A client for the Streamable HTTP endpoint at ``url``; ``headers`` go on every request.
+
+        Each call that waits on the server holds a connection (its response stream), so ``limits``
+        (``httpx.Limits``) bounds how many calls can wait at once: ``max_connections`` in all (default 4,096;
+        beyond it, requests queue for a connection), ``max_keepalive_connections`` idle ones kept for reuse per
+        pool of 32. Connections are kept in pools of 32, so answering the thousandth waiting call costs what
+        answering the first does. ``http`` is an ``httpx.AsyncClient`` of your own to send everything through
+        instead (your proxies, certificates, transport and limits; ``headers`` still go on every request, and your
+        client is not closed here).
 
         Other arguments are as for :class:`Client`.
         """
         from ._http import HttpClientTransport
 
-        return cls(lambda: HttpClientTransport.connect(url, headers=headers), **kwargs)
+        if http is not None and limits is not None:
+            raise ValueError("limits= sizes the client's own connection pools; set limits on the http= client instead")
+        return cls(lambda: HttpClientTransport.connect(url, headers=headers, http=http, limits=limits), **kwargs)
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
 from ._client import SESSION_EXPIRED
 from ._headers import header_value
+from ._pool import DEFAULT_LIMITS, ShardedTransport
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -52,9 +53,13 @@ class HttpClientTransport:
     there is a session.
     """
 
-    def __init__(self, url: str, http: httpx.AsyncClient, tg: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self, url: str, http: httpx.AsyncClient, tg: anyio.abc.TaskGroup, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.url = url
         self.http = http
+        self._extra_headers = dict(headers or {})
+        """Headers for every request that ``http`` does not already carry (it is the caller's client)."""
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -69,14 +74,32 @@ class HttpClientTransport:
     @classmethod
     @asynccontextmanager
     async def connect(
-        cls, url: str, *, headers: Mapping[str, str] | None = None, http: httpx.AsyncClient | None = None
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        limits: httpx.Limits | None = None,
     ) -> AsyncIterator[HttpClientTransport]:
-        """Open a transport to ``url``; ``headers`` go on every request (authorization, say)."""
+        """Open a transport to ``url``; ``headers`` go on every request (authorization, say).
+
+        ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
+        transport makes its own, with connections in small pools (:class:`ShardedTransport`) bounded by ``limits``
+        (default :data:`DEFAULT_LIMITS`).
+        """
         timeout = httpx.Timeout(30.0, read=None)
         async with anyio.create_task_group() as tg:
             own = http is None
-            client = http if http is not None else httpx.AsyncClient(timeout=timeout, headers=dict(headers or {}))
-            transport = cls(url, client, tg)
+            client = (
+                http
+                if http is not None
+                else httpx.AsyncClient(
+                    timeout=timeout,
+                    headers=dict(headers or {}),
+                    transport=ShardedTransport(limits if limits is not None else DEFAULT_LIMITS),
+                )
+            )
+            transport = cls(url, client, tg, headers=None if own else headers)
             try:
                 yield transport
             finally:
@@ -137,7 +160,7 @@ class HttpClientTransport:
     # ---- internals -------------------------------------------------------------------------------------------
 
     def _base_headers(self) -> dict[str, str]:
-        headers = {"accept": _ACCEPT, "content-type": "application/json"}
+        headers = {**self._extra_headers, "accept": _ACCEPT, "content-type": "application/json"}
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
         if self.protocol_version is not None:
