@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import replace
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-import httpx2 as httpx
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -60,6 +59,9 @@ from ._headers import header_params
 from ._quiet import QuietClock
 from ._tasks import TaskHandle
 from ._url import UrlElicitationRequest
+
+if TYPE_CHECKING:
+    import httpx2 as httpx
 
 logger = logging.getLogger("elicitor.client")
 
