@@ -472,3 +472,52 @@ async def test_concurrent_questions_keep_their_order_when_the_event_store_yields
         async with serving(app) as url, Client.http(url, elicitation=handler, protocol="2025-11-25") as client:
             assert (await client.call_tool("pair")).text == "a b c"
     assert sorted(r.message for r in handler.requests) == ["Name a?", "Name b?", "Name c?"]
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_gateway_error_on_the_first_request_is_retried_and_no_other_request_is(
+    anyio_backend: str, revision: str
+) -> None:
+    """A balancer may still route the opening request to a replica that just died (502): sending ``initialize``
+    or ``server/discover`` again is harmless, so the client does; a tool call is never sent twice."""
+    app = server.http_app()
+    seen: list[str] = []
+    failures = {"initialize": 2, "server/discover": 2, "tools/call": 1}
+
+    async def gateway(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        method = json.loads(body).get("method", "")
+        seen.append(method)
+        if failures.get(method, 0):
+            failures[method] -= 1
+            await send({"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/html")]})
+            await send({"type": "http.response.body", "body": b"<html>502 Bad Gateway</html>"})
+            return
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                message: dict[str, Any] = await receive()
+                return message
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    async with serving(gateway) as url:
+        client = Client.http(url, elicitation=ScriptedHandler([{"name": "Ada"}]), protocol=revision)
+        async with client:
+            with pytest.raises(JSONRPCError, match="502"):
+                await client.call_tool("greet")
+            assert (await client.call_tool("greet")).text == "hello Ada"
+    opening = "server/discover" if revision == "2026-07-28" else "initialize"
+    assert seen.count(opening) == 3 and seen.count("tools/call") >= 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -38,6 +39,8 @@ _NAMED = {
 }  # fmt: skip
 _ACCEPT = "application/json, text/event-stream"
 _RECONNECTS = 5
+_OPENING = frozenset({"initialize", "server/discover"})
+"""Requests that open a conversation: sending one again changes nothing on the server."""
 _UNAVAILABLE_FOR = 30.0
 """Seconds a resume keeps trying while the server answers 502/503/504."""
 
@@ -122,7 +125,8 @@ class HttpClientTransport:
         headers = self._headers(decoded)
         if is_request:
             # The answer may take long (a person is filling a form): read it in the background.
-            self._tg.start_soon(self._exchange, message, headers, decoded["id"])
+            opening = decoded.get("method") in _OPENING
+            self._tg.start_soon(self._exchange, message, headers, decoded["id"], opening)
             return
         if decoded.get("method") == "notifications/cancelled" and self._stop_reading(decoded.get("params")):
             return
@@ -198,11 +202,13 @@ class HttpClientTransport:
                 out[f"mcp-param-{name.lower()}"] = encode_header(text)
         return out
 
-    async def _exchange(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
+    async def _exchange(
+        self, message: bytes, headers: dict[str, str], request_id: RequestId, opening: bool = False
+    ) -> None:
         with anyio.CancelScope() as scope:
             self._in_flight[request_id] = scope
             try:
-                await self._post_request(message, headers, request_id)
+                await self._post_request(message, headers, request_id, opening)
             finally:
                 self._in_flight.pop(request_id, None)
 
@@ -221,9 +227,18 @@ class HttpClientTransport:
             scope.cancel()
         return scope is not None and is_modern(self.protocol_version or "")
 
-    async def _post_request(self, message: bytes, headers: dict[str, str], request_id: RequestId) -> None:
+    async def _post_request(
+        self, message: bytes, headers: dict[str, str], request_id: RequestId, opening: bool = False
+    ) -> None:
+        """POST one request and deliver its answer (JSON or SSE), resuming an SSE stream cut short.
+
+        ``opening`` (``initialize``, ``server/discover``): a gateway's 502/503/504 is retried for up to
+        ``_UNAVAILABLE_FOR`` seconds, since a balancer may still send it to a replica that just died and sending
+        it again changes nothing on the server. Other requests are never sent twice.
+        """
         try:
-            async with self.http.stream("POST", self.url, content=message, headers=headers) as response:
+            response = await self._open_post(message, headers, opening)
+            try:
                 offered = response.headers.get("mcp-session-id")
                 if offered and self.session_id is None:
                     if not _valid_session_id(offered):
@@ -238,16 +253,34 @@ class HttpClientTransport:
                     done, last_id, retry = await self._read_events(response, request_id)
                 else:
                     body = await response.aread()
-                    if body:
+                    if response.status_code >= 400 and kind != "application/json":  # a gateway's page, say
+                        self._fail(request_id, f"the server answered HTTP {response.status_code} ({kind or 'untyped'})")
+                    elif body:
                         await self._deliver(_addressed(body, request_id))
                     else:
                         self._fail(request_id, f"the server answered HTTP {response.status_code} with no body")
                     return
+            finally:
+                await response.aclose()
         except httpx.HTTPError as exc:
             self._fail(request_id, f"HTTP request failed: {exc}")
             return
         if not done:
             await self._resume(request_id, last_id, retry)
+
+    async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> httpx.Response:
+        """Send the POST and return its response, unread. ``opening``: 502/503/504 is retried (see above)."""
+        give_up_at = time.monotonic() + _UNAVAILABLE_FOR
+        delay = 0.1
+        while True:
+            request = self.http.build_request("POST", self.url, content=message, headers=headers)
+            response = await self.http.send(request, stream=True)
+            if not (opening and response.status_code in (502, 503, 504) and time.monotonic() < give_up_at):
+                return response
+            await response.aclose()
+            logger.info("the server answered HTTP %d to the first request; sending it again", response.status_code)
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     async def _read_events(
         self, response: httpx.Response, request_id: RequestId | None
