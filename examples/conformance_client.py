@@ -21,6 +21,11 @@ from typing import Any
 import anyio
 
 from elicitor import Accepted, Client, ElicitorError, ScriptedHandler
+from elicitor.client.auth import OAuth
+from elicitor.types import ALL_REVISIONS
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+"""Where the harness expects this client's Client ID Metadata Document (it never fetches it)."""
 
 
 def _arguments(schema: dict[str, Any]) -> dict[str, Any]:
@@ -48,6 +53,8 @@ async def _sample(params: dict[str, Any]) -> dict[str, Any]:
 async def main(url: str) -> None:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or "auto"
+    if version not in ALL_REVISIONS:  # 2025-03-26 scenarios test sign-in, which works the same: negotiate
+        version = "auto"
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     handler = ScriptedHandler(otherwise=Accepted({}))
     roots = [{"uri": "file:///conformance", "name": "conformance"}]
@@ -55,6 +62,15 @@ async def main(url: str) -> None:
     # ELICITOR_CONFORMANCE_VIA_PROXY=1: reach the harness's server through `elicitor proxy` (stdio to us, HTTP on).
     via_proxy = os.environ.get("ELICITOR_CONFORMANCE_VIA_PROXY") == "1"
     proxy = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+    if scenario.startswith("auth/"):
+        # Sign in headless (the harness's authorization server approves at once and redirects), with the
+        # pre-registered credentials it hands over, and the Client ID Metadata Document URL it expects.
+        options["auth"] = OAuth(
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            client_metadata_url=CLIENT_METADATA_URL,
+            client_name="elicitor conformance client",
+        )
     connection = Client.stdio(proxy, **options) if via_proxy else Client.http(url, **options)
     async with connection as client:
         tools = {tool.name: tool for tool in await client.list_tools()}

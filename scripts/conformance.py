@@ -9,10 +9,12 @@ Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored
   of it behind nginx sharing a Redis (``tests/replicas.py``: the deployment of docs/deploying.md);
 * client mode: ``examples/conformance_client.py`` against every scenario that is neither ``auth/*`` nor an
   extension, each run alone so that a client crash counts, per harness version and revision; then all of them again
-  with the client reaching the harness through ``elicitor proxy`` (stdio to the client, HTTP to the harness).
+  with the client reaching the harness through ``elicitor proxy`` (stdio to the client, HTTP to the harness);
+* sign-in: every non-extension ``auth/*`` client scenario of both harness versions (0.2.x: at each revision it is
+  tagged with), the client signing in with ``OAuth`` and its headless authorizer.
 
-Expected failures (``scripts/conformance-expected-failures.yml``) may only name ``auth/*`` and extension
-scenarios; the harness itself fails a run whose listed failure passes, so the list stays honest.
+Expected failures (``scripts/conformance-expected-failures.yml``) may only name extension scenarios; the harness
+itself fails a run whose listed failure passes, so the list stays honest.
 """
 
 from __future__ import annotations
@@ -91,6 +93,38 @@ def client_scenarios(version: str, env: dict[str, str], spec: str | None) -> lis
         name for name, tags in names
         if not name.startswith("auth/") and "extension" not in tags and (spec is None or spec in tags or not tags)
     ]  # fmt: skip
+
+
+def auth_scenarios(version: str, env: dict[str, str]) -> list[tuple[str, str | None]]:
+    """Every non-extension ``auth/*`` client scenario with each revision it is tagged with (0.2.x), or once."""
+    listing = subprocess.run([harness(version), "list", "--client"], env=env, capture_output=True, text=True).stdout
+    runs: list[tuple[str, str | None]] = []
+    for name, tags in re.findall(r"^\s+- (auth/\S+)(?: \[(.*)\])?$", listing, re.M):
+        if "extension" in tags:
+            continue
+        if version.startswith("0.1."):
+            runs.append((name, None))
+        else:
+            runs += [(name, tag) for tag in tags.split(",") if tag and tag != "draft"]
+    return runs
+
+
+def auth_suite(
+    client: str, version: str, env: dict[str, str], logs: Path, expected: list[str]
+) -> list[tuple[str, bool, str]]:
+    """The sign-in scenarios: the harness runs an authorization server and a protected MCP server, and the client
+    (``OAuth`` with its headless authorizer) must discover, register, authorize and use the token as the spec says."""
+    results = []
+    for scenario, spec in auth_scenarios(version, env):
+        label = f"client {version}" + (f" {spec}" if spec else "") + f" {scenario}"
+        command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
+        if spec:
+            command += ["--spec-version", spec]
+        code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
+        passed = re.findall(r"Passed: (\d+)/(\d+)", output)
+        summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
+        results.append((label, code == 0, summary))
+    return results
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -204,6 +238,8 @@ def main() -> int:
     for via, client_env in (("", env), (" through elicitor proxy", {**env, "ELICITOR_CONFORMANCE_VIA_PROXY": "1"})):
         for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
             results += client_suite(client, version, spec, via, client_env, logs, expected)
+    for version in ("0.1.16", "0.2.0-alpha.12"):
+        results += auth_suite(client, version, env, logs, expected)
 
     failed = [r for r in results if not r[1]]
 

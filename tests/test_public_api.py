@@ -22,6 +22,8 @@ def test_all_lists_every_public_member() -> None:
 PUBLIC = [
     "Accepted",
     "AudioContent",
+    "AuthError",
+    "BearerToken",
     "BooleanField",
     "BrowserHandler",
     "CallToolResult",
@@ -53,6 +55,7 @@ PUBLIC = [
     "LocalProtocolError",
     "MultiEnumField",
     "NumberField",
+    "OAuth",
     "Option",
     "Outcome",
     "ProtocolError",

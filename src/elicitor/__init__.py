@@ -5,7 +5,10 @@ client answers through a handler. The same tool code serves protocol revisions 2
 2026-07-28. See README.md and docs/architecture.md.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._exceptions import (
+    AuthError,
     ClientCapabilityMissing,
     ConnectionClosed,
     ElicitationUnsupported,
@@ -61,9 +64,28 @@ from .types import (
     Tool,
 )
 
+if TYPE_CHECKING:
+    from .client.auth import BearerToken, OAuth
+
+_LATER = {"BearerToken": "elicitor.client.auth", "OAuth": "elicitor.client.auth"}
+"""Names imported on first use: they need the HTTP client library, which a server never loads."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LATER:
+        import importlib
+
+        value = getattr(importlib.import_module(_LATER[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'elicitor' has no attribute {name!r}")
+
+
 __all__ = [
     "Accepted",
     "AudioContent",
+    "AuthError",
+    "BearerToken",
     "BooleanField",
     "BrowserHandler",
     "CallToolResult",
@@ -95,6 +117,7 @@ __all__ = [
     "LocalProtocolError",
     "MultiEnumField",
     "NumberField",
+    "OAuth",
     "Option",
     "Outcome",
     "ProtocolError",

@@ -159,3 +159,15 @@ class TaskCancelled(ElicitorError):
         super().__init__(f"task {task_id} was cancelled" + (f": {reason}" if reason else ""))
         self.task_id = task_id
         self.reason = reason
+
+
+class AuthError(ElicitorError):
+    """Signing in to an MCP server, or checking a client's token, failed; the message says which step and why.
+
+    Never carries a token or a client secret. ``error`` is the OAuth error code when a server sent one
+    (``invalid_grant``, ``insufficient_scope``...), else ``None``.
+    """
+
+    def __init__(self, message: str, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error

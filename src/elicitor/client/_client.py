@@ -262,6 +262,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         limits: httpx.Limits | None = None,
         http: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         **kwargs: Any,
     ) -> Client:
         """A client for the Streamable HTTP endpoint at ``url``; ``headers`` go on every request.
@@ -274,13 +275,21 @@ class Client:
         instead (your proxies, certificates, transport and limits; ``headers`` still go on every request, and your
         client is not closed here).
 
+        ``auth`` signs in to a protected server: :class:`~elicitor.OAuth` runs the spec's Authorization flow
+        when the server answers 401 (and again, for more scope, on 403 ``insufficient_scope``);
+        :class:`~elicitor.BearerToken` sends a token you already have. Any ``httpx.Auth`` works.
+
         Other arguments are as for :class:`Client`.
         """
         from ._http import HttpClientTransport
 
         if http is not None and limits is not None:
             raise ValueError("limits= sizes the client's own connection pools; set limits on the http= client instead")
-        return cls(lambda: HttpClientTransport.connect(url, headers=headers, http=http, limits=limits), **kwargs)
+        if http is not None and auth is not None:
+            raise ValueError("auth= applies to the client's own connections; set auth on the http= client instead")
+        return cls(
+            lambda: HttpClientTransport.connect(url, headers=headers, http=http, limits=limits, auth=auth), **kwargs
+        )
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ import anyio.abc
 import httpx2 as httpx
 import msgspec
 
+from .._exceptions import AuthError
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
@@ -83,6 +84,7 @@ class HttpClientTransport:
         headers: Mapping[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
+        auth: httpx.Auth | None = None,
     ) -> AsyncIterator[HttpClientTransport]:
         """Open a transport to ``url``; ``headers`` go on every request (authorization, say).
 
@@ -100,6 +102,7 @@ class HttpClientTransport:
                     timeout=timeout,
                     headers=dict(headers or {}),
                     transport=ShardedTransport(limits if limits is not None else DEFAULT_LIMITS),
+                    auth=auth,
                 )
             )
             transport = cls(url, client, tg, headers=None if own else headers)
@@ -130,7 +133,11 @@ class HttpClientTransport:
             return
         if decoded.get("method") == "notifications/cancelled" and self._stop_reading(decoded.get("params")):
             return
-        response = await self.http.post(self.url, content=message, headers=headers)
+        try:
+            response = await self.http.post(self.url, content=message, headers=headers)
+        except AuthError as exc:
+            logger.warning("a message was not sent: signing in to the server failed: %s", exc)
+            return
         if response.status_code == 404 and self.session_id is not None:
             # The session is gone (its server stopped): what we were waiting for will never come.
             for request_id in list(self._in_flight):
@@ -149,7 +156,7 @@ class HttpClientTransport:
             try:
                 with anyio.move_on_after(2):
                     await self.http.delete(self.url, headers=self._base_headers())
-            except httpx.HTTPError:
+            except (httpx.HTTPError, AuthError):
                 pass
 
     # ---- after the handshake ----------------------------------------------------------------------------------
@@ -265,6 +272,9 @@ class HttpClientTransport:
         except httpx.HTTPError as exc:
             self._fail(request_id, f"HTTP request failed: {exc}")
             return
+        except AuthError as exc:
+            self._fail(request_id, f"signing in to the server failed: {exc}")
+            return
         if not done:
             await self._resume(request_id, last_id, retry)
 
@@ -337,6 +347,9 @@ class HttpClientTransport:
                     if response.status_code != 200:
                         break
                     done, new_last, new_retry = await self._read_events(response, request_id)
+            except AuthError as exc:
+                self._fail(request_id, f"signing in to the server failed: {exc}")
+                return
             except httpx.HTTPError:
                 continue
             if done:
@@ -358,6 +371,9 @@ class HttpClientTransport:
                     if response.status_code != 200:
                         return  # 405: the server offers no standalone stream
                     _, new_last, new_retry = await self._read_events(response, None)
+            except AuthError as exc:
+                logger.warning("the standalone stream stays closed: signing in failed: %s", exc)
+                return
             except httpx.HTTPError:
                 pass
             else:

@@ -1,0 +1,277 @@
+"""The client's sign-in (client/auth/): the challenge parser, and OAuth end to end against a real authorization
+server and a protected elicitor server on loopback (the conformance harness's auth/* scenarios are in
+scripts/conformance.py)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from elicitor import Accepted, AuthError, Client, Context, JSONRPCError, ScriptedHandler, Server
+from elicitor.client.auth import Challenge, MemoryTokenStore, OAuth, parse_challenge
+from elicitor.client.auth._oauth import parse_redirect
+
+from .conftest import serving
+
+# ---- the challenge parser ------------------------------------------------------------------------------------
+
+
+def test_a_bearer_challenge_is_read_among_others() -> None:
+    header = 'Basic realm="x", Bearer error="insufficient_scope", scope="a b", resource_metadata="https://s/m"'
+    assert parse_challenge([header]) == Challenge("https://s/m", "a b", "insufficient_scope")
+    assert parse_challenge(["Bearer"]) == Challenge()
+    assert parse_challenge(['Bearer scope="quoted \\"q\\""']).scope == 'quoted "q"'
+    assert parse_challenge(["Digest nonce=1", 'Bearer scope="s"']).scopes == ["s"]
+
+
+@given(st.text(max_size=300))
+def test_the_challenge_parser_takes_any_text(header: str) -> None:
+    challenge = parse_challenge([header])  # never raises, always ends
+    assert isinstance(challenge, Challenge)
+
+
+_value = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=40)
+
+
+@given(_value, _value, st.sampled_from(["invalid_token", "insufficient_scope"]))
+def test_quoted_values_round_trip(scope: str, metadata: str, error: str) -> None:
+    def quote(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    header = f"Bearer error={error}, scope={quote(scope)}, resource_metadata={quote(metadata)}"
+    assert parse_challenge([header]) == Challenge(metadata, scope, error)
+
+
+def test_a_redirect_must_carry_the_state_and_a_code() -> None:
+    assert parse_redirect("http://127.0.0.1/cb?code=c&state=s&iss=i", "s").iss == "i"
+    with pytest.raises(AuthError, match="state does not match"):
+        parse_redirect("http://127.0.0.1/cb?code=c&state=other", "s")
+    with pytest.raises(AuthError, match="access_denied") as refused:
+        parse_redirect("http://127.0.0.1/cb?error=access_denied&state=s", "s")
+    assert refused.value.error == "access_denied"
+    with pytest.raises(AuthError, match="no code"):
+        parse_redirect("http://127.0.0.1/cb?state=s", "s")
+
+
+# ---- a real authorization server and a protected server, on one loopback port ------------------------------
+
+pytestmark_anyio = pytest.mark.anyio
+server = Server("protected")
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+@server.tool()
+async def greet(ctx: Context) -> str:
+    outcome = await ctx.elicit("Your name?", NAME)
+    return f"hello {outcome.data['name']}" if isinstance(outcome, Accepted) else outcome.action
+
+
+@server.tool()
+async def admin() -> str:
+    return "admin done"
+
+
+@dataclass
+class Grant:
+    scopes: list[str]
+    resource: str
+
+
+@dataclass
+class Deployment:
+    """An authorization server at ``/as`` and the elicitor server at ``/mcp`` behind a bearer check."""
+
+    base: str = ""
+    wrong_iss: bool = False
+    resource_override: str | None = None
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+    registrations: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[dict[str, str]] = field(default_factory=list)
+    token_requests: list[dict[str, str]] = field(default_factory=list)
+    codes: dict[str, tuple[str, Grant]] = field(default_factory=dict)
+    access: dict[str, Grant] = field(default_factory=dict)
+    refresh: dict[str, Grant] = field(default_factory=dict)
+
+    @property
+    def issuer(self) -> str:
+        return f"{self.base}/as"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self.mcp(scope, receive, send)
+            return None
+        path = scope["path"]
+        body = b""
+        while scope["method"] == "POST":
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if path == "/.well-known/oauth-protected-resource/mcp":
+            return await _json(
+                send,
+                200,
+                {
+                    "resource": self.resource_override or f"{self.base}/mcp",
+                    "authorization_servers": [self.issuer],
+                    "scopes_supported": ["mcp:basic"],
+                },
+            )
+        if path == "/.well-known/oauth-authorization-server/as":
+            return await _json(
+                send,
+                200,
+                {
+                    "issuer": self.issuer,
+                    "authorization_endpoint": f"{self.issuer}/authorize",
+                    "token_endpoint": f"{self.issuer}/token",
+                    "registration_endpoint": f"{self.issuer}/register",
+                    "code_challenge_methods_supported": ["S256"],
+                    "authorization_response_iss_parameter_supported": True,
+                    "token_endpoint_auth_methods_supported": ["none"],
+                    "scopes_supported": ["mcp:basic", "mcp:admin", "offline_access"],
+                },
+            )
+        if path == "/as/register":
+            self.registrations.append(json.loads(body))
+            return await _json(send, 201, {"client_id": f"client-{next(self.counter)}"})
+        if path == "/as/authorize":
+            self.authorizations.append(query)
+            assert query["code_challenge_method"] == "S256"
+            code = f"code-{next(self.counter)}"
+            self.codes[code] = (query["code_challenge"], Grant(query.get("scope", "").split(), query["resource"]))
+            iss = "https://elsewhere.example" if self.wrong_iss else self.issuer
+            location = f"{query['redirect_uri']}?" + urlencode({"code": code, "state": query["state"], "iss": iss})
+            await send({"type": "http.response.start", "status": 302, "headers": [(b"location", location.encode())]})
+            await send({"type": "http.response.body", "body": b""})
+            return None
+        if path == "/as/token":
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            self.token_requests.append(form)
+            if form["grant_type"] == "authorization_code":
+                challenge, grant = self.codes.pop(form["code"])
+                digest = hashlib.sha256(form["code_verifier"].encode()).digest()
+                if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != challenge:
+                    return await _json(send, 400, {"error": "invalid_grant"})
+            else:
+                grant = self.refresh[form["refresh_token"]]
+            token, refresh = f"at-{next(self.counter)}", f"rt-{next(self.counter)}"
+            self.access[token], self.refresh[refresh] = grant, grant
+            return await _json(
+                send, 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh}
+            )
+        if path == "/mcp":
+            metadata = f'resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp"'
+            token = headers.get("authorization", "").removeprefix("Bearer ")
+            held = self.access.get(token)
+            if held is None:
+                return await _json(send, 401, {"error": "invalid_token"}, f'Bearer {metadata}, scope="mcp:basic"')
+            if body and json.loads(body).get("params", {}).get("name") == "admin" and "mcp:admin" not in held.scopes:
+                challenge = f'Bearer error="insufficient_scope", scope="mcp:admin", {metadata}'
+                return await _json(send, 403, {"error": "insufficient_scope"}, challenge)
+            await self.mcp(scope, _replay(body, receive), send)
+            return None
+        return await _json(send, 404, {"error": "not_found"})
+
+    mcp = server.http_app()
+
+
+def _replay(body: bytes, receive: Any) -> Any:
+    sent = False
+
+    async def again() -> dict[str, Any]:
+        nonlocal sent
+        if sent:
+            message: dict[str, Any] = await receive()
+            return message
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+async def _json(send: Any, status: int, document: dict[str, Any], challenge: str | None = None) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if challenge is not None:
+        headers.append((b"www-authenticate", challenge.encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": json.dumps(document).encode()})
+
+
+@asynccontextmanager
+async def deployed(**options: Any) -> AsyncIterator[tuple[Deployment, str]]:
+    deployment = Deployment(**options)
+    async with serving(deployment) as url:
+        deployment.base = url.removesuffix("/mcp")
+        yield deployment, url
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn runs on asyncio
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_the_client_signs_in_when_asked_and_elicits(anyio_backend: str, revision: str) -> None:
+    store = MemoryTokenStore()
+    async with deployed() as (deployment, url):
+        auth = OAuth(store=store)
+        async with Client.http(url, auth=auth, elicitation=ScriptedHandler([{"name": "Ada"}]), protocol=revision) as c:
+            assert (await c.call_tool("greet")).text == "hello Ada"
+        assert len(deployment.registrations) == len(deployment.authorizations) == 1  # once for every request
+        registration = deployment.registrations[0]
+        assert registration["application_type"] == "native" and "refresh_token" in registration["grant_types"]
+        request = deployment.authorizations[0]
+        assert request["resource"] == url and request["scope"] == "mcp:basic offline_access"
+        assert [t["grant_type"] for t in deployment.token_requests] == ["authorization_code"]
+        kept = await store.load(url)
+        assert kept is not None and kept.issuer == deployment.issuer and kept.refresh_token is not None
+        assert kept.access_token not in repr(auth)
+
+
+@pytest.mark.anyio
+async def test_an_expired_token_is_refreshed_and_more_scope_is_asked_for_on_403(anyio_backend: str) -> None:
+    async with deployed() as (deployment, url):
+        async with Client.http(url, auth=OAuth(), protocol="2025-11-25") as client:
+            assert (await client.call_tool("admin")).text == "admin done"  # 401 -> sign in; 403 -> step up
+            scopes = [set(a["scope"].split()) for a in deployment.authorizations]
+            assert scopes == [{"mcp:basic", "offline_access"}, {"mcp:basic", "mcp:admin", "offline_access"}]
+            deployment.access.clear()  # every access token expires
+            assert (await client.call_tool("admin")).text == "admin done"
+        assert len(deployment.authorizations) == 2  # the refresh needed no person
+        assert deployment.token_requests[-1]["grant_type"] == "refresh_token"
+        assert deployment.token_requests[-1]["resource"] == url
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"wrong_iss": True}, "comes from issuer 'https://elsewhere.example'"),
+        ({"resource_override": "https://evil.example/mcp"}, "is for 'https://evil.example/mcp'"),
+    ],
+)
+async def test_a_mixed_up_issuer_or_resource_stops_the_sign_in(
+    anyio_backend: str, options: dict[str, Any], reason: str
+) -> None:
+    async with deployed(**options) as (deployment, url):
+        with pytest.raises(JSONRPCError, match=f"signing in to the server failed: .*{reason}"):
+            async with Client.http(url, auth=OAuth(), protocol="2025-11-25") as client:
+                await client.call_tool("greet")
+        assert not deployment.access  # no token was issued, or none reached the server
+        if "resource_override" in options:
+            assert not deployment.authorizations
