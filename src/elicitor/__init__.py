@@ -51,7 +51,18 @@ from .forms import (
     StringField,
     Uri,
 )
-from .server import Context, Server, StateSealer, UnsafeUrl, UrlElicitation, UrlElicitationRequired
+from .server import (
+    AccessToken,
+    Context,
+    IntrospectionVerifier,
+    JwtVerifier,
+    Protection,
+    Server,
+    StateSealer,
+    UnsafeUrl,
+    UrlElicitation,
+    UrlElicitationRequired,
+)
 from .types import (
     AudioContent,
     CallToolResult,
@@ -83,6 +94,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Accepted",
+    "AccessToken",
     "AudioContent",
     "AuthError",
     "BearerToken",
@@ -111,15 +123,18 @@ __all__ = [
     "FormField",
     "ImageContent",
     "Implementation",
+    "IntrospectionVerifier",
     "InvalidAnswer",
     "InvalidScriptedAnswer",
     "JSONRPCError",
+    "JwtVerifier",
     "LocalProtocolError",
     "MultiEnumField",
     "NumberField",
     "OAuth",
     "Option",
     "Outcome",
+    "Protection",
     "ProtocolError",
     "RemoteProtocolError",
     "ResourceLink",

@@ -7,18 +7,23 @@ from ._sealing import KEYS_ENV, StateSealer, generate_key
 from ._server import Server
 from ._tools import Header, ToolDef
 from ._url import ID_PLACEHOLDER, UnsafeUrl, UrlElicitation, UrlElicitationRequired, UrlElicitations, check_url
-from .http import HttpApp
+from .http import AccessToken, HttpApp, IntrospectionVerifier, JwtVerifier, Protection, TokenVerifier
 
 __all__ = [
     "ID_PLACEHOLDER",
     "KEYS_ENV",
+    "AccessToken",
     "Context",
     "Header",
     "HttpApp",
+    "IntrospectionVerifier",
+    "JwtVerifier",
     "PagesNotServed",
+    "Protection",
     "Server",
     "ServerSession",
     "StateSealer",
+    "TokenVerifier",
     "ToolDef",
     "UnsafeUrl",
     "UrlElicitation",

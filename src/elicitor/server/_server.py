@@ -165,6 +165,7 @@ class Server:
         input_schema: JSONObject | None = None,
         task: TaskSupport = "never",
         defer_task: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]: ...
 
     def tool(
@@ -179,6 +180,7 @@ class Server:
         input_schema: JSONObject | None = None,
         task: TaskSupport = "never",
         defer_task: bool = False,
+        scopes: Sequence[str] = (),
     ) -> Any:
         """Register a function as a tool. Its typed parameters become the input schema; a parameter annotated
         :class:`Context` receives the call's context. The docstring is the description unless one is given.
@@ -193,6 +195,10 @@ class Server:
         either way. With ``defer_task=True`` the call first asks in ordinary rounds and becomes a task at
         ``await ctx.run_as_task()`` (questions that decide whether to start at all, then the long work). Earlier
         revisions run the tool as an ordinary call.
+
+        ``scopes``: over HTTP with ``auth=`` (:class:`~elicitor.server.Protection`), a caller whose token lacks one
+        of them gets 403 ``insufficient_scope`` naming them, so that its client can ask for more (the spec's
+        "Scope Challenge Handling"). Over stdio there is no token: the person who started the server is the user.
 
         Raises:
             TypeError: the signature cannot be described (``*args``), or the name is taken.
@@ -212,7 +218,7 @@ class Server:
                 raise ValueError(f"task must be 'never', 'optional' or 'required', not {task!r}")
             if defer_task and task == "never":
                 raise ValueError("defer_task needs task='optional' or task='required'")
-            tool = dataclasses.replace(tool, task=task, defer_task=defer_task)
+            tool = dataclasses.replace(tool, task=task, defer_task=defer_task, scopes=tuple(scopes))
             if input_schema is not None:
                 tool = dataclasses.replace(tool, input_schema=input_schema)
             if tool.name in self._tools:
@@ -225,6 +231,11 @@ class Server:
     @property
     def tools(self) -> dict[str, ToolDef]:
         return dict(self._tools)
+
+    def tool_scopes(self, tool: str) -> tuple[str, ...]:
+        """The scopes a token needs to call tool ``tool`` (``@server.tool(scopes=...)``; empty: none, or no tool)."""
+        found = self._tools.get(tool)
+        return found.scopes if found is not None else ()
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:
         """The parameters tool ``tool`` mirrors into ``Mcp-Param-*`` headers, by name (``None``: no such tool);

@@ -49,6 +49,8 @@ class ToolDef:
     """Whether calls run as tasks (2026-07-28 tasks extension): ``never``, ``optional`` or ``required``."""
     defer_task: bool = False
     """The task starts at ``ctx.run_as_task()``, after questions asked in ordinary rounds (else at the call)."""
+    scopes: tuple[str, ...] = ()
+    """OAuth scopes a caller's token must hold to call it over HTTP with ``auth=`` (403 ``insufficient_scope``)."""
 
     @property
     def header_params(self) -> dict[str, str]:

@@ -49,6 +49,7 @@ from ._asgi import (
     respond_empty,
     respond_json,
 )
+from ._auth import Protection
 from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions
 from ._stateless import StatelessExchange, check_headers
 
@@ -93,6 +94,9 @@ class HttpApp:
             session); sealed ``requestState`` and URL-mode elicitations are bound to the user.
         health_path: where a load balancer or orchestrator asks whether this replica is ready: ``GET`` answers
             200 when the shared state is reachable, else 503 (``None`` turns it off).
+        auth: protect the endpoint with OAuth access tokens (:class:`~elicitor.server.Protection`): serve the
+            protected resource metadata, answer 401/403 with the spec's challenges, check each tool's ``scopes``;
+            the token's subject becomes the principal (basic/authorization.mdx).
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class HttpApp:
         fallback: ASGIApp | None = None,
         principal: Callable[[Scope], str | None] | None = None,
         health_path: str | None = "/healthz",
+        auth: Protection | None = None,
     ) -> None:
         self.server = server
         self.path = path.rstrip("/") or "/"
@@ -120,6 +125,12 @@ class HttpApp:
         self._fallback = fallback
         self._principal = principal
         self._health = health_path
+        self._auth = auth
+        self._metadata_path = auth.metadata_path(self.path) if auth is not None else None
+        self._metadata_url = ""
+        if auth is not None:
+            resource = urlsplit(auth.resource)
+            self._metadata_url = f"{resource.scheme}://{resource.netloc}{auth.metadata_path(resource.path or '/')}"
         self._handshake = HandshakeSessions(
             server,
             event_store if event_store is not None else self._store.events,
@@ -188,6 +199,10 @@ class HttpApp:
         if path == self._health and scope["method"] in ("GET", "HEAD"):
             await self._report_health(send)
             return
+        if path == self._metadata_path and self._auth is not None and scope["method"] == "GET":
+            extra = [(b"access-control-allow-origin", b"*")]  # public, and read by browser-based clients
+            await respond_json(send, 200, encode_json(self._auth.metadata()), extra=extra)
+            return
         pages = self.server._pages
         pages.learn(scope)  # the links of URL-mode pages start where this app listens (see Server.serve_pages)
         if (path.rstrip("/") or "/") != self.path:
@@ -202,6 +217,8 @@ class HttpApp:
             status, text = refusal
             await refuse(send, status, None, INVALID_REQUEST, text)
             return
+        if self._auth is not None and not await self._authorize(headers, send):
+            return
         method = scope["method"]
         if method == "POST":
             await self._post(headers, receive, send)
@@ -211,6 +228,29 @@ class HttpApp:
             await self._handshake.delete(headers, send)
         else:
             await refuse(send, 405, None, INVALID_REQUEST, f"Method not allowed: {method}", allow=True)
+
+    async def _authorize(self, headers: Headers, send: Send) -> bool:
+        """Check the bearer token (basic/authorization.mdx, "Token Handling"); False: refused with 401 or 403."""
+        assert self._auth is not None
+        verdict = await self._auth.check(headers.get("authorization"))
+        if isinstance(verdict, str):
+            await self._challenge(send, verdict)
+            return False
+        headers.token = verdict
+        headers.principal = verdict.subject
+        return True
+
+    async def _challenge(self, send: Send, error: str, scopes: Sequence[str] = ()) -> None:
+        assert self._auth is not None
+        status = 403 if error == "insufficient_scope" else 401
+        challenge = self._auth.challenge(self._metadata_url, error=error or None, scopes=scopes)
+        described = {
+            "": "this server needs an access token",
+            "invalid_token": "the access token is not valid here (expired, revoked, or issued for another resource)",
+            "insufficient_scope": "the access token lacks a scope this request needs",
+        }
+        body = encode_json({"error": error or "invalid_token", "error_description": described.get(error, error)})
+        await respond_json(send, status, body, extra=[(b"www-authenticate", challenge.encode())])
 
     async def _report_health(self, send: Send) -> None:
         report: JSONObject = {"status": "ok", "replica": self._store.replica, "sessions": len(self._handshake)}
@@ -275,6 +315,11 @@ class HttpApp:
             text = "batches are not supported" if isinstance(message, list) else "a message must be a JSON object"
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: {text}")
             return
+        if headers.token is not None and message.get("method") == "tools/call":
+            needed = self.server.tool_scopes(_tool_name(message))
+            if needed and not set(needed) <= headers.token.scopes:
+                await self._challenge(send, "insufficient_scope", needed)
+                return
         version = headers.get("mcp-protocol-version")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
@@ -305,3 +350,9 @@ class HttpApp:
         await StatelessExchange(self._stateless, connection, event, receive, send, headers.principal).run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------
+
+
+def _tool_name(message: JSONObject) -> str:
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    return name if isinstance(name, str) else ""

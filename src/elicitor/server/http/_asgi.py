@@ -7,7 +7,7 @@ learns what was wrong from the response alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -30,6 +30,10 @@ SSE_HEADERS = [
 """An event stream's response headers (``X-Accel-Buffering: no`` keeps nginx from holding events back)."""
 
 
+if TYPE_CHECKING:
+    from ._auth import AccessToken
+
+
 class Headers:
     """Request headers by lowercase name (the last one wins).
 
@@ -37,13 +41,15 @@ class Headers:
     (httptools) leave them in, so they are stripped here.
     """
 
-    __slots__ = ("_values", "principal")
+    __slots__ = ("_values", "principal", "token")
 
     def __init__(self, scope: Scope) -> None:
         self._values = {
             k.decode("latin-1").lower(): v.decode("latin-1").strip(" \t") for k, v in scope.get("headers", ())
         }
         self.principal: str | None = None
+        self.token: AccessToken | None = None
+        """The verified access token, when the app checks tokens (``HttpApp(auth=...)``)."""
 
     def get(self, name: str) -> str | None:
         return self._values.get(name)

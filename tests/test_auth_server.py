@@ -1,0 +1,186 @@
+"""A protected server (HttpApp(auth=Protection(...))): the challenges, the metadata document, JWT checks, per-tool
+scopes, and the token's subject as the principal, over real uvicorn with JWTs signed by a key the test holds."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+import uvicorn
+from hypothesis import given
+from hypothesis import strategies as st
+from joserfc import jwt
+from joserfc.jwk import ECKey, KeySet
+
+from elicitor import (
+    Accepted,
+    BearerToken,
+    Client,
+    Context,
+    JwtVerifier,
+    Protection,
+    ScriptedHandler,
+    Server,
+)
+from elicitor.server.http._auth import AccessToken
+
+pytestmark = pytest.mark.anyio
+
+server = Server("guarded")
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+KEY = ECKey.generate_key("P-256", parameters={"kid": "k1"})
+OTHER_KEY = ECKey.generate_key("P-256", parameters={"kid": "k9"})
+ISSUER = "https://as.example"
+
+
+@server.tool()
+async def whoami(ctx: Context) -> str:
+    outcome = await ctx.elicit("Your name?", NAME)
+    name = outcome.data["name"] if isinstance(outcome, Accepted) else outcome.action
+    return f"{ctx.principal} says {name}"
+
+
+@server.tool(scopes=["mcp:admin"])
+async def admin() -> str:
+    return "admin done"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn runs on asyncio
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def protected() -> AsyncIterator[str]:
+    """The server at /mcp, its authorization server's keys at /jwks, on one loopback port."""
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    verifier = JwtVerifier(issuer=ISSUER, audience=url, jwks_url=f"http://127.0.0.1:{port}/jwks")
+    protection = Protection(verifier, url, [ISSUER], scopes_supported=["mcp", "mcp:admin"], required_scopes=["mcp"])
+    app = server.http_app(auth=protection)
+    keys = json.dumps(KeySet([KEY]).as_dict(private=False)).encode()
+
+    async def both(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/jwks":
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": keys})
+            return
+        await app(scope, receive, send)
+
+    config = uvicorn.Config(both, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    uv = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(uv.serve)
+        with anyio.fail_after(10):
+            while not uv.started:
+                await anyio.sleep(0.01)
+        try:
+            yield url
+        finally:
+            uv.should_exit = True
+
+
+def token(url: str, subject: str = "ada", scope: str = "mcp", key: ECKey = KEY, **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": url, "sub": subject, "exp": now + 600, "iat": now, "scope": scope, **claims}
+    return jwt.encode({"alg": "ES256", "kid": key.kid}, body, key)
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+async def test_without_a_token_the_server_challenges_and_publishes_its_metadata(anyio_backend: str) -> None:
+    async with protected() as url, httpx.AsyncClient() as http:
+        refused = await http.post(url, json=INIT, headers=HEADERS)
+        assert refused.status_code == 401
+        metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
+        assert refused.headers["www-authenticate"] == f'Bearer scope="mcp", resource_metadata="{metadata_url}"'
+        document = (await http.get(metadata_url)).json()
+        assert document["resource"] == url and document["authorization_servers"] == [ISSUER]
+        assert document["scopes_supported"] == ["mcp", "mcp:admin"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["wrong audience", "expired", "wrong issuer", "unknown key", "no subject", "garbage", "basic", "missing scope"],
+)
+async def test_a_token_that_is_not_for_this_server_is_refused(anyio_backend: str, case: str) -> None:
+    async with protected() as url, httpx.AsyncClient() as http:
+        bad = {
+            "wrong audience": lambda: f"Bearer {token('https://other.example/mcp')}",
+            "expired": lambda: f"Bearer {token(url, exp=int(time.time()) - 3600)}",
+            "wrong issuer": lambda: f"Bearer {token(url, iss='https://evil.example')}",
+            "unknown key": lambda: f"Bearer {token(url, key=OTHER_KEY)}",
+            "no subject": lambda: f"Bearer {token(url, sub='')}",
+            "garbage": lambda: "Bearer not.a.jwt",
+            "basic": lambda: "Basic YTpi",
+            "missing scope": lambda: f"Bearer {token(url, scope='other')}",
+        }[case]()
+        refused = await http.post(url, json=INIT, headers={**HEADERS, "authorization": bad})
+        error = "insufficient_scope" if case == "missing scope" else "invalid_token"
+        assert refused.status_code == (403 if case == "missing scope" else 401)
+        assert refused.headers["www-authenticate"].startswith(f'Bearer error="{error}", scope="mcp"')
+        assert refused.json()["error"] == error
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_the_tokens_subject_is_the_principal_of_the_call(anyio_backend: str, revision: str) -> None:
+    async with protected() as url:
+        handler = ScriptedHandler([{"name": "Ada"}])
+        async with Client.http(url, auth=BearerToken(token(url)), elicitation=handler, protocol=revision) as client:
+            assert (await client.call_tool("whoami")).text == "ada says Ada"
+
+
+async def test_a_tool_scope_missing_gets_403_naming_it_and_a_token_with_it_calls(anyio_backend: str) -> None:
+    async with protected() as url, httpx.AsyncClient() as http:
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "admin", "arguments": {}}}
+        plain = {**HEADERS, "authorization": f"Bearer {token(url)}", "mcp-protocol-version": "2025-11-25"}
+        opened = await http.post(url, json=INIT, headers=plain)
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        refused = await http.post(url, json=call, headers={**plain, **session})
+        assert refused.status_code == 403
+        assert 'error="insufficient_scope", scope="mcp mcp:admin"' in refused.headers["www-authenticate"]
+    async with protected() as url, Client.http(url, auth=BearerToken(token(url, scope="mcp mcp:admin"))) as client:
+        assert (await client.call_tool("admin")).text == "admin done"
+
+
+async def test_another_users_token_cannot_reach_a_session(anyio_backend: str) -> None:
+    async with protected() as url, httpx.AsyncClient() as http:
+        ada = {**HEADERS, "authorization": f"Bearer {token(url, 'ada')}", "mcp-protocol-version": "2025-11-25"}
+        opened = await http.post(url, json=INIT, headers=ada)
+        session = {"mcp-session-id": opened.headers["mcp-session-id"]}
+        bob = {**ada, "authorization": f"Bearer {token(url, 'bob')}", **session}
+        listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+        assert (await http.post(url, json=listing, headers=bob)).status_code == 404  # as if it did not exist
+        assert (await http.post(url, json=listing, headers={**ada, **session})).status_code == 200
+
+
+@given(st.text(max_size=200))
+def test_any_authorization_header_is_answered_without_raising(header: str) -> None:
+    class Never:
+        async def verify(self, token: str) -> AccessToken | None:
+            return None
+
+    protection = Protection(Never(), "http://127.0.0.1/mcp", ["https://as"])
+    assert anyio.run(protection.check, header) in ("invalid_token", "")
