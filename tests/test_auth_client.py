@@ -8,17 +8,30 @@ import base64
 import hashlib
 import itertools
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from joserfc import jwt
+from joserfc.jwk import ECKey, KeySet
 
-from elicitor import Accepted, AuthError, Client, Context, JSONRPCError, ScriptedHandler, Server
+from elicitor import (
+    Accepted,
+    AuthError,
+    Client,
+    Context,
+    JSONRPCError,
+    JwtVerifier,
+    Protection,
+    ScriptedHandler,
+    Server,
+)
 from elicitor.client.auth import Challenge, MemoryTokenStore, OAuth, parse_challenge
 from elicitor.client.auth._oauth import parse_redirect
 
@@ -66,8 +79,8 @@ def test_a_redirect_must_carry_the_state_and_a_code() -> None:
 
 # ---- a real authorization server and a protected server, on one loopback port ------------------------------
 
-pytestmark_anyio = pytest.mark.anyio
 server = Server("protected")
+SIGNING_KEY = ECKey.generate_key("P-256", parameters={"kid": "as"})
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
@@ -77,9 +90,9 @@ async def greet(ctx: Context) -> str:
     return f"hello {outcome.data['name']}" if isinstance(outcome, Accepted) else outcome.action
 
 
-@server.tool()
-async def admin() -> str:
-    return "admin done"
+@server.tool(scopes=["mcp:admin"])
+async def admin(ctx: Context) -> str:
+    return f"admin done for {ctx.principal}" if ctx.principal else "admin done"
 
 
 @dataclass
@@ -93,6 +106,8 @@ class Deployment:
     """An authorization server at ``/as`` and the elicitor server at ``/mcp`` behind a bearer check."""
 
     base: str = ""
+    jwt: bool = False
+    """Issue JWTs and put elicitor's own HttpApp(auth=Protection(JwtVerifier)) at /mcp (else an opaque-token check)."""
     wrong_iss: bool = False
     resource_override: str | None = None
     counter: itertools.count[int] = field(default_factory=itertools.count)
@@ -120,6 +135,9 @@ class Deployment:
                 break
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if self.jwt and path in ("/mcp", "/.well-known/oauth-protected-resource/mcp"):
+            await self.guarded(scope, _replay(body, receive), send)
+            return None
         if path == "/.well-known/oauth-protected-resource/mcp":
             return await _json(
                 send,
@@ -145,6 +163,8 @@ class Deployment:
                     "scopes_supported": ["mcp:basic", "mcp:admin", "offline_access"],
                 },
             )
+        if path == "/as/jwks":
+            return await _json(send, 200, dict(KeySet([SIGNING_KEY]).as_dict(private=False)))
         if path == "/as/register":
             self.registrations.append(json.loads(body))
             return await _json(send, 201, {"client_id": f"client-{next(self.counter)}"})
@@ -169,6 +189,11 @@ class Deployment:
             else:
                 grant = self.refresh[form["refresh_token"]]
             token, refresh = f"at-{next(self.counter)}", f"rt-{next(self.counter)}"
+            if self.jwt:
+                claims = {"iss": self.issuer, "aud": grant.resource, "sub": "ada", "exp": int(time.time()) + 600}
+                token = jwt.encode(
+                    {"alg": "ES256", "kid": "as"}, {**claims, "scope": " ".join(grant.scopes)}, SIGNING_KEY
+                )
             self.access[token], self.refresh[refresh] = grant, grant
             return await _json(
                 send, 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh}
@@ -187,6 +212,22 @@ class Deployment:
         return await _json(send, 404, {"error": "not_found"})
 
     mcp = server.http_app()
+
+    def __post_init__(self) -> None:
+        self.guarded: Any = None
+
+    def protect(self) -> None:
+        """Put elicitor's protection in front of the server, now that the URL (the resource) is known."""
+        resource = f"{self.base}/mcp"
+        verifier = JwtVerifier(issuer=self.issuer, audience=resource, jwks_url=f"{self.issuer}/jwks")
+        protection = Protection(
+            verifier,
+            resource,
+            [self.issuer],
+            scopes_supported=["mcp:basic", "mcp:admin"],
+            required_scopes=["mcp:basic"],
+        )
+        self.guarded = server.http_app(auth=protection)
 
 
 def _replay(body: bytes, receive: Any) -> Any:
@@ -216,7 +257,12 @@ async def deployed(**options: Any) -> AsyncIterator[tuple[Deployment, str]]:
     deployment = Deployment(**options)
     async with serving(deployment) as url:
         deployment.base = url.removesuffix("/mcp")
-        yield deployment, url
+        if deployment.jwt:
+            deployment.protect()
+            async with deployment.guarded.lifespan():
+                yield deployment, url
+        else:
+            yield deployment, url
 
 
 @pytest.fixture
@@ -275,3 +321,70 @@ async def test_a_mixed_up_issuer_or_resource_stops_the_sign_in(
         assert not deployment.access  # no token was issued, or none reached the server
         if "resource_override" in options:
             assert not deployment.authorizations
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_our_client_signs_in_to_our_protected_server(anyio_backend: str, revision: str) -> None:
+    """Both halves: elicitor's OAuth client against elicitor's Protection with JWTs from a real authorization
+    server: discovery from our metadata document, our 401 challenge, our 403 for a tool's scope, the subject."""
+    async with deployed(jwt=True) as (deployment, url):
+        handler = ScriptedHandler([{"name": "Ada"}])
+        async with Client.http(url, auth=OAuth(), elicitation=handler, protocol=revision) as client:
+            assert (await client.call_tool("greet")).text == "hello Ada"
+            assert (await client.call_tool("admin")).text == "admin done for ada"
+        scopes = [set(a["scope"].split()) for a in deployment.authorizations]
+        assert scopes == [{"mcp:basic", "offline_access"}, {"mcp:basic", "mcp:admin", "offline_access"}]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_official_sdks_oauth_client_signs_in_to_our_protected_server(anyio_backend: str, mode: str) -> None:
+    """A peer we did not write: the official Python SDK's OAuthClientProvider discovers our metadata document,
+    answers our challenge, gets a JWT from the authorization server, and elicits with it."""
+    import httpx2
+    from mcp import Client as McpClient
+    from mcp import types
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    class Memory:
+        tokens: OAuthToken | None = None
+        client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    redirect = "http://127.0.0.1:33418/callback"
+    location: list[str] = []
+
+    async def follow(url: str) -> None:  # the authorization server approves at once: read its redirect
+        async with httpx2.AsyncClient() as http:
+            location.append((await http.get(url)).headers["location"])
+
+    async def callback() -> AuthorizationCodeResult:
+        query = {k: v[0] for k, v in parse_qs(urlsplit(location[-1]).query).items()}
+        return AuthorizationCodeResult(code=query["code"], state=query.get("state"), iss=query.get("iss"))
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with deployed(jwt=True) as (deployment, url):
+        metadata = OAuthClientMetadata(redirect_uris=[redirect], client_name="official")  # type: ignore[list-item]
+        provider = OAuthClientProvider(url, metadata, Memory(), follow, callback)
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+            transport = streamable_http_client(url, http_client=http)
+            async with McpClient(transport, elicitation_callback=answer, mode=mode) as client:
+                result = await client.call_tool("greet", {})
+                assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
+        assert deployment.authorizations and deployment.authorizations[0]["resource"] == url
