@@ -15,7 +15,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -26,6 +26,9 @@ from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable
 from .types import JSONValue, Tool
+
+if TYPE_CHECKING:
+    from .client.auth import LoopbackAuthorizer
 
 
 class HandshakeTimeout(Exception):
@@ -39,10 +42,11 @@ async def run(
     handler: TerminalHandler | None = None,
     ui: str = "terminal",
     timeout: float = 30.0,
+    browser: bool = True,
 ) -> int:
     terminal = handler or TerminalHandler(screen=False if ui == "lines" else None)
     async with answering(ui, terminal) as answers:
-        return await _session(target, protocol, terminal, answers, timeout)
+        return await _session(target, protocol, terminal, answers, timeout, browser)
 
 
 UI_CHOICES = ("terminal", "lines", "browser")
@@ -65,6 +69,7 @@ async def _session(
     terminal: TerminalHandler,
     answers: TerminalHandler | BrowserHandler,
     timeout: float,
+    browser: bool = True,
 ) -> int:
     write = terminal._write
 
@@ -74,7 +79,12 @@ async def _session(
 
     kwargs: dict[str, Any] = {"elicitation": answers, "protocol": protocol, "on_log": on_log, "log_level": "info"}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
-        return await _connected(Client.http(target[0], **kwargs), terminal, timeout)
+        # A protected server (401) gets a sign-in in the person's browser; tokens are kept for next time.
+        from .client.auth import FileTokenStore, LoopbackAuthorizer, OAuth
+
+        authorizer = LoopbackAuthorizer(write=lambda line: write(printable(line)), open_browser=browser)
+        auth = OAuth(authorizer, store=FileTokenStore(), client_name="elicitor connect")
+        return await _connected(Client.http(target[0], auth=auth, **kwargs), terminal, timeout, authorizer)
     with server_stderr(write) as stderr:
         return await _connected(Client.stdio(target, stderr=stderr, **kwargs), terminal, timeout)
 
@@ -102,10 +112,19 @@ def server_stderr(write: Callable[[str], None]) -> Iterator[int]:
         thread.join(timeout=2)
 
 
-async def _connected(client: Client, terminal: TerminalHandler, timeout: float) -> int:
-    """Run the tool menu on ``client`` once it completes the handshake, which must happen within ``timeout``."""
+async def _connected(
+    client: Client, terminal: TerminalHandler, timeout: float, authorizer: LoopbackAuthorizer | None = None
+) -> int:
+    """Run the tool menu on ``client`` once it completes the handshake, which must happen within ``timeout``
+    (not counting the time the person takes to sign in)."""
     # The library has no timeouts (people take their time); a person at a prompt deserves one for the handshake.
     with anyio.CancelScope(deadline=anyio.current_time() + timeout) as handshake:
+        if authorizer is not None:
+
+            def signing_in() -> None:
+                handshake.deadline = math.inf
+
+            authorizer.on_wait = signing_in
         async with client:
             handshake.deadline = math.inf
             label = printable(client.server_info.display()) if client.server_info else "the server"
@@ -210,11 +229,11 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
     return arguments_from(outcome.data, nulls)
 
 
-def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0) -> int:
+def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0, browser: bool = True) -> int:
     shown = " ".join(target)
     is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
     try:
-        return anyio.run(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout))
+        return anyio.run(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser))
     except KeyboardInterrupt:
         print("\nBye.", file=sys.stderr)
         return 130

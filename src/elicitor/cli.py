@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+import anyio
+
 from ._connect import UI_CHOICES
 from ._version import __version__
 
@@ -85,6 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     connect.add_argument(
         "--timeout", type=float, default=30.0, help="seconds to wait for the MCP handshake (default 30)"
     )
+    connect.add_argument(
+        "--no-browser",
+        action="store_true",
+        help="when the server asks you to sign in, show the link without opening a browser",
+    )
+    logout = commands.add_parser(
+        "logout",
+        help="forget the sign-in kept for a server",
+        description="Delete the tokens `elicitor connect` keeps for a server "
+        "(in $XDG_CONFIG_HOME/elicitor/tokens.json, else ~/.config/elicitor/tokens.json).",
+    )
+    logout.add_argument("url", help="the server's http(s) URL, as given to elicitor connect")
     proxy = commands.add_parser(
         "proxy",
         help="stand between any MCP client and any server: elicitation works whatever their protocol eras",
@@ -130,7 +144,16 @@ def main(argv: list[str] | None = None) -> int:
             connect.error("give a command to run (e.g. python server.py) or an http(s) URL")
         from ._connect import main as connect_main
 
-        return connect_main(args.target, args.protocol, args.ui, args.timeout)
+        return connect_main(args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser)
+    if args.command == "logout":
+        from .client.auth import FileTokenStore
+
+        store = FileTokenStore()
+        if anyio.run(store.delete, args.url):
+            print(f"Signed out of {args.url} (its tokens are deleted from {store.path}).")
+        else:
+            print(f"No sign-in was kept for {args.url}.")
+        return 0
     if args.command == "check":
         from ._check import main as check_main
 

@@ -1,7 +1,9 @@
 """Signing in to protected MCP servers (the spec's Authorization section): see :class:`OAuth`."""
 
 from ._challenge import Challenge, parse_challenge
+from ._loopback import LoopbackAuthorizer
 from ._oauth import BearerToken, HeadlessAuthorizer, MemoryTokenStore, OAuth
+from ._storage import FileTokenStore, default_token_file
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
 
 __all__ = [
@@ -9,10 +11,13 @@ __all__ = [
     "Authorizer",
     "BearerToken",
     "Challenge",
+    "FileTokenStore",
     "HeadlessAuthorizer",
+    "LoopbackAuthorizer",
     "MemoryTokenStore",
     "OAuth",
     "TokenStore",
     "Tokens",
+    "default_token_file",
     "parse_challenge",
 ]

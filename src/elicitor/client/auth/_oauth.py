@@ -68,8 +68,8 @@ class MemoryTokenStore:
     async def save(self, resource: str, tokens: Tokens) -> None:
         self._tokens[resource] = tokens
 
-    async def delete(self, resource: str) -> None:
-        self._tokens.pop(resource, None)
+    async def delete(self, resource: str) -> bool:
+        return self._tokens.pop(resource, None) is not None
 
 
 class HeadlessAuthorizer:
@@ -261,8 +261,8 @@ class OAuth(httpx.Auth):
             issuer = issuers[0] if isinstance(issuers, list) else _origin(server_url)
             server = await _authorization_server(http, issuer, legacy=metadata is None)
             scopes = self._choose_scopes(challenge, metadata, server, step_up)
-            client_id, client_secret, method = await self._identify(http, server)
-            async with self._authorizer as authorizer:
+            async with self._authorizer as authorizer:  # first: a loopback listener's port goes in the registration
+                client_id, client_secret, method = await self._identify(http, server)
                 redirect_uri = authorizer.redirect_uri
                 state = generate_token(32)
                 verifier = generate_token(64)

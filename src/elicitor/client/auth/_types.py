@@ -39,7 +39,9 @@ class TokenStore(Protocol):
 
     async def save(self, resource: str, tokens: Tokens) -> None: ...
 
-    async def delete(self, resource: str) -> None: ...
+    async def delete(self, resource: str) -> bool:
+        """Forget ``resource``'s tokens; whether there were any."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,175 @@
+"""A person approves the sign-in in their browser; the code comes back to a loopback listener (RFC 8252 §7.3).
+
+:class:`LoopbackAuthorizer` listens on 127.0.0.1 (the ``redirect_uri``), shows the authorization URL the way
+URL-mode elicitations are shown (the full URL, the host it leads to, anything suspicious about it), opens the
+browser unless told not to, and waits for the redirect. Only a request to the callback path carrying the expected
+``state`` ends the wait; anything else on the port gets a 4xx page and is otherwise ignored, so a stray or hostile
+request can neither end nor break the sign-in. HTTP is parsed with h11.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import sys
+import webbrowser
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+import h11
+
+from ..._exceptions import AuthError
+from .._url import url_warnings
+from ._types import AuthorizationResponse
+
+logger = logging.getLogger("elicitor.auth")
+
+_MAX_REQUEST = 16 * 1024
+_PAGE = """<!doctype html><html lang="en"><meta charset="utf-8"><title>{title}</title>
+<body style="font-family:system-ui,sans-serif;max-width:36em;margin:4em auto">
+<h1>{title}</h1><p>{text}</p></body></html>
+"""
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class LoopbackAuthorizer:
+    """An :class:`~elicitor.client.auth.Authorizer` for a person at this machine.
+
+    Args:
+        write: where the URL and instructions go (default: standard error).
+        open_browser: open the URL in the default browser (``webbrowser``); the URL is shown either way.
+        timeout: seconds to wait for the person (default five minutes).
+        path: the callback path on the loopback listener.
+        on_wait: called when the wait for the person begins (a caller's own deadline can stop running then).
+    """
+
+    def __init__(
+        self,
+        *,
+        write: Callable[[str], None] = _stderr,
+        open_browser: bool = True,
+        timeout: float = 300.0,
+        path: str = "/callback",
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
+        self._write = write
+        self._open_browser = open_browser
+        self._timeout = timeout
+        self._path = path
+        self.on_wait = on_wait
+        self._port = 0  # the port of the last sign-in, tried first: the registration names it
+        self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
+
+    @property
+    def redirect_uri(self) -> str:
+        if self._listener is None:
+            raise RuntimeError("enter the authorizer (async with) before asking for its redirect_uri")
+        return f"http://127.0.0.1:{self._port}{self._path}"
+
+    async def __aenter__(self) -> LoopbackAuthorizer:
+        try:
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self._port)
+        except OSError:  # the last port is taken now: any port will do (RFC 8252 §7.3 lets the port vary)
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        self._listener = listener
+        self._port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._listener is not None:
+            await self._listener.aclose()
+            self._listener = None
+
+    async def authorize(self, url: str, state: str) -> AuthorizationResponse:
+        if self._listener is None:
+            raise RuntimeError("enter the authorizer (async with) before authorize()")
+        host = urlsplit(url).hostname or "?"
+        self._write(f"Sign in to continue, at {host}:")
+        self._write(f"  {url}")
+        for warning in url_warnings(url):
+            self._write(f"  ! {warning}")
+        if self._open_browser:
+            opened = await anyio.to_thread.run_sync(webbrowser.open, url)
+            self._write("Your browser should be open at that page." if opened else "Open that link in a browser.")
+        else:
+            self._write("Open that link in a browser.")
+        if self.on_wait is not None:
+            self.on_wait()
+        outcome: list[AuthorizationResponse | AuthError] = []
+        done = anyio.Event()
+
+        async def handle(stream: anyio.abc.SocketStream) -> None:
+            async with stream:
+                with anyio.move_on_after(10):
+                    result = await self._exchange(stream, state)
+                    if result is not None and not done.is_set():
+                        outcome.append(result)
+                        done.set()
+
+        try:
+            with anyio.fail_after(self._timeout):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._listener.serve, handle)
+                    await done.wait()
+                    tg.cancel_scope.cancel()
+        except TimeoutError:
+            raise AuthError(f"no sign-in within {self._timeout:g} s (the browser never came back)") from None
+        if isinstance(outcome[0], AuthError):
+            raise outcome[0]
+        self._write("Signed in.")
+        return outcome[0]
+
+    async def _exchange(self, stream: anyio.abc.SocketStream, state: str) -> AuthorizationResponse | AuthError | None:
+        """Read one request and answer it; the sign-in's result if it was the redirect, else ``None``."""
+        connection = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_REQUEST)
+        try:
+            while True:
+                event = connection.next_event()
+                if event is h11.NEED_DATA:
+                    data = await stream.receive(4096)
+                    connection.receive_data(data)
+                    continue
+                break
+        except (h11.RemoteProtocolError, anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            return None
+        if not isinstance(event, h11.Request):
+            return None
+        target = event.target.decode("latin-1")
+        parts = urlsplit(target)
+        query = {k: v[0] for k, v in parse_qs(parts.query).items() if v}
+        result: AuthorizationResponse | AuthError | None = None
+        if event.method != b"GET" or parts.path != self._path:
+            status, title, text = 404, "Not found", "This address only receives the sign-in."
+        elif query.get("state") != state:
+            status, title, text = 400, "Not this sign-in", "This answer is not for the sign-in that is waiting."
+        elif "error" in query:
+            detail = query.get("error_description", "")
+            status, title, text = 200, "Sign-in refused", f"{query['error']} {detail}".strip()
+            message = f"authorization refused: {query['error']}" + (f" ({detail})" if detail else "")
+            result = AuthError(message, query["error"])
+        elif not query.get("code"):
+            status, title, text = 400, "No code", "The answer has no authorization code."
+        else:
+            status, title, text = 200, "Signed in", "You are signed in. You can close this tab."
+            result = AuthorizationResponse(code=query["code"], state=state, iss=query.get("iss"))
+        body = _PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
+        headers = [
+            ("content-type", "text/html; charset=utf-8"),
+            ("content-length", str(len(body))),
+            ("cache-control", "no-store"),
+            ("referrer-policy", "no-referrer"),
+            ("connection", "close"),
+        ]
+        try:
+            await stream.send(connection.send(h11.Response(status_code=status, headers=headers)) or b"")
+            await stream.send(connection.send(h11.Data(data=body)) or b"")
+            await stream.send(connection.send(h11.EndOfMessage()) or b"")
+        except (anyio.BrokenResourceError, OSError, h11.LocalProtocolError):
+            pass
+        return result

@@ -1,0 +1,170 @@
+"""The person-facing half of signing in: the loopback redirect receiver, the token file, ``elicitor logout``."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from elicitor import AuthError
+from elicitor.cli import main as cli
+from elicitor.client.auth import FileTokenStore, LoopbackAuthorizer, Tokens
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def test_the_redirect_with_the_right_state_ends_the_wait_and_nothing_else_does(anyio_backend: str) -> None:
+    shown: list[str] = []
+    waited: list[bool] = []
+    authorizer = LoopbackAuthorizer(write=shown.append, open_browser=False, on_wait=lambda: waited.append(True))
+    async with authorizer:
+        callback = authorizer.redirect_uri
+        assert callback.startswith("http://127.0.0.1:") and callback.endswith("/callback")
+        result: list[Any] = []
+
+        async def wait() -> None:
+            result.append(await authorizer.authorize("https://auth.example/authorize?x=1", "s1"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            while not waited:
+                await anyio.sleep(0.01)
+            async with httpx.AsyncClient() as http:
+                root = callback.removesuffix("/callback")
+                assert (await http.get(f"{root}/other?code=c&state=s1")).status_code == 404
+                assert (await http.post(f"{callback}?code=c&state=s1")).status_code == 404
+                assert (await http.get(f"{callback}?code=c&state=forged")).status_code == 400
+                assert (await http.get(f"{callback}?state=s1")).status_code == 400
+                with anyio.fail_after(5):  # raw junk on the port: answered or dropped, never the end of the wait
+                    junk = await anyio.connect_tcp("127.0.0.1", int(root.rsplit(":", 1)[1]))
+                    await junk.send(b"\x00\xffNOT HTTP\r\n\r\n")
+                    await junk.aclose()
+                assert not result
+                page = await http.get(f"{callback}?code=the-code&state=s1&iss=https%3A%2F%2Fauth.example")
+                assert page.status_code == 200 and "close this tab" in page.text
+    assert result[0].code == "the-code" and result[0].iss == "https://auth.example"
+    assert shown[:2] == ["Sign in to continue, at auth.example:", "  https://auth.example/authorize?x=1"]
+
+
+async def test_a_refusal_or_silence_ends_the_sign_in_with_an_error(anyio_backend: str) -> None:
+    authorizer = LoopbackAuthorizer(write=lambda line: None, open_browser=False, timeout=0.3)
+    async with authorizer:
+        with pytest.raises(AuthError, match=r"no sign-in within 0\.3 s"):
+            await authorizer.authorize("https://auth.example/a", "s")
+    authorizer = LoopbackAuthorizer(write=lambda line: None, open_browser=False)
+    async with authorizer, anyio.create_task_group() as tg:
+        errors: list[AuthError] = []
+
+        async def wait() -> None:
+            try:
+                await authorizer.authorize("https://auth.example/a", "s")
+            except AuthError as exc:
+                errors.append(exc)
+
+        tg.start_soon(wait)
+        async with httpx.AsyncClient() as http:
+            while not errors:
+                await http.get(f"{authorizer.redirect_uri}?error=access_denied&state=s")
+                await anyio.sleep(0.05)
+    assert errors[0].error == "access_denied"
+
+
+async def test_the_token_file_is_private_atomic_and_forgiving(anyio_backend: str, tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "elicitor" / "tokens.json"
+    store = FileTokenStore(path)
+    assert await store.load("https://a/mcp") is None
+    await store.save("https://a/mcp", Tokens("secret-a", refresh_token="r", issuer="https://as"))
+    await store.save("https://b/mcp", Tokens("secret-b"))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert [p.name for p in path.parent.iterdir()] == ["tokens.json"]  # no temporary file left behind
+    loaded = await store.load("https://a/mcp")
+    assert loaded is not None and loaded.refresh_token == "r" and loaded.issuer == "https://as"
+    path.chmod(0o644)
+    assert await store.load("https://b/mcp") == Tokens("secret-b")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # made private again
+    assert await store.delete("https://a/mcp") is True
+    assert await store.delete("https://a/mcp") is False
+    assert set(json.loads(path.read_text())) == {"https://b/mcp"}
+    path.write_text("{not json")
+    assert await store.load("https://b/mcp") is None  # unreadable: sign in again, never crash
+    path.write_text(json.dumps({"https://c/mcp": {"access_token": 5, "unknown": 1}}))
+    assert await store.load("https://c/mcp") is None
+
+
+def test_logout_forgets_a_servers_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    anyio.run(FileTokenStore().save, "https://a.example/mcp", Tokens("secret"))
+    assert cli(["logout", "https://a.example/mcp"]) == 0
+    assert "Signed out of https://a.example/mcp" in capsys.readouterr().out
+    assert cli(["logout", "https://a.example/mcp"]) == 0
+    assert "No sign-in was kept for https://a.example/mcp" in capsys.readouterr().out
+    assert "secret" not in (tmp_path / "elicitor" / "tokens.json").read_text()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
+async def test_elicitor_connect_signs_in_through_the_browser_once(anyio_backend: str, tmp_path: Path) -> None:
+    """``elicitor connect URL`` to a protected server: the sign-in link is shown, the "browser" follows it (the
+    authorization server approves and redirects to the loopback listener), the person answers the tool's question;
+    the next run uses the kept tokens and shows no link. ``elicitor logout`` then forgets them."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from .test_auth_client import deployed
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+
+    async with deployed(jwt=True) as (deployment, url):
+
+        def connect() -> subprocess.Popen[str]:
+            command = [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--no-browser", url]
+            return subprocess.Popen(
+                command, cwd=root, env=env, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )  # fmt: skip
+
+        first = connect()
+        assert first.stderr is not None
+
+        def sign_in_link() -> str | None:
+            assert first.stderr is not None
+            for line in first.stderr:
+                found = re.search(r"^\s+(http://127\.0\.0\.1:\d+/as/authorize\?\S+)", line)
+                if found:
+                    return found.group(1)
+            return None
+
+        link = await anyio.to_thread.run_sync(sign_in_link)
+        assert link is not None and "code_challenge_method=S256" in link
+        async with httpx.AsyncClient(follow_redirects=True) as browser:
+            page = await browser.get(link)
+        assert page.status_code == 200 and "You are signed in" in page.text
+        _, rest = await anyio.to_thread.run_sync(lambda: first.communicate("greet\n\nAda\n\n\n", timeout=60))
+        assert first.returncode == 0, rest
+        assert "Result: hello Ada" in rest, rest
+        kept = json.loads((tmp_path / "elicitor" / "tokens.json").read_text())
+        assert set(kept) == {url}
+        assert stat.S_IMODE((tmp_path / "elicitor" / "tokens.json").stat().st_mode) == 0o600
+
+        again = connect()
+        _, shown = await anyio.to_thread.run_sync(lambda: again.communicate("greet\n\nGrace\n\n\n", timeout=60))
+        assert again.returncode == 0, shown
+        assert "Sign in" not in shown and "Result: hello Grace" in shown, shown
+        assert len(deployment.authorizations) == 1
+
+    logout = subprocess.run(
+        [sys.executable, "-m", "elicitor", "logout", url], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert logout.returncode == 0 and f"Signed out of {url}" in logout.stdout
