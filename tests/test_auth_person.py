@@ -168,3 +168,49 @@ async def test_elicitor_connect_signs_in_through_the_browser_once(anyio_backend:
         [sys.executable, "-m", "elicitor", "logout", url], cwd=root, env=env, capture_output=True, text=True
     )
     assert logout.returncode == 0 and f"Signed out of {url}" in logout.stdout
+
+
+def test_tokens_go_to_the_platform_keyring_when_there_is_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import keyring
+    import keyring.backend
+    from keyring.backends import fail
+    from keyring.errors import PasswordDeleteError
+
+    from elicitor.client.auth import KeyringTokenStore, default_token_store
+
+    class Memory(keyring.backend.KeyringBackend):
+        priority = 1.0
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.entries: dict[tuple[str, str], str] = {}
+
+        def get_password(self, service: str, username: str) -> str | None:
+            return self.entries.get((service, username))
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self.entries[(service, username)] = password
+
+        def delete_password(self, service: str, username: str) -> None:
+            if self.entries.pop((service, username), None) is None:
+                raise PasswordDeleteError(username)
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    previous = keyring.get_keyring()
+    try:
+        keyring.set_keyring(fail.Keyring())
+        assert isinstance(default_token_store(), FileTokenStore)  # a headless machine: the private file
+        memory = Memory()
+        keyring.set_keyring(memory)
+        store = default_token_store()
+        assert isinstance(store, KeyringTokenStore)
+        anyio.run(store.save, "https://a.example/mcp", Tokens("secret", refresh_token="r"))
+        assert anyio.run(store.load, "https://a.example/mcp") == Tokens("secret", refresh_token="r")
+        assert not (tmp_path / "elicitor").exists()  # nothing written to a file
+        memory.entries[("elicitor", "https://b.example/mcp")] = "not json"
+        assert anyio.run(store.load, "https://b.example/mcp") is None
+        assert cli(["logout", "https://a.example/mcp"]) == 0
+        assert ("elicitor", "https://a.example/mcp") not in memory.entries
+        assert anyio.run(store.delete, "https://a.example/mcp") is False
+    finally:
+        keyring.set_keyring(previous)

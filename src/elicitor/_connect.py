@@ -80,10 +80,10 @@ async def _session(
     kwargs: dict[str, Any] = {"elicitation": answers, "protocol": protocol, "on_log": on_log, "log_level": "info"}
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
         # A protected server (401) gets a sign-in in the person's browser; tokens are kept for next time.
-        from .client.auth import FileTokenStore, LoopbackAuthorizer, OAuth
+        from .client.auth import LoopbackAuthorizer, OAuth, default_token_store
 
         authorizer = LoopbackAuthorizer(write=lambda line: write(printable(line)), open_browser=browser)
-        auth = OAuth(authorizer, store=FileTokenStore(), client_name="elicitor connect")
+        auth = OAuth(authorizer, store=default_token_store(), client_name="elicitor connect")
         return await _connected(Client.http(target[0], auth=auth, **kwargs), terminal, timeout, authorizer)
     with server_stderr(write) as stderr:
         return await _connected(Client.stdio(target, stderr=stderr, **kwargs), terminal, timeout)

@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     logout = commands.add_parser(
         "logout",
         help="forget the sign-in kept for a server",
-        description="Delete the tokens `elicitor connect` keeps for a server "
-        "(in $XDG_CONFIG_HOME/elicitor/tokens.json, else ~/.config/elicitor/tokens.json).",
+        description="Delete the tokens `elicitor connect` keeps for a server (in the platform's keyring with "
+        "elicitor[keyring], else in $XDG_CONFIG_HOME/elicitor/tokens.json or ~/.config/elicitor/tokens.json).",
     )
     logout.add_argument("url", help="the server's http(s) URL, as given to elicitor connect")
     proxy = commands.add_parser(
@@ -146,11 +146,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return connect_main(args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser)
     if args.command == "logout":
-        from .client.auth import FileTokenStore
+        from .client.auth import default_token_store
 
-        store = FileTokenStore()
+        store = default_token_store()
         if anyio.run(store.delete, args.url):
-            print(f"Signed out of {args.url} (its tokens are deleted from {store.path}).")
+            print(f"Signed out of {args.url} (its tokens are deleted from {store!r}).")
         else:
             print(f"No sign-in was kept for {args.url}.")
         return 0

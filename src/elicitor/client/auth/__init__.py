@@ -3,7 +3,7 @@
 from ._challenge import Challenge, parse_challenge
 from ._loopback import LoopbackAuthorizer
 from ._oauth import BearerToken, HeadlessAuthorizer, MemoryTokenStore, OAuth
-from ._storage import FileTokenStore, default_token_file
+from ._storage import FileTokenStore, KeyringTokenStore, default_token_file, default_token_store, usable_keyring
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
 
 __all__ = [
@@ -13,11 +13,14 @@ __all__ = [
     "Challenge",
     "FileTokenStore",
     "HeadlessAuthorizer",
+    "KeyringTokenStore",
     "LoopbackAuthorizer",
     "MemoryTokenStore",
     "OAuth",
     "TokenStore",
     "Tokens",
     "default_token_file",
+    "default_token_store",
     "parse_challenge",
+    "usable_keyring",
 ]

@@ -1,4 +1,4 @@
-"""Keeping tokens between runs: a JSON file only its owner can read.
+"""Keeping tokens between runs: the platform's keyring where there is one, else a JSON file only its owner reads.
 
 ``elicitor connect`` signs a person in once per server; the tokens (and the client registration they came with)
 are kept in ``$XDG_CONFIG_HOME/elicitor/tokens.json`` (``~/.config/elicitor/tokens.json``), created with mode
@@ -100,3 +100,67 @@ class FileTokenStore:
             Path(temporary).unlink(missing_ok=True)
             raise
         return existed
+
+
+KEYRING_SERVICE = "elicitor"
+"""The keyring service name under which tokens are kept (one entry per server, the server's URL as user name)."""
+
+
+class KeyringTokenStore:
+    """A :class:`TokenStore` in the platform's keyring (macOS Keychain, Windows Credential Locker, the Secret
+    Service on Linux) through the ``keyring`` package (``pip install 'elicitor[keyring]'``)."""
+
+    def __init__(self, service: str = KEYRING_SERVICE) -> None:
+        import keyring
+
+        self._keyring = keyring
+        self.service = service
+
+    def __repr__(self) -> str:
+        return f"KeyringTokenStore({self.service!r})"
+
+    async def load(self, resource: str) -> Tokens | None:
+        text = await anyio.to_thread.run_sync(self._keyring.get_password, self.service, resource)
+        if text is None:
+            return None
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            entry = None
+        known = {k: v for k, v in entry.items() if k in _FIELDS} if isinstance(entry, dict) else {}
+        if not isinstance(known.get("access_token"), str) or not isinstance(known.get("extra", {}), dict):
+            logger.warning("the keyring's tokens for %s are unreadable; signing in again", resource)
+            return None
+        return Tokens(**known)
+
+    async def save(self, resource: str, tokens: Tokens) -> None:
+        text = json.dumps(asdict(tokens), sort_keys=True)
+        await anyio.to_thread.run_sync(self._keyring.set_password, self.service, resource, text)
+
+    async def delete(self, resource: str) -> bool:
+        from keyring.errors import PasswordDeleteError
+
+        try:
+            await anyio.to_thread.run_sync(self._keyring.delete_password, self.service, resource)
+        except PasswordDeleteError:
+            return False
+        return True
+
+
+def usable_keyring() -> bool:
+    """Whether ``keyring`` is installed and has a real backend (not the "fail" or "null" ones of a headless box)."""
+    try:
+        import keyring
+    except ImportError:
+        return False
+    try:
+        backend = keyring.get_keyring()
+        priority = float(backend.priority)
+    except Exception:
+        return False
+    return priority > 0 and type(backend).__module__.split(".")[-1] not in ("fail", "null")
+
+
+def default_token_store() -> KeyringTokenStore | FileTokenStore:
+    """The keyring when one is usable (see :func:`usable_keyring`), else :class:`FileTokenStore`."""
+    return KeyringTokenStore() if usable_keyring() else FileTokenStore()
