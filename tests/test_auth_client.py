@@ -32,7 +32,7 @@ from elicitor import (
     ScriptedHandler,
     Server,
 )
-from elicitor.client.auth import Challenge, MemoryTokenStore, OAuth, parse_challenge
+from elicitor.client.auth import Challenge, ClientCredentials, MemoryTokenStore, OAuth, parse_challenge
 from elicitor.client.auth._oauth import parse_redirect
 
 from .conftest import serving
@@ -99,6 +99,7 @@ async def admin(ctx: Context) -> str:
 class Grant:
     scopes: list[str]
     resource: str
+    subject: str = "ada"
 
 
 @dataclass
@@ -186,11 +187,21 @@ class Deployment:
                 digest = hashlib.sha256(form["code_verifier"].encode()).digest()
                 if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != challenge:
                     return await _json(send, 400, {"error": "invalid_grant"})
+            elif form["grant_type"] == "client_credentials":
+                expected = "Basic " + base64.b64encode(b"svc:svc-secret").decode()
+                if headers.get("authorization") != expected:
+                    return await _json(send, 401, {"error": "invalid_client"})
+                grant = Grant(form.get("scope", "").split(), form["resource"], subject="svc")
             else:
                 grant = self.refresh[form["refresh_token"]]
             token, refresh = f"at-{next(self.counter)}", f"rt-{next(self.counter)}"
             if self.jwt:
-                claims = {"iss": self.issuer, "aud": grant.resource, "sub": "ada", "exp": int(time.time()) + 600}
+                claims = {
+                    "iss": self.issuer,
+                    "aud": grant.resource,
+                    "sub": grant.subject,
+                    "exp": int(time.time()) + 600,
+                }
                 token = jwt.encode(
                     {"alg": "ES256", "kid": "as"}, {**claims, "scope": " ".join(grant.scopes)}, SIGNING_KEY
                 )
@@ -388,3 +399,16 @@ async def test_the_official_sdks_oauth_client_signs_in_to_our_protected_server(a
                 result = await client.call_tool("greet", {})
                 assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
         assert deployment.authorizations and deployment.authorizations[0]["resource"] == url
+
+
+@pytest.mark.anyio
+async def test_a_program_signs_in_with_client_credentials(anyio_backend: str) -> None:
+    async with deployed(jwt=True) as (deployment, url):
+        async with Client.http(url, auth=ClientCredentials("svc", "svc-secret"), protocol="2025-11-25") as client:
+            assert (await client.call_tool("admin")).text == "admin done for svc"  # 401, then 403 for more scope
+        grants = [t["grant_type"] for t in deployment.token_requests]
+        assert grants == ["client_credentials", "client_credentials"] and not deployment.authorizations
+        assert deployment.token_requests[-1]["scope"].split() == ["mcp:basic", "mcp:admin"]
+        with pytest.raises(JSONRPCError, match="invalid_client"):
+            async with Client.http(url, auth=ClientCredentials("svc", "wrong"), protocol="2025-11-25") as client:
+                await client.call_tool("admin")

@@ -32,6 +32,7 @@ PUBLIC = [
     "Choices",
     "Client",
     "ClientCapabilityMissing",
+    "ClientCredentials",
     "ConnectionClosed",
     "ContentBlock",
     "Context",

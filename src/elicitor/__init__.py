@@ -76,9 +76,9 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    from .client.auth import BearerToken, OAuth
+    from .client.auth import BearerToken, ClientCredentials, OAuth
 
-_LATER = {"BearerToken": "elicitor.client.auth", "OAuth": "elicitor.client.auth"}
+_LATER = dict.fromkeys(("BearerToken", "ClientCredentials", "OAuth"), "elicitor.client.auth")
 """Names imported on first use: they need the HTTP client library, which a server never loads."""
 
 
@@ -105,6 +105,7 @@ __all__ = [
     "Choices",
     "Client",
     "ClientCapabilityMissing",
+    "ClientCredentials",
     "ConnectionClosed",
     "ContentBlock",
     "Context",

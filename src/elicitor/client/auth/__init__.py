@@ -2,7 +2,7 @@
 
 from ._challenge import Challenge, parse_challenge
 from ._loopback import LoopbackAuthorizer
-from ._oauth import BearerToken, HeadlessAuthorizer, MemoryTokenStore, OAuth
+from ._oauth import BearerToken, ClientCredentials, HeadlessAuthorizer, MemoryTokenStore, OAuth
 from ._storage import FileTokenStore, KeyringTokenStore, default_token_file, default_token_store, usable_keyring
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
 
@@ -11,6 +11,7 @@ __all__ = [
     "Authorizer",
     "BearerToken",
     "Challenge",
+    "ClientCredentials",
     "FileTokenStore",
     "HeadlessAuthorizer",
     "KeyringTokenStore",

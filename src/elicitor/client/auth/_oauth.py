@@ -560,3 +560,52 @@ async def _token_request(
         expires_at=time.time() + expires if isinstance(expires, int | float) and expires > 0 else None,
         scope=scope if isinstance(scope, str) else None,
     )
+
+
+class ClientCredentials(OAuth):
+    """Sign in as a program, not a person: the client credentials grant (OAuth 2.1 §4.2) with pre-registered
+    credentials, after the same discovery as :class:`OAuth` (resource metadata, issuer metadata, the resource
+    indicator and scope selection). For services and scripts talking to a protected server on their own behalf.
+    """
+
+    def __init__(
+        self,
+        client_id: str,
+        client_secret: str,
+        *,
+        store: TokenStore | None = None,
+        scopes: list[str] | None = None,
+    ) -> None:
+        super().__init__(store=store, client_id=client_id, client_secret=client_secret, scopes=scopes)
+
+    def __repr__(self) -> str:
+        return f"ClientCredentials(client_id={self._client_id!r})"
+
+    async def _sign_in_locked(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
+        assert self._client_id is not None and self._client_secret is not None
+        async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
+            resource, metadata = await _resource_metadata(http, server_url, challenge)
+            issuers = metadata.get("authorization_servers") if metadata is not None else None
+            if not isinstance(issuers, list) or not issuers or not isinstance(issuers[0], str):
+                if metadata is not None:
+                    raise AuthError("the server's protected resource metadata names no authorization server")
+                issuers = [_origin(server_url)]
+            server = await _authorization_server(http, issuers[0], legacy=metadata is None)
+            scopes = [s for s in self._choose_scopes(challenge, metadata, server, step_up) if s != "offline_access"]
+            method = "client_secret_post" if _only(server, "client_secret_post") else "client_secret_basic"
+            form = {"grant_type": "client_credentials", "resource": resource}
+            if scopes:
+                form["scope"] = " ".join(scopes)
+            tokens = await _token_request(http, server, form, self._client_id, self._client_secret, method)
+        tokens = replace(
+            tokens,
+            refresh_token=None,  # a program asks again rather than refreshing
+            scope=tokens.scope or (" ".join(scopes) if scopes else None),
+            issuer=server.issuer,
+            client_id=self._client_id,
+            extra={"resource": resource, "token_endpoint": server.token_endpoint, "auth_method": method},
+        )
+        self._requested = scopes
+        self._tokens = tokens
+        await self._store.save(server_url, tokens)
+        return tokens
