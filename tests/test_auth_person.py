@@ -214,3 +214,84 @@ def test_tokens_go_to_the_platform_keyring_when_there_is_one(tmp_path: Path, mon
         assert anyio.run(store.delete, "https://a.example/mcp") is False
     finally:
         keyring.set_keyring(previous)
+
+
+def _until(stream: Any, pattern: str, seen: list[str]) -> str:
+    """Read ``stream`` line by line until ``pattern`` matches; its first group."""
+    import re
+
+    for line in stream:
+        seen.append(line)
+        found = re.search(pattern, line)
+        if found:
+            return found.group(1)
+    raise AssertionError(f"{pattern!r} never appeared in:\n" + "".join(seen))
+
+
+def _sign_in(link: str, user: str) -> str:
+    """A person in a browser: open the development server's sign-in page, type a name, follow the redirects."""
+    import re
+
+    with httpx.Client(follow_redirects=True) as browser:
+        page = browser.get(link)
+        fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text))
+        fields = {k: v.replace("&amp;", "&").replace("&quot;", '"') for k, v in fields.items()}
+        return browser.post(link.split("?")[0], data={**fields, "user": user}).text
+
+
+def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
+    """examples/protected_server.py with ``elicitor connect``: sign in as grace through the browser, an
+    elicitation answered by her, a URL elicitation that mallory's visit cannot complete and grace's does, and a
+    tool needing more scope, for which the client asks again."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    example = subprocess.Popen(
+        [sys.executable, str(root / "examples" / "protected_server.py"), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the example did not start"
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "BROWSER": "/nonexistent/browser"}
+        connect = subprocess.Popen(
+            [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--no-browser", url], cwd=root, env=env,
+            text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert connect.stdin is not None and connect.stderr is not None
+        seen: list[str] = []
+        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
+        assert "You are signed in" in _sign_in(link, "grace")
+        connect.stdin.write("whoami\n\nblue\n\nconnect_calendar\ny\n")
+        connect.stdin.flush()
+        page = _until(connect.stderr, rf"(http://127\.0\.0\.1:{port}/connect/\S+)", seen)
+        assert httpx.get(page, params={"user": "mallory"}).status_code == 403  # not hers to complete
+        assert httpx.get(page, params={"user": "grace"}).status_code == 200
+        connect.stdin.write("\nadmin_report\n")
+        connect.stdin.flush()
+        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
+        assert "demo%3Aadmin" in link  # the step-up asks for the tool's scope
+        assert "You are signed in" in _sign_in(link, "grace")
+        _, rest = connect.communicate("\n", timeout=60)
+        shown = "".join(seen) + rest
+        assert connect.returncode == 0, shown
+        assert "Result: grace likes blue" in shown
+        assert "Result: grace's calendar is connected" in shown
+        assert "Result: report for grace: all is well" in shown
+    finally:
+        example.terminate()
+        example.wait(timeout=10)
