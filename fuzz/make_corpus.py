@@ -203,6 +203,16 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
         ]
     ):
         out["urls"][f"url-{i}"] = f"{url}\nExample server".encode()
+    seeds = [
+        'Bearer resource_metadata="https://s.example/.well-known/oauth-protected-resource/mcp", scope="a b"\n',
+        'Basic realm="x", Bearer error="insufficient_scope", scope="mcp:admin", error_description="more"\nBearer',
+        "Bearer good\nstate-1",
+        "http://127.0.0.1:5/callback?code=c&state=state-1&iss=https%3A%2F%2Fas\nstate-1",
+        "http://127.0.0.1:5/callback?error=access_denied&state=s\ns",
+        'Bearer scope="q\\"uoted", junk ,, ===\n',
+    ]
+    for i, seed in enumerate(seeds):
+        out["auth"][f"auth-{i}"] = seed.encode()
     out["meta"]["meta"] = encode({"_meta": META, "name": "ask"})
     out["meta"]["old-version"] = encode({"_meta": {V: "2024-11-05", CAPS: {}}})
     out["meta"]["input-responses"] = encode(

@@ -75,6 +75,8 @@ def test_a_redirect_must_carry_the_state_and_a_code() -> None:
     assert refused.value.error == "access_denied"
     with pytest.raises(AuthError, match="no code"):
         parse_redirect("http://127.0.0.1/cb?state=s", "s")
+    with pytest.raises(AuthError, match="not a valid URL"):  # found by fuzz/targets/auth.py: was a ValueError
+        parse_redirect("http://1l[ba\x00ck?code=c&state=s", "s")
 
 
 # ---- a real authorization server and a protected server, on one loopback port ------------------------------

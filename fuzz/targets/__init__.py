@@ -14,5 +14,6 @@ TARGETS = (
     "request_state",
     "urls",
     "meta",
+    "auth",
 )
 """Every target, by module name (``fuzz.targets.<name>``) and corpus directory (``fuzz/corpus/<name>``)."""

@@ -89,7 +89,10 @@ class LoopbackAuthorizer:
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
         if self._listener is None:
             raise RuntimeError("enter the authorizer (async with) before authorize()")
-        host = urlsplit(url).hostname or "?"
+        try:
+            host = urlsplit(url).hostname or "?"
+        except ValueError:
+            raise AuthError(f"the authorization URL is not valid: {url[:200]!r}") from None
         self._write(f"Sign in to continue, at {host}:")
         self._write(f"  {url}")
         for warning in url_warnings(url):
@@ -141,7 +144,10 @@ class LoopbackAuthorizer:
         if not isinstance(event, h11.Request):
             return None
         target = event.target.decode("latin-1")
-        parts = urlsplit(target)
+        try:
+            parts = urlsplit(target)
+        except ValueError:
+            parts = urlsplit("/")  # not a path this listener answers: a 404 below
         query = {k: v[0] for k, v in parse_qs(parts.query).items() if v}
         result: AuthorizationResponse | AuthError | None = None
         if event.method != b"GET" or parts.path != self._path:

@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import SplitResult, parse_qs, quote, urlsplit
 
 import anyio
 import httpx2 as httpx
@@ -106,7 +106,7 @@ class HeadlessAuthorizer:
 
 def parse_redirect(location: str, state: str) -> AuthorizationResponse:
     """The parameters of the redirect back to the client; :class:`AuthError` for an error or a wrong ``state``."""
-    query = {name: values[0] for name, values in parse_qs(urlsplit(location).query).items() if values}
+    query = {name: values[0] for name, values in parse_qs(_split(location, "the redirect").query).items() if values}
     if "error" in query:
         detail = query.get("error_description")
         raise AuthError(f"authorization refused: {query['error']}" + (f" ({detail})" if detail else ""), query["error"])
@@ -242,11 +242,18 @@ class OAuth(httpx.Auth):
                     return await self._refresh(server_url, tokens)
                 except AuthError as exc:
                     logger.info("refreshing the token failed (%s); signing in again", exc)
-            return await self._sign_in_locked(server_url, challenge, step_up=False)
+            return await self._guarded(server_url, challenge, step_up=False)
 
     async def _sign_in(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
         async with self._lock:
+            return await self._guarded(server_url, challenge, step_up=step_up)
+
+    async def _guarded(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
+        """Sign in; whatever a peer's documents make go wrong ends as an :class:`AuthError`, never another error."""
+        try:
             return await self._sign_in_locked(server_url, challenge, step_up=step_up)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise AuthError(f"an answer during sign-in could not be used: {exc!r}"[:300]) from None
 
     # ---- discovery -------------------------------------------------------------------------------------------
 
@@ -389,8 +396,16 @@ class OAuth(httpx.Auth):
 # ---- the documents -------------------------------------------------------------------------------------------
 
 
+def _split(url: str, what: str) -> SplitResult:
+    """``urlsplit``, with a URL from a peer that cannot be parsed (``http://[x``) refused as an :class:`AuthError`."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        raise AuthError(f"{what} is not a valid URL: {url[:200]!r}") from None
+
+
 def _origin(url: str) -> str:
-    parts = urlsplit(url)
+    parts = _split(url, "the URL")
     return f"{parts.scheme}://{parts.netloc}"
 
 
@@ -442,7 +457,7 @@ async def _resource_metadata(
     http: httpx.AsyncClient, server_url: str, challenge: Challenge
 ) -> tuple[str, dict[str, Any] | None]:
     """The resource to ask a token for, and the server's protected resource metadata (``None``: it has none)."""
-    parts = urlsplit(server_url)
+    parts = _split(server_url, "the server's URL")
     origin = f"{parts.scheme}://{parts.netloc}"
     candidates = []
     if challenge.resource_metadata:
@@ -467,7 +482,7 @@ async def _resource_metadata(
 
 def _names(resource: str, server_url: str) -> bool:
     """Whether ``resource`` identifies ``server_url``: the same origin, and its path a prefix of the server's."""
-    theirs, ours = urlsplit(resource), urlsplit(server_url)
+    theirs, ours = _split(resource, "the metadata's resource"), _split(server_url, "the server's URL")
     if (theirs.scheme.lower(), theirs.netloc.lower()) != (ours.scheme.lower(), ours.netloc.lower()):
         return False
     prefix = theirs.path.rstrip("/")
@@ -475,7 +490,7 @@ def _names(resource: str, server_url: str) -> bool:
 
 
 async def _authorization_server(http: httpx.AsyncClient, issuer: str, *, legacy: bool) -> _Server:
-    parts = urlsplit(issuer)
+    parts = _split(issuer, "the authorization server's issuer")
     origin = f"{parts.scheme}://{parts.netloc}"
     path = parts.path.rstrip("/")
     if path:
