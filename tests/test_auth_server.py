@@ -184,3 +184,30 @@ def test_any_authorization_header_is_answered_without_raising(header: str) -> No
 
     protection = Protection(Never(), "http://127.0.0.1/mcp", ["https://as"])
     assert anyio.run(protection.check, header) in ("invalid_token", "")
+
+
+async def test_sealed_state_from_one_users_round_does_not_open_for_another(anyio_backend: str) -> None:
+    """2026-07-28: the requestState sealed for ada's round is refused (-32602) when bob's token brings it back;
+    ada's own retry completes the call."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    modern = {**HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "whoami"}
+    async with protected() as url, httpx.AsyncClient() as http:
+        ada = {**modern, "authorization": f"Bearer {token(url, 'ada')}"}
+        bob = {**modern, "authorization": f"Bearer {token(url, 'bob')}"}
+        first = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "_meta": meta}}
+        asked = (await http.post(url, json=first, headers=ada)).json()["result"]
+        assert asked["resultType"] == "input_required"
+        key = next(iter(asked["inputRequests"]))
+        params = {
+            **first["params"],  # type: ignore[dict-item]
+            "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}},
+            "requestState": asked["requestState"],
+        }
+        retry = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+        stolen = (await http.post(url, json=retry, headers=bob)).json()
+        assert stolen["error"]["code"] == -32602, stolen
+        done = (await http.post(url, json=retry, headers=ada)).json()
+        assert done["result"]["content"][0]["text"] == "ada says Ada"
