@@ -13,6 +13,7 @@ import httpx2 as httpx
 import pytest
 
 from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server
+from elicitor.client._http import HttpClientTransport
 from elicitor.server import HttpApp
 from elicitor.state import MemoryEventStore
 
@@ -360,7 +361,9 @@ async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backe
     async with serving(app) as url, Client.http(url, elicitation=handler, protocol="2025-11-25") as client:
         assert (await client.call_tool("greet")).text == "hello Eve"
         transport = client._transport
+        assert isinstance(transport, HttpClientTransport)
         first = transport.session_id
+        assert first is not None
         forgotten = app._handshake.forget(first)  # the server forgets the session (a restart, an expiry...)
         assert forgotten is not None
         await forgotten.end()

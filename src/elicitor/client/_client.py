@@ -58,6 +58,7 @@ from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationReques
 from ._headers import header_params
 from ._quiet import QuietClock
 from ._tasks import TaskHandle
+from ._transport import SESSION_EXPIRED, HttpAware
 from ._url import UrlElicitationRequest
 
 if TYPE_CHECKING:
@@ -65,7 +66,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("elicitor.client")
 
-SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
 """The ``data`` of the local error that answers a request whose HTTP session the server no longer knows."""
 
 DEFAULT_MAX_ROUNDS = 16
@@ -185,7 +185,7 @@ class Client:
         self._log_level = log_level
         self._probe_timeout = probe_timeout
         self._stack: AsyncExitStack | None = None
-        self._transport: Any = None
+        self._transport: Transport | None = None
         self._session: Session | None = None
         self._progress: dict[str, ProgressCallback] = {}
         self._callbacks = CallbackQueue()
@@ -338,8 +338,8 @@ class Client:
     def _adopt(self, version: str) -> None:
         """The revision is known: tell the transport (HTTP headers, sessions depend on it)."""
         self._protocol_version = version
-        if hasattr(self._transport, "protocol_version"):
-            self._transport.protocol_version = version
+        if isinstance(self._transport, HttpAware):
+            self._transport.adopt(version)
 
     @property
     def modern(self) -> bool:
@@ -408,9 +408,8 @@ class Client:
         instructions = result.get("instructions")
         self._instructions = instructions if isinstance(instructions, str) else None
         await session.notify("notifications/initialized")
-        start_listening = getattr(self._transport, "start_listening", None)
-        if start_listening is not None:
-            start_listening()
+        if isinstance(self._transport, HttpAware):
+            self._transport.start_listening()
 
     def _capabilities(self, version: str) -> JSONObject:
         """Exactly what this client can do: nothing is declared without a handler for it."""
@@ -519,8 +518,8 @@ class Client:
             if isinstance(mirrored, str):
                 logger.warning("leaving out tool %r: %s", tool.name, mirrored)
                 continue
-            if mirrored and hasattr(self._transport, "tool_headers"):
-                self._transport.tool_headers[tool.name] = mirrored
+            if mirrored and isinstance(self._transport, HttpAware):
+                self._transport.mirror(tool.name, mirrored)
             tools.append(tool)
         return tools
 

@@ -27,9 +27,9 @@ from .._exceptions import AuthError
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
-from ._client import SESSION_EXPIRED
 from ._headers import header_value
 from ._pool import DEFAULT_LIMITS, ShardedTransport
+from ._transport import SESSION_EXPIRED
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -160,6 +160,14 @@ class HttpClientTransport:
                 pass
 
     # ---- after the handshake ----------------------------------------------------------------------------------
+
+    def adopt(self, version: str) -> None:
+        """The client negotiated ``version``: it decides the headers and whether there is a session."""
+        self.protocol_version = version
+
+    def mirror(self, tool: str, params: dict[tuple[str, ...], str]) -> None:
+        """Mirror ``tool``'s parameters into ``Mcp-Param-*`` headers on its calls (SEP-2243)."""
+        self.tool_headers[tool] = params
 
     def start_listening(self) -> None:
         """Open the standalone GET stream (handshake era, once there is a session)."""

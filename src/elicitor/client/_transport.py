@@ -1,0 +1,38 @@
+"""What the client tells a transport that cares about the protocol, and what such a transport tells it back.
+
+A byte stream (stdio) needs nothing from the client. Streamable HTTP does: the revision decides its headers and
+whether there is a session; the handshake era opens a standalone GET stream once initialized; tools whose
+parameters are mirrored into ``Mcp-Param-*`` headers must be known to it (SEP-2243). :class:`HttpAware` names
+those calls, so the client asks ``isinstance(transport, HttpAware)`` once instead of probing attributes.
+
+A transport reports that the server forgot the session (HTTP 404 for our ``Mcp-Session-Id``, 2025-11-25
+"Session Management") by failing the request with :data:`SESSION_EXPIRED` as the error's data: the one channel
+from a transport into a waiting request is a JSON-RPC reply, and this value cannot come from a server (the key
+is ours, and the transport makes the reply itself). The client then initializes again and retries once.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ..types import JSONValue
+
+SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
+"""The ``data`` of the local error a transport answers a request with when the server no longer knows the session."""
+
+
+@runtime_checkable
+class HttpAware(Protocol):
+    """A transport whose behaviour depends on the revision and the tools (Streamable HTTP)."""
+
+    def adopt(self, version: str) -> None:
+        """The revision is negotiated: use its headers and session rules from now on."""
+        ...
+
+    def start_listening(self) -> None:
+        """The handshake is done: open the standalone stream for server-initiated messages, if the era has one."""
+        ...
+
+    def mirror(self, tool: str, params: dict[tuple[str, ...], str]) -> None:
+        """Tool ``tool`` mirrors these parameters (by path) into ``Mcp-Param-*`` headers (SEP-2243)."""
+        ...
