@@ -47,6 +47,16 @@ async def whoami(ctx: Context) -> str:
     return f"{ctx.principal} says {name}"
 
 
+@server.tool()
+async def claims(ctx: Context) -> str:
+    """What a tool sees of the caller's token, before and after asking a question."""
+    before = ctx.access_token
+    await ctx.elicit("Your name?", NAME)
+    after = ctx.access_token
+    assert before is not None and after is not None and before.subject == after.subject == ctx.principal
+    return f"{after.subject} {sorted(after.scopes)} {after.claims.get('tier')}"
+
+
 @server.tool(scopes=["mcp:admin"])
 async def admin() -> str:
     return "admin done"
@@ -211,3 +221,12 @@ async def test_sealed_state_from_one_users_round_does_not_open_for_another(anyio
         assert stolen["error"]["code"] == -32602, stolen
         done = (await http.post(url, json=retry, headers=ada)).json()
         assert done["result"]["content"][0]["text"] == "ada says Ada"
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_tool_sees_the_callers_token_and_its_claims(anyio_backend: str, revision: str) -> None:
+    async with protected() as url:
+        auth = BearerToken(token(url, "ada", scope="mcp mcp:admin", tier="gold"))
+        handler = ScriptedHandler([{"name": "Ada"}])
+        async with Client.http(url, auth=auth, elicitation=handler, protocol=revision) as client:
+            assert (await client.call_tool("claims")).text == "ada ['mcp', 'mcp:admin'] gold"

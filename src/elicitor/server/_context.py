@@ -7,6 +7,7 @@ import inspect
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
@@ -33,11 +34,17 @@ from ._url import UrlElicitation
 
 if TYPE_CHECKING:
     from ._dispatch import ServerSession
+    from .http._auth import AccessToken
 
 T = TypeVar("T")
 _log = logging.getLogger("elicitor.server")
 _canonical = msgspec.json.Encoder(order="sorted").encode
 _LEVEL_RANK = {level: i for i, level in enumerate(LOGGING_LEVELS)}
+
+current_access_token: ContextVar[AccessToken | None] = ContextVar("elicitor_access_token", default=None)
+"""The verified access token of the HTTP request being served (set by ``HttpApp(auth=...)``). Tasks started while
+serving a request inherit it: a call's tool sees the token that started the call (2026-07-28) or that opened the
+session it runs in (2025-06-18, 2025-11-25), always one issued to ``Context.principal``."""
 
 
 class Context:
@@ -137,6 +144,14 @@ class Context:
         except TimeoutError as exc:
             return _unanswered(exc)
         return _outcome(spec, raw)
+
+    @property
+    def access_token(self) -> AccessToken | None:
+        """The caller's verified OAuth access token (subject, scopes, claims) when the server checks tokens
+        (``HttpApp(auth=...)``), else ``None``. On 2026-07-28 it is the token of the request that started the call;
+        on the handshake revisions, of the request that opened the session (a later, refreshed token of the same
+        user does not replace it). Its ``subject`` is :attr:`principal`."""
+        return current_access_token.get()
 
     async def elicit_url(self, message: str, url: str, *, key: str | None = None) -> Outcome[None]:
         """Ask the person to open ``url`` for something that must not pass through the client (URL mode).

@@ -34,6 +34,7 @@ from ...types import (
     PARSE_ERROR,
     JSONObject,
 )
+from .._context import current_access_token
 from .._rounds import ParkedRuns
 from ._asgi import (
     ASGIApp,
@@ -238,6 +239,7 @@ class HttpApp:
             return False
         headers.token = verdict
         headers.principal = verdict.subject
+        current_access_token.set(verdict)  # this request's context: what its tool calls see as ctx.access_token
         return True
 
     async def _challenge(self, send: Send, error: str, scopes: Sequence[str] = ()) -> None:
