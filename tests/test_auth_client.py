@@ -26,6 +26,7 @@ from elicitor import (
     AuthError,
     Client,
     Context,
+    IntrospectionVerifier,
     JSONRPCError,
     JwtVerifier,
     Protection,
@@ -110,6 +111,8 @@ class Deployment:
 
     base: str = ""
     jwt: bool = False
+    introspect: bool = False
+    """Opaque tokens checked by elicitor's HttpApp(auth=Protection(IntrospectionVerifier)) through /as/introspect."""
     """Issue JWTs and put elicitor's own HttpApp(auth=Protection(JwtVerifier)) at /mcp (else an opaque-token check)."""
     wrong_iss: bool = False
     resource_override: str | None = None
@@ -120,6 +123,7 @@ class Deployment:
     codes: dict[str, tuple[str, Grant]] = field(default_factory=dict)
     access: dict[str, Grant] = field(default_factory=dict)
     refresh: dict[str, Grant] = field(default_factory=dict)
+    introspections: list[str] = field(default_factory=list)
 
     @property
     def issuer(self) -> str:
@@ -138,7 +142,17 @@ class Deployment:
                 break
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode()).items()}
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-        if self.jwt and path in ("/mcp", "/.well-known/oauth-protected-resource/mcp"):
+        if path == "/as/introspect":
+            form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
+            self.introspections.append(form["token"])
+            if headers.get("authorization") != "Basic " + base64.b64encode(b"rs:rs-secret").decode():
+                return await _json(send, 401, {"error": "invalid_client"})
+            found = self.access.get(form["token"])
+            if found is None:
+                return await _json(send, 200, {"active": False})
+            answer = {"active": True, "sub": found.subject, "scope": " ".join(found.scopes), "aud": found.resource}
+            return await _json(send, 200, {**answer, "exp": int(time.time()) + 600})
+        if (self.jwt or self.introspect) and path in ("/mcp", "/.well-known/oauth-protected-resource/mcp"):
             await self.guarded(scope, _replay(body, receive), send)
             return None
         if path == "/.well-known/oauth-protected-resource/mcp":
@@ -232,7 +246,12 @@ class Deployment:
     def protect(self) -> None:
         """Put elicitor's protection in front of the server, now that the URL (the resource) is known."""
         resource = f"{self.base}/mcp"
-        verifier = JwtVerifier(issuer=self.issuer, audience=resource, jwks_url=f"{self.issuer}/jwks")
+        verifier: JwtVerifier | IntrospectionVerifier = JwtVerifier(
+            issuer=self.issuer, audience=resource, jwks_url=f"{self.issuer}/jwks"
+        )
+        if self.introspect:
+            url = f"{self.issuer}/introspect"
+            verifier = IntrospectionVerifier(url=url, client_id="rs", client_secret="rs-secret", audience=resource)
         protection = Protection(
             verifier,
             resource,
@@ -270,7 +289,7 @@ async def deployed(**options: Any) -> AsyncIterator[tuple[Deployment, str]]:
     deployment = Deployment(**options)
     async with serving(deployment) as url:
         deployment.base = url.removesuffix("/mcp")
-        if deployment.jwt:
+        if deployment.jwt or deployment.introspect:
             deployment.protect()
             async with deployment.guarded.lifespan():
                 yield deployment, url
@@ -414,3 +433,16 @@ async def test_a_program_signs_in_with_client_credentials(anyio_backend: str) ->
         with pytest.raises(JSONRPCError, match="invalid_client"):
             async with Client.http(url, auth=ClientCredentials("svc", "wrong"), protocol="2025-11-25") as client:
                 await client.call_tool("admin")
+
+
+@pytest.mark.anyio
+async def test_opaque_tokens_are_checked_by_introspection(anyio_backend: str) -> None:
+    """IntrospectionVerifier (RFC 7662) in front of elicitor's server, authenticating as the resource server:
+    sign-in, a call, a step-up for a tool's scope, and each token asked about once (answers are cached)."""
+    async with deployed(introspect=True) as (deployment, url):
+        handler = ScriptedHandler([{"name": "Ada"}, {"name": "Ada"}])
+        async with Client.http(url, auth=OAuth(), elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("greet")).text == "hello Ada"
+            assert (await client.call_tool("admin")).text == "admin done for ada"
+            asked = len(deployment.introspections)
+            assert asked == len(set(deployment.introspections))  # each token asked about once

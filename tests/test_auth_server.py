@@ -230,3 +230,33 @@ async def test_a_tool_sees_the_callers_token_and_its_claims(anyio_backend: str, 
         handler = ScriptedHandler([{"name": "Ada"}])
         async with Client.http(url, auth=auth, elicitation=handler, protocol=revision) as client:
             assert (await client.call_tool("claims")).text == "ada ['mcp', 'mcp:admin'] gold"
+
+
+async def test_introspection_refuses_inactive_foreign_and_expired_tokens(anyio_backend: str) -> None:
+    """IntrospectionVerifier's reading of the authorization server's answers (RFC 7662 §2.2)."""
+    from elicitor import IntrospectionVerifier
+
+    answers: dict[str, dict[str, Any]] = {
+        "good": {"active": True, "sub": "ada", "scope": "mcp", "aud": "http://r/mcp", "exp": time.time() + 60},
+        "inactive": {"active": False, "sub": "ada"},
+        "foreign": {"active": True, "sub": "ada", "aud": ["http://other/mcp"]},
+        "expired": {"active": True, "sub": "ada", "exp": time.time() - 1},
+        "nobody": {"active": True},
+    }
+
+    async def introspect(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive())["body"].decode()
+        answer = answers.get(body.split("token=")[1].split("&")[0], {"active": False})
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    from .conftest import serving
+
+    async with serving(introspect) as url:
+        verifier = IntrospectionVerifier(url=url, client_id="rs", client_secret="s", audience="http://r/mcp")
+        good = await verifier.verify("good")
+        assert good is not None and good.subject == "ada" and good.scopes == frozenset({"mcp"})
+        for token in ("inactive", "foreign", "expired", "nobody", "unknown"):
+            assert await verifier.verify(token) is None, token
