@@ -295,3 +295,64 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
     finally:
         example.terminate()
         example.wait(timeout=10)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_elicitor_proxy_signs_in_to_a_protected_upstream(
+    anyio_backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``elicitor proxy URL`` in front of the protected example: the person at the proxy signs in through the link
+    it prints on stderr (stdout is the protocol); the client behind it never sees a token."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from elicitor import Client, ScriptedHandler
+
+    root = Path(__file__).resolve().parent.parent
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    example = subprocess.Popen(
+        [sys.executable, str(root / "examples" / "protected_server.py"), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    read, write = os.pipe()
+    stderr = None
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the example did not start"
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "BROWSER": "/nonexistent/browser"}
+        command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+        seen: list[str] = []
+        stderr = os.fdopen(read, "r")
+        read = -1
+
+        def person() -> None:
+            link = _until(stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
+            assert "You are signed in" in _sign_in(link, "noor")
+
+        handler = ScriptedHandler([{"colour": "green"}])
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, person)
+            async with Client.stdio(command, env=env, stderr=write, elicitation=handler, protocol="2025-11-25") as c:
+                with anyio.fail_after(60):
+                    assert (await c.call_tool("whoami")).text == "noor likes green"
+        assert url in json.loads((tmp_path / "elicitor" / "tokens.json").read_text())  # kept for the next run
+    finally:
+        os.close(write)
+        if stderr is not None:
+            stderr.close()
+        elif read != -1:
+            os.close(read)
+        example.terminate()
+        example.wait(timeout=10)

@@ -26,9 +26,13 @@ def upstream(target: Sequence[str]) -> Connect:
     """How to reach UPSTREAM: an HTTP endpoint, or a command to start as a stdio server."""
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
         from ..client._http import HttpClientTransport
+        from ..client.auth import LoopbackAuthorizer, OAuth, default_token_store
 
         url = target[0]
-        return lambda: HttpClientTransport.connect(url)
+        # A protected upstream (401): the person at the proxy signs in through the link on stderr (stdout may be
+        # the protocol), once; the tokens are kept as elicitor connect keeps them.
+        auth = OAuth(LoopbackAuthorizer(), store=default_token_store(), client_name="elicitor proxy")
+        return lambda: HttpClientTransport.connect(url, auth=auth)
     command = list(target)
 
     async def start() -> Transport:
