@@ -150,7 +150,7 @@ class _Server:
 class OAuth(httpx.Auth):
     """Sign in to a protected MCP server when it asks (401), per the spec's Authorization section.
 
-    Pass it as ``Client.http(url, auth=OAuth(...))``.
+    Pass it as ``Client.http(url, auth=OAuth(...))``; one ``OAuth`` per server (it holds that server's tokens).
 
     Args:
         authorizer: how the authorization URL gets approved (default :class:`HeadlessAuthorizer`, for servers that
@@ -185,7 +185,6 @@ class OAuth(httpx.Auth):
         self._scopes = scopes
         self._lock = anyio.Lock()
         self._tokens: Tokens | None = None
-        self._resource: str | None = None
         self._loaded = False
         self._requested: list[str] = []
 
