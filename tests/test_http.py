@@ -524,3 +524,31 @@ async def test_a_gateway_error_on_the_first_request_is_retried_and_no_other_requ
             assert (await client.call_tool("greet")).text == "hello Ada"
     opening = "server/discover" if revision == "2026-07-28" else "initialize"
     assert seen.count(opening) == 3 and seen.count("tools/call") >= 2
+
+
+async def test_a_streams_queue_delivers_in_order_and_ends_on_close(anyio_backend: str) -> None:
+    """The per-request queue of a handshake-era stream (server/http/_handshake.py): FIFO, one waiting reader woken
+    by a put, close drops what is undelivered and ends the reader, a put after close is refused."""
+    from elicitor.server.http._handshake import _Queue
+
+    queue = _Queue()
+    queue.put((1, b"a", False))
+    queue.put((2, b"b", False))
+    assert await queue.receive() == (1, b"a", False)
+    assert await queue.receive() == (2, b"b", False)
+    got: list[tuple[int, bytes, bool]] = []
+    async with anyio.create_task_group() as tg:
+
+        async def read() -> None:
+            got.append(await queue.receive())
+
+        tg.start_soon(read)
+        await anyio.wait_all_tasks_blocked()
+        queue.put((3, b"c", True))
+    assert got == [(3, b"c", True)]
+    queue.put((4, b"d", False))
+    queue.close()
+    with pytest.raises(anyio.ClosedResourceError):
+        await queue.receive()
+    with pytest.raises(anyio.ClosedResourceError):
+        queue.put((5, b"e", False))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import secrets
 import time
 from collections.abc import Callable
@@ -28,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, Store, StoreUnavailable
@@ -58,9 +56,7 @@ class Stream:
         self.sequence = 0
         self.done = False
         self._events = events
-        self._in: MemoryObjectSendStream[tuple[int, bytes, bool]]
-        self.out: MemoryObjectReceiveStream[tuple[int, bytes, bool]]
-        self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](math.inf)
+        self.out = _Queue()
         self.attached = False
         self._unsent: list[tuple[int, bytes, bool]] | None = None
 
@@ -73,7 +69,7 @@ class Stream:
         """
         self.sequence += 1
         sequence = self.sequence
-        self._in.send_nowait((sequence, message, final))
+        self.out.put((sequence, message, final))
         if final:
             self.done = True
         try:
@@ -101,8 +97,48 @@ class Stream:
         return f"{self.key}.{sequence}"
 
     def close(self) -> None:
-        self._in.close()
         self.out.close()
+
+
+class _Queue:
+    """What a :class:`Stream` holds for its pump: an unbounded FIFO with at most one waiting reader.
+
+    The same contract as an anyio memory object stream for this use (``receive`` waits, ``close`` drops what is
+    undelivered and wakes the reader with ``ClosedResourceError``), at a tenth of its memory: a stream exists for
+    every request in flight, and most never hold more than one message.
+    """
+
+    __slots__ = ("_closed", "_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, bytes, bool]] = []
+        self._waiter: anyio.Event | None = None
+        self._closed = False
+
+    def put(self, item: tuple[int, bytes, bool]) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._items.append(item)
+        self._wake()
+
+    async def receive(self) -> tuple[int, bytes, bool]:
+        while not self._items:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._waiter is None:
+                self._waiter = anyio.Event()
+            await self._waiter.wait()
+        return self._items.pop(0)
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.set()
 
 
 class SessionTransport:
