@@ -247,6 +247,44 @@ async def theirs_memory(count: int, http: bool = False) -> tuple[float, float]:
     return (rss1 - rss0) / count, drained
 
 
+async def floor_memory(count: int) -> float:
+    """Server RSS growth per open SSE response of a bare uvicorn app (bench/servers/floor_server.py), in KiB.
+
+    What any Python server on this stack spends to hold one pending elicitation open before it does any work.
+    """
+    async with (
+        http_server("floor_server.py") as url,
+        httpx.AsyncClient(limits=httpx.Limits(max_connections=None, max_keepalive_connections=None)) as http,
+    ):
+        base = url.removesuffix("/mcp")
+
+        async def rss() -> int:
+            return _probe((await http.get(f"{base}/probe")).text)[1]
+
+        rss0 = await rss()
+        opened = 0
+        all_open = anyio.Event()
+
+        async def one() -> None:
+            nonlocal opened
+            async with http.stream("POST", url, content=b"{}", timeout=120) as response:
+                chunks = response.aiter_bytes()
+                await chunks.__anext__()  # the priming event: the response is open and waiting
+                opened += 1
+                if opened == count:
+                    all_open.set()
+                async for _ in chunks:
+                    pass
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(one)
+            await all_open.wait()
+            rss1 = await rss()
+            await http.post(f"{base}/release")
+    return (rss1 - rss0) / count
+
+
 async def memory_only(measure: Awaitable[tuple[float, float]]) -> Result:
     return (await measure)[0], 0.0
 
@@ -336,9 +374,15 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
         )
     if "dh" in scenarios:
         samples: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        floors: list[float] = []
         for _ in range(runs):
             samples.append((await ours_memory(pending, http=True), await theirs_memory(pending, http=True)))
+            floors.append(await floor_memory(pending))
         title = f"(d) HTTP, {pending} pending on one session, 2025-11-25"
+        print(
+            f"\n{title}: the floor, a bare uvicorn app holding {pending} SSE responses open (no MCP): "
+            f"{statistics.median(floors):.1f} KiB each ({min(floors):.1f}-{max(floors):.1f})"
+        )
         report(
             f"{title}: KiB of server RSS per pending elicitation",
             "KiB",
