@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit wheel node-peers system-deps conformance bench soak fuzz clean
+.PHONY: demo test lint typecheck unit docs docs-serve pictures wheel node-peers system-deps conformance bench soak fuzz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/elicitor demo
 
-test: lint typecheck unit wheel conformance
+test: lint typecheck docs unit wheel conformance
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -30,6 +30,27 @@ typecheck: $(STAMP)
 
 unit: $(STAMP) node-peers system-deps
 	$(BIN)/pytest
+
+# The documentation site (mkdocs-material, mkdocstrings): built with --strict, so a broken link, a missing reference
+# or any warning fails it. Mermaid comes from the npm registry into docs/assets/: no page loads anything from a CDN.
+MERMAID := docs/assets/mermaid.min.js
+$(MERMAID):
+	@mkdir -p .cache/mermaid docs/assets
+	cd .cache/mermaid && npm pack --silent mermaid@11.6.0 >/dev/null && tar -xzf mermaid-11.6.0.tgz package/dist/mermaid.min.js
+	cp .cache/mermaid/package/dist/mermaid.min.js $@
+
+docs: $(STAMP) $(MERMAID)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The documentation's pictures (docs/images/), from what the tests capture of the real terminal and browser.
+pictures: $(STAMP) system-deps
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_screen.py::test_the_demo_in_a_real_terminal \
+	  tests/test_browser_ui.py::test_every_field_kind_in_chromium_with_review_and_a_screenshot \
+	  tests/test_browser_ui.py::test_url_consent_in_the_browser
+	$(BIN)/python scripts/pictures.py
+
+docs-serve: $(STAMP) $(MERMAID)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Debian's packages the tests run for real, if missing: chromium (the browser UI tests drive it with Playwright),
 # tmux (the real-terminal test), redis-server and nginx (replicas behind a balancer, sharing Redis).

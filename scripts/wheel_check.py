@@ -109,6 +109,8 @@ def check(wheel: Path, extra: str | None, optional: set[str], work: Path) -> tup
         shown = subprocess.run([str(command), "--version"], check=True, capture_output=True, text=True, timeout=60)
         if version not in shown.stdout.split():
             problem = f"`elicitor --version` printed {shown.stdout.strip()!r}, not version {version}"
+        elif "### " not in shown.stdout:  # the changelog ships inside the package: its entry follows the version
+            problem = f"`elicitor --version` printed no changelog entry: {shown.stdout.strip()!r}"
         allowed = sorted(optional - ({distribution(r) for r in extras()[extra]} if extra else set()))
         probe = subprocess.run(
             [str(python), "-c", PROBE, json.dumps(allowed)], capture_output=True, text=True, timeout=120, cwd=work

@@ -225,3 +225,17 @@ def test_connect_asks_optional_arguments_field_by_field(protocol: str) -> None:
     assert "body (optional)" in run.stderr and "priority (optional)" in run.stderr
     assert "Result: Filed 'Crash on start' (priority 3, labels: docs)." in run.stderr
     assert "Result: Filed 'Typo' (priority 1, labels: none): In the README" in run.stderr
+
+
+def test_long_tool_descriptions_wrap_at_word_boundaries_in_the_menu() -> None:
+    from elicitor._connect import menu_line
+    from elicitor.types import Tool
+
+    about = "Book a table at any restaurant in town, asking the person for the party size, the time and the seating"
+    tool = Tool(name="book_table", description=about + "\nSecond line, not shown.", input_schema={"type": "object"})
+    lines = menu_line(3, tool, width=60).splitlines()
+    assert lines[0].startswith("  3. book_table: Book a table")
+    assert all(len(line) <= 59 for line in lines) and len(lines) > 1
+    assert all(line.startswith(" " * 17) and not line[17].isspace() for line in lines[1:])  # under the text
+    assert " ".join(line.strip() for line in lines) == "3. book_table: " + about  # no word was cut
+    assert menu_line(1, Tool(name="x", input_schema={"type": "object"}), width=60) == "  1. x"

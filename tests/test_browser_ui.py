@@ -2,7 +2,8 @@
 
 Every field kind filled (partly from the keyboard), native and server-side validation errors, review, edit, send,
 decline, cancel, a closed page becoming cancel after the grace period (and a reload not), a question the server
-withdrew, and URL consent. A phone-sized screenshot of a form is saved to ``artifacts/`` for people to look at.
+withdrew, and URL consent. Screenshots of a form (phone-sized and desktop) and of the URL consent page are saved
+to ``artifacts/``, where ``scripts/pictures.py`` takes them for the documentation.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ async def test_every_field_kind_in_chromium_with_review_and_a_screenshot() -> No
         await fill_valid(page)
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "browser-form.png"), full_page=True)
+        await page.set_viewport_size({"width": 1100, "height": 900})  # a desktop window, for the documentation
+        await page.screenshot(path=str(ARTIFACTS / "browser-form-desktop.png"), full_page=True)
         await page.get_by_role("button", name="Review").click()
         await page.get_by_text("Review your answer").wait_for()
         review = await page.inner_text("dl")
@@ -274,6 +277,8 @@ async def test_url_consent_in_the_browser() -> None:
             assert await page.inner_text("mark >> nth=0") == "127.0.0.1"
             assert "not encrypted" in body and "unusual port" in body and "bare IP address" in body
             assert fetched == []  # shown, not fetched
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "browser-url.png"), full_page=True)
             async with page.context.expect_page() as opening:
                 await page.get_by_role("button", name="Open the page in a new tab").click()
             tab = await opening.value

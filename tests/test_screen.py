@@ -25,6 +25,8 @@ from prompt_toolkit.output.vt100 import Vt100_Output
 
 from elicitor import Accepted, Cancelled, Declined, FieldError, Form, TerminalHandler
 from elicitor.client import ElicitationRequest, UrlElicitationRequest
+from elicitor.client._present import hint
+from elicitor.forms import FormField, MultiEnumField, NumberField, Option, StringField
 from elicitor.types import Implementation
 
 from .conftest import ROOT
@@ -187,7 +189,7 @@ async def test_the_screen_names_the_server_marks_required_fields_and_hints_from_
             assert "Book a room" in text
             assert "Your name *" in text and "Note" in text and "Note *" not in text
             assert "an email address" in text and "a whole number · from 1 to 10" in text
-            assert "a date, YYYY-MM-DD" in text and "choose 0–1" in text
+            assert "a date, YYYY-MM-DD" in text and "choose up to 1" in text
             assert "Anything the desk should know" in text
             assert "(not chosen)" in text and "Single" in text and "Double" in text  # titles, not "s"/"d"
             assert "Esc cancel" in text
@@ -439,6 +441,15 @@ class Tmux:
     def screen(self) -> str:
         return self("capture-pane", "-p", "-J", "-t", "demo")
 
+    def keep(self, name: str) -> None:
+        """Save the screen with its colours (ANSI) to ``artifacts/``: scripts/pictures.py draws it for the docs."""
+        (ROOT / "artifacts").mkdir(exist_ok=True)
+        self("resize-window", "-t", "demo", "-x", "96", "-y", "46")  # the size of a picture on a page
+        time.sleep(0.5)  # prompt_toolkit redraws on SIGWINCH
+        (ROOT / "artifacts" / name).write_text(self("capture-pane", "-p", "-e", "-t", "demo"))
+        self("resize-window", "-t", "demo", "-x", "200", "-y", "50")
+        time.sleep(0.5)
+
     def wait_for(self, text: str, timeout: float = 20) -> str:
         deadline = time.monotonic() + timeout
         while True:
@@ -468,6 +479,7 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     shown = tmux.wait_for("Chez Elicitor booking desk 1.0.0 asks")
     (ROOT / "artifacts").mkdir(exist_ok=True)
     (ROOT / "artifacts" / "terminal-form.txt").write_text(shown)  # what a person sees, for people to look at
+    tmux.keep("terminal-form.ansi")
     assert "Party size *" in shown and "Heated patio" in shown and "Dietary needs" in shown
     tmux.keys("3", "Tab", "2026-12-24", "Tab", "Down", "Down", "Space", "Tab", "ada@example.com", "Tab")
     tmux.keys("Space", "Down", "Down", "Space", "Tab", "Tab", "Enter")
@@ -481,6 +493,7 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     tmux.wait_for("Main course: Roast duck with cherries")
     tmux.keys("Enter")
     shown = tmux.wait_for("asks you to open a web page")
+    tmux.keep("terminal-url.ansi")
     (url,) = re.findall(r"(http://127\.0\.0\.1:\d+/\S+)", shown)
     assert "Host: 127.0.0.1" in shown and "not encrypted" in shown
     tmux.keys("Tab", "Enter")  # Open in browser (BROWSER=true: nothing opens; this test is the browser)
@@ -593,3 +606,22 @@ async def test_lines_written_while_a_screen_is_up_wait_until_it_closes() -> None
     assert shown == ["[info] the server is thinking"]
     handler._write("after")
     assert shown[-1] == "after"
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        (NumberField(name="n", integer=True, minimum=1, maximum=10), ["a whole number", "from 1 to 10"]),
+        (NumberField(name="n", integer=True, minimum=0), ["a whole number", "at least 0"]),
+        (NumberField(name="n", maximum=2.5), ["a number", "at most 2.5"]),
+        (StringField(name="s", max_length=200), ["up to 200 characters"]),
+        (StringField(name="s", min_length=2), ["at least 2 characters"]),
+        (StringField(name="s", min_length=2, max_length=2), ["exactly 2 characters"]),
+        (StringField(name="s", min_length=0), []),
+        (MultiEnumField(name="m", options=(Option("a"), Option("b")), max_items=2), ["choose up to 2"]),
+        (MultiEnumField(name="m", options=(Option("a"), Option("b")), min_items=1, max_items=2), ["choose 1–2"]),
+    ],
+)
+def test_hints_read_as_a_person_says_them(field: FormField, expected: list[str]) -> None:
+    """No "from 0 to ∞": one-sided ranges read "at least", "at most", "up to"."""
+    assert hint(field) == expected

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -133,6 +135,19 @@ async def _connected(
     raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
 
 
+def menu_line(number: int, tool: Tool, width: int | None = None) -> str:
+    """One tool of the menu: its number, name and description's first line, wrapped at word boundaries to the
+    terminal's width with the continuation lines indented under the description."""
+    head = f"  {number}. {printable(tool.name)}"
+    if not tool.description:
+        return head
+    about = printable(tool.description.splitlines()[0])
+    columns = width if width is not None else shutil.get_terminal_size().columns
+    indent = " " * min(len(head) + 2, 24)
+    lines = textwrap.wrap(f"{head}: {about}", width=max(columns - 1, 40), subsequent_indent=indent)
+    return "\n".join(lines)
+
+
 async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
     """Offer the server's tools until the person quits: pick one, give its arguments, see what it returns."""
     write = terminal._write
@@ -143,8 +158,7 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
     while True:
         write("")
         for i, tool in enumerate(tools, 1):
-            about = ": " + printable(tool.description.splitlines()[0]) if tool.description else ""
-            write(f"  {i}. {printable(tool.name)}{about}")
+            write(menu_line(i, tool))
         try:
             choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
         except EOFError:

@@ -16,11 +16,14 @@ _UI_HELP = (
 )
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: every command and option (the documentation's CLI page is generated from it)."""
     parser = argparse.ArgumentParser(
         prog="elicitor", description="MCP elicitation, end to end: servers that ask, clients that answer."
     )
-    parser.add_argument("--version", action="version", version=f"elicitor {__version__}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show the version and what changed in it, then exit"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -125,10 +128,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="HOST:PORT",
         help="serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "proxy":
         if not args.target:
-            proxy.error("give the upstream server: a command to run (e.g. python server.py) or an http(s) URL")
+            _command(parser, "proxy").error(
+                "give the upstream server: a command to run (e.g. python server.py) or an http(s) URL"
+            )
         from .proxy._run import main as proxy_main
 
         return proxy_main(args.target, args.ui, args.upstream_protocol, args.listen)
@@ -141,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(args)
     if args.command == "connect":
         if not args.target:
-            connect.error("give a command to run (e.g. python server.py) or an http(s) URL")
+            _command(parser, "connect").error("give a command to run (e.g. python server.py) or an http(s) URL")
         from ._connect import main as connect_main
 
         return connect_main(args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser)
@@ -160,6 +170,30 @@ def main(argv: list[str] | None = None) -> int:
         return check_main(args.target)
     parser.print_help(sys.stderr)
     return 2
+
+
+def _command(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of one command, to report its usage errors with its own usage line."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise KeyError(name)
+
+
+class _Version(argparse.Action):
+    """``--version``: the version, then its changelog entry (shipped in the package), so a person can see what a
+    new version changed without looking it up."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from ._version import changes
+
+        print(f"elicitor {__version__}")
+        notes = changes(__version__)
+        if notes:
+            print()
+            print(notes)
+        parser.exit()
 
 
 def _serve(args: argparse.Namespace) -> int:

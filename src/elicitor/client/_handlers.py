@@ -150,6 +150,7 @@ class ScriptedHandler:
         self._queue: deque[Answer] = deque(self.answers)
 
     def add(self, *answers: Answer) -> None:
+        """Queue more answers after those already queued."""
         self._queue.extend(answers)
 
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:

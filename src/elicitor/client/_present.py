@@ -157,22 +157,32 @@ def yes_no(form: Form[Any]) -> BooleanField | None:
 
 
 def hint(f: FormField) -> list[str]:
-    """What fits the field, in words ("an email address", "from 1 to 10", "choose 1 to 2")."""
+    """What fits the field, in words ("an email address", "from 1 to 10", "at least 2 characters", "choose up to 3")."""
     parts: list[str] = []
     if isinstance(f, StringField):
         if f.format:
             parts.append(_FORMATS[f.format])
-        if f.min_length is not None or f.max_length is not None:
-            parts.append(f"{f.min_length or 0}–{f.max_length if f.max_length is not None else '∞'} characters")
+        if f.min_length or f.max_length is not None:
+            parts.append(f"{_range(f.min_length or None, f.max_length, exactly=True)} characters")
     elif isinstance(f, NumberField):
         parts.append("a whole number" if f.integer else "a number")
         if f.minimum is not None or f.maximum is not None:
-            low = "−∞" if f.minimum is None else f"{f.minimum:g}"
-            high = "∞" if f.maximum is None else f"{f.maximum:g}"
-            parts.append(f"from {low} to {high}")
-    elif isinstance(f, MultiEnumField) and (f.min_items is not None or f.max_items is not None):
-        parts.append(f"choose {f.min_items or 0}–{f.max_items if f.max_items is not None else 'any'}")
+            parts.append(_range(f.minimum, f.maximum))
+    elif isinstance(f, MultiEnumField) and (f.min_items or f.max_items is not None):
+        parts.append(f"choose {_range(f.min_items or None, f.max_items, exactly=True)}")
     return parts
+
+
+def _range(low: float | None, high: float | None, *, exactly: bool = False) -> str:
+    """A range as a person says it: "from 1 to 10", "at least 0", "at most 5", "up to 200", "exactly 3"."""
+    if low is not None and high is not None:
+        if low == high and exactly:
+            return f"exactly {low:g}"
+        return f"{low:g}–{high:g}" if exactly else f"from {low:g} to {high:g}"
+    if low is not None:
+        return f"at least {low:g}"
+    assert high is not None
+    return f"up to {high:g}" if exactly else f"at most {high:g}"
 
 
 def show(f: FormField, value: Any) -> str:

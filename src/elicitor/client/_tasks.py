@@ -90,6 +90,7 @@ class TaskHandle:
 
     @property
     def done(self) -> bool:
+        """Whether the task has ended (completed, failed or cancelled), as last seen."""
         return self.status in TERMINAL
 
     async def refresh(self) -> str:

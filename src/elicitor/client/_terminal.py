@@ -58,8 +58,10 @@ class TerminalHandler:
         screen: ``True`` for the full-screen form (prompt_toolkit), ``False`` for one question per line. By default
             the full screen is used when stdin and stderr are both a terminal (and ``TERM`` is not ``dumb``) and
             neither ``read_line`` nor ``write`` is given; pipes and dumb terminals get lines.
-        input, output: prompt_toolkit input and output for the full screen (default: this process's terminal,
-            drawn on stderr); giving either selects the full screen. Tests pass a pipe input here.
+        input: prompt_toolkit input for the full screen (default: this process's terminal); giving it selects the
+            full screen. Tests pass a pipe input here.
+        output: prompt_toolkit output for the full screen (default: drawn on stderr); giving it selects the full
+            screen.
     """
 
     def __init__(

@@ -42,6 +42,7 @@ class Option:
 
     @property
     def label(self) -> str:
+        """What a person sees for this choice: its title, else its value."""
         return self.title if self.title is not None else self.value
 
 
@@ -56,6 +57,18 @@ class _Field:
     def label(self) -> str:
         """What to call the field in front of a person: its title, else its name."""
         return self.title or self.name
+
+    def to_schema(self, revision: str) -> dict[str, Any]:
+        """This field as a property of ``requestedSchema`` at ``revision`` (2025-06-18's subset is smaller)."""
+        raise NotImplementedError
+
+    def check(self, value: object) -> Any:
+        """``value`` as this field accepts it (numbers as numbers, choices as their values).
+
+        Raises:
+            Problem: the value does not fit, with a message for the person.
+        """
+        raise NotImplementedError
 
     def _annotations(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -112,6 +125,7 @@ class NumberField(_Field):
 
     @property
     def kind(self) -> Literal["integer", "number"]:
+        """The schema type: ``integer`` for whole numbers, else ``number``."""
         return "integer" if self.integer else "number"
 
     def to_schema(self, revision: str) -> dict[str, Any]:
@@ -178,6 +192,7 @@ class EnumField(_Field):
 
     @property
     def values(self) -> tuple[str, ...]:
+        """The wire values of the choices, in order."""
         return tuple(o.value for o in self.options)
 
     def to_schema(self, revision: str) -> dict[str, Any]:
@@ -217,6 +232,7 @@ class MultiEnumField(_Field):
 
     @property
     def values(self) -> tuple[str, ...]:
+        """The wire values of the choices, in order."""
         return tuple(o.value for o in self.options)
 
     def to_schema(self, revision: str) -> dict[str, Any]:

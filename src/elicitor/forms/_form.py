@@ -156,6 +156,7 @@ class Form(Generic[T]):
     # ---- answers -------------------------------------------------------------------------------------------
 
     def field(self, name: str) -> FormField:
+        """The field called ``name`` (``KeyError`` if the form has none)."""
         return self._by_name[name]
 
     def with_defaults(self, content: Mapping[str, Any]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ class ProxyServer(Server):
         self._mirrored: dict[str, dict[str, str]] = {}
 
     def bridge(self) -> Bridge:
+        """A new :class:`Bridge` for one client connection, with this proxy's upstream and options."""
         return Bridge(self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol, mirrored=self._mirrored)
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:

@@ -67,7 +67,9 @@ class Server:
         server.run()  # stdio
 
     Args:
-        name, version, title: the server's identity, shown to the person next to every question.
+        name: the server's name, shown to the person next to every question.
+        version: the server's version, shown with its name.
+        title: a display name, shown in place of the name (which then follows it).
         instructions: guidance for the model using this server.
         state: seals ``requestState`` on 2026-07-28; default keys come from ``ELICITOR_STATE_KEYS`` or are
             random per process (replicas must share keys: see :class:`StateSealer`).
@@ -230,6 +232,7 @@ class Server:
 
     @property
     def tools(self) -> dict[str, ToolDef]:
+        """The registered tools by name (a copy: register with :meth:`tool`)."""
         return dict(self._tools)
 
     def tool_scopes(self, tool: str) -> tuple[str, ...]:

@@ -16,10 +16,19 @@ from dataclasses import replace
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
-from ._ports import SessionRecord, TaskRecord, UrlRecord
+from ._ports import (
+    Bus,
+    EventStore,
+    SessionDirectory,
+    SessionRecord,
+    TaskRecord,
+    TaskRegistry,
+    UrlRecord,
+    UrlRegistry,
+)
 
 
-class MemorySessionDirectory:
+class MemorySessionDirectory(SessionDirectory):
     """Sessions of this process, by id."""
 
     def __init__(self, replica: str) -> None:
@@ -38,7 +47,7 @@ class MemorySessionDirectory:
         self._principals.pop(session_id, None)
 
 
-class MemoryEventStore:
+class MemoryEventStore(EventStore):
     """The last ``per_stream`` events of at most ``streams`` streams, in memory (the oldest stream goes first)."""
 
     def __init__(self, *, per_stream: int = 256, streams: int = 4096) -> None:
@@ -62,7 +71,7 @@ class MemoryEventStore:
         self._events.pop(stream, None)
 
 
-class MemoryUrlRegistry:
+class MemoryUrlRegistry(UrlRegistry):
     """URL elicitations by id, at most ``limit`` of them, each kept ``ttl`` seconds (completed ones too)."""
 
     def __init__(self, *, limit: int = 10_000, ttl: float = 3600.0, clock: Callable[[], float] = time.monotonic):
@@ -134,7 +143,7 @@ class MemoryUrlRegistry:
                 self._asked.pop((record.connection, question), None)
 
 
-class MemoryTaskRegistry:
+class MemoryTaskRegistry(TaskRegistry):
     """Tasks of this process, by id: expired ones are dropped, and at most ``limit`` are kept.
 
     At the limit, the oldest finished task makes room; when every task is still running, creating one more raises
@@ -181,7 +190,7 @@ class MemoryTaskRegistry:
             del self._records[key]
 
 
-class MemoryBus:
+class MemoryBus(Bus):
     """Channels within this process: each listener gets a bounded queue and loses messages it does not read."""
 
     def __init__(self, depth: int = 256) -> None:
@@ -225,7 +234,9 @@ class MemoryStore:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        """Nothing to keep alive: the state lives in this process."""
         yield
 
     async def check(self) -> None:
-        return None
+        """Always ready: the state lives in this process."""
+        return

@@ -176,9 +176,11 @@ class TaskRecord:
 
     @property
     def terminal(self) -> bool:
+        """Whether the task has ended (completed, failed or cancelled): nothing changes it any more."""
         return self.status in TERMINAL_STATUSES
 
     def expired(self, now: float) -> bool:
+        """Whether the task's time to live has passed at ``now`` (``time.time()``)."""
         return self.ttl is not None and now >= self.created + self.ttl
 
     def to_dict(self) -> dict[str, Any]:
@@ -243,19 +245,29 @@ class Store(Protocol):
         ...
 
     @property
-    def sessions(self) -> SessionDirectory: ...
+    def sessions(self) -> SessionDirectory:
+        """Which replica runs each handshake-era session."""
+        ...
 
     @property
-    def events(self) -> EventStore: ...
+    def events(self) -> EventStore:
+        """The SSE history kept for resumption."""
+        ...
 
     @property
-    def urls(self) -> UrlRegistry: ...
+    def urls(self) -> UrlRegistry:
+        """The URL-mode elicitations in flight."""
+        ...
 
     @property
-    def bus(self) -> Bus: ...
+    def bus(self) -> Bus:
+        """Messages between replicas."""
+        ...
 
     @property
-    def tasks(self) -> TaskRegistry: ...
+    def tasks(self) -> TaskRegistry:
+        """The tasks' records."""
+        ...
 
     @property
     def shared(self) -> bool:

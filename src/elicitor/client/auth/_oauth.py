@@ -156,7 +156,8 @@ class OAuth(httpx.Auth):
         authorizer: how the authorization URL gets approved (default :class:`HeadlessAuthorizer`, for servers that
             approve without a person; ``elicitor connect`` uses a browser with a loopback redirect).
         store: where tokens are kept between runs (default: in memory).
-        client_id, client_secret: pre-registered credentials (used first, when given).
+        client_id: a pre-registered client id (used first, when given).
+        client_secret: the pre-registered client's secret, if it has one.
         client_metadata_url: this client's Client ID Metadata Document URL, used as its ``client_id`` where the
             authorization server supports such documents.
         client_name: shown by the authorization server when the client registers.

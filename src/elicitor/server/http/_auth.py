@@ -106,6 +106,7 @@ class JwtVerifier:
             return self._keys
 
     async def verify(self, token: str) -> AccessToken | None:
+        """The token's claims if its signature, issuer, audience, times and subject check out, else ``None``."""
         from joserfc import jwt
         from joserfc.errors import InvalidKeyIdError, JoseError
 
@@ -168,6 +169,8 @@ class IntrospectionVerifier:
         return f"IntrospectionVerifier(url={self.url!r})"
 
     async def verify(self, token: str) -> AccessToken | None:
+        """What the authorization server says of the token (cached up to a minute, never past its expiry), or
+        ``None`` when it is inactive or meant for another audience."""
         now = time.time()
         cached = self._cache.get(token)
         if cached is not None and cached[0] > now:

@@ -1,0 +1,161 @@
+"""The documentation cannot rot: its Python blocks run, its site builds, and every public name is documented.
+
+Every ```python block of README.md and docs/ runs (with Sybil), in order, one namespace per page, so a page can
+build on its earlier blocks; a block may use top-level ``await``; a block that includes a file (``--8<--``) is that
+file, run by its own test. A block that needs the outside world (a person,
+a running server, an authorization server) is preceded by ``<!-- compile only -->``: it is still compiled and its
+imports still run, so a renamed module or name fails it. The tutorial's steps are files, run in
+tests/test_tutorial.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser
+
+import elicitor
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+COMPILE_ONLY = "<!-- compile only -->"
+
+
+def _evaluate(example: Example) -> None:
+    source = str(example.parsed)
+    if source.lstrip().startswith("--8<--"):  # an included file (the tutorial's): tests/test_tutorial.py runs it
+        included = ROOT / source.split('"')[1]
+        assert included.is_file(), f"{example.path}:{example.line} includes {included}, which does not exist"
+        return
+    before = example.document.text[: example.start].rstrip()
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = ast.parse(source, filename=f"{example.path}:{example.line}", mode="exec")
+    if before.endswith(COMPILE_ONLY):
+        compile(source, f"{example.path}:{example.line}", "exec", flags=flags, dont_inherit=True)
+        tree.body = [node for node in tree.body if _imports_elicitor(node)]
+    code = compile(tree, f"{example.path}:{example.line}", "exec", flags=flags, dont_inherit=True)
+    result = eval(code, example.namespace)
+    if inspect.iscoroutine(result):
+
+        async def finish() -> Any:
+            return await result
+
+        anyio.run(finish)
+
+
+def _imports_elicitor(node: ast.stmt) -> bool:
+    """Whether ``node`` imports from elicitor (a compile-only block's imports of other packages, FastAPI say, are
+    not this project's to check)."""
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == "elicitor"
+    return isinstance(node, ast.Import) and all(alias.name.split(".")[0] == "elicitor" for alias in node.names)
+
+
+SYBIL = Sybil(parsers=[CodeBlockParser("python", evaluator=_evaluate)])
+
+
+def _python_blocks(page: Path) -> int:
+    return sum(1 for line in page.read_text().splitlines() if line.strip() == "```python")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_python_block_runs(page: Path) -> None:
+    document = SYBIL.parse(page)
+    # The page's blocks run in a module of their own (dataclasses and type hints look their module up), never
+    # named __main__, so `if __name__ == "__main__":` blocks stay unrun.
+    module = types.ModuleType(f"docs_{abs(hash(page))}")
+    document.namespace = module.__dict__
+    sys.modules[module.__name__] = module
+    try:
+        examples = list(document)
+        assert len(examples) >= _python_blocks(page), "a ```python block was not picked up"
+        for example in examples:
+            example.evaluate()
+    finally:
+        del sys.modules[module.__name__]
+
+
+def test_blocks_are_found() -> None:
+    """The check above checks something: the pages hold Python blocks, and most of them really run."""
+    total = sum(_python_blocks(page) for page in PAGES)
+    compile_only = sum(page.read_text().count(COMPILE_ONLY) for page in PAGES)
+    assert total >= 25
+    assert compile_only <= total // 2
+
+
+def _public_objects() -> list[tuple[str, object]]:
+    import elicitor.proxy
+    import elicitor.state
+    import elicitor.testing
+
+    found: list[tuple[str, object]] = []
+    for module in (elicitor, elicitor.testing, elicitor.proxy, elicitor.state):
+        for name in module.__all__:
+            if name.startswith("__"):
+                continue
+            found.append((f"{module.__name__}.{name}", getattr(module, name)))
+    return found
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    """The API reference is generated from docstrings: a public name without one would be a blank entry."""
+    missing: list[str] = []
+    for qualified, obj in _public_objects():
+        if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.ismethod(obj)):
+            continue  # constants and aliases: documented where they are defined
+        if not (inspect.getdoc(obj) or "").strip():
+            missing.append(qualified)
+        if inspect.isclass(obj):
+            for member, value in vars(obj).items():
+                if member.startswith("_") or (not callable(value) and not isinstance(value, property)):
+                    continue
+                if not (inspect.getdoc(getattr(obj, member)) or "").strip():  # its own, or the one it overrides
+                    missing.append(f"{qualified}.{member}")
+    assert missing == []
+
+
+def test_the_reference_names_every_public_name() -> None:
+    reference = (ROOT / "docs" / "reference" / "api.md").read_text()
+    for name in elicitor.__all__:
+        if not name.startswith("__"):
+            assert f"::: elicitor.{name}\n" in reference, name
+
+
+def test_version_shows_its_changelog_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    from elicitor.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"elicitor {elicitor.__version__}\n")
+    assert "### Added" in shown and "## [" not in shown  # the entry of this version alone, without its heading
+
+
+def test_the_cli_page_is_generated_from_the_parser() -> None:
+    """Every command and option appears on the reference page, because the page is made from the parser."""
+    import argparse
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = hooks.on_page_markdown((ROOT / "docs" / "reference" / "cli.md").read_text())
+    from elicitor.cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                assert f"## `elicitor {name}`" in page
+                for option in command._actions:
+                    for flag in option.option_strings:
+                        assert flag in page, (name, flag)
