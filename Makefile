@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit docs docs-serve pictures wheel node-peers system-deps conformance bench soak fuzz clean
+.PHONY: demo test lint typecheck unit docs docs-serve pictures conformance-page wheel node-peers system-deps conformance bench soak fuzz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -75,6 +75,10 @@ node-peers: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py
 
+# The same run, then its results into docs/data/conformance.json, which the documentation's conformance page shows.
+conformance-page: $(STAMP) node-peers system-deps
+	$(BIN)/python scripts/conformance.py --page
+
 # Against the official SDK on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
 # for a person; what the proxy adds; what each uvicorn stack (h11, httptools, uvloop) is worth.
 bench: $(STAMP) system-deps
@@ -83,6 +87,7 @@ bench: $(STAMP) system-deps
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/proxy.py
 	$(BIN)/python bench/stacks.py
+	$(BIN)/python bench/charts.py
 
 # Many concurrent sessions on both eras and transports, random answers, cancellations, vanishing clients, servers
 # killed and restarted; fails on a hung or wrong call or on unbounded growth (soak/run.py). `make test` runs a

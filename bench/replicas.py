@@ -60,6 +60,7 @@ from redis.asyncio import Redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the replica tests' harness: tests/replicas.py
 
+from bench.results import record  # noqa: E402
 from tests.replicas import MISSING, Deployment, deployment  # noqa: E402
 
 from elicitor import Accepted, Client, ElicitationRequest  # noqa: E402
@@ -399,6 +400,18 @@ async def main(args: argparse.Namespace) -> None:
                             samples[era][running.setup].append(sample)
                 for era in eras:
                     report_era(era, samples[era], args.sessions, args.n)
+                record(
+                    "replicas",
+                    {
+                        "runs": args.runs,
+                        "sessions": args.sessions,
+                        "n": args.n,
+                        "rates": {
+                            era: {setup.label: statistics.median([s.rate for s in runs]) for setup, runs in by.items()}
+                            for era, by in samples.items()
+                        },
+                    },
+                )
             finally:
                 for running in deployments:
                     await running.aclose()

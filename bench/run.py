@@ -34,6 +34,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, ElicitationRequest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from results import record
+
 HERE = Path(__file__).resolve().parent
 OURS = [sys.executable, str(HERE / "servers" / "elicitor_server.py")]
 THEIRS = StdioServerParameters(command=sys.executable, args=[str(HERE / "servers" / "mcp_server.py")])
@@ -289,6 +292,10 @@ async def memory_only(measure: Awaitable[tuple[float, float]]) -> Result:
     return (await measure)[0], 0.0
 
 
+RECORDED: dict[str, dict[str, float]] = {}
+"""This run's medians by scenario, for bench/results.py."""
+
+
 def report(title: str, unit: str, ours: list[Result], theirs: list[Result], higher_is_better: bool = True) -> None:
     def summary(values: list[float]) -> str:
         return f"{statistics.median(values):>10,.1f} ({min(values):,.1f}–{max(values):,.1f})"
@@ -302,6 +309,14 @@ def report(title: str, unit: str, ours: list[Result], theirs: list[Result], high
             f"  server CPU µs/elicitation: elicitor {statistics.median([o[1] for o in ours]):,.0f}, "
             f"official {statistics.median([t[1] for t in theirs]):,.0f}"
         )
+    RECORDED[title] = {
+        "unit": unit,  # type: ignore[dict-item]
+        "elicitor": statistics.median([o[0] for o in ours]),
+        "official": statistics.median([t[0] for t in theirs]),
+        "elicitor_cpu_us": statistics.median([o[1] for o in ours]),
+        "official_cpu_us": statistics.median([t[1] for t in theirs]),
+        "ratio": statistics.median(ratios),
+    }
     better = "better" if higher_is_better else "smaller"
     print(
         f"  ratio (x {better}, run by run): median {statistics.median(ratios):.2f} "
@@ -383,6 +398,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             f"\n{title}: the floor, a bare uvicorn app holding {pending} SSE responses open (no MCP): "
             f"{statistics.median(floors):.1f} KiB each ({min(floors):.1f}-{max(floors):.1f})"
         )
+        RECORDED["(dh) floor"] = {"unit": "KiB", "bare uvicorn": statistics.median(floors)}  # type: ignore[dict-item]
         report(
             f"{title}: KiB of server RSS per pending elicitation",
             "KiB",
@@ -404,6 +420,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             ours.append(await ours_fn())
             theirs.append(await theirs_fn())
         report(title, unit, ours, theirs, higher)
+    record("run", {"runs": runs, "n": n, "pending": pending, "scenarios": RECORDED})
 
 
 if __name__ == "__main__":

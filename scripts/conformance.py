@@ -189,6 +189,27 @@ def extension_scenarios(version: str, env: dict[str, str]) -> list[str]:
     return re.findall(r"^\s*- (tasks-[\w-]+) \[extension\]", listed, flags=re.MULTILINE)
 
 
+RESULTS = CACHE / "conformance-results.json"
+PAGE_DATA = ROOT / "docs" / "data" / "conformance.json"
+"""The results the documentation's conformance page is drawn from (``make conformance-page`` copies them there)."""
+
+
+def record(results: list[tuple[str, bool, str]]) -> None:
+    """Keep this run's results (every suite and scenario, passed or not) for the documentation's page."""
+    import json
+    import time
+
+    data = {
+        "date": time.strftime("%Y-%m-%d"),
+        "harness": ["0.1.16", "0.2.0-alpha.12"],
+        "results": [{"label": label, "passed": ok, "summary": summary} for label, ok, summary in results],
+    }
+    RESULTS.write_text(json.dumps(data, indent=2) + "\n")
+    if "--page" in sys.argv[1:]:
+        PAGE_DATA.parent.mkdir(exist_ok=True)
+        PAGE_DATA.write_text(RESULTS.read_text())
+
+
 def main() -> int:
     env = setup()
     if "--install-only" in sys.argv[1:]:
@@ -242,6 +263,7 @@ def main() -> int:
         results += auth_suite(client, version, env, logs, expected)
 
     failed = [r for r in results if not r[1]]
+    record(results)
 
     for label, ok, summary in results:
         print(f"conformance: {'ok  ' if ok else 'FAIL'} {label}: {summary}")

@@ -1,13 +1,16 @@
 """mkdocs hooks: pages generated from the code, so they cannot drift from it.
 
 ``<!-- cli -->`` in a page becomes the help of the ``elicitor`` command and of each of its commands, as argparse
-prints it.
+prints it. ``<!-- conformance -->`` becomes the table of the last recorded run of the official conformance harness
+(docs/data/conformance.json, written by ``make conformance-page``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from pathlib import Path
 from typing import Any
 
 from elicitor.cli import build_parser
@@ -16,7 +19,21 @@ from elicitor.cli import build_parser
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if "<!-- cli -->" in markdown:
         markdown = markdown.replace("<!-- cli -->", _cli())
+    if "<!-- conformance -->" in markdown:
+        markdown = markdown.replace("<!-- conformance -->", _conformance())
     return markdown
+
+
+def _conformance() -> str:
+    data = json.loads((Path(__file__).resolve().parent.parent / "docs" / "data" / "conformance.json").read_text())
+    rows = [f"| {'✅' if r['passed'] else '❌'} | {r['label']} | {r['summary']} |" for r in data["results"]]
+    passed = sum(1 for r in data["results"] if r["passed"])
+    head = (
+        f"The last recorded run ({data['date']}, harness {' and '.join(data['harness'])}): "
+        f"**{passed} of {len(data['results'])}** suites and scenarios passed.\n\n"
+        "| | suite or scenario | checks |\n|---|---|---|"
+    )
+    return head + "\n" + "\n".join(rows)
 
 
 def _cli() -> str:
