@@ -232,3 +232,18 @@ async def test_a_yes_no_question_is_one_page_with_no_focused(
     assert buttons == [("yes", ""), ("no", " autofocus"), ("decline", ""), ("cancel", "")]
     assert "<input" not in question and "Review" not in question
     assert says in answered
+
+
+def test_a_page_counts_as_gone_only_once_its_reports_stop() -> None:
+    """The wait for an answer sleeps until this moment, and every report from the page moves it."""
+    from elicitor.client._browser._pages import STALE, Page
+
+    page = Page("form", None, "token")  # type: ignore[arg-type]  # the request plays no part here
+    assert page.gone_at(10.0) is None  # never reported (no JavaScript): the page cannot tell, so it never counts
+    page.beat = 100.0
+    assert page.gone_at(10.0) == 100.0 + STALE  # reporting: gone only if the reports stop
+    page.left = 150.0
+    assert page.gone_at(10.0) == 160.0  # said goodbye: gone after the grace period, unless it comes back
+    news = page.news
+    page.poke()
+    assert news.is_set() and not page.news.is_set()  # a waiter woke; the next wait has a fresh event
