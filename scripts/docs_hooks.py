@@ -2,7 +2,7 @@
 
 ``<!-- cli -->`` in a page becomes the help of the ``elicitor`` command and of each of its commands, as argparse
 prints it. ``<!-- conformance -->`` becomes the table of the last recorded run of the official conformance harness
-(docs/data/conformance.json, written by ``make conformance-page``).
+(docs/data/conformance.json, written by ``make conformance-page``). Docstrings' ``Example::`` reads ``Example:``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     if "<!-- conformance -->" in markdown:
         markdown = markdown.replace("<!-- conformance -->", _conformance())
     return markdown
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    """Docstrings introduce their examples the reStructuredText way (``Example::``, read in the source as "code
+    follows"); on the page the code block already says so, so the paragraph ends with one colon."""
+    return html.replace("::</p>", ":</p>")
 
 
 def _conformance() -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import sys
 import types
 from pathlib import Path
@@ -159,3 +160,27 @@ def test_the_cli_page_is_generated_from_the_parser() -> None:
                 for option in command._actions:
                     for flag in option.option_strings:
                         assert flag in page, (name, flag)
+
+
+def test_the_site_builds_strictly_and_loads_nothing_from_elsewhere(tmp_path: Path) -> None:
+    """No broken link, missing reference or warning (--strict), and no page loads a script, a stylesheet, a font or
+    an image from another site: the documentation works offline and tells nobody who reads it."""
+    import re
+    import subprocess
+
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    loaded = re.compile(r"<(?:script|img|iframe)[^>]*\ssrc=\"https?://|<link[^>]*rel=\"?stylesheet[^>]*https?://")
+    pages = list(site.rglob("*.html"))
+    assert len(pages) > 25
+    offenders = [str(page.relative_to(site)) for page in pages if loaded.search(page.read_text())]
+    assert offenders == []
+    assert "sequenceDiagram" in (site / "concepts" / "revisions" / "index.html").read_text()  # Mermaid, drawn here
