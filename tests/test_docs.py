@@ -184,3 +184,13 @@ def test_the_site_builds_strictly_and_loads_nothing_from_elsewhere(tmp_path: Pat
     offenders = [str(page.relative_to(site)) for page in pages if loaded.search(page.read_text())]
     assert offenders == []
     assert "sequenceDiagram" in (site / "concepts" / "revisions" / "index.html").read_text()  # Mermaid, drawn here
+
+
+def test_the_readmes_links_lead_somewhere() -> None:
+    """The README is read on its own (a repository's front page), outside the site's --strict build."""
+    import re
+
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [t for t in targets if not t.startswith(("http://", "https://"))]
+    assert len(local) > 20
+    assert [t for t in local if not (ROOT / t).exists()] == []
