@@ -79,9 +79,10 @@ conformance: $(STAMP)
 conformance-page: $(STAMP) node-peers system-deps
 	$(BIN)/python scripts/conformance.py --page
 
-# Against the official SDK on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
+# Against the official SDK and FastMCP on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
 # for a person; what the proxy adds; what each uvicorn stack (h11, httptools, uvloop) is worth.
 bench: $(STAMP) system-deps
+	$(BIN)/python -m pip install --quiet 'fastmcp==4.2.3'  # a peer to compare with, for the benchmarks only
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/replicas.py
 	$(BIN)/python bench/tasks.py

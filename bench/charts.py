@@ -2,7 +2,8 @@
 
     python bench/charts.py      (make bench runs it after the benchmarks)
 
-Writes docs/images/bench-*.svg: throughput against the official SDK per scenario, server CPU per elicitation,
+Writes docs/images/bench-*.svg: throughput against the official SDK (and FastMCP, on the scenarios it can run)
+per scenario, server CPU per elicitation,
 server memory per pending elicitation (with the floor of a bare uvicorn app), and elicitations per second through
 nginx with one and three replicas. Each chart names the machine and the date of the run it shows.
 """
@@ -21,7 +22,7 @@ import matplotlib.pyplot as plt
 
 HERE = Path(__file__).resolve().parent
 IMAGES = HERE.parent / "docs" / "images"
-OURS, THEIRS, FLOOR = "#2b6cb0", "#a0aec0", "#718096"
+OURS, THEIRS, FAST, FLOOR = "#2b6cb0", "#a0aec0", "#d69e2e", "#718096"
 SHORT = {
     "(a) stdio, 2025-11-25": "stdio\n2025-11-25",
     "(e) stdio, 2026-07-28": "stdio\n2026-07-28",
@@ -40,15 +41,23 @@ def _label(title: str) -> str | None:
     return next((label for prefix, label in SHORT.items() if title.startswith(prefix)), None)
 
 
-def _bars(ax: Any, labels: list[str], ours: list[float], theirs: list[float], unit: str) -> None:
+def _bars(
+    ax: Any, labels: list[str], ours: list[float], theirs: list[float], unit: str, fast: list[float] | None = None
+) -> float:
+    """Grouped bars; returns the offset of elicitor's bar from each group's centre (for annotations)."""
     xs = range(len(labels))
-    width = 0.38
-    ax.bar([x - width / 2 for x in xs], ours, width, label="elicitor", color=OURS)
-    ax.bar([x + width / 2 for x in xs], theirs, width, label="official mcp SDK", color=THEIRS)
+    series = [("elicitor", ours, OURS), ("official mcp SDK", theirs, THEIRS)]
+    if fast is not None:
+        series.append(("FastMCP", fast, FAST))
+    width = 0.8 / len(series)
+    for i, (name, values, colour) in enumerate(series):
+        offset = (i - (len(series) - 1) / 2) * width
+        ax.bar([x + offset for x in xs], values, width, label=name, color=colour)
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel(unit)
     ax.legend(frameon=False, fontsize=8)
     ax.spines[["top", "right"]].set_visible(False)
+    return -(len(series) - 1) / 2 * width
 
 
 def _save(fig: Any, name: str) -> None:
@@ -62,14 +71,18 @@ def throughput_and_cpu(run: dict[str, Any]) -> None:
     if not rows:
         return
     labels = [label for label, _ in rows]
+    fast = [s.get("fastmcp", 0.0) for _, s in rows] if any("fastmcp" in s for _, s in rows) else None
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    _bars(ax, labels, [s["elicitor"] for _, s in rows], [s["official"] for _, s in rows], "elicitations per second")
+    ours, theirs = [s["elicitor"] for _, s in rows], [s["official"] for _, s in rows]
+    offset = _bars(ax, labels, ours, theirs, "elicitations per second", fast)
     for x, (_, s) in enumerate(rows):
-        ax.annotate(f"{s['ratio']:.1f}×", (x - 0.19, s["elicitor"]), ha="center", va="bottom", fontsize=8)
-    ax.set_title(f"Throughput, each library with its own client\n{_machine(run)}", fontsize=9)
+        ax.annotate(f"{s['ratio']:.1f}×", (x + offset, s["elicitor"]), ha="center", va="bottom", fontsize=8)
+    note = " (FastMCP: 2025-11-25 only)" if fast is not None else ""
+    ax.set_title(f"Throughput, each library with its own client{note}\n{_machine(run)}", fontsize=9)
     _save(fig, "bench-throughput.svg")
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
-    _bars(ax, labels, [s["elicitor_cpu_us"] for _, s in rows], [s["official_cpu_us"] for _, s in rows], "µs")
+    fast_cpu = [s.get("fastmcp_cpu_us", 0.0) for _, s in rows] if fast is not None else None
+    _bars(ax, labels, [s["elicitor_cpu_us"] for _, s in rows], [s["official_cpu_us"] for _, s in rows], "µs", fast_cpu)
     ax.set_title(f"Server CPU per elicitation (lower is better)\n{_machine(run)}", fontsize=9)
     _save(fig, "bench-cpu.svg")
 

@@ -1,4 +1,4 @@
-"""Benchmarks of performance.md: elicitor against the official MCP Python SDK, in one run.
+"""Benchmarks of performance.md: elicitor against the official MCP Python SDK and FastMCP, in one run.
 
     python bench/run.py [--runs 3] [--scenarios a,d,e,b,c,eh,dh] [--n 2000]
 
@@ -8,6 +8,7 @@ pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi
 Streamable HTTP on 127.0.0.1 (uvicorn on both sides): (b) one session, n/2 elicitations; (c) 50 concurrent sessions
 of 50 elicitations each, total elicitations/s; (eh) n/2 multi-round-trip rounds; (dh) as (d) over HTTP, and
 the seconds each client takes to drain the pending answers once its handler releases them.
+FastMCP (when installed; make bench installs it) runs (a), (b) and (c): its ctx.elicit has no 2026-07-28 path.
 Each library uses its own client; the client's handler accepts at once with {"name": "x", "age": 1}. Medians of
 the runs with min-max; ratios are computed run by run. Timings never appear in tests.
 """
@@ -172,6 +173,67 @@ async def theirs_http(n: int, protocol: str, sessions: int = 1) -> Result:
     return total / elapsed, (cpu1 - cpu0) / total * 1e6
 
 
+FAST = [sys.executable, str(HERE / "servers" / "fastmcp_server.py")]
+"""FastMCP's server for the handshake scenarios, when fastmcp is installed (make bench installs it)."""
+
+
+def fastmcp_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("fastmcp") is not None
+
+
+async def _fast_handler(message: str, response_type: Any, params: Any, context: Any) -> dict[str, Any]:
+    return ANSWER
+
+
+def _fast_text(result: Any) -> str:
+    return str(result.data)
+
+
+async def fastmcp_rate(n: int) -> Result:
+    """(a) with FastMCP's server and client, over stdio, 2025-11-25."""
+    from fastmcp import Client as FastClient
+    from fastmcp.client.transports import StdioTransport
+
+    transport = StdioTransport(command=FAST[0], args=FAST[1:])
+    async with FastClient(transport, elicitation_handler=_fast_handler, mode="legacy") as client:
+        await client.call_tool("ask", {"n": 10})
+        cpu0, _ = _probe(_fast_text(await client.call_tool("probe", {})))
+        start = time.perf_counter()
+        result = await client.call_tool("ask", {"n": n})
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe(_fast_text(await client.call_tool("probe", {})))
+    assert _fast_text(result) == str(n), result
+    return n / elapsed, (cpu1 - cpu0) / n * 1e6
+
+
+async def fastmcp_http(n: int, sessions: int = 1) -> Result:
+    """(b) and (c) with FastMCP's server (uvicorn, as it runs itself) and client, 2025-11-25."""
+    from fastmcp import Client as FastClient
+
+    async with (
+        http_server("fastmcp_server.py") as url,
+        FastClient(url, elicitation_handler=_fast_handler, mode="legacy") as probe,
+    ):
+        await probe.call_tool("ask", {"n": 5})
+        cpu0, _ = _probe(_fast_text(await probe.call_tool("probe", {})))
+
+        async def one() -> None:
+            async with FastClient(url, elicitation_handler=_fast_handler, mode="legacy") as client:
+                result = await client.call_tool("ask", {"n": n})
+                assert _fast_text(result) == str(n), result
+
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(sessions):
+                tg.start_soon(one)
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe(_fast_text(await probe.call_tool("probe", {})))
+    total = n * sessions
+    return total / elapsed, (cpu1 - cpu0) / total * 1e6
+
+
 async def ours_memory(count: int, http: bool = False) -> tuple[float, float]:
     """Server RSS growth per pending elicitation (KiB) and seconds to drain them all once released."""
     release = anyio.Event()
@@ -296,7 +358,14 @@ RECORDED: dict[str, dict[str, float]] = {}
 """This run's medians by scenario, for bench/results.py."""
 
 
-def report(title: str, unit: str, ours: list[Result], theirs: list[Result], higher_is_better: bool = True) -> None:
+def report(
+    title: str,
+    unit: str,
+    ours: list[Result],
+    theirs: list[Result],
+    higher_is_better: bool = True,
+    fast: list[Result] | None = None,
+) -> None:
     def summary(values: list[float]) -> str:
         return f"{statistics.median(values):>10,.1f} ({min(values):,.1f}–{max(values):,.1f})"
 
@@ -304,6 +373,8 @@ def report(title: str, unit: str, ours: list[Result], theirs: list[Result], high
     print(f"\n{title}")
     print(f"  elicitor     {summary([o[0] for o in ours])} {unit}")
     print(f"  official mcp {summary([t[0] for t in theirs])} {unit}")
+    if fast:
+        print(f"  FastMCP      {summary([f[0] for f in fast])} {unit}")
     if ours[0][1]:
         print(
             f"  server CPU µs/elicitation: elicitor {statistics.median([o[1] for o in ours]):,.0f}, "
@@ -317,6 +388,13 @@ def report(title: str, unit: str, ours: list[Result], theirs: list[Result], high
         "official_cpu_us": statistics.median([t[1] for t in theirs]),
         "ratio": statistics.median(ratios),
     }
+    if fast:
+        RECORDED[title]["fastmcp"] = statistics.median([f[0] for f in fast])
+        RECORDED[title]["fastmcp_cpu_us"] = statistics.median([f[1] for f in fast])
+        print(
+            f"  FastMCP server CPU µs/elicitation {statistics.median([f[1] for f in fast]):,.0f}; elicitor / FastMCP "
+            f"{statistics.median([o[0] / f[0] for o, f in zip(ours, fast, strict=True)]):.2f}"
+        )
     better = "better" if higher_is_better else "smaller"
     print(
         f"  ratio (x {better}, run by run): median {statistics.median(ratios):.2f} "
@@ -413,13 +491,23 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             [(t[1], 0.0) for _, t in samples],
             False,
         )
+    with_fast = fastmcp_installed()
+    fast_fns: dict[str, Callable[[], Awaitable[Result]]] = {
+        "(a)": lambda: fastmcp_rate(n),
+        "(b)": lambda: fastmcp_http(n // 2),
+        "(c)": lambda: fastmcp_http(50, 50),
+    }
     for title, unit, ours_fn, theirs_fn, higher in plan:
         ours: list[Result] = []
         theirs: list[Result] = []
+        fast: list[Result] = []
+        fast_fn = fast_fns.get(title[:3]) if with_fast else None
         for _ in range(runs):
             ours.append(await ours_fn())
             theirs.append(await theirs_fn())
-        report(title, unit, ours, theirs, higher)
+            if fast_fn is not None:
+                fast.append(await fast_fn())
+        report(title, unit, ours, theirs, higher, fast or None)
     record("run", {"runs": runs, "n": n, "pending": pending, "scenarios": RECORDED})
 
 
