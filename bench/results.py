@@ -34,8 +34,14 @@ def machine() -> dict[str, Any]:
 
 
 def record(section: str, entries: dict[str, Any]) -> None:
-    """Replace ``section`` of the latest results with ``entries`` (and this machine's description)."""
+    """Replace ``section`` of the latest results with ``entries`` (and this machine's description).
+
+    A section's ``scenarios`` are merged instead: a run of some scenarios (``--scenarios c``) replaces those and
+    keeps the others' latest figures.
+    """
     LATEST.parent.mkdir(exist_ok=True)
     data: dict[str, Any] = json.loads(LATEST.read_text()) if LATEST.is_file() else {}
+    if "scenarios" in entries:
+        entries = {**entries, "scenarios": {**data.get(section, {}).get("scenarios", {}), **entries["scenarios"]}}
     data[section] = {"machine": machine(), **entries}
     LATEST.write_text(json.dumps(data, indent=2) + "\n")

@@ -132,3 +132,12 @@ async def test_a_client_of_your_own_carries_everything_with_your_headers(anyio_b
 def test_limits_belong_on_a_client_of_your_own() -> None:
     with pytest.raises(ValueError, match="set limits on the http= client"):
         Client.http("http://127.0.0.1:1/mcp", http=httpx.AsyncClient(), limits=httpx.Limits(max_connections=5))
+
+
+def test_every_pool_shares_one_tls_context() -> None:
+    """Making a verifying TLS context costs ~20 ms of CPU (the CA bundle): one per process, not one per client."""
+    from elicitor.client._pool import ShardedTransport, default_tls
+
+    first, second = ShardedTransport(), ShardedTransport()
+    assert first._options["verify"] is second._options["verify"] is default_tls()
+    assert ShardedTransport(verify=False)._options["verify"] is False  # a caller's choice still wins

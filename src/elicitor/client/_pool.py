@@ -11,7 +11,9 @@ streams.
 
 from __future__ import annotations
 
+import functools
 import math
+import ssl
 from collections.abc import AsyncIterator
 
 import httpx2 as httpx
@@ -22,6 +24,17 @@ SHARD_SIZE = 32
 DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=SHARD_SIZE, keepalive_expiry=5.0)
 """The default for ``Client.http``: room for thousands of calls waiting at once (each holds a connection), and
 idle connections kept for reuse, per pool."""
+
+
+@functools.cache
+def default_tls() -> ssl.SSLContext:
+    """The verifying TLS context every pool of this process shares.
+
+    Making one loads the system's certificate authorities, about 20 ms of CPU: a program that opens a client per
+    session (50 sessions, say) paid that for each, a second of CPU, even for ``http://`` servers. A context is
+    safe to share between connections; ``verify=`` given to a pool still wins.
+    """
+    return httpx.create_ssl_context()
 
 
 class ShardedTransport(httpx.AsyncBaseTransport):
@@ -43,7 +56,7 @@ class ShardedTransport(httpx.AsyncBaseTransport):
             keepalive_expiry=limits.keepalive_expiry,
         )
         self._per_shard = per_shard
-        self._options = options
+        self._options = options if "verify" in options else {**options, "verify": default_tls()}
         self._shards: list[httpx.AsyncHTTPTransport] = []
         self._busy: list[int] = []  # requests in flight per shard, from the request until its response is closed
 
