@@ -7,13 +7,14 @@ the HTTP steps start their server with the command the page gives, on a free loo
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from .conftest import free_port
+from .replicas import wait_for_port
 
 TUTORIAL = Path(__file__).resolve().parent.parent / "docs" / "tutorial"
 BIN = Path(sys.executable).parent
@@ -26,28 +27,20 @@ def _run(*command: str) -> str:
     return done.stdout
 
 
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def _serving(*command: str, port: int) -> Iterator[str]:
     process = subprocess.Popen(command, cwd=TUTORIAL, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, process.communicate()[0].decode()
-                assert time.monotonic() < deadline, "the tutorial's server did not start"
-                time.sleep(0.1)
+        try:
+            wait_for_port(port, process)
+        except (RuntimeError, TimeoutError) as exc:
+            process.kill()
+            output = process.communicate()[0].decode()
+            raise AssertionError(f"the tutorial's server did not start: {exc}\n{output}") from exc
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         process.communicate(timeout=10)
 
 
@@ -63,7 +56,7 @@ def test_step_3_the_readers_tests_pass() -> None:
 
 
 def test_step_4_the_same_server_over_http() -> None:
-    port = _port()
+    port = free_port()
     with _serving("elicitor", "serve", "server:server", "--port", str(port), port=port) as url:
         out = _run("python", "http_client.py", url)
     assert "protocol: 2026-07-28" in out
@@ -71,7 +64,7 @@ def test_step_4_the_same_server_over_http() -> None:
 
 
 def test_step_5_url_mode_through_the_servers_own_page() -> None:
-    port = _port()
+    port = free_port()
     with _serving("python", "server_url.py", str(port), port=port) as url:
         out = _run("python", "url_client.py", url)
     assert f"the server asks to open: http://127.0.0.1:{port}/approve/" in out
