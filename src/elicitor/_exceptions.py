@@ -74,8 +74,8 @@ class ConnectionClosed(ElicitorError):
 class FormDefinitionError(ElicitorError, TypeError):
     """A form cannot be sent as an elicitation: the message names the field and the rule it breaks.
 
-    Raised when the form is *defined* (``Form.of``/``ctx.elicit``'s first use of a type), never mid-call on a
-    person's time.
+    Raised by ``Form.of``, or by the ``ctx.elicit`` that uses the form, before anything is sent: a person is never
+    shown a form that cannot be answered. ``Form.of`` at module level has it raised at import.
     """
 
 
