@@ -2,7 +2,8 @@
 
 ``<!-- cli -->`` in a page becomes the help of the ``elicitor`` command and of each of its commands, as argparse
 prints it. ``<!-- conformance -->`` becomes the table of the last recorded run of the official conformance harness
-(docs/data/conformance.json, written by ``make conformance-page``). Docstrings' ``Example::`` reads ``Example:``.
+(docs/data/conformance.json, written by ``make conformance-page``). Docstrings' ``Example::`` reads ``Example:``, and
+their cross-references (``:class:`Form```) read as the name in code, linked when the page documents it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +26,28 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     return markdown
 
 
+_ROLE = re.compile(r":(?:class|meth|func|attr|data|exc|mod|obj):<code>(~?)([\w.]+)</code>")
+
+
 def on_page_content(html: str, **_: Any) -> str:
-    """Docstrings introduce their examples the reStructuredText way (``Example::``, read in the source as "code
-    follows"); on the page the code block already says so, so the paragraph ends with one colon."""
-    return html.replace("::</p>", ":</p>")
+    """Docstrings are written for reading in the source too, the reStructuredText way; on the page:
+
+    - ``Example::`` (read in the source as "code follows") ends with one colon, the code block already says so;
+    - a cross-reference (``:class:`~elicitor.AuthError```, ``:meth:`run```) is its name in code, without the role,
+      and a link when the page documents that name (``~`` shows only the last part of a dotted name).
+    """
+    html = html.replace("::</p>", ":</p>")
+    anchors = set(re.findall(r'\sid="([\w.]+)"', html))
+
+    def reference(match: re.Match[str]) -> str:
+        short, target = match.group(1), match.group(2)
+        shown = target.rpartition(".")[2] if short else target
+        found = [target] if target in anchors else [a for a in anchors if a.endswith(f".{target}")]
+        if len(found) == 1:  # a short name (``Tokens``, ``Server.run``) links only when it names one thing
+            return f'<a href="#{found[0]}"><code>{shown}</code></a>'
+        return f"<code>{shown}</code>"
+
+    return _ROLE.sub(reference, html)
 
 
 def _conformance() -> str:

@@ -84,7 +84,10 @@ class UrlHandler(Protocol):
     out-of-band interaction is finished.
     """
 
-    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome: ...
+    async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
+        """Show ``request`` to the person and open its URL only if they consent: ``Accepted(None)``, ``Declined()``
+        or ``Cancelled()``."""
+        ...
 
 
 Answer: TypeAlias = (

@@ -93,6 +93,7 @@ class ServerSession:
         """This connection's id in the shared state (URL elicitations it started name it)."""
 
     async def run(self, transport: Transport) -> None:
+        """Serve this connection over ``transport`` until it closes; its parked runs end with it."""
         self.server.url_elicitations.attach(self.id, self.notifier(None))
         try:
             async with anyio.create_task_group() as runs:
@@ -130,6 +131,7 @@ class ServerSession:
     # ---- dispatch --------------------------------------------------------------------------------------------
 
     async def on_notification(self, note: NotificationReceived) -> None:
+        """Handle a notification from the client (``notifications/initialized`` completes the handshake)."""
         if note.method == "notifications/initialized":
             self.handshake.initialized()
 

@@ -65,6 +65,8 @@ class ToolDef:
         }
 
     def describe(self) -> JSONObject:
+        """This tool as ``tools/list`` shows it: name, input schema, and title, description, output schema and
+        annotations when it has them."""
         out: JSONObject = {"name": self.name, "inputSchema": self.input_schema}
         if self.title:
             out["title"] = self.title

@@ -68,6 +68,7 @@ class LoopbackAuthorizer:
 
     @property
     def redirect_uri(self) -> str:
+        """``http://127.0.0.1:PORT/PATH`` on the port this authorizer listens on (enter it first)."""
         if self._listener is None:
             raise RuntimeError("enter the authorizer (async with) before asking for its redirect_uri")
         return f"http://127.0.0.1:{self._port}{self._path}"
@@ -87,6 +88,8 @@ class LoopbackAuthorizer:
             self._listener = None
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
+        """Show ``url`` with its host and warnings, open the browser (unless told not to), and wait for the redirect
+        carrying ``state`` on the loopback listener (:class:`~elicitor.AuthError` on an error or a timeout)."""
         if self._listener is None:
             raise RuntimeError("enter the authorizer (async with) before authorize()")
         try:

@@ -63,12 +63,15 @@ class MemoryTokenStore:
         self._tokens: dict[str, Tokens] = {}
 
     async def load(self, resource: str) -> Tokens | None:
+        """The tokens kept for ``resource`` in this process, or ``None``."""
         return self._tokens.get(resource)
 
     async def save(self, resource: str, tokens: Tokens) -> None:
+        """Keep ``tokens`` for ``resource`` until the process ends."""
         self._tokens[resource] = tokens
 
     async def delete(self, resource: str) -> bool:
+        """Forget ``resource``'s tokens; whether there were any."""
         return self._tokens.pop(resource, None) is not None
 
 
@@ -84,6 +87,7 @@ class HeadlessAuthorizer:
 
     @property
     def redirect_uri(self) -> str:
+        """The redirect URI given at construction; nothing listens there."""
         return self._redirect_uri
 
     async def __aenter__(self) -> HeadlessAuthorizer:
@@ -93,6 +97,8 @@ class HeadlessAuthorizer:
         return None
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
+        """GET ``url`` and read the redirect's parameters (:class:`~elicitor.AuthError` if there is no redirect,
+        it carries an error, or its ``state`` is not ``state``)."""
         async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
             try:
                 response = await http.get(url)

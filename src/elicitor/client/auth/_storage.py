@@ -42,6 +42,7 @@ class FileTokenStore:
         return f"FileTokenStore({str(self.path)!r})"
 
     async def load(self, resource: str) -> Tokens | None:
+        """The tokens in the file for ``resource``, or ``None`` (an unreadable entry is logged and ignored)."""
         entry = (await anyio.to_thread.run_sync(self._read)).get(resource)
         if not isinstance(entry, dict):
             return None
@@ -56,6 +57,7 @@ class FileTokenStore:
             return None
 
     async def save(self, resource: str, tokens: Tokens) -> None:
+        """Write ``tokens`` for ``resource`` into the file (atomically, readable by its owner only)."""
         await anyio.to_thread.run_sync(self._update, resource, asdict(tokens))
 
     async def delete(self, resource: str) -> bool:
@@ -120,6 +122,7 @@ class KeyringTokenStore:
         return f"KeyringTokenStore({self.service!r})"
 
     async def load(self, resource: str) -> Tokens | None:
+        """The tokens in the keyring for ``resource``, or ``None`` (an unreadable entry is logged and ignored)."""
         text = await anyio.to_thread.run_sync(self._keyring.get_password, self.service, resource)
         if text is None:
             return None
@@ -134,10 +137,12 @@ class KeyringTokenStore:
         return Tokens(**known)
 
     async def save(self, resource: str, tokens: Tokens) -> None:
+        """Keep ``tokens`` for ``resource`` in the keyring, as one JSON entry under this store's service."""
         text = json.dumps(asdict(tokens), sort_keys=True)
         await anyio.to_thread.run_sync(self._keyring.set_password, self.service, resource, text)
 
     async def delete(self, resource: str) -> bool:
+        """Forget ``resource``'s tokens; whether there were any."""
         from keyring.errors import PasswordDeleteError
 
         try:

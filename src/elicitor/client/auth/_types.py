@@ -35,9 +35,13 @@ class Tokens:
 class TokenStore(Protocol):
     """Keeps :class:`Tokens` per MCP server (keyed by the server's resource URL). Never logs a token."""
 
-    async def load(self, resource: str) -> Tokens | None: ...
+    async def load(self, resource: str) -> Tokens | None:
+        """The tokens kept for ``resource``, or ``None`` (also when what is kept cannot be read)."""
+        ...
 
-    async def save(self, resource: str, tokens: Tokens) -> None: ...
+    async def save(self, resource: str, tokens: Tokens) -> None:
+        """Keep ``tokens`` for ``resource``, replacing any kept before."""
+        ...
 
     async def delete(self, resource: str) -> bool:
         """Forget ``resource``'s tokens; whether there were any."""
@@ -63,7 +67,9 @@ class Authorizer(Protocol):
     """
 
     @property
-    def redirect_uri(self) -> str: ...
+    def redirect_uri(self) -> str:
+        """Where the authorization server sends the person back (known once the authorizer is entered)."""
+        ...
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
         """Have ``url`` approved and return the redirect's parameters (raise :class:`~elicitor.AuthError` if the
