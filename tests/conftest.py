@@ -24,8 +24,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @asynccontextmanager
-async def serving(app: Any) -> AsyncIterator[str]:
-    """Serve an ASGI app with uvicorn on a free loopback port for the block; yields the MCP endpoint URL."""
+async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
+    """Serve an ASGI app with uvicorn on a free loopback port for the block; yields the MCP endpoint URL.
+
+    ``config``: more of uvicorn's settings (``ssl_certfile`` and ``ssl_keyfile``, say).
+    """
     import socket
 
     import uvicorn
@@ -33,7 +36,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: server.serve(sockets=[sock]))
         with anyio.fail_after(10):

@@ -13,7 +13,9 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.streams.text
@@ -82,12 +84,12 @@ async def book(ctx: Context) -> str:
 
 
 @asynccontextmanager
-async def chromium() -> AsyncIterator[Browser]:
+async def chromium(*more_args: str) -> AsyncIterator[Browser]:
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("Debian's chromium is not installed (make test installs it)")
     args = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"]  # fmt: skip
+            "--disable-component-update", "--disable-sync", *more_args]  # fmt: skip
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=executable, args=args, headless=True)
         try:
@@ -107,12 +109,17 @@ class Person:
         self.links.append(url)
         return True
 
-    async def page(self, index: int = 0, **options: Any) -> Page:
+    async def link(self, index: int = 0) -> str:
+        """The ``index``-th link the handler asked to open, once it has."""
         with anyio.fail_after(10):
             while len(self.links) <= index:
                 await anyio.sleep(0.02)
+        return self.links[index]
+
+    async def page(self, index: int = 0, **options: Any) -> Page:
+        link = await self.link(index)
         page = await self.browser.new_page(**options)
-        await page.goto(self.links[index])
+        await page.goto(link)
         return page
 
 
@@ -247,56 +254,108 @@ async def test_the_page_says_when_the_question_was_withdrawn() -> None:
         assert not await page.get_by_role("button", name="Review").is_visible()
 
 
-async def test_url_consent_in_the_browser() -> None:
+def self_signed(host: str, directory: Path) -> tuple[Path, Path]:
+    """A certificate for ``host`` and its key, made up for one test (the browser is told to accept it)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_file, key_file
+
+
+async def test_url_consent_in_the_browser(tmp_path: Path) -> None:
+    """A named server's link to a calendar's connection page (https, an opaque state token): shown whole, its host
+    highlighted, nothing fetched until the person opens it, then opened in a new tab without a referrer.
+
+    The calendar's site is a real https server on loopback; the browser resolves its name there."""
+    host = "calendar.example.com"
+    target = f"https://{host}/connect?state=f3Zq8LrT2wXk9VbN6mHc"
+    who = Implementation(name="team-planner", version="2.4.1", title="Team Planner")
     fetched: list[dict[bytes, bytes]] = []
 
-    async def provider(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def calendar(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         fetched.append(dict(scope["headers"]))
-        body = b"<title>Provider</title><p>Sign in to the provider"
+        body = b"<title>Example Calendar</title><p>Sign in to connect your calendar to Team Planner"
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/html")]})
         await send({"type": "http.response.body", "body": body})
 
-    async with serving(provider) as endpoint, person_and_handler() as (person, handler):
-        target = endpoint.replace("/mcp", "/connect?state=xyz")
-        request = UrlElicitationRequest.from_params({"message": "Connect your calendar", "url": target}, None)
-        outcomes: list[Any] = []
+    cert_file, key_file = self_signed(host, tmp_path)
+    async with serving(calendar, ssl_certfile=str(cert_file), ssl_keyfile=str(key_file)) as endpoint:
+        port = urlsplit(endpoint).port
+        async with (
+            chromium(f"--host-resolver-rules=MAP {host} 127.0.0.1:{port}") as browser,
+            BrowserHandler(open_url=(person := Person(browser)).open, write=lambda text: None, grace=GRACE) as handler,
+        ):
+            message = "Connect your calendar so Team Planner can add the meetings you agree to."
+            request = UrlElicitationRequest.from_params({"message": message, "url": target}, who)
+            outcomes: list[Any] = []
 
-        async def ask() -> None:
-            outcomes.append(await handler.url(request))
-            await handler.wait_done(request)
-            outcomes.append("done")
+            async def ask() -> None:
+                outcomes.append(await handler.url(request))
+                await handler.wait_done(request)
+                outcomes.append("done")
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ask)
-            page = await person.page()
-            body = await page.inner_text("body")
-            assert "asks you to open a web page" in body and "Connect your calendar" in body
-            assert target in body and "Nothing has been opened or fetched." in body
-            assert await page.inner_text("mark >> nth=0") == "127.0.0.1"
-            assert "not encrypted" in body and "unusual port" in body and "bare IP address" in body
-            assert fetched == []  # shown, not fetched
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "browser-url.png"), full_page=True)
-            async with page.context.expect_page() as opening:
-                await page.get_by_role("button", name="Open the page in a new tab").click()
-            tab = await opening.value
-            await tab.wait_for_load_state()
-            assert tab.url == target and "Sign in to the provider" in await tab.inner_text("body")
-            assert b"referer" not in fetched[0]  # the page's token did not leak to the site
-            done = page.get_by_role("button", name="I'm done")
-            await done.wait_for(state="visible", timeout=5000)
-            await done.click()
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask)
+                context = await browser.new_context(viewport={"width": 640, "height": 360}, ignore_https_errors=True)
+                page = await context.new_page()
+                await page.goto(await person.link())
+                body = await page.inner_text("body")
+                assert "Team Planner 2.4.1 asks you to open a web page:" in body and message in body
+                assert target in body and "Nothing has been opened or fetched." in body
+                assert await page.inner_text("mark >> nth=0") == host
+                assert "Careful" not in body  # https on a named host and its usual port: nothing to warn about
+                assert fetched == []  # shown, not fetched
+                ARTIFACTS.mkdir(exist_ok=True)
+                await page.screenshot(path=str(ARTIFACTS / "browser-url.png"), full_page=True)
+                async with context.expect_page() as opening:
+                    await page.get_by_role("button", name="Open the page in a new tab").click()
+                tab = await opening.value
+                await tab.wait_for_load_state()
+                assert tab.url == target and "Sign in to connect your calendar" in await tab.inner_text("body")
+                assert b"referer" not in fetched[0]  # the page's token did not leak to the site
+                done = page.get_by_role("button", name="I'm done")
+                await done.wait_for(state="visible", timeout=5000)
+                await done.click()
+                await context.close()
     assert outcomes == [Accepted(None), "done"]
 
 
 async def test_url_decline_opens_nothing() -> None:
     async with person_and_handler() as (person, handler):
-        request = UrlElicitationRequest.from_params({"message": "Pay", "url": "https://pay.example.com/x"}, None)
+        link = "http://203.0.113.7:8080/pay?invoice=2291"
+        request = UrlElicitationRequest.from_params({"message": "Pay the invoice", "url": link}, None)
         async with anyio.create_task_group() as tg:
             outcome = later(tg, handler.url, request)
             page = await person.page()
+            body = await page.inner_text("body")
+            assert "an unnamed server asks you to open a web page:" in body and link in body
+            warned = await page.inner_text("[role=alert]")  # everything unusual about the link, before any choice
+            assert "bare IP address" in warned and "not encrypted" in warned and "unusual port (8080)" in warned
             await page.wait_for_function("document.activeElement.value === 'decline'")
             await page.keyboard.press("Enter")  # Decline has the focus: a stray Enter opens nothing
             await page.get_by_text("You declined; nothing was opened.").wait_for()
