@@ -45,6 +45,7 @@ docs: $(STAMP) $(MERMAID)
 # The documentation's pictures (docs/images/), from what the tests capture of the real terminal and browser.
 pictures: $(STAMP) system-deps
 	$(BIN)/pytest -q -p no:cacheprovider tests/test_screen.py::test_the_demo_in_a_real_terminal \
+	  tests/test_screen.py::test_the_tutorials_server_in_a_real_terminal \
 	  tests/test_browser_ui.py::test_every_field_kind_in_chromium_with_review_and_a_screenshot \
 	  tests/test_browser_ui.py::test_url_consent_in_the_browser
 	$(BIN)/python scripts/pictures.py

@@ -2,10 +2,10 @@
 
     python scripts/pictures.py        (make pictures: runs the capturing tests first)
 
-The tmux test (tests/test_screen.py) saves the demo's terminal screens with their colours to ``artifacts/*.ansi``;
-they are replayed into a terminal emulator (pyte) and drawn as SVG, cell by cell, in the colours the terminal
-showed. The Chromium tests (tests/test_browser_ui.py) save screenshots of the browser pages, copied as they are.
-Everything lands in docs/images/.
+The tmux tests (tests/test_screen.py) save terminal screens with their colours to ``artifacts/*.ansi`` (the demo's
+form and URL consent, the tutorial server's form); they are replayed into a terminal emulator (pyte) and drawn as
+SVG, cell by cell, in the colours the terminal showed. The Chromium tests (tests/test_browser_ui.py) save
+screenshots of the browser pages, copied as they are. Everything lands in docs/images/.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "artifacts"
 IMAGES = ROOT / "docs" / "images"
 
-SCREENS = {"terminal-form.ansi": "terminal-form.svg", "terminal-url.ansi": "terminal-url.svg"}
+SCREENS = {
+    "terminal-form.ansi": "terminal-form.svg",
+    "terminal-url.ansi": "terminal-url.svg",
+    "tutorial-form.ansi": "tutorial-form.svg",
+}
 SHOTS = ["browser-form.png", "browser-form-desktop.png", "browser-url.png"]
 
 FOREGROUND, BACKGROUND = "#d4d4d4", "#1e1e1e"

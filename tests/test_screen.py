@@ -625,3 +625,42 @@ async def test_lines_written_while_a_screen_is_up_wait_until_it_closes() -> None
 def test_hints_read_as_a_person_says_them(field: FormField, expected: list[str]) -> None:
     """No "from 0 to ∞": one-sided ranges read "at least", "at most", "up to"."""
     assert hint(field) == expected
+
+
+def test_the_tutorials_server_in_a_real_terminal(tmux: Tmux) -> None:
+    """The tutorial's step 2 as a reader does it: ``elicitor connect python server.py``, the book_table tool, its
+    form (the picture on the tutorial's page), the review, the confirmation, the result."""
+    server = ROOT / "docs" / "tutorial" / "server.py"
+    command = f"{sys.executable} -m elicitor connect {sys.executable} {server}; echo '[connect exited '$?']'; sleep 60"
+    tmux("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", "-c", str(ROOT), command)
+    tmux.wait_for("1. book_table: Book a table, asking the person for the details.")
+    tmux.keys("book_table", "Enter")
+    tmux.wait_for("restaurant *")
+    tmux.keys("Chez Nous", "Tab", "Enter")  # the tool's argument, then Review
+    tmux.wait_for("restaurant: Chez Nous")
+    tmux.keys("Enter")  # Submit: the tool runs and asks
+    shown = tmux.wait_for("Booking desk 1.0.0 asks")
+    assert "Book a table at Chez Nous?" in shown
+    rows = [row.strip() for row in shown.splitlines()]
+    for field in ("Party size *", "seating *", "Where to send the confirmation *", "notes"):  # the four, in order
+        assert field in rows, field
+    fields = [rows.index(field) for field in ("Party size *", "seating *", "Where to send the confirmation *")]
+    assert fields == sorted(fields) and rows.index("notes") > fields[-1]
+    assert "a whole number · from 1 to 12" in shown and "an email address" in shown
+    assert "( ) Indoor dining room" in shown and "( ) Heated patio" in shown
+    tmux.keys("2", "Tab", "Down", "Down", "Space", "Tab", "ada@example.com")
+    shown = tmux.wait_for("› ada@example.com")
+    rows = [row.strip() for row in shown.splitlines()]
+    assert "› 2" in rows and "(*) Heated patio" in rows and "( ) Indoor dining room" in rows
+    tmux.keep("tutorial-form.ansi")  # filled in, before Review: the tutorial's picture
+    tmux.keys("Tab", "Tab", "Enter")  # past the optional notes, to Review
+    shown = tmux.wait_for("Review your answer before it is sent")
+    assert "Party size: 2" in shown and "seating: Heated patio" in shown and "notes: —" in shown
+    assert "Where to send the confirmation: ada@example.com" in shown
+    tmux.keys("Enter")  # Submit
+    tmux.wait_for("Book 2 people, Heated patio?")
+    tmux.keys("y")
+    shown = tmux.wait_for("Result: ")
+    assert "Result: Booked a table for 2 at Chez Nous (Heated patio); we wrote to ada@example.com." in shown
+    tmux.keys("q", "Enter")
+    tmux.wait_for("[connect exited 0]")
