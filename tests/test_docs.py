@@ -2,10 +2,11 @@
 
 Every ```python block of README.md and docs/ runs (with Sybil), in order, one namespace per page, so a page can
 build on its earlier blocks; a block may use top-level ``await``; a block that includes a file (``--8<--``) is that
-file, run by its own test. A block that needs the outside world (a person,
-a running server, an authorization server) is preceded by ``<!-- compile only -->``: it is still compiled and its
-imports still run, so a renamed module or name fails it. The tutorial's steps are files, run in
-tests/test_tutorial.py.
+file, run by its own test. A block that needs the outside world (a person, a running server, an authorization
+server) is preceded by ``<!-- compile only -->``: it is still compiled and its imports still run, so a renamed
+module or name fails it, and it is type-checked with mypy's strict settings (with the names its page takes as
+given declared, ``TAKEN_AS_GIVEN``), so a wrong argument or a wrong use of a result fails it too. The tutorial's
+steps are files, run in tests/test_tutorial.py.
 """
 
 from __future__ import annotations
@@ -61,6 +62,99 @@ def _imports_elicitor(node: ast.stmt) -> bool:
 
 
 SYBIL = Sybil(parsers=[CodeBlockParser("python", evaluator=_evaluate)])
+
+
+# What each page with compile-only blocks takes as given (defined in the reader's code, or earlier on the page),
+# declared before its blocks are type-checked.
+TAKEN_AS_GIVEN = {
+    "docs/concepts/client.md": "url: str",
+    "docs/how-to/http.md": "",
+    "docs/how-to/sign-in.md": "",
+    "docs/how-to/mount.md": "",
+    "docs/how-to/official-client.md": "from mcp.server.mcpserver import MCPServer\n\napp: MCPServer",
+    "docs/how-to/migrate.md": "",
+}
+# Packages a block uses that this project does not install: their names are taken as Any (the rest of the block,
+# elicitor's names and the standard library's, is still checked).
+NOT_INSTALLED = ["fastapi", "fastmcp"]
+# Strict settings a page's blocks are spared, and why.
+RELAXED = {"docs/how-to/migrate.md": "disallow_untyped_decorators = False"}  # FastMCP's @mcp.tool is Any here
+# A deliberately wrong block, type-checked with the others: the check must find its error, or it checks nothing.
+BROKEN = """from elicitor import Client, TerminalHandler
+
+async with Client.http(url, elicitation=TerminalHandler()) as client:
+    result = await client.call_tool("book_table")
+    print(result.txt)
+"""
+
+
+def _compile_only_blocks() -> list[tuple[str, int, str]]:
+    """Each compile-only block: its page (relative to the root), its line, its source."""
+    found: list[tuple[str, int, str]] = []
+    for page in PAGES:
+        document = SYBIL.parse(page)
+        for example in document:
+            if document.text[: example.start].rstrip().endswith(COMPILE_ONLY):
+                found.append((str(page.relative_to(ROOT)), example.line, str(example.parsed)))
+    return found
+
+
+def _checkable(source: str, given: str) -> tuple[str, int]:
+    """A module mypy can check, and how many lines come before the block's first: the declarations, then the block,
+    inside an ``async def`` if it awaits at the top level (as a notebook or ``python -m asyncio`` would run it)."""
+    head = f"{given}\n\n" if given else ""
+    try:
+        compile(source, "<block>", "exec", dont_inherit=True)
+    except SyntaxError:  # top-level await
+        body = "".join(f"    {line}" if line.strip() else line for line in source.splitlines(keepends=True))
+        head += "\nasync def _block() -> None:\n"
+        return head + body, head.count("\n")
+    return head + source, head.count("\n")
+
+
+def test_compile_only_blocks_type_check(tmp_path: Path) -> None:
+    """The blocks that cannot run here are type-checked (mypy --strict), each in a module of its own."""
+    import re
+    import subprocess
+
+    blocks = _compile_only_blocks()
+    assert sorted({page for page, _, _ in blocks}) == sorted(TAKEN_AS_GIVEN)
+    where: dict[str, tuple[str, int]] = {}
+    given = {**TAKEN_AS_GIVEN, "broken": "url: str"}
+    for index, (page, line, source) in enumerate([*blocks, ("broken", 0, BROKEN)]):
+        module, offset = _checkable(source, given[page])
+        name = f"block_{index}.py"
+        (tmp_path / name).write_text(module)
+        where[name] = (page, line - offset)  # a block's first line follows the ``` fence
+    sections = "".join(
+        f"\n[mypy-{name[:-3]}]\n{RELAXED[page]}\n" for name, (page, _) in where.items() if page in RELAXED
+    )
+    sections += "".join(
+        f"\n[mypy-{package}.*]\nignore_missing_imports = True\nfollow_imports = skip\n"
+        f"[mypy-{package}]\nignore_missing_imports = True\nfollow_imports = skip\n"
+        for package in NOT_INSTALLED
+    )
+    config = tmp_path / "mypy.ini"
+    config.write_text(
+        f"[mypy]\nstrict = True\nwarn_unused_ignores = True\npython_version = 3.11\nmypy_path = {ROOT / 'src'}\n"
+        f"cache_dir = {ROOT / '.cache' / 'mypy-docs'}\n"
+        f"{sections}"
+    )
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(config), "--no-error-summary", *sorted(where)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    errors: dict[str, list[str]] = {}
+    for found in re.finditer(r"^(block_\d+\.py):(\d+): error: (.*)$", checked.stdout, re.MULTILINE):
+        page, first = where[found[1]]
+        errors.setdefault(page, []).append(f"{page}:{first + int(found[2])}: {found[3]}")
+    assert checked.returncode in (0, 1), checked.stdout + checked.stderr  # 2: mypy itself failed
+    broken = errors.pop("broken", [])
+    assert errors == {}, "\n".join(line for lines in errors.values() for line in lines)
+    assert len(broken) == 1 and 'has no attribute "txt"' in broken[0] and broken[0].startswith("broken:5:"), broken
 
 
 def _python_blocks(page: Path) -> int:
