@@ -271,6 +271,17 @@ def test_the_error_codes_page_lists_every_code_and_exception() -> None:
     assert [name for name in raised if f"`{name}`" not in page] == []
 
 
+def test_every_public_exception_is_an_elicitor_error() -> None:
+    """``except ElicitorError`` catches everything elicitor raises on purpose, as the error page says."""
+    exceptions = [
+        (qualified, obj)
+        for qualified, obj in _public_objects()
+        if inspect.isclass(obj) and issubclass(obj, BaseException)
+    ]
+    assert len(exceptions) >= 15
+    assert [qualified for qualified, obj in exceptions if not issubclass(obj, elicitor.ElicitorError)] == []
+
+
 def test_version_shows_its_changelog_entry(capsys: pytest.CaptureFixture[str]) -> None:
     from elicitor.cli import main
 

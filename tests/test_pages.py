@@ -19,7 +19,7 @@ import anyio
 import httpx2
 import pytest
 
-from elicitor import Accepted, Client, Declined, Server, UrlElicitationRequest
+from elicitor import Accepted, Client, Declined, ElicitorError, Server, UrlElicitationRequest
 from elicitor.server import PagesNotServed
 
 from .conftest import ROOT, free_port, serving
@@ -102,6 +102,10 @@ async def test_the_http_app_serves_the_pages_and_links_to_where_it_listens(anyio
     with pytest.raises(PagesNotServed, match="not known yet"):
         pages_server.page_url("/p")  # nothing serves it yet: no address to give
     with pytest.raises(PagesNotServed, match="serves no pages"):
+        Server("none").page_url("/p")
+    with pytest.raises(ElicitorError):  # like everything elicitor raises on purpose
+        Server("none").page_url("/p")
+    with pytest.raises(RuntimeError):  # and, as it was first, a RuntimeError
         Server("none").page_url("/p")
     async with serving(pages_server.http_app()) as endpoint:  # uvicorn on port 0: the address comes from the socket
         base = endpoint.removesuffix("/mcp")

@@ -25,12 +25,18 @@ from typing import Any
 import anyio
 import sniffio
 
+from .._exceptions import ElicitorError
+
 PagesApp = Callable[[Any, Any, Any], Awaitable[None]]
 """An ASGI application (``async def app(scope, receive, send)``), Starlette's or a plain function."""
 
 
-class PagesNotServed(RuntimeError):
-    """A page link was asked for before anything serves the pages (or before their address is known)."""
+class PagesNotServed(ElicitorError, RuntimeError):
+    """A page link was asked for before anything serves the pages (or before their address is known).
+
+    An :class:`~elicitor.ElicitorError`, and a ``RuntimeError`` as well (what it was first), so existing
+    ``except RuntimeError`` clauses still catch it.
+    """
 
 
 class PageSite:
