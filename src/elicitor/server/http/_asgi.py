@@ -6,10 +6,14 @@ learns what was wrong from the response alone.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import msgspec
+import sniffio
 
 from ...protocol import decode_json as decode_json
 from ...protocol import error_reply
@@ -99,3 +103,33 @@ async def refuse(
 async def respond_empty(send: Send, status: int) -> None:
     await send({"type": "http.response.start", "status": status, "headers": [(b"content-length", b"0")]})
     await send({"type": "http.response.body", "body": b""})
+
+
+@asynccontextmanager
+async def until_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]:
+    """Run the body until it ends or the client goes away, whichever comes first (then the body is cancelled).
+
+    Knowing that the client left takes awaiting ``receive()`` beside the work, so a second task. On asyncio that is
+    a bare asyncio task, cancelled when the body ends: an anyio task group for it cost about 45 µs per request, a
+    tenth of a 2026-07-28 round's server time (``bench/``), and about 3 KiB per open stream. Elsewhere (trio under
+    an ASGI server that runs it) a task group does the same. Yields the scope, for the body to end early with
+    ``scope.cancel()``; ``scope.cancelled_caught`` afterwards tells whether it was cut short.
+    """
+    with anyio.CancelScope() as scope:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            scope.cancel()
+
+        if sniffio.current_async_library() == "asyncio":
+            watcher = asyncio.get_running_loop().create_task(watch())
+            try:
+                yield scope
+            finally:
+                watcher.cancel()  # it only ever waits on receive(): it ends at its next step, with nothing to undo
+        else:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                yield scope
+                tg.cancel_scope.cancel()

@@ -32,7 +32,17 @@ from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, Store, StoreUnavailable
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
-from ._asgi import SSE_HEADERS, Headers, Receive, Send, refuse, request_id_of, respond_empty, respond_json
+from ._asgi import (
+    SSE_HEADERS,
+    Headers,
+    Receive,
+    Send,
+    refuse,
+    request_id_of,
+    respond_empty,
+    respond_json,
+    until_disconnect,
+)
 from ._peers import Attach, Open, Peers, RemoteStream
 
 if TYPE_CHECKING:
@@ -451,14 +461,7 @@ class HandshakeSessions:
         """
         stream.attached = True
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
+            async with until_disconnect(receive):
                 item = first
                 while True:
                     if item is None:
@@ -479,7 +482,6 @@ class HandshakeSessions:
                     delivered, item = sequence, None
                     if final:
                         break
-                tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:

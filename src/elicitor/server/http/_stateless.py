@@ -14,8 +14,6 @@ import binascii
 import logging
 from typing import TYPE_CHECKING
 
-import anyio
-
 from ..._exceptions import JSONRPCError
 from ...protocol import Connection, RequestReceived
 from ...transports._sse import encode_event
@@ -30,7 +28,7 @@ from ...types import (
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
 )
-from ._asgi import SSE_HEADERS, Headers, Receive, Send, respond_json
+from ._asgi import SSE_HEADERS, Headers, Receive, Send, respond_json, until_disconnect
 
 if TYPE_CHECKING:
     from .._dispatch import ServerSession
@@ -81,14 +79,7 @@ class StatelessExchange:
         request = self._request
         reply: bytes | None = None
         status = 200
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                while (await self._receive())["type"] != "http.disconnect":
-                    pass
-                tg.cancel_scope.cancel()  # closing the response stream cancels the request (2026-07-28)
-
-            tg.start_soon(watch)
+        async with until_disconnect(self._receive):  # closing the response stream cancels the request (2026-07-28)
             try:
                 result = await self._session.serve_modern(request, self.notify, self._principal)
             except JSONRPCError as exc:
@@ -99,7 +90,6 @@ class StatelessExchange:
                 reply = self._connection.send_error(request.id, JSONRPCError(-32603, f"Internal error: {exc}"))
             else:
                 reply = self._connection.send_result(request.id, result)
-            tg.cancel_scope.cancel()
         if reply is None:
             return
         if self._streaming:
