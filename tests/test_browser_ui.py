@@ -26,7 +26,7 @@ from elicitor import Accepted, Cancelled, Context, Declined, Form, Server
 from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.types import Implementation
 
-from .conftest import ROOT, connected, later, serving
+from .conftest import ROOT, connected, later, self_signed, serving
 
 pytestmark = pytest.mark.anyio
 ARTIFACTS = ROOT / "artifacts"
@@ -252,37 +252,6 @@ async def test_the_page_says_when_the_question_was_withdrawn() -> None:
         notice = page.get_by_text("This question is no longer waiting for an answer.")
         await notice.wait_for(state="visible", timeout=5000)
         assert not await page.get_by_role("button", name="Review").is_visible()
-
-
-def self_signed(host: str, directory: Path) -> tuple[Path, Path]:
-    """A certificate for ``host`` and its key, made up for one test (the browser is told to accept it)."""
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = directory / "cert.pem", directory / "key.pem"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_file, key_file
 
 
 async def test_url_consent_in_the_browser(tmp_path: Path) -> None:

@@ -1,17 +1,26 @@
-"""The client's connection pools (client/_pool.py): many waiting streams at once, against a real uvicorn server."""
+"""The client's HTTP/1.1 connections (client/_pool.py): reuse, limits, hostile responses, TLS, and the lean path.
+
+Servers are real: uvicorn for well-behaved ones, a raw TCP listener for a server that sends what it should not.
+"""
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx2 as httpx
 import pytest
 
 from elicitor import Accepted, Client, Context, Outcome, Server
-from elicitor.client._pool import ShardedTransport
+from elicitor.client._http import HttpClientTransport, _proxied
+from elicitor.client._pool import MAX_HEAD, PooledTransport, default_tls
 
-from .conftest import serving
+from .conftest import self_signed, serving
 
 ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
 
@@ -19,10 +28,11 @@ ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs 
 class Held:
     """An ASGI app whose every response streams until ``release`` is set; it counts the connections it saw."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold: bool = True) -> None:
         self.release = anyio.Event()
         self.waiting = 0
-        self.peers: set[Any] = set()
+        self.peers: list[Any] = []
+        self.hold = hold
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -30,11 +40,26 @@ class Held:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
-        self.peers.add(tuple(scope["client"]))
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.peers.append(tuple(scope["client"]))
+        headers = [(b"content-type", b"text/plain")]
+        if scope["path"] == "/cookie":
+            headers.append((b"set-cookie", b"affinity=replica-2; Path=/"))
+        if scope["path"] == "/echo":
+            cookie = dict(scope["headers"]).get(b"cookie", b"-")
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body + b"|" + cookie})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"start ", "more_body": True})
-        self.waiting += 1
-        await self.release.wait()
+        if self.hold:
+            self.waiting += 1
+            await self.release.wait()
         await send({"type": "http.response.body", "body": b"done"})
 
 
@@ -44,12 +69,10 @@ async def hold(http: httpx.AsyncClient, url: str, bodies: list[bytes]) -> None:
 
 
 @ASYNCIO
-@pytest.mark.parametrize(("max_connections", "shards"), [(None, 3), (40, 2)])
-async def test_streams_spread_over_small_pools_within_the_limit(
-    anyio_backend: str, max_connections: int | None, shards: int
-) -> None:
+@pytest.mark.parametrize("max_connections", [None, 40])
+async def test_streams_wait_for_a_connection_within_the_limit(anyio_backend: str, max_connections: int | None) -> None:
     app = Held()
-    transport = ShardedTransport(httpx.Limits(max_connections=max_connections))
+    transport = PooledTransport(httpx.Limits(max_connections=max_connections, max_keepalive_connections=None))
     bodies: list[bytes] = []
     async with serving(app) as url, httpx.AsyncClient(transport=transport, timeout=30) as http:
         with anyio.fail_after(30):
@@ -61,16 +84,220 @@ async def test_streams_spread_over_small_pools_within_the_limit(
                     await anyio.sleep(0.01)
                 await anyio.sleep(0.1)  # any request beyond the limit would have reached the app by now
                 assert app.waiting == expected  # the rest wait for a connection
+                assert transport.connections == expected
                 app.release.set()
     assert bodies == [b"start done"] * 70
-    assert transport.shards == shards and len(app.peers) <= (max_connections or 70)
-    assert transport._busy == [0] * shards  # every slot given back when its response closed
+    assert len(set(app.peers)) == (max_connections or 70)  # those beyond the limit took connections given back
+
+
+@ASYNCIO
+async def test_a_connection_is_reused_and_a_response_closed_early_is_not(anyio_backend: str) -> None:
+    app = Held(hold=False)
+    transport = PooledTransport()
+    async with serving(app) as url, httpx.AsyncClient(transport=transport) as http:
+        for _ in range(5):
+            assert (await http.post(url, content=b"x")).content == b"start done"
+        assert len(set(app.peers)) == 1 and transport.connections == 1
+        async with http.stream("GET", url) as response:  # left before its body ended: the connection cannot serve
+            assert response.status_code == 200
+        assert transport.connections == 0
+        assert (await http.get(url)).content == b"start done"
+        assert len(set(app.peers)) == 2
+
+
+@ASYNCIO
+async def test_a_connection_the_server_closed_while_idle_is_not_used(anyio_backend: str) -> None:
+    """uvicorn closes an idle connection after its keep-alive timeout; the next request takes a new one."""
+    app = Held(hold=False)
+    transport = PooledTransport(httpx.Limits(keepalive_expiry=60))
+    async with serving(app, timeout_keep_alive=1) as url, httpx.AsyncClient(transport=transport) as http:
+        assert (await http.get(url)).content == b"start done"
+        await anyio.sleep(1.5)
+        assert (await http.get(url)).content == b"start done"
+    assert len(set(app.peers)) == 2
+
+
+@ASYNCIO
+async def test_an_idle_connection_past_its_expiry_is_not_used(anyio_backend: str) -> None:
+    app = Held(hold=False)
+    transport = PooledTransport(httpx.Limits(keepalive_expiry=0.2))
+    async with serving(app) as url, httpx.AsyncClient(transport=transport) as http:
+        await http.get(url)
+        await http.get(url)
+        await anyio.sleep(0.4)
+        await http.get(url)
+    assert len(set(app.peers)) == 2
+
+
+@ASYNCIO
+async def test_a_streamed_request_body_is_sent_chunked(anyio_backend: str) -> None:
+    app = Held(hold=False)
+
+    async def parts() -> AsyncIterator[bytes]:
+        for part in (b"one ", b"", b"two"):
+            yield part
+
+    async with serving(app) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        response = await http.post(url.replace("/mcp", "/echo"), content=parts())
+    assert response.content == b"one two|-"
+
+
+# ---- a server that sends what it should not ---------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def raw_server(reply: Callable[[anyio.abc.SocketStream], Awaitable[None]]) -> AsyncIterator[str]:
+    """A TCP server that reads a request's head and then lets ``reply`` write whatever it likes."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                try:
+                    head += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await reply(stream)
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            tg.cancel_scope.cancel()
+
+
+def sends(*chunks: bytes, close: bool = True) -> Callable[[anyio.abc.SocketStream], Awaitable[None]]:
+    async def reply(stream: anyio.abc.SocketStream) -> None:
+        for chunk in chunks:
+            await stream.send(chunk)
+            await anyio.sleep(0.01)
+        if not close:
+            await anyio.sleep(5)
+
+    return reply
+
+
+@ASYNCIO
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        ((b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhel", b"lo"), b"hello"),
+        ((b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nhel\r\n", b"2\r\nlo\r\n0\r\n\r\n"), b"hello"),
+        ((b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nhel", b"lo"), b"hello"),  # ends with the connection
+        ((b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n", b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"), b"ok"),
+    ],
+    ids=["length", "chunked", "close-delimited", "early-hints"],
+)
+async def test_what_a_server_may_send_is_read(anyio_backend: str, chunks: tuple[bytes, ...], expected: bytes) -> None:
+    async with raw_server(sends(*chunks)) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        with anyio.fail_after(5):
+            response = await http.get(url)
+    assert response.status_code == 200 and response.content == expected
+
+
+@ASYNCIO
+@pytest.mark.parametrize(
+    ("chunks", "complaint"),
+    [
+        ((b"SSH-2.0-OpenSSH_9.6\r\n",), "not HTTP/1.1"),
+        ((b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf",), "without sending the rest of the response"),
+        ((b"",), "without sending a response"),
+        ((b"HTTP/1.1 200 OK\r\n" + b"x-filler: " + b"a" * (MAX_HEAD + 10) + b"\r\n\r\n",), "too large"),
+        ((b"HTTP/1.1 101 Switching Protocols\r\nupgrade: h2c\r\nconnection: upgrade\r\n\r\n",), "switched protocols"),
+    ],
+    ids=["not-http", "short-body", "nothing", "huge-head", "upgrade"],
+)
+async def test_a_hostile_response_is_a_protocol_error(
+    anyio_backend: str, chunks: tuple[bytes, ...], complaint: str
+) -> None:
+    transport = PooledTransport()
+    async with raw_server(sends(*chunks)) as url, httpx.AsyncClient(transport=transport) as http:
+        with anyio.fail_after(5), pytest.raises(httpx.RemoteProtocolError, match=complaint):
+            await http.get(url)
+    assert transport.connections == 0  # nothing kept of it
+
+
+@ASYNCIO
+async def test_an_endless_header_stream_is_cut_off(anyio_backend: str) -> None:
+    """A server that sends header lines forever is refused after MAX_HEAD bytes, not read into memory forever."""
+
+    async def endless(stream: anyio.abc.SocketStream) -> None:
+        await stream.send(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(10_000):
+            await stream.send(b"x-more: " + b"a" * 1000 + b"\r\n")
+
+    async with raw_server(endless) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        with anyio.fail_after(10), pytest.raises(httpx.RemoteProtocolError, match="too large"):
+            await http.get(url)
+
+
+@ASYNCIO
+async def test_a_second_response_nobody_asked_for_spoils_the_connection(anyio_backend: str) -> None:
+    both = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nno"
+    transport = PooledTransport()
+    async with raw_server(sends(both, close=False)) as url, httpx.AsyncClient(transport=transport) as http:
+        with anyio.fail_after(5):
+            response = await http.get(url)
+    assert response.content == b"ok" and transport.connections == 0  # not kept: what follows is not ours
+
+
+@ASYNCIO
+async def test_a_silent_server_times_out_as_httpx_says(anyio_backend: str) -> None:
+    async with raw_server(sends(close=False)) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        with anyio.fail_after(5), pytest.raises(httpx.ReadTimeout):
+            await http.get(url, timeout=httpx.Timeout(5, read=0.2))
+
+
+@ASYNCIO
+async def test_nobody_listening_is_a_connect_error(anyio_backend: str) -> None:
+    from .conftest import free_port
+
+    async with httpx.AsyncClient(transport=PooledTransport()) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"http://127.0.0.1:{free_port()}/mcp")
+
+
+# ---- TLS --------------------------------------------------------------------------------------------------------
+
+
+@ASYNCIO
+async def test_tls_verified_against_the_callers_authority_and_refused_otherwise(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    cert, key = self_signed("localhost", tmp_path)
+    app = Held(hold=False)
+    async with serving(app, ssl_certfile=str(cert), ssl_keyfile=str(key)) as url:
+        url = url.replace("http://127.0.0.1", "https://localhost")
+        trusting = ssl.create_default_context(cafile=str(cert))
+        async with httpx.AsyncClient(transport=PooledTransport(verify=trusting)) as http:
+            assert (await http.get(url)).content == b"start done"
+            assert (await http.get(url)).content == b"start done"
+        assert len(set(app.peers)) == 1  # one TLS connection, kept
+        async with httpx.AsyncClient(transport=PooledTransport()) as http:  # the system's authorities
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await http.get(url)
+
+
+def test_every_pool_shares_one_tls_context() -> None:
+    """Making a verifying TLS context costs ~20 ms of CPU (the CA bundle): one per process, not one per client."""
+    from elicitor.client._pool import _tls_context
+
+    assert _tls_context(True) is default_tls() is _tls_context(True)
+    assert _tls_context(False) is not default_tls()  # a caller's choice still wins
+    assert _tls_context(False).verify_mode == ssl.CERT_NONE
+
+
+# ---- the MCP client on these connections ------------------------------------------------------------------------
 
 
 @ASYNCIO
 async def test_a_thousand_waiting_calls_are_answered(anyio_backend: str) -> None:
     """1,000 calls wait on a person at once over one session (each holds its response stream), then all are
-    answered: the default limits leave room for them, and the pools keep each answer cheap."""
+    answered: the default limits leave room for them."""
     server = Server("many")
     pending = 0
     full, release = anyio.Event(), anyio.Event()
@@ -88,7 +315,15 @@ async def test_a_thousand_waiting_calls_are_answered(anyio_backend: str) -> None
         return Accepted({"name": "x"})
 
     results: list[str] = []
-    async with serving(server.http_app()) as url:
+    app = server.http_app()
+    peers: set[Any] = set()
+
+    async def counted(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            peers.add(tuple(scope["client"]))
+        await app(scope, receive, send)
+
+    async with serving(counted) as url:
         client = Client.http(url, elicitation=answer, protocol="2025-11-25")
         async with client:
 
@@ -102,6 +337,47 @@ async def test_a_thousand_waiting_calls_are_answered(anyio_backend: str) -> None
                     await full.wait()
                     release.set()
     assert results == ["accept"] * 1000
+    # A thousand answers sent at once take turns on a few connections (at most 32 at a time) beside the thousand
+    # response streams, rather than opening a thousand more for the server to hold (about 2,000 connections).
+    assert len(peers) < 1200, len(peers)
+
+
+@ASYNCIO
+async def test_the_lean_path_sends_the_clients_headers_and_takes_cookies_to_httpx(anyio_backend: str) -> None:
+    """Requests skip httpx's models, with the same headers; a server that sets a cookie (a balancer's affinity)
+    gets it back on every later request, through httpx's jar."""
+    app = Held(hold=False)
+    async with serving(app) as url, anyio.create_task_group() as tg:
+        base = url.removesuffix("/mcp")
+        async with HttpClientTransport.connect(f"{base}/cookie", headers={"X-Team": "blue"}) as transport:
+            assert transport._lean is not None
+            response = await transport._open("POST", {"accept": "text/plain"}, b"one")
+            assert (await response.aread()) == b"start done"
+            await response.aclose()
+            assert transport._lean is None  # the cookie moved it to httpx's path
+            transport.url = f"{base}/echo"
+            response = await transport._open("POST", {}, b"two")
+            assert (await response.aread()) == b"two|affinity=replica-2"
+            await response.aclose()
+        tg.cancel_scope.cancel()
+
+
+@ASYNCIO
+async def test_a_header_that_would_split_the_request_is_refused(anyio_backend: str) -> None:
+    with pytest.raises(httpx.LocalProtocolError, match="malformed"):
+        async with HttpClientTransport.connect("http://127.0.0.1:1/mcp", headers={"X-Team": "blue\r\nX-Evil: 1"}):
+            pass
+
+
+def test_a_proxy_in_the_environment_takes_requests_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert not _proxied("https://mcp.example.com/mcp")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert _proxied("https://mcp.example.com/mcp")
+    assert not _proxied("http://mcp.example.com/mcp")
+    monkeypatch.setenv("NO_PROXY", "example.com")
+    assert not _proxied("https://mcp.example.com/mcp")
 
 
 @ASYNCIO
@@ -132,12 +408,3 @@ async def test_a_client_of_your_own_carries_everything_with_your_headers(anyio_b
 def test_limits_belong_on_a_client_of_your_own() -> None:
     with pytest.raises(ValueError, match="set limits on the http= client"):
         Client.http("http://127.0.0.1:1/mcp", http=httpx.AsyncClient(), limits=httpx.Limits(max_connections=5))
-
-
-def test_every_pool_shares_one_tls_context() -> None:
-    """Making a verifying TLS context costs ~20 ms of CPU (the CA bundle): one per process, not one per client."""
-    from elicitor.client._pool import ShardedTransport, default_tls
-
-    first, second = ShardedTransport(), ShardedTransport()
-    assert first._options["verify"] is second._options["verify"] is default_tls()
-    assert ShardedTransport(verify=False)._options["verify"] is False  # a caller's choice still wins

@@ -10,6 +10,7 @@ TARGETS = (
     "http_app",
     "sse",
     "client_http",
+    "http_response",
     "schema",
     "request_state",
     "urls",

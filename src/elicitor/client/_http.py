@@ -14,9 +14,10 @@ import base64
 import logging
 import math
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -24,11 +25,12 @@ import httpx2 as httpx
 import msgspec
 
 from .._exceptions import AuthError
+from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
 from ._headers import header_value
-from ._pool import DEFAULT_LIMITS, ShardedTransport
+from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts, check_header
 from ._transport import SESSION_EXPIRED
 
 logger = logging.getLogger("elicitor.http_client")
@@ -44,6 +46,29 @@ _OPENING = frozenset({"initialize", "server/discover"})
 """Requests that open a conversation: sending one again changes nothing on the server."""
 _UNAVAILABLE_FOR = 30.0
 """Seconds a resume keeps trying while the server answers 502/503/504."""
+_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": None}
+"""The lean path's timeouts, as the own ``httpx`` client's: a response may take as long as a person does."""
+_BRIEF_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": 30.0}
+"""For an answer or a notification, which the server acknowledges at once (202 Accepted): 30 s for everything."""
+_SENDING = 32
+"""Answers and notifications in flight at once, per transport (see :meth:`HttpClientTransport.send`)."""
+_USER_AGENT = f"elicitor/{__version__}"
+
+
+class _Headers(Protocol):
+    def get(self, key: str, /) -> str | None: ...
+
+
+class _Response(Protocol):
+    """What this transport reads of a response: ``httpx.Response`` or the lean path's ``RawResponse``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> _Headers: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+    async def aread(self) -> bytes: ...
+    async def aclose(self) -> None: ...
 
 
 class SessionExpired(Exception):
@@ -58,12 +83,24 @@ class HttpClientTransport:
     """
 
     def __init__(
-        self, url: str, http: httpx.AsyncClient, tg: anyio.abc.TaskGroup, headers: Mapping[str, str] | None = None
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        tg: anyio.abc.TaskGroup,
+        headers: Mapping[str, str] | None = None,
+        *,
+        lean: PooledTransport | None = None,
+        fixed: Mapping[str, str] | None = None,
     ) -> None:
         self.url = url
         self.http = http
         self._extra_headers = dict(headers or {})
         """Headers for every request that ``http`` does not already carry (it is the caller's client)."""
+        self._lean = lean
+        """The pool under ``http`` when requests may skip ``httpx``'s models (see :meth:`_open`), else ``None``."""
+        self._target = Target(url) if lean is not None else None
+        self._fixed = [check_header(k, v) for k, v in {"user-agent": _USER_AGENT, **(fixed or {})}.items()]
+        """What the lean path sends on every request besides ``Host`` and ``Content-Length``: ``http``'s own headers."""
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -72,6 +109,7 @@ class HttpClientTransport:
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized](math.inf)
         self._listening = False
         self._closed = False
+        self._sending = anyio.Semaphore(_SENDING)
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         """Requests whose answer stream is being read, with the scope that closes it when the request is cancelled."""
 
@@ -89,23 +127,25 @@ class HttpClientTransport:
         """Open a transport to ``url``; ``headers`` go on every request (authorization, say).
 
         ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
-        transport makes its own, with connections in small pools (:class:`ShardedTransport`) bounded by ``limits``
-        (default :data:`DEFAULT_LIMITS`).
+        transport makes its own, its connections kept per server by :class:`PooledTransport` and bounded by
+        ``limits`` (default :data:`DEFAULT_LIMITS`); with no ``auth`` and no proxy from the environment, requests
+        then take the lean path (:meth:`_open`).
         """
         timeout = httpx.Timeout(30.0, read=None)
+        for name, value in (headers or {}).items():
+            check_header(name, value)  # here, not inside the task group below: a malformed header is the caller's
         async with anyio.create_task_group() as tg:
-            own = http is None
-            client = (
-                http
-                if http is not None
-                else httpx.AsyncClient(
-                    timeout=timeout,
-                    headers=dict(headers or {}),
-                    transport=ShardedTransport(limits if limits is not None else DEFAULT_LIMITS),
-                    auth=auth,
+            pool: PooledTransport | None = None
+            if http is None:
+                pool = PooledTransport(limits if limits is not None else DEFAULT_LIMITS)
+                client = httpx.AsyncClient(
+                    timeout=timeout, headers={"user-agent": _USER_AGENT, **(headers or {})}, transport=pool, auth=auth
                 )
-            )
-            transport = cls(url, client, tg, headers=None if own else headers)
+            else:
+                client = http
+            lean = pool if pool is not None and auth is None and not _proxied(url) else None
+            own = pool is not None
+            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=headers)
             try:
                 yield transport
             finally:
@@ -133,8 +173,16 @@ class HttpClientTransport:
             return
         if decoded.get("method") == "notifications/cancelled" and self._stop_reading(decoded.get("params")):
             return
+        # An answer or a notification: acknowledged at once. At most _SENDING at a time, so that a person (or a
+        # program) answering a thousand waiting questions at once reuses a few idle connections instead of opening
+        # a thousand more beside the thousand response streams still open (the server would hold them all).
         try:
-            response = await self.http.post(self.url, content=message, headers=headers)
+            async with self._sending:
+                response = await self._open("POST", headers, message, brief=True)
+                try:
+                    body = await response.aread()
+                finally:
+                    await response.aclose()
         except AuthError as exc:
             logger.warning("a message was not sent: signing in to the server failed: %s", exc)
             return
@@ -144,7 +192,8 @@ class HttpClientTransport:
                 self._session_gone(request_id)
             raise anyio.BrokenResourceError from SessionExpired("the server ended this session")
         if response.status_code >= 400:
-            logger.warning("the server refused a message with HTTP %d: %s", response.status_code, response.text[:200])
+            text = body[:200].decode("utf-8", "replace")
+            logger.warning("the server refused a message with HTTP %d: %s", response.status_code, text)
 
     async def aclose(self) -> None:
         if self._closed:
@@ -155,7 +204,7 @@ class HttpClientTransport:
         if self.session_id is not None and not is_modern(self.protocol_version or ""):
             try:
                 with anyio.move_on_after(2):
-                    await self.http.delete(self.url, headers=self._base_headers())
+                    await (await self._open("DELETE", self._base_headers())).aclose()
             except (httpx.HTTPError, AuthError):
                 pass
 
@@ -263,7 +312,7 @@ class HttpClientTransport:
                 if response.status_code == 404 and "mcp-session-id" in headers:
                     self._session_gone(request_id)
                     return
-                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
                 if kind == "text/event-stream":
                     done, last_id, retry = await self._read_events(response, request_id)
                 else:
@@ -286,13 +335,44 @@ class HttpClientTransport:
         if not done:
             await self._resume(request_id, last_id, retry)
 
-    async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> httpx.Response:
+    async def _open(
+        self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
+    ) -> _Response:
+        """Send a request to the endpoint and return its response, unread (close it once done).
+
+        ``brief``: the server acknowledges it at once (an answer, a notification): its response has 30 s to come.
+
+        With the client's own connections, no ``auth`` and no proxy, the request goes straight to the pool
+        (:meth:`PooledTransport.request`): building ``httpx``'s request and response models, merging its URL,
+        headers and cookies and running its auth and redirect steps cost about 180 µs of CPU per request, more
+        than twice the round trip itself, and every answer to a server's question is a request. A server that
+        sets a cookie (a balancer's affinity, say) moves this transport to ``httpx``'s path, whose jar sends it
+        back from then on.
+        """
+        lean = self._lean
+        if lean is None:
+            timeout = httpx.Timeout(30.0) if brief else httpx.USE_CLIENT_DEFAULT
+            body = content or None
+            request = self.http.build_request(method, self.url, content=body, headers=headers, timeout=timeout)
+            return await self.http.send(request, stream=True)
+        assert self._target is not None
+        pairs = [*self._fixed, *[check_header(name, value) for name, value in headers.items()]]
+        timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
+        response = await lean.request(self._target, method.encode("ascii"), pairs, content, timeouts)
+        if "set-cookie" in response.headers:
+            self._lean = None
+            request = httpx.Request(method, self.url)
+            self.http.cookies.extract_cookies(
+                httpx.Response(response.status_code, headers=response.raw_headers, request=request)
+            )
+        return response
+
+    async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> _Response:
         """Send the POST and return its response, unread. ``opening``: 502/503/504 is retried (see above)."""
         give_up_at = time.monotonic() + _UNAVAILABLE_FOR
         delay = 0.1
         while True:
-            request = self.http.build_request("POST", self.url, content=message, headers=headers)
-            response = await self.http.send(request, stream=True)
+            response = await self._open("POST", headers, message)
             if not (opening and response.status_code in (502, 503, 504) and time.monotonic() < give_up_at):
                 return response
             await response.aclose()
@@ -301,7 +381,7 @@ class HttpClientTransport:
             delay = min(delay * 2, 2.0)
 
     async def _read_events(
-        self, response: httpx.Response, request_id: RequestId | None
+        self, response: _Response, request_id: RequestId | None
     ) -> tuple[bool, str | None, int | None]:
         """Deliver a stream's messages; returns whether the answer to ``request_id`` came, the last id, retry."""
         decoder = SSEDecoder()
@@ -342,7 +422,7 @@ class HttpClientTransport:
             headers["accept"] = "text/event-stream"
             headers["last-event-id"] = last_id
             try:
-                async with self.http.stream("GET", self.url, headers=headers) as response:
+                async with _closing(await self._open("GET", headers)) as response:
                     if response.status_code == 404 and "mcp-session-id" in headers:
                         self._session_gone(request_id)  # its server stopped: initialize again (2025-11-25)
                         return
@@ -375,7 +455,7 @@ class HttpClientTransport:
             if last_id is not None:
                 headers["last-event-id"] = last_id
             try:
-                async with self.http.stream("GET", self.url, headers=headers) as response:
+                async with _closing(await self._open("GET", headers)) as response:
                     if response.status_code != 200:
                         return  # 405: the server offers no standalone stream
                     _, new_last, new_retry = await self._read_events(response, None)
@@ -448,3 +528,21 @@ def encode_header(value: str) -> str:
     if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
         return value
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def _proxied(url: str) -> bool:
+    """Whether the environment sends requests to ``url`` through a proxy (``HTTPS_PROXY``, ``ALL_PROXY``...), which
+    ``httpx`` then mounts with its own transport."""
+    proxies = urllib.request.getproxies_environment()
+    parsed = httpx.URL(url)
+    if not (proxies.get(parsed.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(parsed.host)
+
+
+@asynccontextmanager
+async def _closing(response: _Response) -> AsyncIterator[_Response]:
+    try:
+        yield response
+    finally:
+        await response.aclose()

@@ -1,116 +1,574 @@
-"""Connection pools sized for Streamable HTTP: many long-lived response streams at once.
+"""The client's HTTP/1.1 connections: an ``httpx`` transport on anyio streams, parsed by httptools.
 
-A call that waits on a person holds its POST's response stream open (an SSE stream) for as long as the person
-takes, so a client with a thousand calls waiting holds a thousand connections. httpcore's pool looks at every
-connection and every queued request each time a request starts or a response ends, so with N streams open each
-answer costs O(N) and answering N questions costs O(N²): 1,000 released answers took about 9 s, nearly all of it in
-the pool's bookkeeping. :class:`ShardedTransport` spreads connections over small pools (``SHARD_SIZE`` each) and
-gives a new request to the least busy one, so that bookkeeping stays O(``SHARD_SIZE``) whatever the number of
-streams.
+Why not httpx's own transport: over Streamable HTTP every answer to a server's question is a POST of its own, and
+a client with many calls waiting holds one response stream open per call. Profiled on the benchmark's 50 sessions,
+httpx's default transport (httpcore's pool and h11's pure-Python parser) took about three quarters of the client's
+CPU and elicitor's own code 5 %; with a thousand streams open, httpcore's pool also looked at every connection on
+each request, so answering n waiting questions cost O(n²). Here the parsing is llhttp's (through httptools, which
+the server side already uses for uvicorn), the pool is a stack of idle connections per origin (O(1) to take and
+give back), and nothing else runs per request: one write for the request head and a small body, one read loop.
+
+What stays httpx's: the client API (``Client.http(http=...)`` takes any ``httpx.AsyncClient``), auth flows (OAuth
+sign-in is an ``httpx.Auth``), cookies, redirects, and proxies (a proxy from the environment is mounted by
+``httpx`` with its own transport). What this transport does not speak: HTTP/2 (pass ``http=`` a client made with
+``http2=True``) and pipelining (never needed: one request per connection at a time).
+
+Errors are ``httpx``'s, as its own transport raises them (``ConnectError``, ``ReadError``, ``RemoteProtocolError``,
+timeouts), so callers handle one family whatever the transport.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import math
+import select
 import ssl
+import time
+from collections import deque
 from collections.abc import AsyncIterator
+from typing import Any
 
+import anyio
+import anyio.abc
+import httptools
 import httpx2 as httpx
 
-SHARD_SIZE = 32
-"""Connections per pool: large enough to reuse connections, small enough that a pool's bookkeeping is cheap."""
+DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=32, keepalive_expiry=5.0)
+"""The default for ``Client.http``: room for thousands of calls waiting at once (each holds a connection), and up
+to 32 idle connections per server kept for reuse for 5 seconds."""
 
-DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=SHARD_SIZE, keepalive_expiry=5.0)
-"""The default for ``Client.http``: room for thousands of calls waiting at once (each holds a connection), and
-idle connections kept for reuse, per pool."""
+MAX_HEAD = 64 * 1024
+"""The most bytes a response's status line and headers may take: a server that sends more is refused."""
+
+_READ = 64 * 1024
+
+Timeouts = dict[str, "float | None"]
+"""Seconds per phase, as ``httpx`` names them: ``connect``, ``write``, ``read``, ``pool`` (``None``: no limit)."""
 
 
 @functools.cache
 def default_tls() -> ssl.SSLContext:
-    """The verifying TLS context every pool of this process shares.
+    """The verifying TLS context every connection of this process shares.
 
     Making one loads the system's certificate authorities, about 20 ms of CPU: a program that opens a client per
     session (50 sessions, say) paid that for each, a second of CPU, even for ``http://`` servers. A context is
-    safe to share between connections; ``verify=`` given to a pool still wins.
+    safe to share between connections; ``verify=`` given to the transport still wins.
     """
-    return httpx.create_ssl_context()
+    context = httpx.create_ssl_context()
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
-class ShardedTransport(httpx.AsyncBaseTransport):
-    """An ``httpx`` transport made of pools of at most ``SHARD_SIZE`` connections each.
+def _tls_context(verify: ssl.SSLContext | bool) -> ssl.SSLContext:
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        return default_tls()
+    context = httpx.create_ssl_context(verify=verify)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+class PooledTransport(httpx.AsyncBaseTransport):
+    """HTTP/1.1 for ``httpx.AsyncClient``: connections kept per origin, responses parsed by llhttp.
 
     Args:
-        limits: ``max_connections`` bounds the connections of all pools together (``None``: no bound);
-            ``max_keepalive_connections`` and ``keepalive_expiry`` apply to each pool.
-        options: other arguments for each pool's :class:`httpx.AsyncHTTPTransport` (``verify``, ``http2``...).
+        limits: ``max_connections`` bounds the open connections (``None``: no bound), and a request beyond it
+            waits for one (``httpx``'s ``pool`` timeout); ``max_keepalive_connections`` idle connections per
+            origin are kept for reuse (``None``: as many as are open) for ``keepalive_expiry`` seconds.
+        verify: ``True`` (the system's authorities, or ``SSL_CERT_FILE``), ``False`` (no check: for tests), or an
+            ``ssl.SSLContext`` of your own (``ssl.create_default_context(cafile=...)``).
     """
 
-    def __init__(self, limits: httpx.Limits = DEFAULT_LIMITS, **options: object) -> None:
-        total = limits.max_connections
-        self._max_shards = math.inf if total is None else max(1, math.ceil(total / SHARD_SIZE))
-        per_shard = SHARD_SIZE if total is None else max(1, total // max(1, math.ceil(total / SHARD_SIZE)))
-        self._shard_limits = httpx.Limits(
-            max_connections=per_shard,
-            max_keepalive_connections=min(per_shard, limits.max_keepalive_connections or per_shard),
-            keepalive_expiry=limits.keepalive_expiry,
-        )
-        self._per_shard = per_shard
-        self._options = options if "verify" in options else {**options, "verify": default_tls()}
-        self._shards: list[httpx.AsyncHTTPTransport] = []
-        self._busy: list[int] = []  # requests in flight per shard, from the request until its response is closed
-
-    def _pick(self) -> int:
-        """The shard with room for one more request, else a new shard, else the least busy one (which queues it)."""
-        for index, busy in enumerate(self._busy):
-            if busy < self._per_shard:
-                return index
-        if len(self._shards) < self._max_shards:
-            self._shards.append(httpx.AsyncHTTPTransport(limits=self._shard_limits, **self._options))  # type: ignore[arg-type]
-            self._busy.append(0)
-            return len(self._shards) - 1
-        return min(range(len(self._busy)), key=self._busy.__getitem__)
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        index = self._pick()
-        self._busy[index] += 1
-        try:
-            response = await self._shards[index].handle_async_request(request)
-        except BaseException:
-            self._busy[index] -= 1
-            raise
-        stream = response.stream
-        assert isinstance(stream, httpx.AsyncByteStream)
-        response.stream = _Released(stream, self._busy, index)
-        return response
-
-    async def aclose(self) -> None:
-        for shard in self._shards:
-            await shard.aclose()
+    def __init__(self, limits: httpx.Limits = DEFAULT_LIMITS, *, verify: ssl.SSLContext | bool = True) -> None:
+        self._max_connections = limits.max_connections
+        self._max_idle = limits.max_keepalive_connections
+        self._expiry = limits.keepalive_expiry
+        self._verify = verify
+        self._idle: dict[tuple[bytes, bytes, int], deque[_Connection]] = {}
+        self._open = 0
+        self._freed: anyio.Event | None = None
+        self._closed = False
 
     @property
-    def shards(self) -> int:
-        """How many pools exist (for tests and diagnostics)."""
-        return len(self._shards)
+    def connections(self) -> int:
+        """How many connections are open, idle or busy (for tests and diagnostics)."""
+        return self._open
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        timeouts: dict[str, float | None] = request.extensions.get("timeout", {})
+        body = _body(request)
+        connection = await self.exchange(
+            url.raw_scheme, url.raw_host, url.port, _head(request), body, timeouts, request.method == "HEAD", request
+        )
+        if body is None:  # a streamed body: sent after the head (exchange has read nothing yet)
+            try:
+                await _stream_body(connection, request, timeouts.get("write"))
+                await connection.read_head(timeouts.get("read"), request, request.method == "HEAD")
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._drop(connection)
+                raise
+        return httpx.Response(
+            connection.status,
+            headers=connection.headers,
+            stream=_Body(self, connection, timeouts.get("read"), request),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": b""},
+        )
+
+    async def request(
+        self, url: Target, method: bytes, headers: list[tuple[bytes, bytes]], body: bytes, timeouts: Timeouts
+    ) -> RawResponse:
+        """Send one request and return its response once its head is in, the body still to read.
+
+        The lean path for ``Client.http``'s own requests (no ``httpx`` models on the way): ``headers`` are sent as
+        given after ``Host`` and ``Content-Length``, and must already be valid (see :func:`check_header`).
+        """
+        head = b"".join(
+            [method, b" ", url.target, b" HTTP/1.1\r\nhost: ", url.host_header, b"\r\ncontent-length: ",
+             str(len(body)).encode(), b"\r\n", *[b"%s: %s\r\n" % pair for pair in headers], b"\r\n"]
+        )  # fmt: skip
+        connection = await self.exchange(url.scheme, url.host, url.port, head, body, timeouts, method == b"HEAD")
+        return RawResponse(connection.status, connection.headers, _Body(self, connection, timeouts.get("read"), None))
+
+    async def exchange(
+        self,
+        scheme: bytes,
+        host: bytes,
+        port: int | None,
+        head: bytes,
+        body: bytes | None,
+        timeouts: Timeouts,
+        head_only: bool,
+        request: httpx.Request | None = None,
+    ) -> _Connection:
+        """Send ``head`` and ``body`` on a connection to the origin; with a body, read the response's head too."""
+        if self._closed:
+            raise RuntimeError("the transport is closed")
+        if scheme not in (b"http", b"https"):
+            raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme.decode()}://'.")
+        origin = (scheme, host, port or (443 if scheme == b"https" else 80))
+        connection = await self._take_idle(origin) or await self._connect(origin, timeouts, request)
+        try:
+            if body is None:
+                await connection.write(head, timeouts.get("write"), request)
+            else:
+                await connection.write(head + body, timeouts.get("write"), request)
+                await connection.read_head(timeouts.get("read"), request, head_only)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._drop(connection)
+            raise
+        return connection
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle = [connection for stack in self._idle.values() for connection in stack]
+        self._idle.clear()
+        with anyio.CancelScope(shield=True):
+            for connection in idle:
+                await self._drop(connection)
+
+    # ---- the pool --------------------------------------------------------------------------------------------
+
+    async def _take_idle(self, origin: tuple[bytes, bytes, int]) -> _Connection | None:
+        """The most recently used idle connection to ``origin`` that is still good, if any."""
+        stack = self._idle.get(origin)
+        if not stack:
+            return None
+        now = time.monotonic()
+        while stack:
+            connection = stack.pop()
+            if (self._expiry is not None and now - connection.idle_since > self._expiry) or connection.stale():
+                await self._drop(connection)
+                continue
+            return connection
+        return None
+
+    async def _connect(
+        self, origin: tuple[bytes, bytes, int], timeouts: Timeouts, request: httpx.Request | None
+    ) -> _Connection:
+        """A new connection to ``origin``; at the limit, one given back meanwhile, or room made by closing an idle
+        connection to another origin, or else a wait for either."""
+        limit = self._max_connections
+        if limit is not None and self._open >= limit:
+            try:
+                with anyio.fail_after(timeouts.get("pool")):
+                    while self._open >= limit:
+                        if not await self._evict_one_idle():
+                            if self._freed is None:
+                                self._freed = anyio.Event()
+                            await self._freed.wait()
+                            reused = await self._take_idle(origin)
+                            if reused is not None:
+                                return reused
+            except TimeoutError as exc:
+                raise httpx.PoolTimeout(f"no connection became free within {limit} open", request=request) from exc
+        self._open += 1
+        scheme, host, port = origin
+        try:
+            with anyio.fail_after(timeouts.get("connect")):
+                name = host.decode("ascii")
+                stream: anyio.abc.ByteStream
+                if scheme == b"https":
+                    context = _tls_context(self._verify)
+                    stream = await anyio.connect_tcp(name, port, ssl_context=context, tls_standard_compatible=False)
+                else:
+                    stream = await anyio.connect_tcp(name, port)
+        except TimeoutError as exc:
+            self._open -= 1
+            self._wake()
+            raise httpx.ConnectTimeout(f"connecting to {host.decode()}:{port} timed out", request=request) from exc
+        except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
+            self._open -= 1
+            self._wake()
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+        except BaseException:
+            self._open -= 1
+            self._wake()
+            raise
+        return _Connection(stream, origin)
+
+    async def _evict_one_idle(self) -> bool:
+        """Close the longest idle connection to any origin, to make room for a new one."""
+        for stack in self._idle.values():
+            if stack:
+                await self._drop(stack.popleft())
+                return True
+        return False
+
+    def _wake(self) -> None:
+        if self._freed is not None:
+            self._freed.set()
+            self._freed = None
+
+    async def _release(self, connection: _Connection) -> None:
+        """A response is closed: keep its connection for the next request if it can serve one, else close it."""
+        if connection.reusable() and not self._closed:
+            stack = self._idle.setdefault(connection.origin, deque())
+            if self._max_idle is None or len(stack) < self._max_idle:
+                connection.prepare()
+                connection.idle_since = time.monotonic()
+                stack.append(connection)
+                self._wake()
+                return
+        await self._drop(connection)
+
+    async def _drop(self, connection: _Connection) -> None:
+        self._open -= 1
+        self._wake()
+        await connection.close()
 
 
-class _Released(httpx.AsyncByteStream):
-    """A response body that gives its shard's slot back when it is closed (once)."""
+class _Connection:
+    """One HTTP/1.1 connection and the parser of the response being read on it."""
 
-    __slots__ = ("_busy", "_index", "_open", "_stream")
+    __slots__ = (
+        "_body_length",
+        "_head_size",
+        "_keep_alive",
+        "_messages",
+        "_parser",
+        "_problem",
+        "_raw_socket",
+        "chunks",
+        "complete",
+        "head_done",
+        "headers",
+        "idle_since",
+        "origin",
+        "status",
+        "stream",
+    )
 
-    def __init__(self, stream: httpx.AsyncByteStream, busy: list[int], index: int) -> None:
-        self._stream = stream
-        self._busy = busy
-        self._index = index
+    def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[bytes, bytes, int]) -> None:
+        self.stream = stream
+        self.origin = origin
+        self._raw_socket: Any = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        self.idle_since = 0.0
+        self._reset()
+
+    def _reset(self) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        self._messages = 0
+        self._head_size = 0
+        self._problem: str | None = None
+        self._keep_alive = False
+        self._body_length: str | None = None  # "length", "chunked", or "close" (the body ends with the connection)
+        self.status = 0
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.chunks: list[bytes] = []
+        self.head_done = False
+        self.complete = False
+
+    # httptools' callbacks (the parser calls them on this object as it reads)
+
+    def on_message_begin(self) -> None:
+        self._messages += 1
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._messages == 1:
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self._messages != 1:
+            return  # a response after the one asked for: ignored, and the connection is not used again
+        status = self._parser.get_status_code()
+        if 100 <= status < 200 and status != 101:
+            self.headers = []  # an informational response (103 Early Hints, say): the real one follows
+            self._messages -= 1
+            return
+        self.status = status
+        self.head_done = True
+        if sum(len(name) + len(value) + 4 for name, value in self.headers) > MAX_HEAD:
+            self._problem = "the response's headers are too large"
+        elif status < 100:
+            self._problem = f"the server's status {status} is not an HTTP status"
+        elif status == 101:  # nothing here asks to switch protocols (and llhttp upgrades only with Upgrade)
+            self._problem = "the server switched protocols unasked"
+        names = {name.lower() for name, _ in self.headers}
+        if status in (204, 304):
+            self._body_length = "length"
+        elif b"transfer-encoding" in names:
+            self._body_length = "chunked"
+        elif b"content-length" in names:
+            self._body_length = "length"
+        else:
+            self._body_length = "close"
+
+    def on_body(self, body: bytes) -> None:
+        if self._messages == 1:
+            self.chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.head_done and self._messages == 1:
+            self.complete = True
+            self._keep_alive = self._parser.should_keep_alive()
+
+    # reading and writing
+
+    async def write(self, data: bytes, timeout: float | None, request: httpx.Request | None) -> None:
+        try:
+            if timeout is None:
+                await self.stream.send(data)
+            else:
+                with anyio.fail_after(timeout):
+                    await self.stream.send(data)
+        except TimeoutError as exc:
+            raise httpx.WriteTimeout("sending the request timed out", request=request) from exc
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise httpx.WriteError(str(exc) or "the connection is closed", request=request) from exc
+
+    async def read_head(self, timeout: float | None, request: httpx.Request | None, head_only: bool) -> None:
+        while not self.head_done:
+            await self.fill(timeout, request)
+        if head_only:  # a HEAD response has no body, whatever its headers say
+            self.chunks.clear()
+            self.complete = True
+            self._keep_alive = False
+
+    async def fill(self, timeout: float | None, request: httpx.Request | None) -> None:
+        """Read what the server sent next and parse it (at least one byte, or the end of the body)."""
+        try:
+            if timeout is None:
+                data = await self.stream.receive(_READ)
+            else:
+                with anyio.fail_after(timeout):
+                    data = await self.stream.receive(_READ)
+        except anyio.EndOfStream:
+            if self.head_done and self._body_length == "close":
+                self.complete = True  # the body ended with the connection, as its headers said it would
+                self._keep_alive = False
+                return
+            what = "sending the rest of the response" if self.head_done else "sending a response"
+            raise httpx.RemoteProtocolError(
+                f"the server closed the connection without {what}", request=request
+            ) from None
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout("reading the response timed out", request=request) from exc
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise httpx.ReadError(str(exc) or "the connection is closed", request=request) from exc
+        if not self.head_done:
+            self._head_size += len(data)
+            if self._head_size > MAX_HEAD + _READ:
+                raise httpx.RemoteProtocolError("the response's headers are too large", request=request)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            raise httpx.RemoteProtocolError("the server switched protocols unasked", request=request) from exc
+        except httptools.HttpParserError as exc:
+            if not self.complete:
+                problem = f"the server's response is not HTTP/1.1: {exc}"
+                raise httpx.RemoteProtocolError(problem, request=request) from exc
+            self._messages += 1  # what follows a complete response is not ours to read: the connection is spent
+        if self._problem is not None:
+            raise httpx.RemoteProtocolError(self._problem, request=request)
+
+    def reusable(self) -> bool:
+        return self.complete and self._keep_alive and self._messages == 1
+
+    def stale(self) -> bool:
+        """Whether an idle connection has something to read: the server closed it (or sent what it should not)."""
+        sock = self._raw_socket
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    def prepare(self) -> None:
+        """Before the next request on this connection."""
+        self._reset()
+
+    async def close(self) -> None:
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(OSError, anyio.BrokenResourceError, ssl.SSLError):
+                await self.stream.aclose()
+
+
+class _Body(httpx.AsyncByteStream):
+    """A response's body as it arrives; closing it gives the connection back to the pool (or closes it)."""
+
+    __slots__ = ("_connection", "_open", "_request", "_timeout", "_transport")
+
+    def __init__(
+        self, transport: PooledTransport, connection: _Connection, timeout: float | None, request: httpx.Request | None
+    ) -> None:
+        self._transport = transport
+        self._connection = connection
+        self._timeout = timeout
+        self._request = request
         self._open = True
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
+        connection = self._connection
+        while True:
+            if connection.chunks:
+                chunks = connection.chunks
+                connection.chunks = []
+                for chunk in chunks:
+                    yield chunk
+            if connection.complete or not self._open:
+                return
+            await connection.fill(self._timeout, self._request)
 
     async def aclose(self) -> None:
-        if self._open:
-            self._open = False
-            self._busy[self._index] -= 1
-        await self._stream.aclose()
+        if not self._open:
+            return
+        self._open = False
+        connection = self._connection
+        if connection.reusable():
+            await self._transport._release(connection)
+        else:
+            with anyio.CancelScope(shield=True):
+                await self._transport._drop(connection)
+
+
+def _head(request: httpx.Request) -> bytes:
+    """The request line and headers, as sent."""
+    url = request.url
+    target = url.raw_path or b"/"
+    lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
+    for name, value in request.headers.raw:
+        lines += (name, b": ", value, b"\r\n")
+    lines.append(b"\r\n")
+    return b"".join(lines)
+
+
+def _body(request: httpx.Request) -> bytes | None:
+    """The request's body when it is already in memory (``content=`` bytes, JSON...), else ``None`` (streamed)."""
+    try:
+        content = request.content
+    except httpx.RequestNotRead:
+        return None
+    if content and b"transfer-encoding" in {name.lower() for name, _ in request.headers.raw}:
+        return b"%x\r\n%s\r\n0\r\n\r\n" % (len(content), content)
+    return content
+
+
+async def _stream_body(connection: _Connection, request: httpx.Request, timeout: float | None) -> None:
+    """Send a streamed request body: as is under ``Content-Length``, else chunked (httpx sets the header)."""
+    chunked = b"transfer-encoding" in {name.lower() for name, _ in request.headers.raw}
+    stream = request.stream
+    assert isinstance(stream, httpx.AsyncByteStream)
+    async for chunk in stream:
+        if chunk:
+            await connection.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk, timeout, request)
+    if chunked:
+        await connection.write(b"0\r\n\r\n", timeout, request)
+
+
+class Target:
+    """Where the lean path sends requests: one URL, taken apart once."""
+
+    __slots__ = ("host", "host_header", "port", "scheme", "target")
+
+    def __init__(self, url: str) -> None:
+        parsed = httpx.URL(url)
+        self.scheme = parsed.raw_scheme
+        self.host = parsed.raw_host
+        self.port = parsed.port
+        self.target = parsed.raw_path or b"/"
+        self.host_header = parsed.netloc
+
+
+class RawResponse:
+    """A response read by :meth:`PooledTransport.request`: its status, headers and body, as ``httpx`` names them.
+
+    Close it (:meth:`aclose`) once done, read or not: that gives its connection back.
+    """
+
+    __slots__ = ("_body", "_raw", "headers", "status_code")
+
+    def __init__(self, status: int, raw: list[tuple[bytes, bytes]], body: _Body) -> None:
+        self.status_code = status
+        self._raw = raw
+        self.headers = _Headers(raw)
+        self._body = body
+
+    @property
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        return self._raw
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        async for chunk in self._body:
+            yield chunk
+
+    async def aread(self) -> bytes:
+        return b"".join([chunk async for chunk in self._body])
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+
+class _Headers:
+    """Response headers by lowercase name (joined with ", " when repeated, as HTTP allows)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        values: dict[str, str] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            values[key] = f"{values[key]}, {text}" if key in values else text
+        self._values = values
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._values.get(name.lower(), default)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._values
+
+
+def check_header(name: str, value: str) -> tuple[bytes, bytes]:
+    """A header as the lean path sends it; a name or value that would break the request is refused."""
+    if not name or any(c in name for c in " \t\r\n:\0") or any(c in value for c in "\r\n\0"):
+        raise httpx.LocalProtocolError(f"header {name!r} cannot be sent: its name or value is malformed")
+    try:
+        return name.lower().encode("ascii"), value.encode("latin-1")
+    except UnicodeEncodeError:
+        raise httpx.LocalProtocolError(f"header {name!r} cannot be sent: it is not Latin-1") from None
