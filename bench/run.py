@@ -1,13 +1,14 @@
 """Benchmarks of performance.md: elicitor against the official MCP Python SDK and FastMCP, in one run.
 
-    python bench/run.py [--runs 3] [--scenarios a,d,e,b,c,eh,dh] [--n 2000]
+    python bench/run.py [--runs 3] [--scenarios a,e,b,c,cx,eh,d,dh] [--n 2000]
 
 stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
 server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth per
 pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round.
 Streamable HTTP on 127.0.0.1 (uvicorn on both sides): (b) one session, n/2 elicitations; (c) 50 concurrent sessions
-of 50 elicitations each, total elicitations/s; (eh) n/2 multi-round-trip rounds; (dh) as (d) over HTTP, and
-the seconds each client takes to drain the pending answers once its handler releases them.
+of 50 elicitations each, total elicitations/s; (cx) the official SDK's client doing (c) against elicitor's server
+and against its own (what the server alone is worth to its clients); (eh) n/2 multi-round-trip rounds; (dh) as
+(d) over HTTP, and the seconds each client takes to drain the pending answers once its handler releases them.
 FastMCP (when installed; make bench installs it) runs (a), (b) and (c): its ctx.elicit has no 2026-07-28 path.
 Each library uses its own client; the client's handler accepts at once with {"name": "x", "age": 1}. Medians of
 the runs with min-max; ratios are computed run by run. Timings never appear in tests.
@@ -146,11 +147,12 @@ async def ours_http(n: int, protocol: str, sessions: int = 1) -> Result:
     return total / elapsed, (cpu1 - cpu0) / total * 1e6
 
 
-async def theirs_http(n: int, protocol: str, sessions: int = 1) -> Result:
+async def theirs_http(n: int, protocol: str, sessions: int = 1, server: str = "mcp_server.py") -> Result:
+    """The official SDK's client on ``server`` (its own by default; ``elicitor_server.py`` for (cx))."""
     mode = "legacy" if protocol != "2026-07-28" else protocol
-    tool = "ask" if mode == "legacy" else "ask_rounds"
+    tool = "ask" if mode == "legacy" or server != "mcp_server.py" else "ask_rounds"
     async with (
-        http_server("mcp_server.py") as url,
+        http_server(server) as url,
         McpClient(url, elicitation_callback=_theirs_handler, mode=mode) as probe,
     ):
         await probe.call_tool(tool, {"n": 5})
@@ -234,8 +236,13 @@ async def fastmcp_http(n: int, sessions: int = 1) -> Result:
     return total / elapsed, (cpu1 - cpu0) / total * 1e6
 
 
-async def ours_memory(count: int, http: bool = False) -> tuple[float, float]:
-    """Server RSS growth per pending elicitation (KiB) and seconds to drain them all once released."""
+Memory = tuple[float, float, float]
+"""Server RSS growth per pending elicitation (KiB), seconds to drain them all once released, and the server's RSS
+growth (MiB) from all pending to all drained (a server that holds on to what it answered shows here)."""
+
+
+async def ours_memory(count: int, http: bool = False) -> Memory:
+    """(d): see :data:`Memory`."""
     release = anyio.Event()
     arrived = 0
     all_in = anyio.Event()
@@ -270,10 +277,11 @@ async def ours_memory(count: int, http: bool = False) -> tuple[float, float]:
             start = time.perf_counter()
             release.set()
         drained = time.perf_counter() - start
-    return (rss1 - rss0) / count, drained
+        _, rss2 = _probe((await client.call_tool("probe")).text)
+    return (rss1 - rss0) / count, drained, (rss2 - rss1) / 1024
 
 
-async def theirs_memory(count: int, http: bool = False) -> tuple[float, float]:
+async def theirs_memory(count: int, http: bool = False) -> Memory:
     release = anyio.Event()
     arrived = 0
     all_in = anyio.Event()
@@ -309,7 +317,8 @@ async def theirs_memory(count: int, http: bool = False) -> tuple[float, float]:
             start = time.perf_counter()
             release.set()
         drained = time.perf_counter() - start
-    return (rss1 - rss0) / count, drained
+        _, rss2 = _probe(_text(await client.call_tool("probe", {})))
+    return (rss1 - rss0) / count, drained, (rss2 - rss1) / 1024
 
 
 async def floor_memory(count: int) -> float:
@@ -350,7 +359,7 @@ async def floor_memory(count: int) -> float:
     return (rss1 - rss0) / count
 
 
-async def memory_only(measure: Awaitable[tuple[float, float]]) -> Result:
+async def memory_only(measure: Awaitable[Memory]) -> Result:
     return (await measure)[0], 0.0
 
 
@@ -445,6 +454,16 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
                 True,
             )
         )
+    if "cx" in scenarios:
+        plan.append(
+            (
+                "(cx) HTTP, the official client's 50 sessions x 50 against each server, 2025-11-25, elicitations/s",
+                "el/s",
+                lambda: theirs_http(50, "2025-11-25", 50, server="elicitor_server.py"),
+                lambda: theirs_http(50, "2025-11-25", 50),
+                True,
+            )
+        )
     if "eh" in scenarios:
         plan.append(
             (
@@ -466,7 +485,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             )
         )
     if "dh" in scenarios:
-        samples: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        samples: list[tuple[Memory, Memory]] = []
         floors: list[float] = []
         for _ in range(runs):
             samples.append((await ours_memory(pending, http=True), await theirs_memory(pending, http=True)))
@@ -491,6 +510,16 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
             [(t[1], 0.0) for _, t in samples],
             False,
         )
+        growth = f"{title}: MiB the server's RSS grew while the answers drained"
+        print(
+            f"\n{growth}\n  elicitor     {statistics.median(o[2] for o, _ in samples):+.1f} MiB"
+            f"\n  official mcp {statistics.median(t[2] for _, t in samples):+.1f} MiB"
+        )
+        RECORDED[growth] = {
+            "unit": "MiB",  # type: ignore[dict-item]
+            "elicitor": statistics.median(o[2] for o, _ in samples),
+            "official": statistics.median(t[2] for _, t in samples),
+        }
     with_fast = fastmcp_installed()
     fast_fns: dict[str, Callable[[], Awaitable[Result]]] = {
         "(a)": lambda: fastmcp_rate(n),
@@ -514,7 +543,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenarios", default="a,d,e,dh")
+    parser.add_argument("--scenarios", default="a,e,b,c,cx,eh,d,dh")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=1000)
     args = parser.parse_args()
