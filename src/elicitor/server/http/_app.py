@@ -328,8 +328,11 @@ class HttpApp:
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if body_version is not None or (version is not None and version not in HANDSHAKE_HEADER_VERSIONS):
             await self._post_modern(headers, message, receive, send)
-        else:
-            await self._handshake.post(headers, message, body, receive, send)
+            return
+        respond = await self._handshake.post(headers, message, body, send)
+        del message, body, params, meta  # the answer may take hours (a person): hold none of the request meanwhile
+        if respond is not None:
+            await respond(receive, send)
 
     # -- 2026-07-28 ---------------------------------------------------------------------------------------------
 

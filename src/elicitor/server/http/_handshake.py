@@ -20,7 +20,7 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -47,6 +47,9 @@ from ._peers import Attach, Open, Peers, RemoteStream
 
 if TYPE_CHECKING:
     from .._server import Server
+
+Respond = Callable[[Receive, Send], Awaitable[None]]
+"""What answers a POST once its message is delivered (its answer stream, or a relay from another replica)."""
 
 logger = logging.getLogger("elicitor.http")
 
@@ -289,7 +292,13 @@ class HandshakeSessions:
                     logger.info("ending session %.8s... idle for %.0f s", session.id, session.idle_for(now))
                     await self._end(session)
 
-    async def post(self, headers: Headers, message: JSONObject, body: bytes, receive: Receive, send: Send) -> None:
+    async def post(self, headers: Headers, message: JSONObject, body: bytes, send: Send) -> Respond | None:
+        """Take a POSTed message: refuse it, or deliver it to its session and return what answers the POST.
+
+        The answer is left to the caller (``respond(receive, send)``) so that nothing of the request is held while
+        it runs: a call may wait on a person for hours, and its decoded body held here cost about 0.5 KiB per
+        waiting call (the session keeps its own).
+        """
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
         version = headers.get("mcp-protocol-version")
@@ -297,52 +306,51 @@ class HandshakeSessions:
         if is_request and not (type(request_id) is int or type(request_id) is str):
             # Checked first: an initialize that cannot be answered must not leave a session behind.
             await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
-            return
+            return None
         invalid = Connection().receive_decoded(message)
         if isinstance(invalid, InvalidMessage) and invalid.reply is not None:
             # Answered here with 400 (basic/transports: input the server cannot accept gets an HTTP error status):
             # the session would send this error unrelated to any request, so the POST would wait for an answer
             # that goes to the standalone stream instead.
             await respond_json(send, 400, invalid.reply)
-            return
+            return None
         if session_id is None:
             if not (is_request and message.get("method") == "initialize"):
                 await refuse(
                     send, 400, request_id_of(message), INVALID_REQUEST, "Bad request: Mcp-Session-Id header is required"
                 )
-                return
+                return None
             try:
                 session = await self._create_session(headers.principal)
             except StoreUnavailable as exc:
                 await refuse(send, 503, request_id_of(message), INTERNAL_ERROR, f"Service unavailable: {exc}")
-                return
+                return None
             if session is None:
                 await refuse(send, 503, request_id_of(message), INVALID_REQUEST, "Too many sessions; try again later")
-                return
+                return None
         else:
             found = await self._find(session_id, headers, send, request_id_of(message))
             if found is None:
-                return
+                return None
             if version is not None and version not in HANDSHAKE_HEADER_VERSIONS:
                 await refuse(
                     send, 400, request_id_of(message), INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version!r}"
                 )
-                return
+                return None
             if isinstance(found, _Elsewhere):
-                await self._forward_post(found, message, body, receive, send)
-                return
+                return functools.partial(self._forward_post, found, message, body)
             session = found
         if not is_request:
             await session.deliver(body)
             await respond_empty(send, 202)
-            return
+            return None
         assert type(request_id) is int or type(request_id) is str
         if request_id in session.streams:
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in flight")
-            return
+            return None
         stream = session.open(request_id)
         await session.deliver(body)
-        await self._respond_from(stream, session.id, receive, send)
+        return functools.partial(self._respond_from, stream, session.id)
 
     async def _forward_post(
         self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
