@@ -269,11 +269,13 @@ class Client:
 
         Each call that waits on the server holds a connection (its response stream), so ``limits``
         (``httpx.Limits``) bounds how many calls can wait at once: ``max_connections`` in all (default 4,096;
-        beyond it, requests queue for a connection), ``max_keepalive_connections`` idle ones kept for reuse per
-        pool of 32. Connections are kept in pools of 32, so answering the thousandth waiting call costs what
-        answering the first does. ``http`` is an ``httpx.AsyncClient`` of your own to send everything through
-        instead (your proxies, certificates, transport and limits; ``headers`` still go on every request, and your
-        client is not closed here).
+        beyond it, requests queue for a connection), ``max_keepalive_connections`` idle ones kept per server for
+        reuse (32) for ``keepalive_expiry`` seconds (4). The client's own requests take a lean HTTP/1.1 path
+        (``client/_pool.py``: llhttp parsing, no per-request ``httpx`` models), so answering the thousandth
+        waiting call costs what answering the first does; with ``auth``, a proxy from the environment or a server
+        that sets cookies they go through ``httpx`` on the same connections. ``http`` is an
+        ``httpx.AsyncClient`` of your own to send everything through instead (HTTP/2, your proxies, certificates,
+        transport and limits; ``headers`` still go on every request, and your client is not closed here).
 
         ``auth`` signs in to a protected server: :class:`~elicitor.OAuth` runs the spec's Authorization flow
         when the server answers 401 (and again, for more scope, on 403 ``insufficient_scope``);

@@ -33,9 +33,11 @@ import anyio.abc
 import httptools
 import httpx2 as httpx
 
-DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=32, keepalive_expiry=5.0)
+DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=32, keepalive_expiry=4.0)
 """The default for ``Client.http``: room for thousands of calls waiting at once (each holds a connection), and up
-to 32 idle connections per server kept for reuse for 5 seconds."""
+to 32 idle connections per server kept for reuse for 4 seconds: less than the 5 s after which uvicorn, hypercorn
+and Node close an idle connection, so a request is not sent on a connection the server is closing that moment
+(a connection a server already closed is noticed before use, whatever its timeout)."""
 
 MAX_HEAD = 64 * 1024
 """The most bytes a response's status line and headers may take: a server that sends more is refused."""
