@@ -5,6 +5,7 @@ Servers are real: uvicorn for well-behaved ones, a raw TCP listener for a server
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -17,8 +18,8 @@ import httpx2 as httpx
 import pytest
 
 from elicitor import Accepted, Client, Context, Outcome, Server
-from elicitor.client._http import HttpClientTransport, _proxied
-from elicitor.client._pool import MAX_HEAD, PooledTransport, default_tls
+from elicitor.client._http import HttpClientTransport
+from elicitor.client._pool import _READ, MAX_HEAD, PooledTransport, Target, default_tls
 
 from .conftest import self_signed, serving
 
@@ -369,17 +370,6 @@ async def test_a_header_that_would_split_the_request_is_refused(anyio_backend: s
             pass
 
 
-def test_a_proxy_in_the_environment_takes_requests_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    assert not _proxied("https://mcp.example.com/mcp")
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
-    assert _proxied("https://mcp.example.com/mcp")
-    assert not _proxied("http://mcp.example.com/mcp")
-    monkeypatch.setenv("NO_PROXY", "example.com")
-    assert not _proxied("https://mcp.example.com/mcp")
-
-
 @ASYNCIO
 async def test_a_client_of_your_own_carries_everything_with_your_headers(anyio_backend: str) -> None:
     server = Server("own")
@@ -408,3 +398,227 @@ async def test_a_client_of_your_own_carries_everything_with_your_headers(anyio_b
 def test_limits_belong_on_a_client_of_your_own() -> None:
     with pytest.raises(ValueError, match="set limits on the http= client"):
         Client.http("http://127.0.0.1:1/mcp", http=httpx.AsyncClient(), limits=httpx.Limits(max_connections=5))
+
+
+# ---- what a review of this transport found, each pinned ------------------------------------------------------------
+
+
+class Requests:
+    """A raw server that records each request's head and answers every one with ``reply`` (or ``first``)."""
+
+    def __init__(self, reply: bytes, first: bytes | None = None) -> None:
+        self.reply, self.first = reply, first
+        self.heads: list[bytes] = []
+        self.connections = 0
+
+    async def __call__(self, stream: anyio.abc.SocketStream) -> None:
+        self.connections += 1
+        buffer = b""
+        while True:
+            while b"\r\n\r\n" not in buffer:
+                try:
+                    buffer += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    return
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(v)
+                    for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
+                    if k.lower() == b"content-length"
+                ),
+                0,
+            )
+            while len(buffer) < length:
+                buffer += await stream.receive()
+            buffer = buffer[length:]
+            self.heads.append(head)
+            await stream.send(self.first if self.first is not None and len(self.heads) == 1 else self.reply)
+
+
+@asynccontextmanager
+async def recording(server: Requests) -> AsyncIterator[str]:
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await server(stream)
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            tg.cancel_scope.cancel()
+
+
+OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+
+
+@ASYNCIO
+async def test_connections_are_reused_whatever_the_descriptor_numbers(anyio_backend: str) -> None:
+    """select() cannot take a descriptor over 1023: a client holding a thousand streams must still reuse."""
+    spare = [os.dup(0) for _ in range(1100)]
+    try:
+        server = Requests(OK)
+        async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+            for _ in range(4):
+                assert (await http.post(url, content=b"{}")).content == b"{}"
+        assert server.connections == 1
+    finally:
+        for fd in spare:
+            os.close(fd)
+
+
+@ASYNCIO
+async def test_a_proxy_in_the_environment_gets_the_requests(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    proxy = Requests(OK)
+    async with recording(proxy) as proxy_url:
+        monkeypatch.setenv("HTTP_PROXY", proxy_url.removesuffix("/mcp"))
+        async with HttpClientTransport.connect("http://mcp.test/mcp") as transport:
+            assert transport._lean is None
+            response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+            assert await response.aread() == b"{}"
+            await response.aclose()
+    assert proxy.heads and proxy.heads[0].startswith(b"POST http://mcp.test/mcp HTTP/1.1")
+
+
+@ASYNCIO
+async def test_a_header_value_that_would_split_the_request_is_refused_on_httpx_path_too(anyio_backend: str) -> None:
+    """An auth flow may put a token server's text in Authorization: a CR LF in it must not reach the wire."""
+
+    class Token(httpx.Auth):
+        def auth_flow(self, request: httpx.Request) -> Any:
+            request.headers["Authorization"] = "Bearer abc\r\nX-Injected: yes"
+            yield request
+
+    server = Requests(OK)
+    async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport(), auth=Token()) as http:
+        with pytest.raises(httpx.LocalProtocolError, match="Authorization"):
+            await http.get(url)
+    assert server.heads == []
+
+
+@ASYNCIO
+async def test_the_lean_path_lets_the_callers_headers_replace_its_own(anyio_backend: str) -> None:
+    server = Requests(OK)
+    async with recording(server) as url:
+        headers = {"Host": "api.example", "User-Agent": "mine/1"}
+        async with HttpClientTransport.connect(url, headers=headers) as transport:
+            response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+            await response.aread()
+            await response.aclose()
+    lines = [line.lower() for line in server.heads[0].split(b"\r\n")[1:]]
+    assert [line for line in lines if line.startswith(b"host:")] == [b"host: api.example"]
+    assert [line for line in lines if line.startswith(b"user-agent:")] == [b"user-agent: mine/1"]
+    with pytest.raises(ValueError, match="Content-Length"):
+        async with HttpClientTransport.connect(url, headers={"Content-Length": "5"}):
+            pass
+
+
+@ASYNCIO
+async def test_credentials_in_the_url_are_sent(anyio_backend: str) -> None:
+    server = Requests(OK)
+    async with recording(server) as url, HttpClientTransport.connect(url.replace("//", "//alice:secret@")) as transport:
+        assert transport._lean is None  # httpx turns them into Basic authorization
+        response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+        await response.aclose()
+    assert b"authorization: basic " in server.heads[0].lower()
+
+
+@ASYNCIO
+@pytest.mark.parametrize(
+    ("reply", "body"),
+    [
+        (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\nmcp-session-id: x\r\n\r\n", b"hi"),
+        (
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\n\r\nraw",
+            b"raw",
+        ),  # not chunked last: ends with the connection
+    ],
+    ids=["trailer", "not-chunked-last"],
+)
+async def test_trailers_are_not_headers_and_other_codings_end_with_the_connection(
+    anyio_backend: str, reply: bytes, body: bytes
+) -> None:
+    async with raw_server(sends(reply)) as url:
+        transport = PooledTransport()
+        response = await transport.request(Target(url), b"GET", [], b"", {"read": 5})
+        assert await response.aread() == body
+        assert response.headers.get("mcp-session-id") is None
+        await response.aclose()
+        await transport.aclose()
+
+
+@ASYNCIO
+async def test_what_follows_a_response_ending_on_a_full_read_is_never_the_next_answer(anyio_backend: str) -> None:
+    """A response that ends exactly where a read ends, with more bytes behind it: the connection is not reused."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: %05d\r\n\r\n"
+    size = _READ - len(head % 0)
+    first = (head % size) + b"x" * size + b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nSTALE"
+    server = Requests(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfresh", first=first)
+    async with recording(server) as url:
+        transport = PooledTransport()
+        for expected in (b"x" * size, b"fresh"):
+            response = await transport.request(Target(url), b"POST", [], b"{}", {"read": 5})
+            assert await response.aread() == expected
+            await response.aclose()
+            await anyio.sleep(0.1)
+        await transport.aclose()
+
+
+@ASYNCIO
+async def test_an_empty_streamed_body_is_terminated(anyio_backend: str) -> None:
+    async def nothing() -> AsyncIterator[bytes]:
+        return
+        yield b""
+
+    server = Requests(OK)
+    async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        request = http.build_request("POST", url, content=nothing())
+        await request.aread()  # read already, still chunked
+        with anyio.fail_after(5):
+            response = await http.send(request)
+    assert response.content == b"{}"
+
+
+@ASYNCIO
+async def test_a_server_that_picks_http2_is_refused_with_a_clear_error(anyio_backend: str, tmp_path: Path) -> None:
+    cert, key = self_signed("localhost", tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["h2"])
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        async with stream:
+            with suppress(Exception):
+                tls = await anyio.streams.tls.TLSStream.wrap(stream, server_side=True, ssl_context=context)
+                await tls.receive()
+
+    offering = ssl.create_default_context(cafile=str(cert))
+    offering.set_alpn_protocols(["h2", "http/1.1"])
+    transport = PooledTransport(verify=offering)
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        async with httpx.AsyncClient(transport=transport) as http:
+            with pytest.raises(httpx.ConnectError, match=r"speaks HTTP/1\.1"):
+                await http.get(f"https://localhost:{port}/mcp")
+        tg.cancel_scope.cancel()
+    assert transport.connections == 0

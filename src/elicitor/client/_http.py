@@ -99,8 +99,9 @@ class HttpClientTransport:
         self._lean = lean
         """The pool under ``http`` when requests may skip ``httpx``'s models (see :meth:`_open`), else ``None``."""
         self._target = Target(url) if lean is not None else None
-        self._fixed = [check_header(k, v) for k, v in {"user-agent": _USER_AGENT, **(fixed or {})}.items()]
-        """What the lean path sends on every request besides ``Host`` and ``Content-Length``: ``http``'s own headers."""
+        self._fixed = {name.lower(): value for name, value in {"user-agent": _USER_AGENT, **(fixed or {})}.items()}
+        """What the lean path sends on every request besides ``Host`` and ``Content-Length`` (the caller's ``Host``
+        replaces the URL's): the own client's headers, by lowercase name."""
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -128,24 +129,32 @@ class HttpClientTransport:
 
         ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
         transport makes its own, its connections kept per server by :class:`PooledTransport` and bounded by
-        ``limits`` (default :data:`DEFAULT_LIMITS`); with no ``auth`` and no proxy from the environment, requests
-        then take the lean path (:meth:`_open`).
+        ``limits`` (default :data:`DEFAULT_LIMITS`), and with no ``auth`` and no credentials in ``url`` requests
+        take the lean path (:meth:`_open`). When the environment names a proxy (``HTTPS_PROXY``, ``ALL_PROXY``,
+        the system's settings...), the own client is ``httpx``'s as it comes, so that it mounts the proxies and
+        honours ``NO_PROXY`` exactly as ``httpx`` does.
         """
         timeout = httpx.Timeout(30.0, read=None)
         for name, value in (headers or {}).items():
             check_header(name, value)  # here, not inside the task group below: a malformed header is the caller's
+            if name.lower() in ("content-length", "transfer-encoding"):
+                raise ValueError(f"headers= cannot set {name}: each request's body sets it")
+        given = httpx.Headers({"user-agent": _USER_AGENT})
+        given.update(headers or {})  # case-insensitively: the caller's User-Agent replaces ours
         async with anyio.create_task_group() as tg:
             pool: PooledTransport | None = None
-            if http is None:
-                pool = PooledTransport(limits if limits is not None else DEFAULT_LIMITS)
+            client = http
+            if client is None and _environment_proxies():
                 client = httpx.AsyncClient(
-                    timeout=timeout, headers={"user-agent": _USER_AGENT, **(headers or {})}, transport=pool, auth=auth
+                    timeout=timeout, headers=given, auth=auth, limits=limits if limits is not None else DEFAULT_LIMITS
                 )
-            else:
-                client = http
-            lean = pool if pool is not None and auth is None and not _proxied(url) else None
-            own = pool is not None
-            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=headers)
+            elif client is None:
+                pool = PooledTransport(limits if limits is not None else DEFAULT_LIMITS)
+                client = httpx.AsyncClient(timeout=timeout, headers=given, transport=pool, auth=auth)
+            own = http is None
+            lean = pool if pool is not None and auth is None and not httpx.URL(url).userinfo else None
+            fixed = {name.lower(): value for name, value in given.items()}
+            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=fixed)
             try:
                 yield transport
             finally:
@@ -356,7 +365,7 @@ class HttpClientTransport:
             request = self.http.build_request(method, self.url, content=body, headers=headers, timeout=timeout)
             return await self.http.send(request, stream=True)
         assert self._target is not None
-        pairs = [*self._fixed, *[check_header(name, value) for name, value in headers.items()]]
+        pairs = [check_header(name, value) for name, value in {**self._fixed, **headers}.items()]
         timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
         response = await lean.request(self._target, method.encode("ascii"), pairs, content, timeouts)
         if "set-cookie" in response.headers:
@@ -530,14 +539,11 @@ def encode_header(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-def _proxied(url: str) -> bool:
-    """Whether the environment sends requests to ``url`` through a proxy (``HTTPS_PROXY``, ``ALL_PROXY``...), which
-    ``httpx`` then mounts with its own transport."""
-    proxies = urllib.request.getproxies_environment()
-    parsed = httpx.URL(url)
-    if not (proxies.get(parsed.scheme) or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(parsed.host)
+def _environment_proxies() -> bool:
+    """Whether the environment names a proxy for HTTP: as ``httpx`` reads it (``urllib.request.getproxies``: the
+    ``*_PROXY`` variables, else the system's settings), for ``http``, ``https`` or ``all``."""
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
 
 
 @asynccontextmanager

@@ -32,6 +32,7 @@ import anyio
 import anyio.abc
 import httptools
 import httpx2 as httpx
+from anyio.streams.tls import TLSAttribute
 
 DEFAULT_LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=32, keepalive_expiry=4.0)
 """The default for ``Client.http``: room for thousands of calls waiting at once (each holds a connection), and up
@@ -116,7 +117,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
             connection.status,
             headers=connection.headers,
             stream=_Body(self, connection, timeouts.get("read"), request),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": b""},
+            extensions={"http_version": connection.http_version, "reason_phrase": b""},
         )
 
     async def request(
@@ -125,11 +126,13 @@ class PooledTransport(httpx.AsyncBaseTransport):
         """Send one request and return its response once its head is in, the body still to read.
 
         The lean path for ``Client.http``'s own requests (no ``httpx`` models on the way): ``headers`` are sent as
-        given after ``Host`` and ``Content-Length``, and must already be valid (see :func:`check_header`).
+        given after ``Host`` (the URL's, unless ``headers`` has one) and ``Content-Length``, and must already be
+        valid, by lowercase name, without ``Content-Length`` or ``Transfer-Encoding`` (see :func:`check_header`).
         """
+        host = [] if any(name == b"host" for name, _ in headers) else [b"host: ", url.host_header, b"\r\n"]
         head = b"".join(
-            [method, b" ", url.target, b" HTTP/1.1\r\nhost: ", url.host_header, b"\r\ncontent-length: ",
-             str(len(body)).encode(), b"\r\n", *[b"%s: %s\r\n" % pair for pair in headers], b"\r\n"]
+            [method, b" ", url.target, b" HTTP/1.1\r\n", *host, b"content-length: ", str(len(body)).encode(),
+             b"\r\n", *[b"%s: %s\r\n" % pair for pair in headers], b"\r\n"]
         )  # fmt: skip
         connection = await self.exchange(url.scheme, url.host, url.port, head, body, timeouts, method == b"HEAD")
         return RawResponse(connection.status, connection.headers, _Body(self, connection, timeouts.get("read"), None))
@@ -147,7 +150,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
     ) -> _Connection:
         """Send ``head`` and ``body`` on a connection to the origin; with a body, read the response's head too."""
         if self._closed:
-            raise RuntimeError("the transport is closed")
+            raise httpx.ConnectError("the client's connections are closed", request=request)
         if scheme not in (b"http", b"https"):
             raise httpx.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme.decode()}://'.")
         origin = (scheme, host, port or (443 if scheme == b"https" else 80))
@@ -166,6 +169,7 @@ class PooledTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         self._closed = True
+        self._wake()  # a request waiting for a connection learns that none will come
         idle = [connection for stack in self._idle.values() for connection in stack]
         self._idle.clear()
         with anyio.CancelScope(shield=True):
@@ -198,6 +202,8 @@ class PooledTransport(httpx.AsyncBaseTransport):
             try:
                 with anyio.fail_after(timeouts.get("pool")):
                     while self._open >= limit:
+                        if self._closed:
+                            raise httpx.ConnectError("the client's connections are closed", request=request)
                         if not await self._evict_one_idle():
                             if self._freed is None:
                                 self._freed = anyio.Event()
@@ -230,10 +236,18 @@ class PooledTransport(httpx.AsyncBaseTransport):
             self._open -= 1
             self._wake()
             raise
+        if scheme == b"https":
+            chosen = stream.extra(TLSAttribute.alpn_protocol, None)
+            if chosen not in (None, "http/1.1"):  # a context of the caller's that offered h2, say
+                await _close_quietly(stream)
+                self._open -= 1
+                self._wake()
+                message = f"the server chose {chosen!r}, and this transport speaks HTTP/1.1 (pass http= for HTTP/2)"
+                raise httpx.ConnectError(message, request=request)
         return _Connection(stream, origin)
 
     async def _evict_one_idle(self) -> bool:
-        """Close the longest idle connection to any origin, to make room for a new one."""
+        """Close an idle connection to another origin (the oldest of the first one found), to make room."""
         for stack in self._idle.values():
             if stack:
                 await self._drop(stack.popleft())
@@ -268,6 +282,7 @@ class _Connection:
 
     __slots__ = (
         "_body_length",
+        "_filled",
         "_head_size",
         "_keep_alive",
         "_messages",
@@ -295,6 +310,7 @@ class _Connection:
         self._parser = httptools.HttpResponseParser(self)
         self._messages = 0
         self._head_size = 0
+        self._filled = False
         self._problem: str | None = None
         self._keep_alive = False
         self._body_length: str | None = None  # "length", "chunked", or "close" (the body ends with the connection)
@@ -310,7 +326,7 @@ class _Connection:
         self._messages += 1
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self._messages == 1:
+        if self._messages == 1 and not self.head_done:  # after the head: a chunked body's trailers, not headers
             self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -329,12 +345,13 @@ class _Connection:
             self._problem = f"the server's status {status} is not an HTTP status"
         elif status == 101:  # nothing here asks to switch protocols (and llhttp upgrades only with Upgrade)
             self._problem = "the server switched protocols unasked"
-        names = {name.lower() for name, _ in self.headers}
+        codings = b",".join(value for name, value in self.headers if name.lower() == b"transfer-encoding")
         if status in (204, 304):
             self._body_length = "length"
-        elif b"transfer-encoding" in names:
-            self._body_length = "chunked"
-        elif b"content-length" in names:
+        elif codings:  # chunked only when it is the last coding; any other ends with the connection (RFC 9112, 6.3)
+            last = codings.rsplit(b",", 1)[-1].strip().lower()
+            self._body_length = "chunked" if last == b"chunked" else "close"
+        elif any(name.lower() == b"content-length" for name, _ in self.headers):
             self._body_length = "length"
         else:
             self._body_length = "close"
@@ -391,6 +408,7 @@ class _Connection:
             raise httpx.ReadTimeout("reading the response timed out", request=request) from exc
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             raise httpx.ReadError(str(exc) or "the connection is closed", request=request) from exc
+        self._filled = len(data) >= _READ
         if not self.head_done:
             self._head_size += len(data)
             if self._head_size > MAX_HEAD + _READ:
@@ -407,8 +425,16 @@ class _Connection:
         if self._problem is not None:
             raise httpx.RemoteProtocolError(self._problem, request=request)
 
+    @property
+    def http_version(self) -> bytes:
+        major, minor = self._parser.get_http_version().split(".")
+        return b"HTTP/%s.%s" % (major.encode(), minor.encode())
+
     def reusable(self) -> bool:
-        return self.complete and self._keep_alive and self._messages == 1
+        """Whether the next request may use this connection: its response ended cleanly, the server keeps it
+        open, nothing followed the response, and the last read was not a full one (anyio may hold the rest of a
+        longer read, which ``stale`` cannot see)."""
+        return self.complete and self._keep_alive and self._messages == 1 and not self._filled
 
     def stale(self) -> bool:
         """Whether an idle connection has something to read: the server closed it (or sent what it should not)."""
@@ -416,6 +442,10 @@ class _Connection:
         if sock is None:
             return False
         try:
+            if _poll is not None:  # no ceiling on descriptor numbers, unlike select (1024)
+                poller = _poll()
+                poller.register(sock, select.POLLIN)
+                return bool(poller.poll(0))
             readable, _, _ = select.select([sock], [], [], 0)
         except (OSError, ValueError):
             return True
@@ -426,9 +456,7 @@ class _Connection:
         self._reset()
 
     async def close(self) -> None:
-        with anyio.CancelScope(shield=True):
-            with contextlib.suppress(OSError, anyio.BrokenResourceError, ssl.SSLError):
-                await self.stream.aclose()
+        await _close_quietly(self.stream)
 
 
 class _Body(httpx.AsyncByteStream):
@@ -469,12 +497,25 @@ class _Body(httpx.AsyncByteStream):
                 await self._transport._drop(connection)
 
 
+async def _close_quietly(stream: anyio.abc.ByteStream) -> None:
+    with anyio.CancelScope(shield=True), contextlib.suppress(OSError, anyio.BrokenResourceError, ssl.SSLError):
+        await stream.aclose()
+
+
+_poll = getattr(select, "poll", None)
+_BAD_NAME = frozenset(b' \t\r\n:\0(),/;<=>?@[\\]{}"')
+_BAD_VALUE = frozenset(b"\r\n\0")
+
+
 def _head(request: httpx.Request) -> bytes:
-    """The request line and headers, as sent."""
+    """The request line and headers, as sent; a header that would break the request is refused (httpx leaves
+    that to its transport: an ``Authorization`` value from a token server, say, is sent as it came)."""
     url = request.url
     target = url.raw_path or b"/"
     lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
     for name, value in request.headers.raw:
+        if not name or _BAD_NAME.intersection(name) or _BAD_VALUE.intersection(value):
+            raise httpx.LocalProtocolError(f"header {name[:64]!r} cannot be sent: its name or value is malformed")
         lines += (name, b": ", value, b"\r\n")
     lines.append(b"\r\n")
     return b"".join(lines)
@@ -486,8 +527,8 @@ def _body(request: httpx.Request) -> bytes | None:
         content = request.content
     except httpx.RequestNotRead:
         return None
-    if content and b"transfer-encoding" in {name.lower() for name, _ in request.headers.raw}:
-        return b"%x\r\n%s\r\n0\r\n\r\n" % (len(content), content)
+    if b"transfer-encoding" in {name.lower() for name, _ in request.headers.raw}:  # read already, but chunked
+        return b"%x\r\n%s\r\n0\r\n\r\n" % (len(content), content) if content else b"0\r\n\r\n"
     return content
 
 
