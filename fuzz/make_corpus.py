@@ -221,6 +221,17 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
     for name in ("InputResponses", "InputRequests", "CallToolRequestParams"):
         for i, value in enumerate(ex.get(name, [])):
             out["meta"][f"{name}-{i}"] = encode(value)
+    body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    out["http_response"] = {
+        "accepted": b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n",
+        "json": b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n" + body,
+        "sse-chunked": b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        b'13\r\nid: 1\ndata: {"a":1}\n\n\r\n0\r\n\r\n',
+        "close-delimited": b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: x\n\n",
+        "early-hints": b"HTTP/1.1 103 Early Hints\r\nlink: </s>\r\n\r\n"
+        b"HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\nno",
+        "trailing": b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\nconnection: keep-alive\r\n\r\nokHTTP/1.1 200",
+    }
     return out
 
 
