@@ -6,15 +6,14 @@ learns what was wrong from the response alone.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
-import sniffio
 
+from ..._loop import running_asyncio_loop
 from ...protocol import decode_json as decode_json
 from ...protocol import error_reply
 from ...types import JSONObject, RequestId
@@ -127,8 +126,9 @@ async def until_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]
                 pass
             scope.cancel()
 
-        if sniffio.current_async_library() == "asyncio":
-            watcher = asyncio.get_running_loop().create_task(watch())
+        loop = running_asyncio_loop()
+        if loop is not None:
+            watcher = loop.create_task(watch())
             try:
                 yield scope
             finally:
