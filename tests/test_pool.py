@@ -107,26 +107,22 @@ async def test_a_connection_is_reused_and_a_response_closed_early_is_not(anyio_b
 
 
 @ASYNCIO
-async def test_a_connection_the_server_closed_while_idle_is_not_used(anyio_backend: str) -> None:
-    """uvicorn closes an idle connection after its keep-alive timeout; the next request takes a new one."""
+@pytest.mark.parametrize(
+    ("expiry", "server", "idle"),
+    [(60.0, {"timeout_keep_alive": 1}, 1.5), (0.2, {}, 0.4)],
+    ids=["closed-by-the-server", "past-its-expiry"],
+)
+async def test_an_idle_connection_the_server_closed_or_past_its_expiry_is_not_used(
+    anyio_backend: str, expiry: float, server: dict[str, Any], idle: float
+) -> None:
+    """uvicorn closes an idle connection after its keep-alive timeout, and ours expire: a new one is taken."""
     app = Held(hold=False)
-    transport = PooledTransport(httpx.Limits(keepalive_expiry=60))
-    async with serving(app, timeout_keep_alive=1) as url, httpx.AsyncClient(transport=transport) as http:
+    transport = PooledTransport(httpx.Limits(keepalive_expiry=expiry))
+    async with serving(app, **server) as url, httpx.AsyncClient(transport=transport) as http:
         assert (await http.get(url)).content == b"start done"
-        await anyio.sleep(1.5)
         assert (await http.get(url)).content == b"start done"
-    assert len(set(app.peers)) == 2
-
-
-@ASYNCIO
-async def test_an_idle_connection_past_its_expiry_is_not_used(anyio_backend: str) -> None:
-    app = Held(hold=False)
-    transport = PooledTransport(httpx.Limits(keepalive_expiry=0.2))
-    async with serving(app) as url, httpx.AsyncClient(transport=transport) as http:
-        await http.get(url)
-        await http.get(url)
-        await anyio.sleep(0.4)
-        await http.get(url)
+        await anyio.sleep(idle)
+        assert (await http.get(url)).content == b"start done"
     assert len(set(app.peers)) == 2
 
 
