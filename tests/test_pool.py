@@ -492,6 +492,9 @@ async def test_a_proxy_in_the_environment_gets_the_requests(
             assert await response.aread() == b"{}"
             await response.aclose()
     assert proxy.heads and proxy.heads[0].startswith(b"POST http://mcp.test/mcp HTTP/1.1")
+    for local in ("http://127.0.0.1:1/mcp", "http://localhost:1/mcp", "http://[::1]:1/mcp"):
+        async with HttpClientTransport.connect(local) as transport:
+            assert transport._lean is not None  # a server on this machine is never reached through a proxy
 
 
 @ASYNCIO

@@ -11,6 +11,7 @@ close. 2026-07-28: the ``Mcp-Method``/``Mcp-Name`` headers mirror the body, ther
 from __future__ import annotations
 
 import base64
+import ipaddress
 import logging
 import math
 import time
@@ -131,8 +132,8 @@ class HttpClientTransport:
         transport makes its own, its connections kept per server by :class:`PooledTransport` and bounded by
         ``limits`` (default :data:`DEFAULT_LIMITS`), and with no ``auth`` and no credentials in ``url`` requests
         take the lean path (:meth:`_open`). When the environment names a proxy (``HTTPS_PROXY``, ``ALL_PROXY``,
-        the system's settings...), the own client is ``httpx``'s as it comes, so that it mounts the proxies and
-        honours ``NO_PROXY`` exactly as ``httpx`` does.
+        the system's settings...) and ``url`` is not on this machine, the own client is ``httpx``'s as it comes,
+        so that it mounts the proxies and honours ``NO_PROXY`` exactly as ``httpx`` does.
         """
         timeout = httpx.Timeout(30.0, read=None)
         for name, value in (headers or {}).items():
@@ -144,7 +145,7 @@ class HttpClientTransport:
         async with anyio.create_task_group() as tg:
             pool: PooledTransport | None = None
             client = http
-            if client is None and _environment_proxies():
+            if client is None and _environment_proxies(url):
                 client = httpx.AsyncClient(
                     timeout=timeout, headers=given, auth=auth, limits=limits if limits is not None else DEFAULT_LIMITS
                 )
@@ -539,9 +540,22 @@ def encode_header(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-def _environment_proxies() -> bool:
+def _environment_proxies(url: str) -> bool:
     """Whether the environment names a proxy for HTTP: as ``httpx`` reads it (``urllib.request.getproxies``: the
-    ``*_PROXY`` variables, else the system's settings), for ``http``, ``https`` or ``all``."""
+    ``*_PROXY`` variables, else the system's settings), for ``http``, ``https`` or ``all``.
+
+    A server on this machine (``localhost``, a loopback address) is never reached through one, whatever
+    ``NO_PROXY`` says, as Go's and most browsers' clients do: a proxy elsewhere cannot reach it, and a local server
+    is the usual development setup (``elicitor connect http://127.0.0.1:8000/mcp``).
+    """
+    host = httpx.URL(url).host
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:
+        pass
     proxies = urllib.request.getproxies()
     return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
 
