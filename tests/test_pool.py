@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 from elicitor import Accepted, Client, Context, Outcome, Server
 from elicitor.client._http import HttpClientTransport
 from elicitor.client._pool import _READ, MAX_HEAD, PooledTransport, Target, default_tls
+from elicitor.server.http._asgi import read_body
 
 from .conftest import self_signed, serving
 
@@ -41,12 +42,7 @@ class Held:
                 await send({"type": "lifespan.startup.complete"})
             await send({"type": "lifespan.shutdown.complete"})
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive, 1 << 20) or b""
         self.peers.append(tuple(scope["client"]))
         headers = [(b"content-type", b"text/plain")]
         if scope["path"] == "/cookie":
@@ -143,21 +139,15 @@ async def test_a_streamed_request_body_is_sent_chunked(anyio_backend: str) -> No
 
 
 @asynccontextmanager
-async def raw_server(reply: Callable[[anyio.abc.SocketStream], Awaitable[None]]) -> AsyncIterator[str]:
-    """A TCP server that reads a request's head and then lets ``reply`` write whatever it likes."""
+async def listening(handler: Callable[[anyio.abc.SocketStream], Awaitable[None]]) -> AsyncIterator[str]:
+    """A TCP server on loopback running ``handler`` for each connection (a peer that leaves ends it quietly)."""
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
         async with stream:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                try:
-                    head += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    return
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await reply(stream)
+            with suppress(anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await handler(stream)
 
     async with listener, anyio.create_task_group() as tg:
         tg.start_soon(listener.serve, serve)
@@ -165,6 +155,18 @@ async def raw_server(reply: Callable[[anyio.abc.SocketStream], Awaitable[None]])
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             tg.cancel_scope.cancel()
+
+
+def raw_server(reply: Callable[[anyio.abc.SocketStream], Awaitable[None]]) -> AbstractAsyncContextManager[str]:
+    """A server that reads a request's head and then lets ``reply`` write whatever it likes."""
+
+    async def handler(stream: anyio.abc.SocketStream) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await stream.receive()
+        await reply(stream)
+
+    return listening(handler)
 
 
 def sends(*chunks: bytes, close: bool = True) -> Callable[[anyio.abc.SocketStream], Awaitable[None]]:
@@ -410,44 +412,20 @@ class Requests:
     async def __call__(self, stream: anyio.abc.SocketStream) -> None:
         self.connections += 1
         buffer = b""
-        while True:
+        while True:  # until the client leaves (EndOfStream, which listening() takes quietly)
             while b"\r\n\r\n" not in buffer:
-                try:
-                    buffer += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    return
+                buffer += await stream.receive()
             head, _, buffer = buffer.partition(b"\r\n\r\n")
-            length = next(
-                (
-                    int(v)
-                    for k, _, v in (h.partition(b":") for h in head.split(b"\r\n"))
-                    if k.lower() == b"content-length"
-                ),
-                0,
-            )
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
             while len(buffer) < length:
                 buffer += await stream.receive()
             buffer = buffer[length:]
             self.heads.append(head)
             await stream.send(self.first if self.first is not None and len(self.heads) == 1 else self.reply)
-
-
-@asynccontextmanager
-async def recording(server: Requests) -> AsyncIterator[str]:
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
-
-    async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await server(stream)
-
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, serve)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            tg.cancel_scope.cancel()
 
 
 OK = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
@@ -459,7 +437,7 @@ async def test_connections_are_reused_whatever_the_descriptor_numbers(anyio_back
     spare = [os.dup(0) for _ in range(1100)]
     try:
         server = Requests(OK)
-        async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+        async with listening(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
             for _ in range(4):
                 assert (await http.post(url, content=b"{}")).content == b"{}"
         assert server.connections == 1
@@ -484,7 +462,7 @@ async def test_a_proxy_in_the_environment_gets_the_requests(
     ):
         monkeypatch.delenv(name, raising=False)
     proxy = Requests(OK)
-    async with recording(proxy) as proxy_url:
+    async with listening(proxy) as proxy_url:
         monkeypatch.setenv("HTTP_PROXY", proxy_url.removesuffix("/mcp"))
         async with HttpClientTransport.connect("http://mcp.test/mcp") as transport:
             assert transport._lean is None
@@ -507,7 +485,7 @@ async def test_a_header_value_that_would_split_the_request_is_refused_on_httpx_p
             yield request
 
     server = Requests(OK)
-    async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport(), auth=Token()) as http:
+    async with listening(server) as url, httpx.AsyncClient(transport=PooledTransport(), auth=Token()) as http:
         with pytest.raises(httpx.LocalProtocolError, match="Authorization"):
             await http.get(url)
     assert server.heads == []
@@ -516,7 +494,7 @@ async def test_a_header_value_that_would_split_the_request_is_refused_on_httpx_p
 @ASYNCIO
 async def test_the_lean_path_lets_the_callers_headers_replace_its_own(anyio_backend: str) -> None:
     server = Requests(OK)
-    async with recording(server) as url:
+    async with listening(server) as url:
         headers = {"Host": "api.example", "User-Agent": "mine/1"}
         async with HttpClientTransport.connect(url, headers=headers) as transport:
             response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
@@ -533,7 +511,7 @@ async def test_the_lean_path_lets_the_callers_headers_replace_its_own(anyio_back
 @ASYNCIO
 async def test_credentials_in_the_url_are_sent(anyio_backend: str) -> None:
     server = Requests(OK)
-    async with recording(server) as url, HttpClientTransport.connect(url.replace("//", "//alice:secret@")) as transport:
+    async with listening(server) as url, HttpClientTransport.connect(url.replace("//", "//alice:secret@")) as transport:
         assert transport._lean is None  # httpx turns them into Basic authorization
         response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
         await response.aclose()
@@ -571,7 +549,7 @@ async def test_what_follows_a_response_ending_on_a_full_read_is_never_the_next_a
     size = _READ - len(head % 0)
     first = (head % size) + b"x" * size + b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nSTALE"
     server = Requests(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfresh", first=first)
-    async with recording(server) as url:
+    async with listening(server) as url:
         transport = PooledTransport()
         for expected in (b"x" * size, b"fresh"):
             response = await transport.request(Target(url), b"POST", [], b"{}", {"read": 5})
@@ -588,7 +566,7 @@ async def test_an_empty_streamed_body_is_terminated(anyio_backend: str) -> None:
         yield b""
 
     server = Requests(OK)
-    async with recording(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
+    async with listening(server) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
         request = http.build_request("POST", url, content=nothing())
         await request.aread()  # read already, still chunked
         with anyio.fail_after(5):
@@ -602,22 +580,16 @@ async def test_a_server_that_picks_http2_is_refused_with_a_clear_error(anyio_bac
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     context.set_alpn_protocols(["h2"])
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
-    port = listener.extra(anyio.abc.SocketAttribute.local_port)
 
     async def serve(stream: anyio.abc.SocketStream) -> None:
-        async with stream:
-            with suppress(Exception):
-                tls = await anyio.streams.tls.TLSStream.wrap(stream, server_side=True, ssl_context=context)
-                await tls.receive()
+        with suppress(ssl.SSLError):  # the client hangs up once it sees h2 chosen
+            tls = await anyio.streams.tls.TLSStream.wrap(stream, server_side=True, ssl_context=context)
+            await tls.receive()
 
     offering = ssl.create_default_context(cafile=str(cert))
     offering.set_alpn_protocols(["h2", "http/1.1"])
     transport = PooledTransport(verify=offering)
-    async with listener, anyio.create_task_group() as tg:
-        tg.start_soon(listener.serve, serve)
-        async with httpx.AsyncClient(transport=transport) as http:
-            with pytest.raises(httpx.ConnectError, match=r"speaks HTTP/1\.1"):
-                await http.get(f"https://localhost:{port}/mcp")
-        tg.cancel_scope.cancel()
+    async with listening(serve) as url, httpx.AsyncClient(transport=transport) as http:
+        with pytest.raises(httpx.ConnectError, match=r"speaks HTTP/1\.1"):
+            await http.get(url.replace("http://127.0.0.1", "https://localhost"))
     assert transport.connections == 0
