@@ -17,7 +17,7 @@ import math
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any, Protocol
 
 import anyio
@@ -100,9 +100,9 @@ class HttpClientTransport:
         self._lean = lean
         """The pool under ``http`` when requests may skip ``httpx``'s models (see :meth:`_open`), else ``None``."""
         self._target = Target(url) if lean is not None else None
-        self._fixed = {name.lower(): value for name, value in {"user-agent": _USER_AGENT, **(fixed or {})}.items()}
+        self._fixed = dict(check_header(name, value) for name, value in (fixed or {}).items())
         """What the lean path sends on every request besides ``Host`` and ``Content-Length`` (the caller's ``Host``
-        replaces the URL's): the own client's headers, by lowercase name."""
+        replaces the URL's): the own client's headers, checked and encoded once, by lowercase name."""
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -154,8 +154,7 @@ class HttpClientTransport:
                 client = httpx.AsyncClient(timeout=timeout, headers=given, transport=pool, auth=auth)
             own = http is None
             lean = pool if pool is not None and auth is None and not httpx.URL(url).userinfo else None
-            fixed = {name.lower(): value for name, value in given.items()}
-            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=fixed)
+            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=dict(given.items()))
             try:
                 yield transport
             finally:
@@ -366,9 +365,12 @@ class HttpClientTransport:
             request = self.http.build_request(method, self.url, content=body, headers=headers, timeout=timeout)
             return await self.http.send(request, stream=True)
         assert self._target is not None
-        pairs = [check_header(name, value) for name, value in {**self._fixed, **headers}.items()]
+        pairs = self._fixed.copy()
+        for name, value in headers.items():
+            encoded, text = check_header(name, value)
+            pairs[encoded] = text
         timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
-        response = await lean.request(self._target, method.encode("ascii"), pairs, content, timeouts)
+        response = await lean.request(self._target, method.encode("ascii"), list(pairs.items()), content, timeouts)
         if "set-cookie" in response.headers:
             self._lean = None
             request = httpx.Request(method, self.url)
@@ -432,7 +434,7 @@ class HttpClientTransport:
             headers["accept"] = "text/event-stream"
             headers["last-event-id"] = last_id
             try:
-                async with _closing(await self._open("GET", headers)) as response:
+                async with aclosing(await self._open("GET", headers)) as response:
                     if response.status_code == 404 and "mcp-session-id" in headers:
                         self._session_gone(request_id)  # its server stopped: initialize again (2025-11-25)
                         return
@@ -465,7 +467,7 @@ class HttpClientTransport:
             if last_id is not None:
                 headers["last-event-id"] = last_id
             try:
-                async with _closing(await self._open("GET", headers)) as response:
+                async with aclosing(await self._open("GET", headers)) as response:
                     if response.status_code != 200:
                         return  # 405: the server offers no standalone stream
                     _, new_last, new_retry = await self._read_events(response, None)
@@ -558,11 +560,3 @@ def _environment_proxies(url: str) -> bool:
         pass
     proxies = urllib.request.getproxies()
     return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
-
-
-@asynccontextmanager
-async def _closing(response: _Response) -> AsyncIterator[_Response]:
-    try:
-        yield response
-    finally:
-        await response.aclose()

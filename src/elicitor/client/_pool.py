@@ -9,9 +9,9 @@ the server side already uses for uvicorn), the pool is a stack of idle connectio
 give back), and nothing else runs per request: one write for the request head and a small body, one read loop.
 
 What stays httpx's: the client API (``Client.http(http=...)`` takes any ``httpx.AsyncClient``), auth flows (OAuth
-sign-in is an ``httpx.Auth``), cookies, redirects, and proxies (a proxy from the environment is mounted by
-``httpx`` with its own transport). What this transport does not speak: HTTP/2 (pass ``http=`` a client made with
-``http2=True``) and pipelining (never needed: one request per connection at a time).
+sign-in is an ``httpx.Auth``), cookies and redirects; a proxy from the environment is left to ``httpx``'s own
+transport altogether (see ``client/_http.py``). What this transport does not speak: HTTP/2 (pass ``http=`` a
+client made with ``http2=True``) and pipelining (never needed: one request per connection at a time).
 
 Errors are ``httpx``'s, as its own transport raises them (``ConnectError``, ``ReadError``, ``RemoteProtocolError``,
 timeouts), so callers handle one family whatever the transport.
@@ -214,37 +214,12 @@ class PooledTransport(httpx.AsyncBaseTransport):
             except TimeoutError as exc:
                 raise httpx.PoolTimeout(f"no connection became free within {limit} open", request=request) from exc
         self._open += 1
-        scheme, host, port = origin
         try:
-            with anyio.fail_after(timeouts.get("connect")):
-                name = host.decode("ascii")
-                stream: anyio.abc.ByteStream
-                if scheme == b"https":
-                    context = _tls_context(self._verify)
-                    stream = await anyio.connect_tcp(name, port, ssl_context=context, tls_standard_compatible=False)
-                else:
-                    stream = await anyio.connect_tcp(name, port)
-        except TimeoutError as exc:
-            self._open -= 1
-            self._wake()
-            raise httpx.ConnectTimeout(f"connecting to {host.decode()}:{port} timed out", request=request) from exc
-        except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
-            self._open -= 1
-            self._wake()
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            return _Connection(await _connect_stream(origin, self._verify, timeouts.get("connect"), request), origin)
         except BaseException:
             self._open -= 1
             self._wake()
             raise
-        if scheme == b"https":
-            chosen = stream.extra(TLSAttribute.alpn_protocol, None)
-            if chosen not in (None, "http/1.1"):  # a context of the caller's that offered h2, say
-                await _close_quietly(stream)
-                self._open -= 1
-                self._wake()
-                message = f"the server chose {chosen!r}, and this transport speaks HTTP/1.1 (pass http= for HTTP/2)"
-                raise httpx.ConnectError(message, request=request)
-        return _Connection(stream, origin)
 
     async def _evict_one_idle(self) -> bool:
         """Close an idle connection to another origin (the oldest of the first one found), to make room."""
@@ -304,9 +279,10 @@ class _Connection:
         self.origin = origin
         self._raw_socket: Any = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
         self.idle_since = 0.0
-        self._reset()
+        self.prepare()
 
-    def _reset(self) -> None:
+    def prepare(self) -> None:
+        """Ready for the next request on this connection: a new parser, nothing read."""
         self._parser = httptools.HttpResponseParser(self)
         self._messages = 0
         self._head_size = 0
@@ -451,10 +427,6 @@ class _Connection:
             return True
         return bool(readable)
 
-    def prepare(self) -> None:
-        """Before the next request on this connection."""
-        self._reset()
-
     async def close(self) -> None:
         await _close_quietly(self.stream)
 
@@ -497,6 +469,35 @@ class _Body(httpx.AsyncByteStream):
                 await self._transport._drop(connection)
 
 
+async def _connect_stream(
+    origin: tuple[bytes, bytes, int],
+    verify: ssl.SSLContext | bool,
+    timeout: float | None,
+    request: httpx.Request | None,
+) -> anyio.abc.ByteStream:
+    """A TCP (and for https, TLS speaking HTTP/1.1) stream to ``origin``, or ``httpx``'s connect errors."""
+    scheme, host, port = origin
+    name = host.decode("ascii")
+    stream: anyio.abc.ByteStream
+    try:
+        with anyio.fail_after(timeout):
+            if scheme == b"https":
+                context = _tls_context(verify)
+                stream = await anyio.connect_tcp(name, port, ssl_context=context, tls_standard_compatible=False)
+            else:
+                stream = await anyio.connect_tcp(name, port)
+    except TimeoutError as exc:
+        raise httpx.ConnectTimeout(f"connecting to {name}:{port} timed out", request=request) from exc
+    except (OSError, ssl.SSLError, anyio.BrokenResourceError) as exc:
+        raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+    chosen = stream.extra(TLSAttribute.alpn_protocol, None) if scheme == b"https" else None
+    if chosen not in (None, "http/1.1"):  # a context of the caller's that offered h2, say
+        await _close_quietly(stream)
+        message = f"the server chose {chosen!r}, and this transport speaks HTTP/1.1 (pass http= for HTTP/2)"
+        raise httpx.ConnectError(message, request=request)
+    return stream
+
+
 async def _close_quietly(stream: anyio.abc.ByteStream) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(OSError, anyio.BrokenResourceError, ssl.SSLError):
         await stream.aclose()
@@ -514,8 +515,7 @@ def _head(request: httpx.Request) -> bytes:
     target = url.raw_path or b"/"
     lines = [request.method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
     for name, value in request.headers.raw:
-        if not name or _BAD_NAME.intersection(name) or _BAD_VALUE.intersection(value):
-            raise httpx.LocalProtocolError(f"header {name[:64]!r} cannot be sent: its name or value is malformed")
+        _check(name, value)
         lines += (name, b": ", value, b"\r\n")
     lines.append(b"\r\n")
     return b"".join(lines)
@@ -608,10 +608,16 @@ class _Headers:
 
 
 def check_header(name: str, value: str) -> tuple[bytes, bytes]:
-    """A header as the lean path sends it; a name or value that would break the request is refused."""
-    if not name or any(c in name for c in " \t\r\n:\0") or any(c in value for c in "\r\n\0"):
-        raise httpx.LocalProtocolError(f"header {name!r} cannot be sent: its name or value is malformed")
+    """A header as the lean path sends it (lowercase name); one that would break the request is refused."""
     try:
-        return name.lower().encode("ascii"), value.encode("latin-1")
+        pair = name.lower().encode("ascii"), value.encode("latin-1")
     except UnicodeEncodeError:
         raise httpx.LocalProtocolError(f"header {name!r} cannot be sent: it is not Latin-1") from None
+    _check(*pair)
+    return pair
+
+
+def _check(name: bytes, value: bytes) -> None:
+    """Refuse a header name that is not a token or a value with a line break or NUL (RFC 9110, 5.1 and 5.5)."""
+    if not name or _BAD_NAME.intersection(name) or _BAD_VALUE.intersection(value):
+        raise httpx.LocalProtocolError(f"header {name[:64]!r} cannot be sent: its name or value is malformed")
