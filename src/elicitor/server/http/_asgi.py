@@ -110,14 +110,13 @@ async def respond_empty(send: Send, status: int) -> None:
 
 
 @asynccontextmanager
-async def until_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]:
+async def until_disconnect(receive: Receive) -> AsyncIterator[None]:
     """Run the body until it ends or the client goes away, whichever comes first (then the body is cancelled).
 
     Knowing that the client left takes awaiting ``receive()`` beside the work, so a second task. On asyncio that is
     a bare asyncio task, cancelled when the body ends: an anyio task group for it cost about 45 µs per request, a
-    tenth of a 2026-07-28 round's server time (``bench/``), and about 3 KiB per open stream. Elsewhere (trio under
-    an ASGI server that runs it) a task group does the same. Yields the scope, for the body to end early with
-    ``scope.cancel()``; ``scope.cancelled_caught`` afterwards tells whether it was cut short.
+    tenth of a 2026-07-28 round's server time (``bench/``), and more memory per open stream. Elsewhere (trio under
+    an ASGI server that runs it) a task group does the same.
     """
     with anyio.CancelScope() as scope:
 
@@ -130,11 +129,11 @@ async def until_disconnect(receive: Receive) -> AsyncIterator[anyio.CancelScope]
         if loop is not None:
             watcher = loop.create_task(watch())
             try:
-                yield scope
+                yield
             finally:
                 watcher.cancel()  # it only ever waits on receive(): it ends at its next step, with nothing to undo
         else:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch)
-                yield scope
+                yield
                 tg.cancel_scope.cancel()
