@@ -450,14 +450,15 @@ class Tmux:
         self("resize-window", "-t", "demo", "-x", "200", "-y", "50")
         time.sleep(0.5)
 
-    def wait_for(self, text: str, timeout: float = 20) -> str:
+    def wait_for(self, *texts: str, timeout: float = 20) -> str:
+        """The screen once every one of ``texts`` is on it at once (a frame may reach tmux in pieces)."""
         deadline = time.monotonic() + timeout
         while True:
             shown = self.screen()
-            if text in shown:
+            if all(text in shown for text in texts):
                 return shown
             if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared; the screen shows:\n{shown}")
+                raise AssertionError(f"{texts!r} never appeared together; the screen shows:\n{shown}")
             time.sleep(0.1)
 
 
@@ -639,10 +640,11 @@ def test_the_tutorials_server_in_a_real_terminal(tmux: Tmux) -> None:
     tmux.keys("Chez Nous", "Tab", "Enter")  # the tool's argument, then Review
     tmux.wait_for("restaurant: Chez Nous")
     tmux.keys("Enter")  # Submit: the tool runs and asks
-    shown = tmux.wait_for("Booking desk 1.0.0 asks")
+    labels = ("Party size *", "seating *", "Where to send the confirmation *", "notes")  # the four, in order
+    shown = tmux.wait_for("Booking desk 1.0.0 asks", *labels, "< Cancel >")  # the whole form, not part of a frame
     assert "Book a table at Chez Nous?" in shown
     rows = [row.strip() for row in shown.splitlines()]
-    for field in ("Party size *", "seating *", "Where to send the confirmation *", "notes"):  # the four, in order
+    for field in labels:
         assert field in rows, field
     fields = [rows.index(field) for field in ("Party size *", "seating *", "Where to send the confirmation *")]
     assert fields == sorted(fields) and rows.index("notes") > fields[-1]
