@@ -389,23 +389,64 @@ async def test_a_state_over_the_limit_is_refused_with_invalid_params_saying_why(
     assert info.value.code == -32602
 
 
+def _plaintext(token: str, key: bytes, binding: bytes) -> bytes:
+    raw = base64.urlsafe_b64decode(token[3:] + "=" * (-len(token[3:]) % 4))
+    return AESGCM(key).decrypt(raw[4:16], raw[16:], binding)
+
+
 def test_only_the_clients_answers_are_compressed() -> None:
     """What else the state holds (ctx.once values, which may be secret) stays plain JSON: compressed next to text
     the client chooses, its length would give it away."""
     key = b"k" * 32
     sealer = StateSealer(keys=[key])
-    token = sealer.seal({"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}, b"bound", compress=("a",))
-    raw = base64.urlsafe_b64decode(token[3:] + "=" * (-len(token[3:]) % 4))
-    body = AESGCM(key).decrypt(raw[4:16], raw[16:], b"bound")
-    plain, separator, packed = body.partition(b"\x00")
-    assert b'"secret":"s3cret"' in plain and b"chosen" not in plain and separator and packed
-    assert sealer.open(token, b"bound") == {"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}
+    chosen = {"v": [f"chosen {i}" for i in range(200)]}  # over COMPRESS_FROM: compressed
+    memo = {"secret": "s3cret" * 200}  # larger still, and never compressed
+    token = sealer.seal({"a": chosen, "m": memo}, b"bound", compress=("a",))
+    plain, separator, packed = _plaintext(token, key, b"bound").partition(b"\x00")
+    assert b'"secret":"s3crets3cret' in plain and b"chosen" not in plain and separator and packed
+    assert zlib.decompress(packed) == b'{"a":{"v":[' + b",".join(b'"chosen %d"' % i for i in range(200)) + b"]}}"
+    assert sealer.open(token, b"bound") == {"a": chosen, "m": memo}
 
 
-@pytest.mark.parametrize("packed", [b"not zlib", zlib.compress(b"[1, 2]"), zlib.compress(b"{")[:-2]])
-def test_a_malformed_compressed_part_is_refused_with_invalid_params(packed: bytes) -> None:
+def test_a_few_answers_are_not_compressed_and_the_token_says_so() -> None:
+    """Under COMPRESS_FROM bytes zlib costs more than it saves: the answers follow as JSON after a 0x01 flag."""
     key = b"k" * 32
-    body = b'{"exp":9999999999,"p":{}}\x00' + packed
+    sealer = StateSealer(keys=[key])
+    token = sealer.seal({"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}, b"bound", compress=("a",))
+    assert _plaintext(token, key, b"bound").endswith(b'}\x01{"a":{"v":["chosen"]}}')
+    assert sealer.open(token, b"bound") == {"a": {"v": ["chosen"]}, "m": {"secret": "s3cret"}}
+    # Nothing to compress: no flag at all.
+    bare = sealer.seal({"m": {}}, b"bound", compress=("a",))
+    assert b"\x00" not in _plaintext(bare, key, b"bound") and b"\x01" not in _plaintext(bare, key, b"bound")
+    assert sealer.open(bare, b"bound") == {"m": {}}
+
+
+def test_two_thousand_distinct_answers_fit_the_default_size() -> None:
+    """The capacity the threshold must keep: 2,000 different answers to 2,000 different questions (keys as
+    ``ctx.elicit`` derives them, answers that compress no better than real ones) in one 64 KiB token."""
+    from elicitor.server._rounds import AnswerBook
+
+    book = AnswerBook()
+    for i in range(2000):
+        digest = hashlib.sha256(f"Name {i}?".encode()).hexdigest()[:16]
+        name = base64.b32encode(f"Name {i}?".encode()).decode()[::-1]  # as distinct_name answers
+        book.add(f"elicit-{digest}", {"action": "accept", "content": {"name": name}})
+    sealer = StateSealer()
+    token = sealer.seal({"a": book.pack(), "m": {}, "r": "0" * 24, "n": 2}, b"bound", compress=("a",))
+    assert len(token) < 64 * 1024
+    assert AnswerBook.unpack(sealer.open(token, b"bound")["a"]).answers == book.answers
+
+
+@pytest.mark.parametrize(
+    "packed",
+    [
+        b"\x00not zlib", b"\x00" + zlib.compress(b"[1, 2]"), b"\x00" + zlib.compress(b"{")[:-2],
+        b"\x01[1, 2]", b"\x01{", b"\x01" + zlib.compress(b"{}"),
+    ],
+)  # fmt: skip
+def test_a_malformed_answers_part_is_refused_with_invalid_params(packed: bytes) -> None:
+    key = b"k" * 32
+    body = b'{"exp":9999999999,"p":{}}' + packed
     nonce = b"n" * 12
     key_id = hashlib.sha256(key).digest()[:4]
     token = "e1." + base64.urlsafe_b64encode(key_id + nonce + AESGCM(key).encrypt(nonce, body, b"b")).decode()

@@ -5,10 +5,14 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mr
 integrity-protect it, and SHOULD bind it to the principal, a short TTL and the request.
 
 Format: ``"e1." + base64url(key_id[4] || nonce[12] || AES-256-GCM(ciphertext || tag))``. The plaintext is JSON with
-an expiry, optionally followed by a NUL and a zlib stream holding the parts of the payload that are the client's own
-answers (a call that gathered hundreds of distinct answers would otherwise outgrow the size limit). Only what the
-client already knows is compressed: compressing a server secret next to text the client chooses would let the
-token's length give the secret away (the CRIME attack), so everything else stays plain JSON. The associated data
+an expiry, optionally followed by the parts of the payload that are the client's own answers, after a flag byte: NUL
+for a zlib stream, 0x01 for JSON as is (neither byte occurs in the JSON before it: msgspec escapes control
+characters in strings). The answers are compressed only when it pays: from ``COMPRESS_FROM`` bytes of JSON up (a
+call that gathered hundreds of distinct answers would otherwise outgrow the size limit; about 2,000 fit the default
+64 KiB), and only if the result is shorter. Below that, zlib's setup per call (about 10 µs) costs more than the
+few bytes it saves, and a few answers are where every round of a typical call stays. Only what the client already
+knows is ever compressed: compressing a server secret next to text the client chooses would let the token's length
+give the secret away (the CRIME attack), so everything else stays plain JSON, whatever its size. The associated data
 binds the token to the method, a digest of the params (without ``inputResponses``, ``requestState`` and ``_meta``)
 and the principal, so a token replayed on another call, tool, argument set or user fails to open. Keys form a ring:
 the first seals, all open — rotate by putting the new key first and keeping the old one until its tokens have
@@ -48,7 +52,10 @@ DEFAULT_MAX_SIZE = 64 * 1024
 
 _encode = msgspec.json.Encoder(order="sorted").encode
 _decode = msgspec.json.Decoder(dict[str, Any]).decode
-_SEPARATOR = b"\x00"  # never inside the JSON part: msgspec escapes control characters in strings
+_DEFLATED = b"\x00"  # the answers follow as a zlib stream (the only form before the threshold existed)
+_AS_IS = b"\x01"  # the answers follow as JSON, uncompressed
+COMPRESS_FROM = 1024
+"""Bytes of the answers' JSON from which they are compressed (when that makes them shorter)."""
 _MAX_INFLATED = 16 * 1024 * 1024
 """Most bytes the compressed part may inflate to (it was sealed by us, so this only bounds a leaked key's misuse)."""
 _NOT_BOUND = ("inputResponses", "requestState", "_meta")
@@ -115,7 +122,7 @@ class StateSealer:
         Args:
             payload: what the next round needs, as JSON.
             binding: what the token is bound to (:func:`request_binding`).
-            compress: keys of ``payload`` whose values are compressed. Only for what the client itself sent or
+            compress: keys of ``payload`` whose values may be compressed. Only for what the client itself sent or
                 already knows (its answers): see the module's note on compression and secrets.
 
         Raises:
@@ -126,7 +133,12 @@ class StateSealer:
         plain = {k: v for k, v in payload.items() if k not in compress} if packed else payload
         body = _encode({"exp": self._clock() + self._ttl, "p": plain})
         if packed:
-            body += _SEPARATOR + zlib.compress(_encode(packed), 6)
+            answers = _encode(packed)
+            deflated = zlib.compress(answers, 6) if len(answers) >= COMPRESS_FROM else None
+            if deflated is not None and len(deflated) < len(answers):
+                body += _DEFLATED + deflated
+            else:
+                body += _AS_IS + answers
         nonce = os.urandom(12)
         sealed = self._ring[self._current].encrypt(nonce, body, binding)
         token = PREFIX + base64.urlsafe_b64encode(self._current + nonce + sealed).decode().rstrip("=")
@@ -163,7 +175,10 @@ class StateSealer:
             body = aead.decrypt(raw[4:16], raw[16:], binding)
         except InvalidTag:
             raise _invalid("requestState failed its integrity check (tampered, or for another request)") from None
-        text, _, packed = body.partition(_SEPARATOR)
+        cut = body.find(_DEFLATED)
+        if cut < 0:
+            cut = body.find(_AS_IS)
+        text = body if cut < 0 else body[:cut]
         try:
             envelope = _decode(text)
         except msgspec.DecodeError:
@@ -174,22 +189,24 @@ class StateSealer:
         payload = envelope.get("p")
         if not isinstance(payload, dict):
             raise _invalid("requestState is malformed")
-        if packed:
-            payload = {**payload, **_inflate(packed)}
+        if cut >= 0:
+            payload = {**payload, **_answers(body[cut : cut + 1], body[cut + 1 :])}
         return payload
 
 
-def _inflate(packed: bytes) -> JSONObject:
-    """The compressed part of a token: a JSON object, at most ``_MAX_INFLATED`` bytes once inflated."""
-    inflater = zlib.decompressobj()
+def _answers(flag: bytes, packed: bytes) -> JSONObject:
+    """The answers' part of a token: a JSON object, compressed or not as ``flag`` says, at most
+    ``_MAX_INFLATED`` bytes once inflated."""
     try:
+        if flag == _AS_IS:
+            return _decode(packed)
+        inflater = zlib.decompressobj()
         raw = inflater.decompress(packed, _MAX_INFLATED)
         if inflater.unconsumed_tail or not inflater.eof:
             raise _invalid("requestState is malformed")
-        value = _decode(raw)
+        return _decode(raw)
     except (zlib.error, msgspec.DecodeError):
         raise _invalid("requestState is malformed") from None
-    return value
 
 
 def _invalid(reason: str) -> JSONRPCError:
