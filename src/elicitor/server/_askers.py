@@ -19,8 +19,26 @@ from ..session import Session
 from ..types import JSONObject, JSONValue, RequestId
 
 
+class OnceJournal(Protocol):
+    """Where ``ctx.once`` records its steps durably, for a call that may be run again elsewhere (a task).
+
+    ``begin`` returns the recorded value of a finished step (``(True, value)``), or marks the step started for this
+    run and returns ``(False, None)``: the step may then run. It raises if the step was started by an earlier run
+    that never recorded its end (its outcome is unknown: it is never run again), and cancels the calling run if a
+    newer run holds the call (fencing). ``commit`` records the step's value, merged by name, never replacing one;
+    ``abandon`` forgets the start of a step that raised (it did not take effect, so a later run may try again).
+    """
+
+    async def begin(self, name: str) -> tuple[bool, JSONValue]: ...
+
+    async def commit(self, name: str, value: JSONValue) -> None: ...
+
+    async def abandon(self, name: str) -> None: ...
+
+
 class Asker(Protocol):
     memo: dict[str, JSONValue] | None
+    journal: OnceJournal | None
 
     def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]: ...
 
@@ -35,6 +53,7 @@ class PushAsker:
 
     __slots__ = ("_related", "_session", "_timeout")
     memo: dict[str, JSONValue] | None = None
+    journal: OnceJournal | None = None
 
     def __init__(self, session: Session, related: RequestId, timeout: float | None = None) -> None:
         self._session = session

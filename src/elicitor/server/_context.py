@@ -299,20 +299,45 @@ class Context:
         the recorded result without calling ``step``. On the other revisions the tool runs once anyway and
         ``step`` is simply called.
 
+        In a task the step is recorded in the shared store before it runs and its result after, fenced by the
+        run's claim on the task: whatever replicas stall, die or restart (as long as the store keeps its data),
+        ``step`` runs at most once per name. A run that a newer run replaced is cancelled here instead of running
+        it; a step that an earlier run started and never finished (its replica stopped in the middle) is not run
+        again: the call fails with an error saying its outcome is unknown. A step that raises is not recorded.
+
         Raises:
             TypeError: the result cannot be serialized to JSON.
+            JSONRPCError: (tasks) an earlier run started this step and its outcome is unknown.
         """
         memo = self._asker.memo
         if memo is not None and name in memo:
             return memo[name]  # type: ignore[return-value]  # what `step` returned on an earlier run
-        value = step()
-        if inspect.isawaitable(value):
-            value = await value
-        if memo is not None:
+        journal = self._asker.journal
+        if journal is not None:
+            known, recorded = await journal.begin(name)
+            if known:
+                if memo is not None:
+                    memo[name] = recorded
+                return recorded  # type: ignore[return-value]  # what `step` returned on an earlier run
+        try:
+            value = step()
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception:
+            if journal is not None:
+                with anyio.CancelScope(shield=True):
+                    await journal.abandon(name)
+            raise
+        if memo is not None or journal is not None:
             try:
-                memo[name] = msgspec.to_builtins(value)
-            except TypeError as exc:
+                plain = msgspec.to_builtins(value)
+            except TypeError as exc:  # the step ran: in a task its start stays recorded, its outcome unknown
                 raise TypeError(f"ctx.once({name!r}): the result must be JSON-serializable: {exc}") from None
+            if journal is not None:
+                with anyio.CancelScope(shield=True):  # the step ran: its value is recorded even if we are cancelled
+                    await journal.commit(name, plain)
+            if memo is not None:
+                memo[name] = plain
         return value
 
     # ---- notifications ---------------------------------------------------------------------------------------

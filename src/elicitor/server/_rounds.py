@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -34,6 +34,9 @@ import msgspec
 from .._loop import running_asyncio_loop
 from ..session import Waiter
 from ..types import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    from ._askers import OnceJournal
 
 _ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
@@ -91,6 +94,8 @@ class RoundAsker:
     def __init__(self, answers: AnswerBook, fresh: Mapping[str, Any], memo: dict[str, JSONValue]) -> None:
         self.answers = answers
         self.memo: dict[str, JSONValue] | None = memo
+        self.journal: OnceJournal | None = None
+        """Where ``ctx.once`` records its steps in the shared state (a task's run), besides ``memo``."""
         self.asks: dict[str, JSONObject] = {}
         self._loop = running_asyncio_loop()
         self.activity = Waiter(self._loop)

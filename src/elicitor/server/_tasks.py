@@ -84,15 +84,116 @@ def missing_tasks_extension(what: str) -> JSONRPCError:
 
 
 class _Parked:
-    """A run of a task kept in this replica: ``wake`` is set when answers (or a cancel) may be waiting."""
+    """A run of a task in this replica, holding the task's claim as of ``epoch`` (its fencing token).
 
-    __slots__ = ("run", "scope", "since", "wake")
+    ``wake`` is set when answers (or a cancel) may be waiting; ``lost`` once a newer run holds the task (the run
+    was then cancelled, and writes nothing more); ``ended`` once it wrote the task's end."""
 
-    def __init__(self, run: Run) -> None:
-        self.run = run
+    __slots__ = ("ended", "epoch", "lost", "run", "scope", "since", "task_id", "wake")
+
+    def __init__(self, task_id: str, epoch: int) -> None:
+        self.task_id = task_id
+        self.epoch = epoch
+        self.run: Run | None = None
         self.wake = anyio.Event()
         self.since = time.monotonic()
         self.scope = anyio.CancelScope()
+        self.lost = False
+        self.ended = False
+
+    def lose(self) -> None:
+        """A newer run holds the task, or it ended elsewhere: this run stops here and writes nothing more."""
+        if not self.lost:
+            self.lost = True
+            logger.info(
+                "task %s: ended, expired or claimed by a newer run (epoch > %d): this run stops",
+                self.task_id,
+                self.epoch,
+            )
+        self.scope.cancel()
+
+
+class _Fenced(Exception):
+    """Raised inside a compare-and-swap: the run's claim is no longer the task's (see :meth:`_Parked.lose`)."""
+
+
+class _Journal:
+    """The ``ctx.once`` steps of one run of a task, kept in its record (``m``: values, ``p``: started steps and
+    the epoch of the run that started each). See :class:`~._askers.OnceJournal` for the promise."""
+
+    __slots__ = ("_engine", "_parked")
+
+    def __init__(self, engine: TaskEngine, parked: _Parked) -> None:
+        self._engine = engine
+        self._parked = parked
+
+    async def begin(self, name: str) -> tuple[bool, JSONValue]:
+        parked, found = self._parked, []
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.epoch != parked.epoch or current.terminal:
+                raise _Fenced
+            memo = _table(current.answers.get("m"))
+            if name in memo:
+                found.append(memo[name])
+                return None
+            started = _table(current.answers.get("p"))
+            if name in started:
+                raise JSONRPCError(
+                    INTERNAL_ERROR,
+                    f"Internal error: the outcome of step {name!r} is unknown: an earlier run of this task started "
+                    "it and stopped before recording its end, so it is not run again",
+                )
+            return dataclasses.replace(current, answers={**current.answers, "p": {**started, name: parked.epoch}})
+
+        try:
+            written = await self._engine._change(parked.task_id, apply)
+        except _Fenced:
+            written = None
+        if found:
+            return True, found[0]
+        if written is None:  # fenced, ended or expired: this run goes no further
+            parked.lose()
+            await anyio.sleep_forever()
+        return False, None
+
+    async def commit(self, name: str, value: JSONValue) -> None:
+        """Record the value of a step that ran, whatever run holds the task now (merged by name)."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            memo = _table(current.answers.get("m"))
+            if name in memo:
+                return None
+            started = {key: epoch for key, epoch in _table(current.answers.get("p")).items() if key != name}
+            return dataclasses.replace(current, answers={**current.answers, "m": {**memo, name: value}, "p": started})
+
+        delay = 0.1
+        for _ in range(12):  # a store away for up to ~a minute (a restart, a failover) still gets the value
+            try:
+                await self._engine._change(self._parked.task_id, apply)
+                return
+            except StoreUnavailable:
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+        logger.error(
+            "task %s: could not record the end of step %r: its outcome reads as unknown", self._parked.task_id, name
+        )
+
+    async def abandon(self, name: str) -> None:
+        """The step raised: forget that it started (it may be tried again by a later run)."""
+        epoch = self._parked.epoch
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            started = _table(current.answers.get("p"))
+            if started.get(name) != epoch:
+                return None
+            kept = {key: value for key, value in started.items() if key != name}
+            return dataclasses.replace(current, answers={**current.answers, "p": kept})
+
+        try:
+            await self._engine._change(self._parked.task_id, apply)
+        except StoreUnavailable:
+            logger.warning("task %s: step %r failed and its start stays recorded", self._parked.task_id, name)
 
 
 class TaskEngine:
@@ -119,6 +220,8 @@ class TaskEngine:
         """2025-11-25 tasks: where their progress goes (the requestor's session), while it lasts."""
         self._changes: dict[str, anyio.Event] = {}
         """Set when a task's record changes in this replica (``tasks/result`` waits on it, polling besides)."""
+        self._watch_every = 1.0
+        """Seconds between a run's own reads of its record, with replicas (see :meth:`_watch`)."""
 
     @property
     def _registry(self) -> TaskRegistry:
@@ -371,7 +474,11 @@ class TaskEngine:
         return record.id in self._runs or (record.runner not in (None, self.replica) and record.runner_alive)
 
     async def _resume(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
-        """Answers are in: wake the run, here or on its replica, or replay the task here."""
+        """Answers are in: wake the run, here or on its replica, or replay the task here.
+
+        A runner whose lease is current keeps the task even if it did not hear the message (the bus may lose one):
+        its run re-reads the record on its own (:meth:`_watch`). Only a lapsed lease, or a runner that let the
+        task go, lets another replica take it over."""
         parked = self._runs.get(record.id)
         if parked is not None:
             parked.wake.set()
@@ -380,24 +487,23 @@ class TaskEngine:
         if current is None or current.status != "working":
             return
         runner = current.runner
-        if runner not in (None, self.replica) and current.runner_alive and runner is not None:
-            if await self._tell(runner, record.id):
-                return
-            logger.warning("task %s: its replica %s did not hear the answers; running it here", record.id, runner)
-        await self._take_over(session, current, tg, steal=True)
+        if runner is not None and runner != self.replica and current.runner_alive:
+            if not await self._tell(runner, record.id):
+                logger.info("task %s: its replica %s did not hear the answers; it reads them itself", record.id, runner)
+            return
+        await self._take_over(session, current, tg)
 
-    async def _take_over(
-        self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup, *, steal: bool = False
-    ) -> TaskRecord:
-        """Run the task here from its record: its runner died, dropped it, or never had it (``steal``: its runner
-        is alive but did not hear about the answers)."""
+    async def _take_over(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> TaskRecord:
+        """Run the task here from its record: its runner died (its lease lapsed), let it go, or never had it.
+
+        The claim raises the task's epoch: every write of an older run is refused from then on."""
 
         def apply(current: TaskRecord) -> TaskRecord | None:
             if current.terminal or current.status != "working" or current.id in self._runs:
                 return None
-            if current.runner not in (None, self.replica) and current.runner_alive and not steal:
+            if current.runner not in (None, self.replica) and current.runner_alive:
                 return None  # someone else runs it
-            return dataclasses.replace(current, runner=self.replica)
+            return dataclasses.replace(current, runner=self.replica, epoch=current.epoch + 1)
 
         claimed = await self._change(record.id, apply)
         if claimed is None:
@@ -433,7 +539,8 @@ class TaskEngine:
     # ---- running ----------------------------------------------------------------------------------------------
 
     def _start(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
-        """Start the task's run here: a replay from the record (on creation, nothing to replay yet)."""
+        """Start the task's run here, holding the claim ``record`` carries: a replay from the record (on
+        creation, nothing to replay yet)."""
         call = record.call
         tool = self._server._tools.get(str(call.get("name")))
         meta = RequestMeta(
@@ -443,65 +550,91 @@ class TaskEngine:
             log_level=call.get("log"),
             principal=record.principal,
         )
+        parked = self._runs[record.id] = _Parked(record.id, record.epoch)
         book = AnswerBook.unpack(record.answers.get("a"))
-        memo = record.answers.get("m")
-        asker = RoundAsker(book, {}, dict(memo) if isinstance(memo, dict) else {})
+        asker = RoundAsker(book, {}, dict(_table(record.answers.get("m"))))
         asker.task_mode = True
-        notify = functools.partial(self._notified, record.id)
+        asker.journal = _Journal(self, parked)
+        notify = functools.partial(self._notified, parked)
         token = call.get("progress")
         ctx = session._context_for_task(record.id, meta, notify, asker, token if token is not None else record.id)
         invoke = session._task_invoker(tool, call.get("arguments"), ctx)
-        run = Run(invoke, asker, ctx)
-        parked = self._runs[record.id] = _Parked(run)
-        tg.start_soon(self._drive, record.id, parked)
+        parked.run = Run(invoke, asker, ctx)
+        tg.start_soon(self._drive, parked)
 
-    async def _drive(self, task_id: str, parked: _Parked) -> None:
+    async def _drive(self, parked: _Parked) -> None:
         """Run the task to its end: write its questions, wait for answers, write its result.
 
         Nothing escapes: this runs in the application's (or connection's) task group, which a task's failure must
-        never end. A failure of the shared state leaves the record as it is (another replica, or a later request,
-        takes the task over once this run is gone)."""
+        never end. A run that stops without writing the task's end (dropped to make room, or the shared state
+        failed) lets the task go, so the next replica that sees it answered or polled takes it over."""
+        task_id = parked.task_id
         try:
-            await self._drive_run(task_id, parked)
+            await self._drive_run(parked)
         except Exception:
             logger.exception("task %s: its run stopped", task_id)
         finally:
+            assert parked.run is not None
             parked.run.cancel()
             if self._runs.get(task_id) is parked:
                 del self._runs[task_id]
             if self._waiting.get(task_id) is parked:
                 del self._waiting[task_id]
-            self._forward.pop(task_id, None)
+            if not parked.ended and not parked.lost:
+                with anyio.CancelScope(shield=True):
+                    await self._let_go(parked)
+            if task_id not in self._runs:
+                self._forward.pop(task_id, None)
 
-    async def _drive_run(self, task_id: str, parked: _Parked) -> None:
-        """The run itself, within the task's TTL and its cancel scope (``tasks/cancel``, or dropped)."""
-        run = parked.run
+    async def _drive_run(self, parked: _Parked) -> None:
+        """The run itself, within the task's TTL and its cancel scope (``tasks/cancel``, dropped, or lost)."""
+        run, task_id = parked.run, parked.task_id
+        assert run is not None
         record = await self._registry.get(task_id)
         remaining = record.created + record.ttl - time.time() if record is not None and record.ttl else None
         with parked.scope, anyio.move_on_after(remaining):
             async with anyio.create_task_group() as inner:
                 inner.start_soon(run.main)
+                if self._server.store.shared:
+                    inner.start_soon(self._watch, parked)
                 while True:
                     try:
                         outcome = await run.next()
                     except JSONRPCError as exc:
-                        await self._finish(task_id, "failed", error=_error(exc.code, exc.message, exc.data))
+                        await self._finish(parked, "failed", error=_error(exc.code, exc.message, exc.data))
                         break
                     except Exception as exc:
                         logger.exception("task %s failed", task_id)
-                        await self._finish(task_id, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}"))
+                        await self._finish(parked, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}"))
                         break
                     if isinstance(outcome, Finished):
-                        await self._finish(task_id, "completed", result=outcome.value)
+                        await self._finish(parked, "completed", result=outcome.value)
                         break
-                    if isinstance(outcome, NeedsInput) and not await self._wait_for_answers(task_id, parked, outcome):
+                    if isinstance(outcome, NeedsInput) and not await self._wait_for_answers(parked, outcome):
                         break
                 inner.cancel_scope.cancel()
 
-    async def _wait_for_answers(self, task_id: str, parked: _Parked, outcome: NeedsInput) -> bool:
+    async def _watch(self, parked: _Parked) -> None:
+        """With replicas: read the record now and then, so a run notices on its own that it lost the task (a
+        stall outlived its lease and another replica took over: the run stops), that the task ended elsewhere, or
+        that its questions were answered though the message saying so was lost."""
+        while True:
+            await anyio.sleep(self._watch_every)
+            try:
+                current = await self._registry.get(parked.task_id)
+            except StoreUnavailable:
+                continue
+            if current is None or current.terminal or current.epoch != parked.epoch:
+                parked.lose()
+                return
+            if current.status == "working" and parked.task_id in self._waiting:
+                parked.wake.set()
+
+    async def _wait_for_answers(self, parked: _Parked, outcome: NeedsInput) -> bool:
         """Write the open questions; wait until they are answered. False: the run ends here (cancelled, expired,
         or dropped from this replica to make room — then a later answer replays it)."""
-        run = parked.run
+        run, task_id = parked.run, parked.task_id
+        assert run is not None
         asks = outcome.input_requests
         answers = run.asker.answers.pack()
         memo = run.asker.memo or {}
@@ -511,15 +644,16 @@ class TaskEngine:
                 return None
             book = AnswerBook.unpack(current.answers.get("a"))
             still = {key: value for key, value in asks.items() if book.get(key) is None}
+            kept = _table(current.answers.get("m"))
             return dataclasses.replace(
                 current, status="input_required" if still else "working", asks=still,
-                answers={"a": _merge(answers, book), "m": memo}, updated=time.time(),
+                answers={**current.answers, "a": _merge(answers, book), "m": {**memo, **kept}}, updated=time.time(),
             )  # fmt: skip
 
         while True:
-            written = await self._change(task_id, ask)
+            written = await self._act(parked, ask)
             if written is None:
-                return False  # terminal (cancelled) or gone (expired)
+                return False  # terminal (cancelled), gone (expired), or no longer this run's
             if written.status == "input_required":
                 self._park(task_id, parked)
                 try:
@@ -528,7 +662,7 @@ class TaskEngine:
                     self._waiting.pop(task_id, None)
                 parked.wake = anyio.Event()
                 current = await self._registry.get(task_id)
-                if current is None or current.terminal:
+                if current is None or current.terminal or current.epoch != parked.epoch:
                     return False
                 written = current
                 if written.status == "input_required":
@@ -547,8 +681,24 @@ class TaskEngine:
                 del self._runs[dropped_id]
             dropped.scope.cancel()
 
+    async def _let_go(self, parked: _Parked) -> None:
+        """The run stopped without ending the task: clear its claim (if still its own), so that whichever replica
+        next sees the task answered or polled runs it. Best effort: a runner whose lease lapses lets go too."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal or current.epoch != parked.epoch or current.runner != self.replica:
+                return None
+            return dataclasses.replace(current, runner=None)
+
+        try:
+            await self._change(parked.task_id, apply)
+        except (StoreUnavailable, JSONRPCError):
+            logger.info(
+                "task %s: could not let it go; it is taken over once this replica's lease lapses", parked.task_id
+            )
+
     async def _finish(
-        self, task_id: str, status: str, *, result: JSONObject | None = None, error: JSONObject | None = None
+        self, parked: _Parked, status: str, *, result: JSONObject | None = None, error: JSONObject | None = None
     ) -> None:
         def apply(current: TaskRecord) -> TaskRecord | None:
             if current.terminal:
@@ -559,12 +709,13 @@ class TaskEngine:
                 message=str(message) if message is not None else None,
             )  # fmt: skip
 
-        await self._change(task_id, apply)
+        if await self._act(parked, apply) is not None:
+            parked.ended = True
 
-    async def _notified(self, task_id: str, method: str, params: JSONObject) -> None:
+    async def _notified(self, parked: _Parked, method: str, params: JSONObject) -> None:
         """What the tool sends while it runs as a task: progress messages become the ``statusMessage`` (ext-tasks:
         progress and log notifications are not carried for tasks)."""
-        forward = self._forward.get(task_id)
+        forward = self._forward.get(parked.task_id)
         if forward is not None:
             with suppress(Exception):  # the requestor's session may be gone: the task goes on
                 await forward(method, params)
@@ -578,9 +729,24 @@ class TaskEngine:
             return dataclasses.replace(current, message=message, updated=time.time())
 
         try:
-            await self._change(task_id, apply)
+            await self._act(parked, apply)
         except StoreUnavailable:
-            logger.warning("task %s: could not record its progress message", task_id)
+            logger.warning("task %s: could not record its progress message", parked.task_id)
+
+    async def _act(self, parked: _Parked, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
+        """:meth:`_change` for a run, fenced: it applies only while the record's epoch is the run's own, checked
+        in the same compare-and-swap; a run that finds a newer epoch is cancelled (it lost the task)."""
+
+        def fenced(current: TaskRecord) -> TaskRecord | None:
+            if current.epoch != parked.epoch:
+                raise _Fenced
+            return apply(current)
+
+        try:
+            return await self._change(parked.task_id, fenced)
+        except _Fenced:
+            parked.lose()
+            return None
 
     async def _change(self, task_id: str, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
         """Compare-and-swap ``apply`` onto the record until it sticks; None if it declined or the task is gone."""
@@ -648,6 +814,11 @@ def _merge(packed: JSONObject, book: AnswerBook) -> JSONObject:
     for key, answer in book.answers.items():
         merged.add(key, answer)
     return merged.pack()
+
+
+def _table(raw: object) -> dict[str, JSONValue]:
+    """A mapping kept in a record (``ctx.once`` values, started steps), or empty."""
+    return dict(raw) if isinstance(raw, dict) else {}
 
 
 def _implementation(raw: object) -> Implementation | None:

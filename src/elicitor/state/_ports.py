@@ -172,6 +172,10 @@ class TaskRecord:
     """The replica running the task now, if any."""
     runner_alive: bool = False
     """Whether that replica's lease is current (filled in by :meth:`TaskRegistry.get`)."""
+    epoch: int = 0
+    """The fencing token of the one run allowed to act for the task: raised by every claim (a takeover, a replay),
+    checked by every write of a run in the same compare-and-swap, so a run that stalled past its claim cannot write
+    (Kleppmann, "How to do distributed locking")."""
     version: int = 0
 
     @property
