@@ -129,7 +129,7 @@ class Running:
         self.setup = setup
         self.deployed = deployed
         self.url = deployed.nginx.url
-        master = int((deployed.nginx.folder / "nginx.pid").read_text())
+        master = int((deployed.nginx.folder / "logs" / "nginx.pid").read_text())
         self.nginx = [master, *children(master)]
         self.redis_pid: int | None = None
         self._redis: Redis | None = None

@@ -1,8 +1,8 @@
 """Real components for the replica tests: redis-server, uvicorn replicas as separate processes, nginx in front.
 
 Each helper starts one real process on a free loopback port, waits until it serves, and stops it (the whole
-process group) on exit. The nginx configuration is ``deploy/nginx.conf`` itself, with the upstream ports, the
-listen port and the paths of a test's temporary folder put in, so the tests run what users deploy.
+process group) on exit. The nginx configuration is ``deploy/nginx.conf`` itself with the upstream ports and the
+listen port put in, run from a test's temporary folder as its header says, so the tests run what users deploy.
 """
 
 from __future__ import annotations
@@ -138,7 +138,11 @@ class Replicas:
 
 
 class Nginx:
-    """nginx running ``deploy/nginx.conf`` in front of ``upstreams``, from a test's temporary folder."""
+    """nginx running ``deploy/nginx.conf`` in front of ``upstreams``, from a test's temporary folder.
+
+    The file is the shipped one with only its addresses changed (the upstream servers, the listen port: what every
+    deployment edits), run as its header says: ``nginx -p FOLDER -c FILE``, everything it writes under FOLDER.
+    """
 
     def __init__(self, upstreams: Sequence[int], folder: Path) -> None:
         self.port = free_port()
@@ -146,24 +150,13 @@ class Nginx:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.base = f"http://127.0.0.1:{self.port}"
         (folder / "logs").mkdir(parents=True, exist_ok=True)
-        config = (ROOT / "deploy" / "nginx.conf").read_text()
-        servers = "".join(f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;\n" for port in upstreams)
-        config, found = re.subn(r"(?m)^        server 127\.0\.0\.1:800\d[^\n]*\n", "", config)
-        assert found, "deploy/nginx.conf has no upstream server lines to replace"
-        config = config.replace("    upstream elicitor {\n", "    upstream elicitor {\n" + servers, 1)
-        config = config.replace("listen 8000;", f"listen 127.0.0.1:{self.port};")
-        temp = "".join(
-            f"    {kind}_temp_path {folder / kind};\n" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-        )
-        config = config.replace("http {\n", "http {\n" + temp, 1)
-        (folder / "nginx.conf").write_text(config)
+        (folder / "nginx.conf").write_text(with_addresses(SHIPPED_NGINX.read_text(), upstreams, self.port))
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         assert NGINX is not None
-        directives = f"daemon off; pid {self.folder / 'nginx.pid'};" + (" user root;" if os.geteuid() == 0 else "")
-        command = [NGINX, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf"), "-e", "logs/error.log",
-                   "-g", directives]  # fmt: skip
+        # daemon off: this test's child, stopped with its process group (the file itself is left as shipped)
+        command = [NGINX, "-p", str(self.folder), "-c", str(self.folder / "nginx.conf"), "-g", "daemon off;"]
         with (self.folder / "nginx.out").open("ab") as log:
             self._process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
         wait_for_port(self.port, self._process)
@@ -175,6 +168,19 @@ class Nginx:
         """``(request, upstream address)`` for every request logged so far, in order."""
         log = (self.folder / "logs" / "access.log").read_text()
         return re.findall(r'"(\w+ \S+)" \d+ upstream=(\S+)', log)
+
+
+SHIPPED_NGINX = ROOT / "deploy" / "nginx.conf"
+
+
+def with_addresses(config: str, upstreams: Sequence[int], port: int) -> str:
+    """``config`` (deploy/nginx.conf) with its upstream servers and listen port replaced, and nothing else."""
+    servers = "".join(f"        server 127.0.0.1:{upstream} max_fails=1 fail_timeout=5s;\n" for upstream in upstreams)
+    config, found = re.subn(r"(?m)^        server 127\.0\.0\.1:800\d[^\n]*\n", "", config)
+    assert found, "deploy/nginx.conf has no upstream server lines to replace"
+    config = config.replace("    upstream elicitor {\n", "    upstream elicitor {\n" + servers, 1)
+    assert "listen 8000;" in config, "deploy/nginx.conf no longer listens on 8000"
+    return config.replace("listen 8000;", f"listen 127.0.0.1:{port};")
 
 
 @contextlib.contextmanager

@@ -126,6 +126,7 @@ async def test_without_a_token_the_server_challenges_and_publishes_its_metadata(
         assert refused.status_code == 401
         metadata_url = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
         assert refused.headers["www-authenticate"] == f'Bearer scope="mcp", resource_metadata="{metadata_url}"'
+        assert "error" not in refused.json()  # RFC 6750 §3.1: no credentials, no error code (header or body)
         document = (await http.get(metadata_url)).json()
         assert document["resource"] == url and document["authorization_servers"] == [ISSUER]
         assert document["scopes_supported"] == ["mcp", "mcp:admin"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import anyio
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve",
         help="serve a Server object: elicitor serve package.module:server",
         description="Serve an elicitor Server over Streamable HTTP (loopback by default) or stdio. "
-        "Exit 2 when the target cannot be loaded.",
+        "Exit 2 when the target cannot be loaded or its configuration cannot work (say, --redis without "
+        "ELICITOR_STATE_KEYS).",
     )
     serve.add_argument("target", help="module:attribute naming an elicitor Server (or a function returning one)")
     serve.add_argument("--transport", choices=["http", "stdio"], default="http")
@@ -202,6 +204,7 @@ def _serve(args: argparse.Namespace) -> int:
     from .server import Server
     from .server._server import http_stack
     from .server.http import LOCAL_HOSTS
+    from .state._config import REDIS_URL_ENV
 
     module_name, _, attribute = args.target.partition(":")
     sys.path.insert(0, ".")
@@ -233,11 +236,18 @@ def _serve(args: argparse.Namespace) -> int:
         hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
         try:
             http_stack(args.loop, args.http)  # a named one that is not installed: say so before anything starts
+            redis = args.redis or os.environ.get(REDIS_URL_ENV, "").strip()
+            if redis:
+                server.share(redis)
         except ValueError as exc:
             print(f"elicitor serve: {exc}", file=sys.stderr)
             return 2
+        problem = server.misconfiguration()
+        if problem is not None:
+            print(f"elicitor serve: not starting: {problem}", file=sys.stderr)
+            return 2
         server.run(
-            "http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts, redis=args.redis,
+            "http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts,
             loop=args.loop, http=args.http,
         )  # fmt: skip
     return 0

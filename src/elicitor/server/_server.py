@@ -151,6 +151,17 @@ class Server:
         """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
         self._changes = ChangeBus(self.store)
 
+    def misconfiguration(self) -> str | None:
+        """What in this server's configuration would make it fail once serving, said before it starts; ``None``
+        when nothing does. Today: state shared in Redis with ``requestState`` sealed by this process's own random
+        key (another replica could not open it, so every 2026-07-28 retry that lands elsewhere would fail)."""
+        if self.store.shared and self.sealer.ephemeral:
+            return (
+                "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
+                "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
+            )
+        return None
+
     # ---- registration ----------------------------------------------------------------------------------------
 
     @overload
@@ -444,9 +455,11 @@ class Server:
         HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
         (DNS-rebinding protection rejects requests addressed to any other host). ``redis`` (default:
         ``ELICITOR_REDIS_URL``) shares the state with every replica using the same Redis; they must also share
-        ``ELICITOR_STATE_KEYS``. On SIGTERM, requests in flight get ``shutdown_grace`` seconds to finish; then the
-        calls still waiting on a person are cancelled (their clients resume elsewhere or start again), and the
-        replica gives up its sessions at once. ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
+        ``ELICITOR_STATE_KEYS``: without them it raises ``RuntimeError`` saying so before listening (see
+        :meth:`misconfiguration`), and a lifespan that fails stops the server with its reason. On SIGTERM,
+        requests in flight get ``shutdown_grace`` seconds to finish; then the calls still waiting on a person are
+        cancelled (their clients resume elsewhere or start again), and the replica gives up its sessions at once.
+        ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
 
         On stdio, stdout is the protocol channel: ``print()`` output goes to stderr while serving (see
         :meth:`serve_stdio`), and if the application has not configured logging, Python logging is set up to write
@@ -458,9 +471,13 @@ class Server:
         elif transport == "http":
             import uvicorn
 
-            redis = redis or os.environ.get(REDIS_URL_ENV, "").strip() or None
+            if redis is None and not self.store.shared:  # a store given to share() before run() stands
+                redis = os.environ.get(REDIS_URL_ENV, "").strip() or None
             if redis is not None:
                 self.share(redis)
+            problem = self.misconfiguration()
+            if problem is not None:
+                raise RuntimeError(problem)  # before anything listens: a replica that cannot work never starts
             event_loop, parser = http_stack(loop, http)
             shown = f"[{host}]" if ":" in host else host
             shared = ", state shared in Redis" if self.store.shared else ""
@@ -476,6 +493,7 @@ class Server:
                 loop=event_loop,
                 http=parser,
                 log_level="warning",
+                lifespan="on",  # a lifespan that fails stops the server with its reason ("auto" would serve on)
                 timeout_graceful_shutdown=shutdown_grace,
             )
         else:

@@ -152,11 +152,9 @@ class HttpApp:
             RuntimeError: the state is shared (Redis) but ``requestState`` keys are this process's own random
                 key: another replica could not open them, so every retry that lands elsewhere would fail.
         """
-        if self._store.shared and self.server.sealer.ephemeral:
-            raise RuntimeError(
-                "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
-                "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
-            )
+        problem = self.server.misconfiguration()
+        if problem is not None:
+            raise RuntimeError(problem)
         async with self._store.running(), anyio.create_task_group() as tg:
             self._tg = tg
             self._stateless.parked = ParkedRuns(tg, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
@@ -176,10 +174,20 @@ class HttpApp:
         message = await receive()
         if message["type"] != "lifespan.startup":
             return
-        async with self.lifespan():
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
+        started = False
+        try:
+            async with self.lifespan():
+                started = True
+                await send({"type": "lifespan.startup.complete"})
+                while (await receive())["type"] != "lifespan.shutdown":
+                    pass
+        except Exception as exc:
+            # Said, never swallowed: an ASGI server in lifespan="auto" mode takes a raised exception for "this app
+            # has no lifespan" and serves on without one (every request then fails). startup.failed stops it.
+            logger.error("the HTTP app's lifespan failed: %s", exc, exc_info=not isinstance(exc, RuntimeError))
+            phase = "shutdown" if started else "startup"
+            await send({"type": f"lifespan.{phase}.failed", "message": f"{type(exc).__name__}: {exc}"})
+            return
         await send({"type": "lifespan.shutdown.complete"})
 
     # ---- ASGI ------------------------------------------------------------------------------------------------
@@ -246,12 +254,14 @@ class HttpApp:
         assert self._auth is not None
         status = 403 if error == "insufficient_scope" else 401
         challenge = self._auth.challenge(self._metadata_url, error=error or None, scopes=scopes)
-        described = {
-            "": "this server needs an access token",
-            "invalid_token": "the access token is not valid here (expired, revoked, or issued for another resource)",
-            "insufficient_scope": "the access token lacks a scope this request needs",
-        }
-        body = encode_json({"error": error or "invalid_token", "error_description": described.get(error, error)})
+        if not error:  # RFC 6750 §3.1: a request without credentials gets no error code, only the challenge
+            body = encode_json({"message": "this server needs an access token: sign in as WWW-Authenticate says"})
+        else:
+            described = {
+                "invalid_token": "the access token is not valid here (expired, revoked, or issued elsewhere)",
+                "insufficient_scope": "the access token lacks a scope this request needs",
+            }
+            body = encode_json({"error": error, "error_description": described.get(error, error)})
         await respond_json(send, status, body, extra=[(b"www-authenticate", challenge.encode())])
 
     async def _report_health(self, send: Send) -> None:

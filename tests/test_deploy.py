@@ -1,0 +1,97 @@
+"""A first deployment says what is wrong: the shipped nginx file runs as it is, and a replica that cannot work
+(state shared in Redis without ``ELICITOR_STATE_KEYS``) or whose lifespan fails exits non-zero with the reason.
+
+The replica tests (tests/test_replicas.py) run ``deploy/nginx.conf`` itself in front of real replicas, with only
+its addresses changed; here the file is checked exactly as shipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+import uvicorn
+
+from elicitor import Server
+from tests.replicas import NGINX, ROOT, SHIPPED_NGINX, free_port, with_addresses
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn runs on asyncio
+
+
+@pytest.mark.skipif(NGINX is None, reason="nginx is not installed (make test installs it)")
+def test_the_shipped_nginx_conf_runs_as_is_under_its_own_prefix(tmp_path: Path) -> None:
+    """``nginx -p DIR -c deploy/nginx.conf``, the file untouched: it loads, and what it writes (pid, logs,
+    temporary files) is under DIR, so it runs beside the system's nginx."""
+    (tmp_path / "logs").mkdir()
+    assert NGINX is not None
+    checked = subprocess.run(
+        [NGINX, "-t", "-p", str(tmp_path), "-c", str(SHIPPED_NGINX), "-e", "logs/error.log"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert {"client_body_temp", "proxy_temp"} <= {p.name for p in tmp_path.iterdir()}
+    directives = [line.split("#", 1)[0].strip() for line in SHIPPED_NGINX.read_text().splitlines()]
+    assert "pid logs/nginx.pid;" in directives
+    assert all(not d.split()[1].startswith("/") for d in directives if "_temp_path " in d)
+
+
+def test_the_tests_run_the_shipped_file_with_only_its_addresses_changed() -> None:
+    shipped = SHIPPED_NGINX.read_text()
+    rendered = with_addresses(shipped, [9101, 9102], 9100)
+    changed = set(rendered.splitlines()) ^ set(shipped.splitlines())
+    assert changed and all(("server 127.0.0.1:" in line or "listen " in line) for line in changed), changed
+
+
+def _env_without_keys() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "ELICITOR_STATE_KEYS"}
+    # Nothing listens there: the replica must refuse before it ever reaches Redis.
+    return {**env, "ELICITOR_REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.parametrize("how", ["elicitor serve", "server.run"])
+def test_a_replica_sharing_state_without_keys_exits_non_zero_saying_why(how: str) -> None:
+    command = {
+        "elicitor serve": [sys.executable, "-m", "elicitor", "serve", "tests.peers.replica_server:server"],
+        "server.run": [sys.executable, "-m", "tests.peers.replica_server"],
+    }[how]
+    done = subprocess.run(
+        [*command, "--port", str(free_port())],
+        cwd=ROOT,
+        env=_env_without_keys(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "ELICITOR_STATE_KEYS" in done.stderr, done.stderr
+    assert "elicitor: replicas at" not in done.stderr  # no start line for a replica that does not start
+
+
+async def test_a_failing_lifespan_stops_uvicorn_with_its_reason(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn's default lifespan="auto" takes an exception for "no lifespan here" and serves on (every request
+    then fails with 500); the app says startup failed instead, so uvicorn exits non-zero and the reason is logged."""
+    monkeypatch.delenv("ELICITOR_STATE_KEYS", raising=False)
+    server = Server("misconfigured")
+    server.share(f"redis://127.0.0.1:{free_port()}/0")
+    assert server.misconfiguration() is not None
+    config = uvicorn.Config(server.http_app(), host="127.0.0.1", port=free_port(), log_level="warning")
+    uv = uvicorn.Server(config)
+    caplog.set_level(logging.ERROR)
+    with anyio.fail_after(30), pytest.raises(SystemExit) as exited:
+        await uv.serve()
+    assert exited.value.code != 0 and not uv.started
+    assert "ELICITOR_STATE_KEYS" in caplog.text
