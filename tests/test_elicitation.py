@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -153,17 +154,25 @@ async def test_concurrent_asks_are_one_round_on_2026(anyio_backend: str, tool: s
     server_end, client_end = memory_pair()
     rounds: list[dict[str, Any]] = []
     handler = ScriptedHandler([{"value": True}, {"value": "y"}])
+
+    class Watched:  # what the server answers tools/call, read off the wire
+        async def receive(self) -> Any:
+            message = await client_end.receive()
+            if isinstance(message, bytes):
+                result = json.loads(message).get("result")
+                if isinstance(result, dict) and ("content" in result or "inputRequests" in result):
+                    rounds.append(result)
+            return message
+
+        async def send(self, message: bytes, related: Any = None, *, final: bool = False) -> None:
+            await client_end.send(message, related, final=final)
+
+        async def aclose(self) -> None:
+            await client_end.aclose()
+
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.serve, server_end)
-        async with Client(client_end, elicitation=handler, protocol="2026-07-28") as client:
-            original = client.request
-
-            async def spy(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-                result = await original(method, params)
-                rounds.append(result)
-                return result
-
-            client.request = spy  # type: ignore[method-assign]
+        async with Client(Watched(), elicitation=handler, protocol="2026-07-28") as client:
             result = await client.call_tool(tool)
         tg.cancel_scope.cancel()
     assert result.text == "Accepted(data=True, action='accept') Accepted(data='y', action='accept')"

@@ -1,8 +1,9 @@
 """The client side: ``Client``, the elicitation handler interface, and the built-in handlers."""
 
 from ._browser import BrowserHandler
-from ._client import DEFAULT_MAX_ROUNDS, Client
+from ._client import Client
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest, ScriptedHandler, UrlHandler
+from ._rounds import DEFAULT_MAX_ROUNDS
 from ._sdk import sdk_elicitation_callback
 from ._tasks import TaskHandle
 from ._terminal import TerminalHandler

@@ -4,47 +4,89 @@ Everything a client must check before a person sees a request, and before an ans
 needs no connection: the mode was declared, the message is text, the schema is inside the spec's subset (else
 -32602), a URL request has a URL (and an id where its revision requires one) and goes through the URL handler with
 its warnings, and an accepted form is completed with its defaults and validated, the person being asked again with
-the errors (client/elicitation, "Security Considerations": validate before sending). ``Client`` and the proxy's
-own renderers (``elicitor proxy --ui``) both answer through it.
+the errors (client/elicitation, "Security Considerations": validate before sending). ``Client`` (for requests
+mid-call, in 2026-07-28 rounds, in tasks and for -32042), the proxy's own renderers (``elicitor proxy --ui``) and
+the official SDK's callback adapter all answer through it: there is one path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import replace
+from typing import Any, Protocol
 
-from .._exceptions import FormDefinitionError, JSONRPCError
-from .._outcomes import Accepted, outcome_to_wire
+from .._exceptions import FormDefinitionError, InvalidAnswer, JSONRPCError
+from .._outcomes import Accepted, Cancelled, outcome_to_wire
 from ..forms import Form
 from ..types import INVALID_PARAMS, Implementation, JSONObject
-from ._handlers import ElicitationHandler, ElicitationRequest
+from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._url import UrlElicitationRequest
+
+logger = logging.getLogger("elicitor.client")
+
+MAX_ANSWER_ATTEMPTS = 5
+"""How often a handler is asked again after an invalid answer before the client cancels the elicitation."""
+
+
+class UrlWatch(Protocol):
+    """Where a URL request's id is remembered while the person is away (the completion notice may come first)."""
+
+    def expect(self, elicitation_id: str) -> None:
+        """Listen for ``notifications/elicitation/complete`` naming ``elicitation_id`` from now on."""
+        ...
+
+    def forget(self, elicitation_id: str | None) -> None:
+        """Stop listening: the person declined, cancelled, or the handler failed."""
+        ...
+
+
+async def ask_until_valid(handler: ElicitationHandler, request: ElicitationRequest) -> ElicitationOutcome:
+    """Ask ``handler``; fill defaults into an acceptance and validate it, asking again with the errors if invalid.
+
+    After ``MAX_ANSWER_ATTEMPTS`` invalid answers the request is cancelled: nothing invalid is ever sent.
+    """
+    for _ in range(MAX_ANSWER_ATTEMPTS):
+        outcome = await handler(request)
+        if not isinstance(outcome, Accepted):
+            return outcome
+        content = request.form.with_defaults(outcome.data or {})
+        try:
+            return Accepted(request.form.validate(content))
+        except InvalidAnswer as exc:
+            request = replace(request, errors=exc.errors, previous=content)
+    logger.warning("no valid answer after %d attempts; cancelling the elicitation", MAX_ANSWER_ATTEMPTS)
+    return Cancelled()
 
 
 async def answer_elicitation(
-    handler: ElicitationHandler,
+    handler: ElicitationHandler | None,
     params: JSONObject,
     server: Implementation | None,
     *,
     modes: Collection[str],
     modern: bool,
+    urls: UrlWatch | None = None,
+    admit: Callable[[], bool] | None = None,
 ) -> JSONObject:
     """Ask ``handler`` the elicitation ``params`` describe and return the wire answer.
 
     Args:
-        handler: who answers (a person through a renderer, or a script).
+        handler: who answers (a person through a renderer, or a script); ``None``: nobody (every mode refused).
         params: the request's params exactly as the server sent them.
         server: who asks, as the server named itself (shown to the person).
-        modes: the elicitation modes the asking side declared (``form``, ``url``).
+        modes: the elicitation modes the asking side declared (``form``, ``url``) for the revision in use.
         modern: the request came on 2026-07-28 (URL requests carry no ``elicitationId`` there).
+        urls: remembers a URL request's id before the person opens the page, so a completion notice that comes
+            before the handler returns is not missed; forgotten again unless the person accepted.
+        admit: called once the request is known to be valid, just before the handler is asked; ``False`` declines
+            without asking (the client's ``elicitation_limit``).
 
     Raises:
         JSONRPCError: -32602 for a request outside the subset, or in a mode not declared.
     """
-    from ._client import ask_until_valid  # the loop lives with the Client that also uses it
-
     mode = params.get("mode", "form")
-    if not isinstance(mode, str) or mode not in modes:
+    if handler is None or not isinstance(mode, str) or mode not in modes:
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: this client did not declare elicitation mode {mode!r}")
     message = params.get("message")
     if not isinstance(message, str):
@@ -58,12 +100,28 @@ async def answer_elicitation(
         url_handler: Any = getattr(handler, "url", None)
         if url_handler is None:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this client's handler does not take URL-mode requests")
-        outcome = await url_handler(url_request)
-        return {"action": "accept"} if isinstance(outcome, Accepted) else {"action": outcome.action}
+        if admit is not None and not admit():
+            return {"action": "decline"}
+        elicitation_id = url_request.elicitation_id
+        if urls is not None and elicitation_id is not None:
+            urls.expect(elicitation_id)  # before the person opens the page: it may end before the handler returns
+        try:
+            outcome = await url_handler(url_request)
+        except BaseException:
+            if urls is not None:
+                urls.forget(elicitation_id)
+            raise
+        if not isinstance(outcome, Accepted):
+            if urls is not None:
+                urls.forget(elicitation_id)
+            return {"action": outcome.action}
+        return {"action": "accept"}
     schema = params.get("requestedSchema")
     try:
         form = Form.from_schema(schema if isinstance(schema, dict) else {}, check_secrets=False)
     except FormDefinitionError as exc:
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
+    if admit is not None and not admit():
+        return {"action": "decline"}
     request = ElicitationRequest(message=message, form=form, server=server)
     return outcome_to_wire(await ask_until_valid(handler, request))

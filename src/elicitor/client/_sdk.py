@@ -21,7 +21,7 @@ from .._outcomes import outcome_to_wire
 from ..forms import Form
 from ..protocol import parse_implementation
 from ..types import INVALID_PARAMS, Implementation
-from ._client import ask_until_valid
+from ._answer import ask_until_valid
 from ._handlers import ElicitationHandler, ElicitationRequest
 from ._url import UrlElicitationRequest
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import msgspec
@@ -28,14 +29,23 @@ import msgspec
 from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
 from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
 
-if TYPE_CHECKING:
-    from ._client import Client
-
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL = 0.05
 """Seconds: a server suggesting less is polled this often."""
 MAX_POLL = 30.0
 """Seconds: a server suggesting more is still polled this often (a person may be waiting on the result)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPort:
+    """All a :class:`TaskHandle` needs of its client: send a request, answer an input request, end progress."""
+
+    request: Callable[[str, JSONObject], Awaitable[JSONObject]]
+    """Send a request through the client's request layer (``_meta``, ``request_timeout``, session renewal)."""
+    answer_input: Callable[[object], Awaitable[JSONObject]]
+    """Answer one of the task's ``inputRequests`` through the client's handlers."""
+    end_progress: Callable[[str | None], None]
+    """The call that started the task has ended: stop delivering progress for its token."""
 
 
 class TaskHandle:
@@ -51,14 +61,16 @@ class TaskHandle:
         poll_interval: seconds between polls the server suggests.
     """
 
-    def __init__(self, client: Client, task: JSONObject, *, legacy: bool = False) -> None:
-        self._client = client
+    def __init__(
+        self, port: TaskPort, task: JSONObject, *, legacy: bool = False, progress_token: str | None = None
+    ) -> None:
+        self._port = port
         self._legacy = legacy
         """2025-11-25 wire: ``ttl``/``pollInterval``, results through ``tasks/result``."""
         self._final: JSONObject | JSONRPCError | None = None
         """2025-11-25: what ``tasks/result`` returned (or raised)."""
         self._answered: set[str] = set()
-        self._progress_token: str | None = None
+        self._progress_token = progress_token
         """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
         self.id: str | None = None
         self.status = "working"
@@ -68,9 +80,9 @@ class TaskHandle:
         self._see(task)
 
     @classmethod
-    def finished(cls, client: Client, result: JSONObject) -> TaskHandle:
+    def finished(cls, port: TaskPort, result: JSONObject) -> TaskHandle:
         """A call the server answered at once: a handle already completed with ``result``."""
-        return cls(client, {"status": "completed", "result": result})
+        return cls(port, {"status": "completed", "result": result})
 
     def _see(self, task: JSONObject) -> None:
         status = task.get("status")
@@ -97,7 +109,7 @@ class TaskHandle:
         """One ``tasks/get``: the status now (its open questions are answered by :meth:`wait`)."""
         if self.done or self.id is None:
             return self.status
-        self._see(await self._client.request("tasks/get", {"taskId": self.id}))
+        self._see(await self._port.request("tasks/get", {"taskId": self.id}))
         return self.status
 
     async def _answer(self) -> None:
@@ -109,10 +121,10 @@ class TaskHandle:
             if key in self._answered:
                 continue  # shown once: a poll repeats the open questions until the server has the answer
             self._answered.add(key)
-            responses[key] = await self._client._answer_input(request)
+            responses[key] = await self._port.answer_input(request)
         if responses:
             assert self.id is not None
-            await self._client.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+            await self._port.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
 
     async def wait(self, *, on_status: Callable[[TaskHandle], Awaitable[None] | None] | None = None) -> CallToolResult:
         """Follow the task to its end, answering its questions through the client's handlers (each once), and
@@ -155,16 +167,14 @@ class TaskHandle:
                 await self.cancel()
             raise
         finally:
-            if self._progress_token is not None:
-                self._client._progress.pop(self._progress_token, None)
-                self._client._callbacks.forget(self._progress_token)
+            self._port.end_progress(self._progress_token)
         return self.result()
 
     async def _fetch_result(self) -> None:
         """2025-11-25: ``tasks/result``, which blocks until the task ends; then the status it ended in."""
         assert self.id is not None
         try:
-            self._final = await self._client.request("tasks/result", {"taskId": self.id})
+            self._final = await self._port.request("tasks/result", {"taskId": self.id})
             self.status, self.status_message = "completed", None
         except JSONRPCError as exc:
             self._final = exc
@@ -201,4 +211,4 @@ class TaskHandle:
         """Ask the server to cancel the task (it may still finish first; nothing happens on an ended task)."""
         if self.id is None or self.done:
             return
-        await self._client.request("tasks/cancel", {"taskId": self.id})
+        await self._port.request("tasks/cancel", {"taskId": self.id})

@@ -1,0 +1,193 @@
+"""Which revision a client speaks with a server, and what each side said of itself.
+
+With ``protocol="auto"`` the client probes with ``server/discover`` (2026-07-28 basic/lifecycle) and falls back to
+the ``initialize`` handshake when the server does not know it, times out, or offers no stateless revision we
+speak; -32022 (unsupported version) lists the server's revisions, and the newest both speak is tried once. On the
+handshake revisions the server's capabilities, info and instructions come from ``initialize``; on 2026-07-28 from
+``server/discover``, and every request carries the client's own version, capabilities and info in ``_meta``
+(:meth:`Era.stamp`, built once per revision). What the client declares is exactly what it can do
+(:class:`Declared`): nothing without a handler for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import msgspec
+
+from .._exceptions import ElicitorError, JSONRPCError
+from ..protocol import parse_implementation
+from ..session import Session
+from ..transports import Transport
+from ..types import (
+    ACCEPTED_OLDER_REVISIONS,
+    ALL_REVISIONS,
+    HANDSHAKE_REVISIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    MODERN_REVISIONS,
+    REV_2025_06_18,
+    TASKS_EXTENSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Implementation,
+    JSONObject,
+    LoggingLevel,
+    is_modern,
+)
+from ._transport import HttpAware
+
+logger = logging.getLogger("elicitor.client")
+
+
+@dataclass(frozen=True, slots=True)
+class Declared:
+    """What this client can do, from which its capabilities are declared on each revision."""
+
+    modes: frozenset[str]
+    """Elicitation modes the handler takes (empty: no handler)."""
+    sampling: bool = False
+    roots: bool = False
+    tasks: bool = True
+    """Follow a server's tasks (declares the 2026-07-28 tasks extension)."""
+
+    def capabilities(self, version: str) -> JSONObject:
+        """The ``capabilities`` object for ``version``."""
+        capabilities: JSONObject = {}
+        if self.modes:
+            if version == REV_2025_06_18:
+                capabilities["elicitation"] = {}
+            else:
+                capabilities["elicitation"] = {mode: {} for mode in sorted(self.modes)}
+        if self.sampling:
+            capabilities["sampling"] = {}
+        if self.roots:
+            capabilities["roots"] = {}
+        if self.tasks and is_modern(version):
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        return capabilities
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class Era:
+    """The negotiated revision and what the server told of itself; the ``_meta`` every 2026-07-28 request carries."""
+
+    def __init__(self, declared: Declared, client_info: Implementation, *, protocol: str, probe_timeout: float) -> None:
+        self.declared = declared
+        self.client_info = client_info
+        self.transport: Transport | None = None
+        """The connection's transport, told the revision when it is known (HTTP headers and sessions depend on it)."""
+        self.log_level: LoggingLevel | None = None
+        """Sent in every 2026-07-28 request's ``_meta`` once set."""
+        self.protocol_version: str | None = None
+        self.server_info: Implementation | None = None
+        self.server_capabilities: JSONObject = {}
+        self.instructions: str | None = None
+        self._protocol = protocol
+        self._probe_timeout = probe_timeout
+        self._meta_cache: dict[str, JSONObject] = {}
+
+    @property
+    def modern(self) -> bool:
+        """Whether the revision in use is of the stateless era (2026-07-28)."""
+        return self.protocol_version is not None and is_modern(self.protocol_version)
+
+    def adopt(self, version: str) -> None:
+        """The revision is known: tell the transport."""
+        self.protocol_version = version
+        if isinstance(self.transport, HttpAware):
+            self.transport.adopt(version)
+
+    async def negotiate(self, session: Session) -> None:
+        """Agree on a revision with the server (see the module's docstring)."""
+        wanted = self._protocol
+        if wanted == "auto" or is_modern(wanted):
+            version = MODERN_REVISIONS[0] if wanted == "auto" else wanted
+            try:
+                with anyio.fail_after(self._probe_timeout):
+                    result = await self.discover(session, version)
+            except JSONRPCError as exc:
+                if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
+                    supported = exc.data.get("supported")
+                    common = [v for v in MODERN_REVISIONS if isinstance(supported, list) and v in supported]
+                    if common:
+                        await self.discover(session, common[0])
+                        return
+                if wanted != "auto":
+                    raise
+                logger.debug("server/discover failed (%s); falling back to initialize", exc)
+            except TimeoutError:
+                if wanted != "auto":
+                    raise
+                logger.debug("server/discover timed out; falling back to initialize")
+            else:
+                if result:
+                    return
+            await self.initialize(session, HANDSHAKE_REVISIONS[0])
+        else:
+            await self.initialize(session, wanted)
+
+    async def discover(self, session: Session, version: str) -> bool:
+        """``server/discover`` at ``version``: whether the server speaks it (then it is adopted)."""
+        result = await session.request("server/discover", self.stamp({}, version))
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list) or version not in versions:
+            return False
+        self.adopt(version)
+        self.server_capabilities = _dict(result.get("capabilities"))
+        self.server_info = parse_implementation(_dict(result.get("_meta")).get(META_SERVER_INFO))
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        return True
+
+    async def initialize(self, session: Session, version: str) -> None:
+        """The ``initialize`` handshake offering ``version`` (again, when the server forgot our HTTP session)."""
+        result = await session.request(
+            "initialize",
+            {
+                "protocolVersion": version,
+                "capabilities": self.declared.capabilities(version),
+                "clientInfo": self._info(),
+            },
+        )
+        offered = result.get("protocolVersion")
+        if offered not in HANDSHAKE_REVISIONS + ACCEPTED_OLDER_REVISIONS:
+            raise ElicitorError(
+                f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
+            )
+        self.adopt(str(offered))
+        self.server_capabilities = _dict(result.get("capabilities"))
+        self.server_info = parse_implementation(result.get("serverInfo"))
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        await session.notify("notifications/initialized")
+        if isinstance(self.transport, HttpAware):
+            self.transport.start_listening()
+
+    def _info(self) -> JSONObject:
+        return msgspec.to_builtins(self.client_info)  # type: ignore[no-any-return]
+
+    def stamp(self, params: JSONObject, version: str | None = None) -> JSONObject:
+        """``params`` with the 2026-07-28 per-request ``_meta`` (built once per version: it goes on every request)."""
+        version = version or self.protocol_version
+        assert version is not None
+        base = self._meta_cache.get(version)
+        if base is None:
+            base = self._meta_cache[version] = {
+                META_PROTOCOL_VERSION: version,
+                META_CLIENT_CAPABILITIES: self.declared.capabilities(version),
+                META_CLIENT_INFO: self._info(),
+            }
+        own = params.get("_meta")
+        meta = {**own, **base} if isinstance(own, dict) else dict(base)
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        return {**params, "_meta": meta}

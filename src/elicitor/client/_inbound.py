@@ -1,0 +1,173 @@
+"""What the server asks of the client: elicitations, sampling, roots and ping, mid-call or inside a round.
+
+On the handshake revisions the server sends requests on the connection (``elicitation/create`` while a tool
+runs); on 2026-07-28 the same questions come as a call's ``inputRequests`` (and a task's), answered by
+:meth:`Inbound.answer_input`. Either way an elicitation takes the one path of :func:`~._answer.answer_elicitation`
+(modes declared, the subset, URL safety, validation), after ``elicitation_limit``'s sliding window. While a handler
+answers, no request's clock runs (a person's time is theirs). A handler that raises on a handshake revision
+answers the server -32603 (its tool stops) and hands the exception to the oldest call waiting on this server
+(:meth:`Inbound.waiting_call`), which raises it instead of the server's error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import anyio
+
+from .._exceptions import JSONRPCError, RemoteProtocolError
+from ..protocol import RequestReceived
+from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, JSONObject
+from ._answer import answer_elicitation
+from ._era import Era
+from ._handlers import ElicitationHandler
+from ._quiet import QuietClock
+from ._url import UrlElicitationRequest
+from ._url_flow import UrlFlow
+
+logger = logging.getLogger("elicitor.client")
+
+SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject]]
+"""Answers ``sampling/createMessage``: receives its params, returns a ``CreateMessageResult``."""
+
+
+class RateLimit:
+    """At most ``count`` elicitations in any ``seconds`` (a sliding window); the excess is declined, with a warning."""
+
+    __slots__ = ("_era", "_recent", "count", "seconds")
+
+    def __init__(self, count: int, seconds: float, era: Era) -> None:
+        if count < 1 or seconds <= 0:
+            raise ValueError("elicitation_limit must be (count >= 1, seconds > 0)")
+        self.count, self.seconds = count, seconds
+        self._era = era
+        self._recent: deque[float] = deque()
+
+    def admit(self) -> bool:
+        """Whether one more elicitation may reach the person now (counted if so); logs why when it may not."""
+        now = anyio.current_time()
+        recent = self._recent
+        while recent and recent[0] <= now - self.seconds:
+            recent.popleft()
+        if len(recent) >= self.count:
+            who = self._era.server_info.display() if self._era.server_info else "the server"
+            logger.warning("declined an elicitation from %s: more than %d in %g s", who, self.count, self.seconds)
+            return False
+        recent.append(now)
+        return True
+
+
+class Inbound:
+    """Answers the server's requests with the client's handlers."""
+
+    def __init__(
+        self,
+        era: Era,
+        urls: UrlFlow,
+        quiet: QuietClock | None,
+        *,
+        handler: ElicitationHandler | None,
+        sampling: SamplingHandler | None,
+        roots: Sequence[JSONObject] | None,
+        limit: RateLimit | None,
+    ) -> None:
+        self._era = era
+        self._urls = urls
+        self._quiet = quiet
+        self._handler = handler
+        self._sampling = sampling
+        self._roots = list(roots) if roots is not None else None
+        self._limit = limit
+        self._waiting: list[list[Exception]] = []  # handshake era: each call waiting on the server, its failures
+
+    @contextmanager
+    def waiting_call(self) -> Iterator[list[Exception]]:
+        """While a call waits on the server: the list a failing handler's exception is put in."""
+        failures: list[Exception] = []
+        self._waiting.append(failures)
+        try:
+            yield failures
+        finally:
+            self._waiting.remove(failures)
+
+    async def __call__(self, request: RequestReceived) -> JSONObject:
+        """A request from the server on the connection (the session's request callback)."""
+        quiet = self._quiet
+        if quiet is None:
+            return await self._answer_request(request)
+        quiet.answering += 1  # a person may be answering: the time is theirs, no request's clock runs
+        try:
+            return await self._answer_request(request)
+        finally:
+            quiet.answering -= 1
+            quiet.heard_from_server()
+
+    async def _answer_request(self, request: RequestReceived) -> JSONObject:
+        if request.method == "elicitation/create":
+            try:
+                return await self.answer_elicitation(request.params or {})
+            except JSONRPCError:
+                raise
+            except Exception as exc:
+                if not self._waiting:
+                    raise  # no call to report it to (a raw request, a task): logged, and -32603 to the server
+                # The handler failed (a script ran out of answers, a renderer broke): the call waiting on the
+                # server raises it, as on 2026-07-28 where the handler runs inside the call; the server gets an
+                # error answer, so its tool stops. With several calls waiting, the oldest is told.
+                self._waiting[0].append(exc)
+                failed = JSONRPCError(INTERNAL_ERROR, "Internal error: the client could not answer this elicitation")
+                raise failed from None
+        if request.method == "ping":
+            return {}
+        if request.method in ("sampling/createMessage", "roots/list"):
+            return await self.answer_other(request.method, request.params or {})
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+
+    async def answer_elicitation(self, params: JSONObject) -> JSONObject:
+        """The ``ElicitResult`` for one ``elicitation/create``'s params.
+
+        Raises:
+            JSONRPCError: -32602 for a request outside the subset or in a mode this client did not declare.
+        """
+        era = self._era
+        return await answer_elicitation(
+            self._handler,
+            params,
+            era.server_info,
+            modes=era.declared.modes,
+            modern=era.modern,
+            urls=self._urls,
+            admit=self._limit.admit if self._limit is not None else None,
+        )
+
+    async def answer_input(self, request: object) -> JSONObject:
+        """The response to one of a 2026-07-28 round's (or task's) ``inputRequests``."""
+        method = request.get("method") if isinstance(request, dict) else None
+        params = request.get("params") if isinstance(request, dict) else None
+        if method == "elicitation/create" and isinstance(params, dict):
+            try:
+                answer = await self.answer_elicitation(params)
+            except JSONRPCError as exc:
+                # An input response cannot carry an error: tell the server the request was dismissed.
+                logger.warning("cancelling an input request the client cannot answer: %s", exc.message)
+                return {"action": "cancel"}
+            wait_done = getattr(self._handler, "wait_done", None)
+            if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:
+                # 2026-07-28 has no completion notification: retry once the person says they are done, so
+                # the server sees the finished interaction instead of asking again at once.
+                await wait_done(UrlElicitationRequest.from_params(params, self._era.server_info, modern=True))
+            return answer
+        if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
+            return await self.answer_other(method, params)
+        raise RemoteProtocolError(f"the server asked for input this client did not declare: {method!r}")
+
+    async def answer_other(self, method: str, params: JSONObject) -> JSONObject:
+        """``sampling/createMessage`` or ``roots/list``, if declared."""
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return await self._sampling(params)
+        if method == "roots/list" and self._roots is not None:
+            return {"roots": self._roots}
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method} (this client did not declare it)")

@@ -1,0 +1,83 @@
+"""The client's request layer: every request to the server goes through :meth:`Requests.request`.
+
+It stamps the 2026-07-28 per-request ``_meta``, waits under ``request_timeout`` (a quiet clock, not a deadline: see
+:mod:`elicitor.client._quiet`; on expiry the server is sent ``notifications/cancelled``), and when the server has
+forgotten our HTTP session (404 for our ``Mcp-Session-Id``, reported as :data:`~._transport.SESSION_EXPIRED`)
+initializes a new session and retries once, as 2025-11-25 basic/transports "Session Management" requires.
+Listing (``tools/list`` and the others) follows ``nextCursor`` to the last page (basic/utilities/pagination).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+
+from .._exceptions import JSONRPCError, RemoteProtocolError
+from ..session import Session
+from ..types import JSONObject
+from ._era import Era
+from ._quiet import QuietClock
+from ._transport import SESSION_EXPIRED
+
+logger = logging.getLogger("elicitor.client")
+
+
+class Requests:
+    """Sends requests on one connection (:attr:`session`, set once connected)."""
+
+    __slots__ = ("_era", "_handshake_timeout", "quiet", "session")
+
+    def __init__(self, era: Era, *, request_timeout: float | None, handshake_timeout: float | None) -> None:
+        self._era = era
+        self._handshake_timeout = handshake_timeout
+        self.quiet = QuietClock(request_timeout) if request_timeout is not None else None
+        """The request clock (``None``: requests wait as long as the connection lasts)."""
+        self.session: Session | None = None
+
+    def require(self) -> Session:
+        """The connection's session; ``RuntimeError`` before the client is entered."""
+        if self.session is None:
+            raise RuntimeError("the Client is not connected: use `async with Client(...) as client`")
+        return self.session
+
+    async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
+        """Send any request and return its raw result (see :meth:`Client.request`)."""
+        params = dict(params or {})
+        if self._era.modern:
+            params = self._era.stamp(params)
+        try:
+            return await self._send(method, params or None)
+        except JSONRPCError as exc:
+            if exc.data != SESSION_EXPIRED or self._era.protocol_version is None:
+                raise
+        # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
+        logger.info("the server ended the session; initializing a new one")
+        with anyio.fail_after(self._handshake_timeout):
+            await self._era.initialize(self.require(), self._era.protocol_version)
+        return await self._send(method, params or None)
+
+    async def _send(self, method: str, params: JSONObject | None) -> JSONObject:
+        """One request under ``request_timeout``."""
+        session = self.require()
+        quiet = self.quiet
+        if quiet is None:
+            return await session.request(method, params)
+        with quiet.request():
+            return await session.request(method, params)  # cancelled: the server is told (notifications/cancelled)
+        raise TimeoutError(f"the server sent nothing for {quiet.timeout:g} s while {method} waited")
+
+    async def list_all(self, method: str, key: str) -> list[JSONObject]:
+        """Every item of a paginated list (``tools/list``...): the objects under ``key`` of every page."""
+        items: list[JSONObject] = []
+        cursor: str | None = None
+        while True:
+            result = await self.request(method, {"cursor": cursor} if cursor else {})
+            page = result.get(key, [])
+            if not isinstance(page, list):
+                raise RemoteProtocolError(f"the server sent an invalid {method} result: {key} is not a list")
+            items.extend(item for item in page if isinstance(item, dict))
+            next_cursor = result.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return items
+            cursor = next_cursor

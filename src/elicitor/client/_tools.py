@@ -1,0 +1,131 @@
+"""Listing and calling a server's tools, and choosing when a call runs as a task.
+
+On 2026-07-28 the server decides: a client that declared the tasks extension may get ``resultType: "task"`` back.
+On 2025-11-25 the client asks, with ``task`` in the ``tools/call`` params, when the server declared task-augmented
+``tools/call`` (basic/utilities/tasks). Either way the result is followed by a :class:`~._tasks.TaskHandle`, which
+reaches the client only through a :class:`~._tasks.TaskPort`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from .._exceptions import JSONRPCError, RemoteProtocolError
+from ..types import METHOD_NOT_FOUND, REV_2025_11_25, CallToolResult, JSONObject, Tool
+from ._era import Era
+from ._headers import header_params
+from ._inbound import Inbound
+from ._notifications import Progress, ProgressCallback
+from ._requests import Requests
+from ._rounds import Rounds
+from ._tasks import TaskHandle, TaskPort
+from ._transport import HttpAware
+
+logger = logging.getLogger("elicitor.client")
+
+
+class Tools:
+    """A server's tools, as one client sees and calls them."""
+
+    def __init__(self, era: Era, requests: Requests, rounds: Rounds, inbound: Inbound, progress: Progress) -> None:
+        self._era = era
+        self._requests = requests
+        self._rounds = rounds
+        self._progress = progress
+        self.port = TaskPort(request=requests.request, answer_input=inbound.answer_input, end_progress=progress.end)
+
+    async def list(self) -> list[Tool]:
+        """Every tool the server offers (all pages), leaving out those whose ``x-mcp-header`` is invalid."""
+        tools: list[Tool] = []
+        for raw in await self._requests.list_all("tools/list", "tools"):
+            try:
+                tool = msgspec.convert(raw, Tool)
+            except msgspec.ValidationError as exc:
+                raise RemoteProtocolError(f"the server sent an invalid tools/list result: {exc}") from None
+            mirrored = header_params(tool.input_schema)
+            if isinstance(mirrored, str):
+                logger.warning("leaving out tool %r: %s", tool.name, mirrored)
+                continue
+            transport = self._era.transport
+            if mirrored and isinstance(transport, HttpAware):
+                transport.mirror(tool.name, mirrored)
+            tools.append(tool)
+        return tools
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
+    ) -> CallToolResult:
+        """:meth:`Client.call_tool`."""
+        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        token = self._progress.attach(params, progress)
+        try:
+            try:
+                result = await self._rounds.drive("tools/call", params)
+            except JSONRPCError as exc:
+                if exc.code != METHOD_NOT_FOUND or not self.legacy_tasks():
+                    raise
+                # 2025-11-25: -32601 from a server with task-augmented tools/call: this tool runs only as a task.
+                result = await self._rounds.drive("tools/call", {**params, "task": {}})
+            handle = self.task_of(result)
+            if handle is not None:
+                return await handle.wait()
+        finally:
+            self._progress.end(token)
+        try:
+            return msgspec.convert(result, CallToolResult)
+        except msgspec.ValidationError as exc:
+            raise RemoteProtocolError(f"the server sent an invalid tools/call result: {exc}") from None
+
+    async def start(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
+    ) -> TaskHandle:
+        """:meth:`Client.start_tool`."""
+        params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
+        token = self._progress.attach(params, progress)
+        try:
+            if self.legacy_tasks():
+                try:  # 2025-11-25: the client asks for the task; a tool that does not run as one says -32601
+                    result = await self._rounds.drive("tools/call", {**params, "task": {}})
+                except JSONRPCError as exc:
+                    if exc.code != METHOD_NOT_FOUND:
+                        raise
+                    result = await self._rounds.drive("tools/call", params)
+            else:
+                result = await self._rounds.drive("tools/call", params)
+            handle = self.task_of(result, token)  # the token is ended when the handle's wait ends
+        except BaseException:
+            self._progress.end(token)
+            raise
+        if handle is None:
+            self._progress.end(token)
+            return TaskHandle.finished(self.port, result)
+        return handle
+
+    def legacy_tasks(self) -> bool:
+        """2025-11-25 with a server that runs tools/call as tasks when asked (its ``tasks`` capability)."""
+        tasks = self._era.server_capabilities.get("tasks")
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        return (
+            self._era.declared.tasks and self._era.protocol_version == REV_2025_11_25 and isinstance(tools, dict)
+            and isinstance(tools.get("call"), dict)
+        )  # fmt: skip
+
+    def task_of(self, result: JSONObject, token: str | None = None) -> TaskHandle | None:
+        """The task a ``tools/call`` result created, if it did (either era's shape); ``token``: the call's progress."""
+        if result.get("resultType") == "task":
+            return TaskHandle(self.port, result, progress_token=token)
+        task = result.get("task")
+        if not self._era.modern and isinstance(task, dict) and "content" not in result:
+            return TaskHandle(self.port, task, legacy=True, progress_token=token)
+        return None
+
+    async def task(self, task_id: str) -> TaskHandle:
+        """:meth:`Client.task`."""
+        handle = TaskHandle(self.port, {"taskId": task_id, "status": "working"}, legacy=not self._era.modern)
+        await handle.refresh()
+        return handle
