@@ -73,6 +73,7 @@ TAKEN_AS_GIVEN = {
     "docs/how-to/mount.md": "",
     "docs/how-to/official-client.md": "from mcp.server.mcpserver import MCPServer\n\napp: MCPServer",
     "docs/how-to/migrate.md": "",
+    "docs/observability.md": "",
 }
 # Packages a block uses that this project does not install: their names are taken as Any (the rest of the block,
 # elicitor's names and the standard library's, is still checked).
@@ -194,6 +195,7 @@ def _public_modules() -> list[types.ModuleType]:
     import elicitor.proxy
     import elicitor.server
     import elicitor.state
+    import elicitor.telemetry
     import elicitor.testing
 
     return [
@@ -205,6 +207,7 @@ def _public_modules() -> list[types.ModuleType]:
         elicitor.testing,
         elicitor.proxy,
         elicitor.state,
+        elicitor.telemetry,
     ]
 
 

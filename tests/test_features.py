@@ -181,7 +181,11 @@ async def test_list_changes_reach_handshake_sessions_and_listeners(anyio_backend
             }
             listen = {"_meta": meta, "notifications": {"toolsListChanged": True, "promptsListChanged": True}}
             async with anyio.create_task_group() as listening:
-                listening.start_soon(session.request, "subscriptions/listen", listen)
+
+                async def subscribe() -> None:
+                    await session.request("subscriptions/listen", listen)
+
+                listening.start_soon(subscribe)
                 with anyio.fail_after(5):
                     while not any(n.method == "notifications/subscriptions/acknowledged" for n in notes):
                         await anyio.sleep(0.01)

@@ -12,13 +12,14 @@ the official SDK's callback adapter all answer through it: there is one path.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from typing import Any, Protocol
 
 from .._exceptions import FormDefinitionError, InvalidAnswer, JSONRPCError
 from .._outcomes import Accepted, Cancelled, outcome_to_wire
 from ..forms import Form
+from ..telemetry import _state as _telemetry
 from ..types import INVALID_PARAMS, Implementation, JSONObject
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
 from ._url import UrlElicitationRequest
@@ -55,11 +56,15 @@ async def ask_until_valid(handler: ElicitationHandler, request: ElicitationReque
             return Accepted(request.form.validate(content))
         except InvalidAnswer as exc:
             request = replace(request, errors=exc.errors, previous=content)
+            if _telemetry.state.on:
+                from ..telemetry import _hooks
+
+                _hooks.invalid_answer()
     logger.warning("no valid answer after %d attempts; cancelling the elicitation", MAX_ANSWER_ATTEMPTS)
     return Cancelled()
 
 
-async def answer_elicitation(
+def answer_elicitation(
     handler: ElicitationHandler | None,
     params: JSONObject,
     server: Implementation | None,
@@ -68,7 +73,7 @@ async def answer_elicitation(
     modern: bool,
     urls: UrlWatch | None = None,
     admit: Callable[[], bool] | None = None,
-) -> JSONObject:
+) -> Awaitable[JSONObject]:
     """Ask ``handler`` the elicitation ``params`` describe and return the wire answer.
 
     Args:
@@ -85,6 +90,23 @@ async def answer_elicitation(
     Raises:
         JSONRPCError: -32602 for a request outside the subset, or in a mode not declared.
     """
+    answer = _answer(handler, params, server, modes, modern, urls, admit)
+    if _telemetry.state.on:  # an "elicitation" span: mode, outcome, the person's time (never the answer)
+        from ..telemetry import _hooks
+
+        return _hooks.elicitation("client", params, answer)
+    return answer
+
+
+async def _answer(
+    handler: ElicitationHandler | None,
+    params: JSONObject,
+    server: Implementation | None,
+    modes: Collection[str],
+    modern: bool,
+    urls: UrlWatch | None,
+    admit: Callable[[], bool] | None,
+) -> JSONObject:
     mode = params.get("mode", "form")
     if handler is None or not isinstance(mode, str) or mode not in modes:
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: this client did not declare elicitation mode {mode!r}")

@@ -83,6 +83,9 @@ class HttpClientTransport:
     there is a session.
     """
 
+    network = "http"
+    """For telemetry: the spans of this transport's requests say ``network.protocol.name = http``."""
+
     def __init__(
         self,
         url: str,

@@ -16,6 +16,7 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from ..session import Session
+from ..telemetry import _state as _telemetry
 from ..types import JSONObject, JSONValue, RequestId
 
 
@@ -61,4 +62,9 @@ class PushAsker:
         self._timeout = timeout
 
     def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]:
-        return self._session.request(method, params, related=self._related, timeout=self._timeout)
+        answer = self._session.request(method, params, related=self._related, timeout=self._timeout)
+        if _telemetry.state.on and method == "elicitation/create":
+            from ..telemetry import _hooks
+
+            return _hooks.elicitation("server", params, answer)
+        return answer

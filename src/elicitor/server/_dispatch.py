@@ -29,6 +29,7 @@ from ..protocol import (
     parse_request_meta,
 )
 from ..session import Session, open_session
+from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
     INTERNAL_ERROR,
@@ -91,6 +92,7 @@ class ServerSession:
         self.parked: ParkedRuns | None = None
         self.id = secrets.token_hex(12)
         """This connection's id in the shared state (URL elicitations it started name it)."""
+        _telemetry.refresh()
 
     async def run(self, transport: Transport) -> None:
         """Serve this connection over ``transport`` until it closes; its parked runs end with it."""
@@ -151,6 +153,10 @@ class ServerSession:
             return _ready({})  # allowed before initialize too (basic/lifecycle: ping may come at any time)
         handshake = self.handshake
         assert handshake.revision is not None
+        if _telemetry.state.on:  # the revision is the connection's, so only this layer can name it
+            from ..telemetry import _hooks
+
+            _hooks.annotate(**{"mcp.protocol.version": handshake.revision})
         meta = RequestMeta(handshake.revision, handshake.capabilities, handshake.client_info, principal=self.principal)
         return self._route(request, meta, notify, modern=False)
 
@@ -479,6 +485,10 @@ class ServerSession:
         if not isinstance(fresh, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
         run = self.parked.claim(state.get("r"), state.get("n")) if self.parked is not None else None
+        if _telemetry.state.on:
+            from ..telemetry import _hooks
+
+            _hooks.round_served(bool(state), run is not None and run.context.capabilities == meta.capabilities)
         if run is not None and run.context.capabilities == meta.capabilities:
             # Fast path: the run waits in this process; hand it this round's answers.
             run.context.rebind(request.id, meta, notify, token)

@@ -33,6 +33,7 @@ import msgspec
 
 from .._loop import running_asyncio_loop
 from ..session import Waiter
+from ..telemetry import _state as _telemetry
 from ..types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
@@ -127,6 +128,10 @@ class RoundAsker:
             if isinstance(candidate, dict) and usable_response(method, candidate):
                 answer = candidate
                 self.answers.add(key, candidate)
+                if _telemetry.state.on and method == "elicitation/create":  # asked by a run that is not here
+                    from ..telemetry import _hooks
+
+                    _hooks.answered_elsewhere(params, candidate)
         if answer is not None:
             return answer
         if not self.concurrent and anyio.get_current_task().id != self.owner:
@@ -136,6 +141,10 @@ class RoundAsker:
             waiter = self._waiting[key] = _Waiter(method, self._loop)
         self.asks[key] = {"method": method, "params": params}
         self.activity.set()
+        if _telemetry.state.on and method == "elicitation/create":
+            from ..telemetry import _hooks
+
+            return await _hooks.elicitation("server", params, _answer(waiter))
         await waiter.event.wait()
         assert waiter.answer is not None
         return waiter.answer
@@ -157,6 +166,12 @@ class RoundAsker:
                 waiter.event.set()
         if self.asks:
             self.activity.set()
+
+
+async def _answer(waiter: _Waiter) -> JSONObject:
+    await waiter.event.wait()
+    assert waiter.answer is not None
+    return waiter.answer
 
 
 @dataclass(slots=True)
@@ -244,6 +259,8 @@ class ParkedRuns:
         self._ttl = ttl
         self._runs: OrderedDict[str, tuple[float, Run]] = OrderedDict()
         self._sweeping = False
+        _telemetry.refresh()
+        _telemetry.track_parked(self)
 
     @property
     def task_group(self) -> anyio.abc.TaskGroup:

@@ -34,6 +34,7 @@ from ..protocol import (
     ResultReceived,
     error_reply,
 )
+from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
 from ._waiter import Waiter
@@ -108,6 +109,7 @@ class Session:
         self._closed = False
         self._closed_event = anyio.Event()
         self._loop = running_asyncio_loop()
+        _telemetry.refresh()
 
     @property
     def closed(self) -> bool:
@@ -123,7 +125,7 @@ class Session:
 
     # ---- sending -------------------------------------------------------------------------------------------
 
-    async def request(
+    def request(
         self,
         method: str,
         params: JSONObject | None = None,
@@ -131,7 +133,7 @@ class Session:
         related: RequestId | None = None,
         timeout: float | None = None,
         sent: Callable[[RequestId], None] | None = None,
-    ) -> JSONObject:
+    ) -> Awaitable[JSONObject]:
         """Send a request and wait for its result, at most ``timeout`` seconds if given.
 
         ``sent`` is told the id the request goes out with (a proxy maps what the peer says about it back).
@@ -144,6 +146,38 @@ class Session:
             ConnectionClosed: the connection ended first.
             TimeoutError: no answer within ``timeout`` seconds.
         """
+        if _telemetry.state.on:  # a CLIENT span, its context in params._meta (telemetry/_hooks.py)
+            return self._traced_request(method, params, related, timeout, sent)
+        return self._request(method, params, related, timeout, sent)
+
+    async def _traced_request(
+        self,
+        method: str,
+        params: JSONObject | None,
+        related: RequestId | None,
+        timeout: float | None,
+        sent: Callable[[RequestId], None] | None,
+    ) -> JSONObject:
+        from ..telemetry import _hooks
+
+        def send(params: JSONObject | None, traced: Callable[[RequestId], None]) -> Awaitable[JSONObject]:
+            def both(request_id: RequestId) -> None:
+                traced(request_id)
+                if sent is not None:
+                    sent(request_id)
+
+            return self._request(method, params, related, timeout, both)
+
+        return await _hooks.send_request(send, method, params)
+
+    async def _request(
+        self,
+        method: str,
+        params: JSONObject | None,
+        related: RequestId | None,
+        timeout: float | None,
+        sent: Callable[[RequestId], None] | None,
+    ) -> JSONObject:
         if self._closed:
             raise ConnectionClosed("the connection is closed")
         request_id, data = self.connection.send_request(method, params)
@@ -253,7 +287,10 @@ class Session:
         """Answer one peer request. Cancelled through its task handle when the peer cancels it."""
         data: bytes | None = None
         try:
-            result = await self._on_request(request)
+            if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
+                result = await self._traced(request)
+            else:
+                result = await self._on_request(request)
         except JSONRPCError as exc:
             data = self.connection.send_error(request.id, exc)
         except ConnectionClosed:
@@ -269,6 +306,16 @@ class Session:
             self.connection.forget_incoming(request.id)
         if data is not None:
             await self._reply(data, request.id, final=True)
+
+    def _traced(self, request: RequestReceived) -> Awaitable[JSONObject]:
+        from ..telemetry import _hooks
+
+        transport = self.transport
+        network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
+        return _hooks.serve_request(
+            self._on_request, request, request.method, request.params, request.id, network,
+            getattr(transport, "session_id", None),
+        )  # fmt: skip
 
     async def _reply(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:
         if self._closed:

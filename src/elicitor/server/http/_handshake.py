@@ -163,6 +163,14 @@ class _Queue:
 class SessionTransport:
     """A handshake-era session: the :class:`Transport` a :class:`ServerSession` runs over, fed by HTTP requests."""
 
+    network = "http"
+    """For telemetry: the spans of this session's requests say ``network.protocol.name = http``."""
+
+    @property
+    def session_id(self) -> str:
+        """The ``Mcp-Session-Id`` (``mcp.session.id`` on this session's spans)."""
+        return self.id
+
     def __init__(self, session_id: str, events: EventStore, principal: str | None = None) -> None:
         self.id = session_id
         self.principal = principal

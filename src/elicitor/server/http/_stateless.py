@@ -12,10 +12,12 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from ..._exceptions import JSONRPCError
 from ...protocol import Connection, RequestReceived
+from ...telemetry import _state as _telemetry
 from ...transports._sse import encode_event
 from ...types import (
     HEADER_MISMATCH,
@@ -75,13 +77,22 @@ class StatelessExchange:
             await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await self._send({"type": "http.response.body", "body": encode_event(data), "more_body": True})
 
+    def _serve(self, request: RequestReceived) -> Awaitable[JSONObject]:
+        return self._session.serve_modern(request, self.notify, self._principal)
+
     async def run(self) -> None:
         request = self._request
         reply: bytes | None = None
         status = 200
         async with until_disconnect(self._receive):  # closing the response stream cancels the request (2026-07-28)
             try:
-                result = await self._session.serve_modern(request, self.notify, self._principal)
+                if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
+                    from ...telemetry import _hooks
+
+                    result = await _hooks.serve_request(self._serve, request, request.method, request.params,
+                                                        request.id, "http")  # fmt: skip
+                else:
+                    result = await self._session.serve_modern(request, self.notify, self._principal)
             except JSONRPCError as exc:
                 reply = self._connection.send_error(request.id, exc)
                 status = 404 if exc.code == METHOD_NOT_FOUND else 400 if exc.code in BAD_REQUEST_CODES else 200

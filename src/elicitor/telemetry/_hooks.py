@@ -1,0 +1,544 @@
+"""The hooks the layers call: spans, trace context in ``_meta``, metrics — all behind one cheap check.
+
+Theory of operation. elicitor depends on ``opentelemetry-api`` alone. Until the application installs an SDK
+(``trace.set_tracer_provider``, ``metrics.set_meter_provider``), the API hands out proxies that record nothing but
+still cost a few microseconds per span; so elicitor does not call them at all. :data:`state` says what is live:
+a tracer once a real tracer provider is set, instruments once a real meter provider is set, and whether trace
+context is carried. It is worked out again (:func:`refresh`) when a connection or app starts, and it only ever goes
+from "nothing" to "something" (a provider can be set once), so every hook on the request path begins with one
+attribute check, ``state.on``, and does nothing else when it is false.
+
+Where the hooks sit (one place per layer, nothing sprinkled):
+
+* ``session/``: :func:`send_request` wraps every request a peer sends (the client's calls, the server's
+  ``elicitation/create`` pushes, the proxy's forwarded requests): a ``CLIENT`` span, and the span's context
+  written into ``params._meta`` as ``traceparent``/``tracestate``. :func:`serve_request` wraps every request a peer
+  receives (stdio, HTTP's handshake era): a ``SERVER`` span whose parent is the context in ``params._meta``.
+* ``server/http``: the 2026-07-28 exchange calls :func:`serve_request` too (it has no session).
+* ``server/``: the askers open an ``elicitation`` span per question (:func:`asking`); the round driver reports
+  how many rounds a call took; the task engine reports status changes.
+* ``client/``: one span around a whole call (:func:`calling`) so every round of a 2026-07-28 call, whichever
+  replica serves it, is one trace; one ``elicitation`` span per question answered (:func:`answering`).
+
+Names and attributes follow the OpenTelemetry semantic conventions for MCP (development status;
+https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/): span name ``{mcp.method.name} {target}``, kind
+``CLIENT``/``SERVER``, ``mcp.method.name``, ``jsonrpc.request.id``, ``gen_ai.tool.name``, ``gen_ai.prompt.name``,
+``gen_ai.operation.name = execute_tool``, ``mcp.protocol.version``, ``error.type`` and ``rpc.response.status_code``
+(the JSON-RPC code; ``tool_error`` for an ``isError`` result), status ``ERROR`` with the error's message; trace
+context in ``params._meta`` under the unprefixed W3C keys (SEP-414). Nothing a person typed, no message shown to
+them, no URL and no argument is recorded unless :func:`elicitor.telemetry.configure` is told ``record_content=True``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.trace import SpanKind, StatusCode
+
+from ..types import JSONObject, RequestId
+from ._state import State, parked_tables, state
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Histogram, Meter, UpDownCounter
+    from opentelemetry.trace import Span
+
+SCOPE = "elicitor"
+"""The instrumentation scope name of every span and instrument."""
+
+TRACEPARENT = "traceparent"
+TRACESTATE = "tracestate"
+BAGGAGE = "baggage"
+_CARRIED = (TRACEPARENT, TRACESTATE, BAGGAGE)
+
+DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+"""The semantic conventions' advice for ``mcp.*.operation.duration``."""
+PERSON_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+"""A person answering takes seconds to an hour."""
+
+_T = TypeVar("_T")
+
+
+class Instruments:
+    """The metric instruments, made once a real meter provider is set."""
+
+    __slots__ = (
+        "client_duration",
+        "elicitation_duration",
+        "elicitations",
+        "pending",
+        "round_paths",
+        "rounds",
+        "server_duration",
+        "store_duration",
+        "tasks",
+    )
+
+    def __init__(self, meter: Meter) -> None:
+        self.server_duration: Histogram = meter.create_histogram(
+            "mcp.server.operation.duration", unit="s",
+            description="MCP request duration as observed on the receiver, until the result is sent.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )  # fmt: skip
+        self.client_duration: Histogram = meter.create_histogram(
+            "mcp.client.operation.duration", unit="s",
+            description="MCP request duration as observed on the sender, until the response is received.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )  # fmt: skip
+        self.elicitation_duration: Histogram = meter.create_histogram(
+            "elicitor.elicitation.duration", unit="s",
+            description="Time from a question being asked to its answer (the person's time), by outcome.",
+            explicit_bucket_boundaries_advisory=PERSON_BUCKETS,
+        )  # fmt: skip
+        self.elicitations = meter.create_counter(
+            "elicitor.elicitations", unit="{elicitation}", description="Questions answered, by mode and outcome."
+        )
+        self.pending: UpDownCounter = meter.create_up_down_counter(
+            "elicitor.elicitation.pending", unit="{elicitation}", description="Questions waiting for a person."
+        )
+        self.rounds: Histogram = meter.create_histogram(
+            "elicitor.call.rounds", unit="{round}",
+            description="Rounds a 2026-07-28 call took until its result (1: no question asked).",
+            explicit_bucket_boundaries_advisory=(1, 2, 3, 4, 5, 8, 13, 21, 34),
+        )  # fmt: skip
+        self.store_duration: Histogram = meter.create_histogram(
+            "elicitor.store.operation.duration", unit="s",
+            description="Shared-store operations (Redis or memory), by operation and error.",
+            explicit_bucket_boundaries_advisory=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+        )  # fmt: skip
+        self.round_paths = meter.create_counter(
+            "elicitor.rounds",
+            unit="{round}",
+            description="2026-07-28 rounds served, by path (first, parked, replayed).",
+        )
+        self.tasks = meter.create_counter(
+            "elicitor.tasks", unit="{task}", description="Task status changes, by the status entered."
+        )
+
+
+def activate(live: State) -> None:
+    """Make what the configured providers allow (see :func:`._state.refresh`)."""
+    if live.mode == "propagation_only":
+        live.propagate = True
+        return
+    tracer_provider = live.tracer_provider or trace.get_tracer_provider()
+    if live.tracer is None and not isinstance(tracer_provider, trace.ProxyTracerProvider):
+        live.tracer = tracer_provider.get_tracer(SCOPE, _version())
+    meter_provider = live.meter_provider
+    if meter_provider is None and meter_configured():
+        meter_provider = metrics.get_meter_provider()
+    if live.instruments is None and meter_provider is not None:
+        meter = meter_provider.get_meter(SCOPE, _version())
+        live.instruments = Instruments(meter)
+        meter.create_observable_up_down_counter(
+            "elicitor.runs.parked", callbacks=[_observe_parked], unit="{run}",
+            description="2026-07-28 runs waiting in this replica for their next round (a cache).",
+        )  # fmt: skip
+
+
+def meter_configured() -> bool:
+    """Whether a real meter provider is set (the API's own is a proxy until then)."""
+    return not type(metrics.get_meter_provider()).__name__.startswith(("_Proxy", "NoOp"))
+
+
+def _version() -> str:
+    from .._version import __version__
+
+    return __version__
+
+
+def _observe_parked(_options: CallbackOptions) -> Iterable[Observation]:
+    yield Observation(sum(len(table) for table in list(parked_tables)))
+
+
+# ---- attributes ----------------------------------------------------------------------------------------------
+
+
+def request_attributes(method: str, params: JSONObject | None, request_id: RequestId | None) -> dict[str, Any]:
+    """The semantic conventions' attributes of a request, and its span name's target (first item)."""
+    attributes: dict[str, Any] = {"mcp.method.name": method}
+    if request_id is not None:
+        attributes["jsonrpc.request.id"] = str(request_id)
+    if params:
+        name = params.get("name")
+        if method == "tools/call" and isinstance(name, str):
+            attributes["gen_ai.tool.name"] = name
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        elif method == "prompts/get" and isinstance(name, str):
+            attributes["gen_ai.prompt.name"] = name
+        elif method == "elicitation/create":
+            mode = params.get("mode", "form")
+            attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
+        elif state.record_content and method.startswith("resources/") and isinstance(params.get("uri"), str):
+            attributes["mcp.resource.uri"] = params["uri"]
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if isinstance(version, str):
+                attributes["mcp.protocol.version"] = version
+        if state.record_content and method == "tools/call" and "arguments" in params:
+            import json
+
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(params["arguments"], default=str)
+    return attributes
+
+
+def _span_name(method: str, attributes: Mapping[str, Any]) -> str:
+    target = attributes.get("gen_ai.tool.name") or attributes.get("gen_ai.prompt.name")
+    return f"{method} {target}" if target else method
+
+
+def _error_code(exc: BaseException) -> str | None:
+    code = getattr(exc, "code", None)
+    return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _fail(span: Span | None, attributes: dict[str, Any], exc: BaseException) -> None:
+    code = _error_code(exc)
+    if code is not None:  # a JSON-RPC error: its code is both (semconv, "error.type" note [1])
+        attributes["error.type"] = attributes["rpc.response.status_code"] = code
+    else:
+        attributes["error.type"] = _qualname(exc)
+    if span is not None:
+        span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
+        # The message of a JSON-RPC error is the peer's or ours, never a person's answer; other exceptions are
+        # named, not described (their text may quote anything).
+        span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
+
+
+def _qualname(exc: BaseException) -> str:
+    import anyio
+
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return type(exc).__qualname__
+
+
+def _result(span: Span | None, attributes: dict[str, Any], result: JSONObject) -> None:
+    if result.get("isError") is True:
+        attributes["error.type"] = "tool_error"
+        if span is not None:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(StatusCode.ERROR)
+    result_type = result.get("resultType")
+    if result_type == "input_required" and span is not None:
+        span.set_attribute("elicitor.result_type", "input_required")
+        requests = result.get("inputRequests")
+        if isinstance(requests, dict):
+            span.set_attribute("elicitor.input_requests", len(requests))
+    task = result.get("task")
+    if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
+        span.set_attribute("elicitor.task.id", task["taskId"])
+
+
+def _metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "error.type", "mcp.protocol.version")
+    return {k: attributes[k] for k in keep if k in attributes}
+
+
+# ---- trace context in _meta ----------------------------------------------------------------------------------
+
+
+def _extract(params: JSONObject | None) -> otel_context.Context | None:
+    """The context a peer put in ``params._meta`` (SEP-414), or ``None``."""
+    if not params:
+        return None
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or TRACEPARENT not in meta:
+        return None
+    carrier = {key: value for key in _CARRIED if isinstance(value := meta.get(key), str)}
+    ctx = propagate.extract(carrier)
+    if not trace.get_current_span(ctx).get_span_context().is_valid:
+        return None
+    return ctx
+
+
+def _inject(params: JSONObject | None, ctx: otel_context.Context | None) -> JSONObject | None:
+    """``params`` with the context in ``_meta`` (a copy: the caller's dicts are never changed)."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier, context=ctx)
+    if TRACEPARENT not in carrier:
+        return params
+    params = dict(params or {})
+    meta = params.get("_meta")
+    params["_meta"] = {**(meta if isinstance(meta, dict) else {}), **carrier}
+    return params
+
+
+# ---- the request layer ---------------------------------------------------------------------------------------
+
+
+async def serve_request(
+    handle: Callable[[_T], Awaitable[JSONObject]],
+    request: _T,
+    method: str,
+    params: JSONObject | None,
+    request_id: RequestId | None,
+    transport: str = "pipe",
+    session_id: str | None = None,
+) -> JSONObject:
+    """Answer a peer's request inside a ``SERVER`` span whose parent is the context in its ``_meta``.
+
+    Called only when ``state.on``. Without a tracer the extracted context is still made current, so requests
+    made while serving it carry the trace on.
+    """
+    parent = _extract(params)
+    tracer = state.tracer
+    instruments = state.instruments
+    if tracer is None and instruments is None:
+        if parent is None:
+            return await handle(request)
+        carried = otel_context.attach(parent)
+        try:
+            return await handle(request)
+        finally:
+            otel_context.detach(carried)
+    attributes = request_attributes(method, params, request_id)
+    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
+    if transport != "pipe":
+        attributes["network.protocol.name"] = transport
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
+    span: Span | None = None
+    token: object = None
+    if tracer is not None:
+        links = None
+        ambient = trace.get_current_span().get_span_context()
+        if parent is not None and ambient.is_valid:  # semconv: parent from _meta, link the ambient context
+            links = [trace.Link(ambient)]
+        span = tracer.start_span(
+            _span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
+        )
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
+    elif parent is not None:
+        token = otel_context.attach(parent)
+    start = time.perf_counter()
+    try:
+        result = await handle(request)
+    except BaseException as exc:
+        _fail(span, attributes, exc)
+        raise
+    else:
+        _result(span, attributes, result)
+        return result
+    finally:
+        if instruments is not None:
+            instruments.server_duration.record(time.perf_counter() - start, _metric_attributes(attributes))
+        if token is not None:
+            otel_context.detach(token)  # type: ignore[arg-type]
+        if span is not None:
+            span.end()
+
+
+async def send_request(
+    send: Callable[[JSONObject | None, Callable[[RequestId], None]], Awaitable[JSONObject]],
+    method: str,
+    params: JSONObject | None,
+) -> JSONObject:
+    """Send a request inside a ``CLIENT`` span, its context written into ``params._meta``.
+
+    Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id.
+    """
+    tracer = state.tracer
+    instruments = state.instruments
+    if tracer is None and instruments is None:
+        # Propagation only: carry on whatever context is current (a peer's, or the application's own).
+        if trace.get_current_span().get_span_context().is_valid:
+            params = _inject(params, None)
+        return await send(params, _ignore)
+    attributes = request_attributes(method, params, None)
+    span: Span | None = None
+    if tracer is not None:
+        span = tracer.start_span(_span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
+        params = _inject(params, trace.set_span_in_context(span))
+    elif trace.get_current_span().get_span_context().is_valid:
+        params = _inject(params, None)
+
+    def sent(request_id: RequestId) -> None:
+        if span is not None:
+            span.set_attribute("jsonrpc.request.id", str(request_id))
+
+    start = time.perf_counter()
+    try:
+        result = await send(params, sent)
+    except BaseException as exc:
+        _fail(span, attributes, exc)
+        raise
+    else:
+        _result(span, attributes, result)
+        return result
+    finally:
+        if instruments is not None:
+            instruments.client_duration.record(time.perf_counter() - start, _metric_attributes(attributes))
+        if span is not None:
+            span.end()
+
+
+def _ignore(_request_id: RequestId) -> None:
+    pass
+
+
+def annotate(**attributes: Any) -> None:
+    """Add attributes to the span being served (the dispatch knows the revision, the session...)."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+
+
+# ---- questions and the person ------------------------------------------------------------------------------
+
+
+async def elicitation(side: Literal["server", "client"], params: JSONObject, ask: Awaitable[JSONObject]) -> JSONObject:
+    """Await ``ask`` (one question's answer) inside an ``elicitation`` span: its mode, its outcome, how long the
+    person took; ``elicitor.elicitation.duration`` and ``elicitor.elicitations`` by outcome.
+
+    Called only when ``state.on``. Records the outcome (``accept``, ``decline``, ``cancel``), never the answer.
+    """
+    tracer = state.tracer
+    instruments = state.instruments
+    if tracer is None and instruments is None:
+        return await ask
+    raw_mode = params.get("mode", "form")
+    mode = raw_mode if raw_mode in ("form", "url") else "form"
+    attributes: dict[str, Any] = {"elicitor.elicitation.mode": mode, "elicitor.side": side}
+    span: Span | None = None
+    token = None
+    if tracer is not None:
+        span = tracer.start_span("elicitation", kind=SpanKind.INTERNAL, attributes=attributes)
+        token = otel_context.attach(trace.set_span_in_context(span))
+    if instruments is not None:
+        instruments.pending.add(1, attributes)
+    start = time.perf_counter()
+    try:
+        answer = await ask
+    except BaseException as exc:
+        _fail(span, attributes, exc)
+        raise
+    else:
+        action = answer.get("action")
+        attributes["elicitor.elicitation.outcome"] = action if action in ("accept", "decline", "cancel") else "_OTHER"
+        if span is not None:
+            span.set_attribute("elicitor.elicitation.outcome", attributes["elicitor.elicitation.outcome"])
+        return answer
+    finally:
+        elapsed = time.perf_counter() - start
+        if token is not None:
+            otel_context.detach(token)
+        if span is not None:
+            span.end()
+        if instruments is not None:
+            instruments.pending.add(-1, {"elicitor.elicitation.mode": mode, "elicitor.side": side})
+            # A wait cancelled is no outcome: the call ended, or (2026-07-28) the round did and the answer comes to
+            # whichever run the next round finds; it is counted there.
+            if attributes.get("error.type") != "cancelled":
+                instruments.elicitation_duration.record(elapsed, attributes)
+                instruments.elicitations.add(1, attributes)
+
+
+def answered_elsewhere(params: JSONObject, answer: JSONObject) -> None:
+    """2026-07-28: an answer to a question asked in an earlier round by a run that is not here (another replica,
+    or replayed): counted by outcome, its time unknown here."""
+    instruments = state.instruments
+    if instruments is None:
+        return
+    raw_mode = params.get("mode", "form")
+    action = answer.get("action")
+    instruments.elicitations.add(1, {
+        "elicitor.elicitation.mode": raw_mode if raw_mode in ("form", "url") else "form",
+        "elicitor.side": "server",
+        "elicitor.elicitation.outcome": action if action in ("accept", "decline", "cancel") else "_OTHER",
+    })  # fmt: skip
+
+
+def invalid_answer() -> None:
+    """The person's answer failed validation and they are asked again: counted on the ``elicitation`` span."""
+    span = trace.get_current_span()
+    if span.is_recording():
+        count = getattr(span, "attributes", {}).get("elicitor.elicitation.validation_failures", 0)
+        span.set_attribute("elicitor.elicitation.validation_failures", count + 1)
+
+
+def rounds(count: int, tool: str | None) -> None:
+    """A 2026-07-28 call ended after ``count`` rounds (counted by the client, which sees them all)."""
+    instruments = state.instruments
+    if instruments is not None:
+        instruments.rounds.record(count, {"gen_ai.tool.name": tool} if tool else {})
+
+
+def round_served(retry: bool, parked: bool) -> None:
+    """A 2026-07-28 round: the first, a retry continuing the run parked here, or a retry replaying the tool (its
+    run is on another replica, or gone). Replays are what the parked-run cache saves; a high share means rounds
+    land away from their runs."""
+    path = "parked" if parked else "replayed" if retry else "first"
+    instruments = state.instruments
+    if instruments is not None:
+        instruments.round_paths.add(1, {"elicitor.round.path": path})
+    annotate(**{"elicitor.round.path": path})
+
+
+def task_status(status: str) -> None:
+    """A task entered ``status`` (``working``, ``input_required``, ``completed``, ``failed``, ``cancelled``)."""
+    instruments = state.instruments
+    if instruments is not None:
+        instruments.tasks.add(1, {"elicitor.task.status": status})
+
+
+def store_operation(operation: str, seconds: float, error: BaseException | None) -> None:
+    """One shared-store operation took ``seconds`` (failed with ``error``)."""
+    instruments = state.instruments
+    if instruments is not None:
+        attributes = {"elicitor.store.operation": operation}
+        if error is not None:
+            attributes["error.type"] = type(error).__qualname__
+        instruments.store_duration.record(seconds, attributes)
+
+
+class _Call:
+    """A context manager: one span around a whole call on the client, whatever rounds and retries it takes."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, method: str, params: JSONObject | None) -> None:
+        tracer = state.tracer
+        self._span: Span | None = None
+        self._token: object = None
+        if tracer is not None:
+            attributes = request_attributes(method, params, None)
+            self._span = tracer.start_span(
+                _span_name(method, attributes), kind=SpanKind.INTERNAL, attributes=attributes
+            )
+            self._token = otel_context.attach(trace.set_span_in_context(self._span))
+
+    def __enter__(self) -> _Call:
+        return self
+
+    def round(self, number: int) -> None:
+        if self._span is not None:
+            self._span.set_attribute("elicitor.rounds", number)
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        span = self._span
+        if span is None:
+            return
+        if exc is not None:
+            _fail(span, {}, exc)
+        otel_context.detach(self._token)  # type: ignore[arg-type]
+        span.end()
+
+
+_NO_CALL = _Call.__new__(_Call)
+_NO_CALL._span = None
+_NO_CALL._token = None
+
+
+def calling(method: str, params: JSONObject | None) -> _Call:
+    """``with calling("tools/call", params) as call:`` around a client's whole call (all its rounds)."""
+    if state.tracer is None:
+        return _NO_CALL
+    return _Call(method, params)

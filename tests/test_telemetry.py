@@ -1,0 +1,317 @@
+"""OpenTelemetry: the span tree of a call on every era and transport, trace context through ``_meta``, metrics, logs,
+and nothing a person typed anywhere in what is exported.
+
+The SDK's in-memory exporters are given to ``telemetry.configure`` (not set globally), so the rest of the suite
+keeps running without telemetry, as users without an SDK do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from elicitor import Accepted, Context, JSONRPCError, ScriptedHandler, Server, telemetry
+from elicitor.telemetry import _state
+from elicitor.testing import connected
+
+pytestmark = pytest.mark.anyio
+
+SECRET_NAME = "Zebulon-Quixotic-4417"
+SECRET_CITY = "Xanthoria-Vellum-9921"
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+server = Server("traced", "1.0")
+
+
+@server.tool()
+async def introduce(ctx: Context) -> str:
+    """Asks two questions, one after the other."""
+    name = await ctx.elicit("Who are you?", NAME, key="name")
+    city = await ctx.elicit("Where do you live?", CITY, key="city")
+    assert isinstance(name, Accepted) and isinstance(city, Accepted)
+    return f"hello {name.data['name']} from {city.data['city']}"
+
+
+@server.tool()
+async def refuse() -> str:
+    """Fails: an isError result."""
+    raise ValueError("nope")
+
+
+SETUP = {"initialize", "server/discover", "tools/list", "ping"}
+"""Requests of the connection, not of the call: traces of their own."""
+
+
+class Otel:
+    def __init__(self) -> None:
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.metrics = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.metrics])
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.finished() if s.name == name]
+
+    def metric_points(self) -> dict[str, list[Any]]:
+        data = self.metrics.get_metrics_data()
+        points: dict[str, list[Any]] = {}
+        assert data is not None
+        for resource in data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    points.setdefault(metric.name, []).extend(metric.data.data_points)
+        return points
+
+    def exported_bytes(self) -> str:
+        """Every span, attribute, event and metric as text: what an exporter would send."""
+        parts = [span.to_json() for span in self.finished()]
+        data = self.metrics.get_metrics_data()
+        if data is not None:
+            parts.append(data.to_json())
+        return "\n".join(parts)
+
+
+@pytest.fixture
+def otel() -> Iterator[Otel]:
+    recorder = Otel()
+    telemetry.configure("native", tracer_provider=recorder.tracer_provider, meter_provider=recorder.meter_provider)
+    try:
+        yield recorder
+    finally:
+        telemetry.configure("native")  # back to the global providers: none in this suite
+
+
+def by_id(spans: list[ReadableSpan]) -> dict[int, ReadableSpan]:
+    return {s.context.span_id: s for s in spans}
+
+
+def ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[str]:
+    """The names of ``span``'s ancestors, nearest first."""
+    index = by_id(spans)
+    names = []
+    parent = span.parent
+    while parent is not None and parent.span_id in index:
+        found = index[parent.span_id]
+        names.append(f"{found.name}/{found.kind.name}")
+        parent = found.parent
+    return names
+
+
+@pytest.mark.parametrize("protocol", ["2025-06-18", "2025-11-25", "2026-07-28"])
+async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, protocol: str) -> None:
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with connected(server, elicitation=handler, protocol=protocol) as client:
+        result = await client.call_tool("introduce")
+    assert SECRET_NAME in result.text
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    calls = [s for s in spans if s.name == "tools/call introduce"]
+    servers = [s for s in calls if s.kind == SpanKind.SERVER]
+    clients = [s for s in calls if s.kind == SpanKind.CLIENT]
+    rounds = 3 if protocol == "2026-07-28" else 1  # two questions asked one after the other: three rounds
+    assert len(servers) == rounds and len(clients) == rounds
+    if protocol != "2026-07-28":
+        assert len({s.context.trace_id for s in spans}) == 1, "one call, one trace"
+    for span in servers:
+        attributes = span.attributes or {}
+        assert attributes["mcp.method.name"] == "tools/call"
+        assert attributes["gen_ai.tool.name"] == "introduce"
+        assert attributes["gen_ai.operation.name"] == "execute_tool"
+        assert attributes["mcp.protocol.version"] == protocol
+        assert attributes["network.transport"] == "pipe"
+        assert "jsonrpc.request.id" in attributes
+        # The client's span is the parent of the server's: the context crossed the wire in params._meta.
+        assert span.parent is not None and span.parent.span_id in {c.context.span_id for c in clients}
+    for span in clients:
+        assert (span.attributes or {})["jsonrpc.request.id"]
+    questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
+    answers = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
+    assert len(questions) == 2 and len(answers) == 2
+    for span in questions + answers:
+        assert (span.attributes or {})["elicitor.elicitation.outcome"] == "accept"
+        assert (span.attributes or {})["elicitor.elicitation.mode"] == "form"
+    if protocol != "2026-07-28":
+        # Handshake era: the server's question is a request of its own, pushed inside the tool's span.
+        pushes = otel.named("elicitation/create")
+        assert {s.kind for s in pushes} == {SpanKind.CLIENT, SpanKind.SERVER}
+        for push in pushes:
+            path = ancestors(push, spans)
+            assert "tools/call introduce/SERVER" in path
+        for answer in answers:
+            assert ancestors(answer, spans)[0] == "elicitation/create/SERVER"
+    else:
+        assert [(s.attributes or {}).get("elicitor.round.path") for s in servers] == ["first", "parked", "parked"]
+        assert [(s.attributes or {}).get("elicitor.result_type") for s in servers][:2] == ["input_required"] * 2
+    exported = otel.exported_bytes()
+    for secret in (SECRET_NAME, SECRET_CITY, "Who are you?", "Where do you live?"):
+        assert secret not in exported
+
+
+async def test_errors_follow_the_conventions(otel: Otel) -> None:
+    async with connected(server, protocol="2025-11-25") as client:
+        result = await client.call_tool("refuse")
+        assert result.is_error
+        with pytest.raises(JSONRPCError):
+            await client.call_tool("no-such-tool")
+    failed = [s for s in otel.named("tools/call refuse") if s.kind == SpanKind.SERVER]
+    assert (failed[0].attributes or {})["error.type"] == "tool_error"
+    assert failed[0].status.status_code == StatusCode.ERROR
+    unknown = [s for s in otel.named("tools/call no-such-tool") if s.kind == SpanKind.SERVER]
+    attributes = unknown[0].attributes or {}
+    assert attributes["error.type"] == attributes["rpc.response.status_code"] == "-32602"
+    assert unknown[0].status.status_code == StatusCode.ERROR
+    assert "unknown tool" in (unknown[0].status.description or "")
+
+
+async def test_an_application_span_is_the_parent_of_the_call(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("app")
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    with tracer.start_as_current_span("booking") as outer:
+        async with connected(server, elicitation=handler, protocol="2026-07-28") as client:
+            await client.call_tool("introduce")
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    assert {s.context.trace_id for s in spans} == {outer.get_span_context().trace_id}
+
+
+async def test_metrics_count_requests_questions_and_the_persons_time(otel: Otel) -> None:
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with connected(server, elicitation=handler, protocol="2026-07-28") as client:
+        await client.call_tool("introduce")
+    points = otel.metric_points()
+    durations = {p.attributes.get("mcp.method.name"): p.count for p in points["mcp.server.operation.duration"]}
+    assert durations["tools/call"] == 3
+    assert "mcp.client.operation.duration" in points
+    answered = {
+        (p.attributes["elicitor.side"], p.attributes["elicitor.elicitation.outcome"]): p.value
+        for p in points["elicitor.elicitations"]
+    }
+    assert answered == {("server", "accept"): 2, ("client", "accept"): 2}
+    assert sum(p.count for p in points["elicitor.elicitation.duration"]) == 4
+    assert all(p.value == 0 for p in points["elicitor.elicitation.pending"])
+    paths = {p.attributes["elicitor.round.path"]: p.value for p in points["elicitor.rounds"]}
+    assert paths == {"first": 1, "parked": 2}
+
+
+async def test_replayed_rounds_are_one_trace_and_counted_as_replays(otel: Otel) -> None:
+    replaying = Server("replaying", "1.0", max_parked_runs=0)  # every retry replays, as on another replica
+    replaying.tool()(introduce)
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with connected(replaying, elicitation=handler, protocol="2026-07-28") as client:
+        await client.call_tool("introduce")
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    paths = [(s.attributes or {}).get("elicitor.round.path") for s in spans if s.kind == SpanKind.SERVER]
+    assert paths == ["first", "replayed", "replayed"]
+    answered = {
+        (p.attributes["elicitor.side"], p.attributes["elicitor.elicitation.outcome"]): p.value
+        for p in otel.metric_points()["elicitor.elicitations"]
+    }
+    assert answered[("server", "accept")] == 2  # each answer counted once, on the round that brought it
+
+
+async def test_propagation_only_carries_the_context_and_makes_no_spans() -> None:
+    recorder = Otel()
+    telemetry.configure("propagation_only")
+    seen: list[Any] = []
+    probe = Server("probe", "1.0")
+
+    @probe.tool()
+    async def where() -> str:
+        seen.append(trace.get_current_span().get_span_context())
+        return "here"
+
+    try:
+        tracer = recorder.tracer_provider.get_tracer("app")
+        with tracer.start_as_current_span("caller") as outer:
+            async with connected(probe, protocol="2025-11-25") as client:
+                await client.call_tool("where")
+    finally:
+        telemetry.configure("native")
+    assert [s.name for s in recorder.finished()] == ["caller"]
+    # The tool ran in the caller's trace: its context came through params._meta.
+    assert seen[0].trace_id == outer.get_span_context().trace_id
+
+
+async def test_off_touches_nothing() -> None:
+    telemetry.configure("off")
+    try:
+        assert not _state.state.on
+        async with connected(server, elicitation=ScriptedHandler([{"name": "a"}, {"city": "b"}])) as client:
+            await client.call_tool("introduce")
+    finally:
+        telemetry.configure("native")
+
+
+def test_the_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from elicitor.telemetry._state import mode_from_env
+
+    monkeypatch.setenv(telemetry.ENV_MODE, "propagation_only")
+    assert mode_from_env() == "propagation_only"
+    monkeypatch.setenv(telemetry.ENV_MODE, "loud")
+    with pytest.raises(ValueError, match="ELICITOR_TELEMETRY_MODE must be one of native"):
+        mode_from_env()
+    with pytest.raises(ValueError, match="telemetry mode must be one of"):
+        telemetry.configure("loud")  # type: ignore[arg-type]
+
+
+async def test_logs_carry_trace_and_span_ids_as_json(otel: Otel) -> None:
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Keep()
+    handler.addFilter(telemetry.TraceContextFilter())
+    handler.setFormatter(telemetry.JsonFormatter())
+    logger = logging.getLogger("elicitor.server")
+    logger.addHandler(handler)
+    try:
+        async with connected(server, protocol="2025-11-25") as client:
+            await client.call_tool("refuse")  # the server logs the tool's failure inside its span
+    finally:
+        logger.removeHandler(handler)
+    entry = json.loads(records[-1])
+    span = next(s for s in otel.named("tools/call refuse") if s.kind == SpanKind.SERVER)
+    assert entry["trace_id"] == format(span.context.trace_id, "032x")
+    assert entry["span_id"] == format(span.context.span_id, "016x")
+    assert entry["level"] == "ERROR" and entry["logger"] == "elicitor.server"
+    assert "exception" in entry
+
+
+async def test_no_sdk_no_spans_and_nothing_imported() -> None:
+    """Without an SDK the hooks are off: a fresh interpreter serving a call never imports OpenTelemetry."""
+    import sys
+
+    code = (
+        "import sys, anyio\n"
+        "from elicitor import Server, ScriptedHandler\n"
+        "from elicitor.testing import connected\n"
+        "from elicitor import telemetry\n"
+        "server = Server('s', '1')\n"
+        "@server.tool()\n"
+        "async def t() -> str:\n"
+        "    return 'ok'\n"
+        "async def main():\n"
+        "    async with connected(server) as client:\n"
+        "        assert (await client.call_tool('t')).text == 'ok'\n"
+        "anyio.run(main)\n"
+        "print(telemetry.state.on, 'opentelemetry.trace' in sys.modules)\n"
+    )
+    done = await anyio.run_process([sys.executable, "-c", code], check=True)
+    assert done.stdout.decode().split() == ["False", "False"]
