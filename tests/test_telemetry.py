@@ -126,8 +126,11 @@ async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, p
     clients = [s for s in calls if s.kind == SpanKind.CLIENT]
     rounds = 3 if protocol == "2026-07-28" else 1  # two questions asked one after the other: three rounds
     assert len(servers) == rounds and len(clients) == rounds
-    if protocol != "2026-07-28":
-        assert len({s.context.trace_id for s in spans}) == 1, "one call, one trace"
+    assert len({s.context.trace_id for s in spans}) == 1, "one call, one trace"
+    whole = [s for s in calls if s.kind == SpanKind.INTERNAL]
+    assert len(whole) == 1 and (whole[0].attributes or {})["elicitor.rounds"] == rounds
+    for span in clients:
+        assert span.parent is not None and span.parent.span_id == whole[0].context.span_id
     for span in servers:
         attributes = span.attributes or {}
         assert attributes["mcp.method.name"] == "tools/call"
@@ -206,6 +209,8 @@ async def test_metrics_count_requests_questions_and_the_persons_time(otel: Otel)
     assert all(p.value == 0 for p in points["elicitor.elicitation.pending"])
     paths = {p.attributes["elicitor.round.path"]: p.value for p in points["elicitor.rounds"]}
     assert paths == {"first": 1, "parked": 2}
+    [per_call] = points["elicitor.call.rounds"]
+    assert (per_call.count, per_call.sum, per_call.attributes) == (1, 3, {"gen_ai.tool.name": "introduce"})
 
 
 async def test_replayed_rounds_are_one_trace_and_counted_as_replays(otel: Otel) -> None:
@@ -215,6 +220,7 @@ async def test_replayed_rounds_are_one_trace_and_counted_as_replays(otel: Otel) 
     async with connected(replaying, elicitation=handler, protocol="2026-07-28") as client:
         await client.call_tool("introduce")
     spans = [s for s in otel.finished() if s.name not in SETUP]
+    assert len({s.context.trace_id for s in spans}) == 1
     paths = [(s.attributes or {}).get("elicitor.round.path") for s in spans if s.kind == SpanKind.SERVER]
     assert paths == ["first", "replayed", "replayed"]
     answered = {

@@ -11,8 +11,12 @@ completion notice, the person, or ``url_timeout``) and retries the call; a decli
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
 from .._exceptions import JSONRPCError, RemoteProtocolError, TooManyRounds
 from .._outcomes import url_refused_text
+from ..telemetry import _state as _telemetry
 from ..types import URL_ELICITATION_REQUIRED, JSONObject, JSONValue
 from ._era import Era
 from ._handlers import ElicitationHandler
@@ -21,6 +25,9 @@ from ._notifications import CallbackQueue, progress_key
 from ._requests import Requests
 from ._url import UrlElicitationRequest
 from ._url_flow import UrlFlow
+
+if TYPE_CHECKING:
+    from ..telemetry._hooks import Call
 
 DEFAULT_MAX_ROUNDS = 16
 """How many ``input_required`` rounds a call may take before :class:`TooManyRounds`."""
@@ -48,7 +55,7 @@ class Rounds:
         self._handler = handler
         self.max_rounds = max_rounds
 
-    async def drive(self, method: str, params: JSONObject) -> JSONObject:
+    def drive(self, method: str, params: JSONObject) -> Awaitable[JSONObject]:
         """Send ``method`` and follow ``input_required`` rounds until a complete result (or a task) arrives.
 
         If the elicitation handler raised while this call waited, the call raises that exception, on every
@@ -57,13 +64,24 @@ class Rounds:
         stops) and hands the exception to the call waiting on that server, here (see :class:`~._inbound.Inbound`).
         The call's progress and log callbacks queued before its result are delivered before it returns.
         """
+        if _telemetry.state.on:  # one span around all the call's requests: one trace whatever the rounds do
+            return self._traced(method, params)
+        return self._drive(method, params, None)
+
+    async def _traced(self, method: str, params: JSONObject) -> JSONObject:
+        from ..telemetry import _hooks
+
+        with _hooks.calling(method, params) as call:
+            return await self._drive(method, params, call)
+
+    async def _drive(self, method: str, params: JSONObject, call: Call | None) -> JSONObject:
         if self._era.modern:
-            result = await self._rounds(method, params)
+            result = await self._rounds(method, params, call)
             await self._callbacks.caught_up(progress_key(params))
             return result
         with self._inbound.waiting_call() as failures:
             try:
-                result = await self._rounds(method, params)
+                result = await self._rounds(method, params, call)
             except Exception:
                 if failures:
                     raise failures[0] from None  # what the server answered is a consequence of it
@@ -73,12 +91,14 @@ class Rounds:
         await self._callbacks.caught_up(progress_key(params))  # its progress and logs before its result
         return result
 
-    async def _rounds(self, method: str, params: JSONObject) -> JSONObject:
+    async def _rounds(self, method: str, params: JSONObject, call: Call | None) -> JSONObject:
         """The request, and its ``input_required`` rounds (2026-07-28) or -32042 retries (2025-11-25)."""
         responses: JSONObject | None = None
         state: JSONValue = None
         seen: set[str] = set()
-        for _ in range(self.max_rounds + 1):
+        for number in range(1, self.max_rounds + 2):
+            if call is not None:
+                call.round(number)
             attempt = dict(params)
             if responses is not None:
                 attempt["inputResponses"] = responses

@@ -499,15 +499,18 @@ def store_operation(operation: str, seconds: float, error: BaseException | None)
         instruments.store_duration.record(seconds, attributes)
 
 
-class _Call:
+class Call:
     """A context manager: one span around a whole call on the client, whatever rounds and retries it takes."""
 
-    __slots__ = ("_span", "_token")
+    __slots__ = ("_span", "_token", "_tool", "rounds")
 
     def __init__(self, method: str, params: JSONObject | None) -> None:
         tracer = state.tracer
         self._span: Span | None = None
         self._token: object = None
+        self.rounds = 0
+        name = (params or {}).get("name")
+        self._tool = name if method == "tools/call" and isinstance(name, str) else None
         if tracer is not None:
             attributes = request_attributes(method, params, None)
             self._span = tracer.start_span(
@@ -515,14 +518,19 @@ class _Call:
             )
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
 
-    def __enter__(self) -> _Call:
+    def __enter__(self) -> Call:
         return self
 
     def round(self, number: int) -> None:
+        """The call's ``number``-th request is going out (2026-07-28 rounds, -32042 retries)."""
+        self.rounds = number
         if self._span is not None:
             self._span.set_attribute("elicitor.rounds", number)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        if exc is None and self.rounds and state.instruments is not None:
+            tool = self._tool
+            state.instruments.rounds.record(self.rounds, {"gen_ai.tool.name": tool} if tool else {})
         span = self._span
         if span is None:
             return
@@ -532,13 +540,6 @@ class _Call:
         span.end()
 
 
-_NO_CALL = _Call.__new__(_Call)
-_NO_CALL._span = None
-_NO_CALL._token = None
-
-
-def calling(method: str, params: JSONObject | None) -> _Call:
+def calling(method: str, params: JSONObject | None) -> Call:
     """``with calling("tools/call", params) as call:`` around a client's whole call (all its rounds)."""
-    if state.tracer is None:
-        return _NO_CALL
-    return _Call(method, params)
+    return Call(method, params)
