@@ -74,6 +74,14 @@ def usable_response(method: str, response: object) -> bool:
     return True
 
 
+def _current_task_id(loop: asyncio.AbstractEventLoop | None) -> int:
+    """Which task is running: ``id()`` of asyncio's task on asyncio (anyio's ``get_current_task`` builds a
+    ``TaskInfo`` on every call, a few µs per question), anyio's task id elsewhere."""
+    if loop is not None:
+        return id(asyncio.current_task(loop))
+    return anyio.get_current_task().id
+
+
 class _Waiter:
     __slots__ = ("answer", "event", "method")
 
@@ -98,8 +106,8 @@ class RoundAsker:
         self.journal: OnceJournal | None = None
         """Where ``ctx.once`` records its steps in the shared state (a task's run), besides ``memo``."""
         self.asks: dict[str, JSONObject] = {}
-        self._loop = running_asyncio_loop()
-        self.activity = Waiter(self._loop)
+        self.loop = running_asyncio_loop()
+        self.activity = Waiter(self.loop)
         self.owner: int | None = None
         self.concurrent = False
         """Whether a question came from a task other than the handler's own (so branches may ask together)."""
@@ -134,11 +142,11 @@ class RoundAsker:
                     _hooks.answered_elsewhere(params, candidate)
         if answer is not None:
             return answer
-        if not self.concurrent and anyio.get_current_task().id != self.owner:
+        if not self.concurrent and _current_task_id(self.loop) != self.owner:
             self.concurrent = True
         waiter = self._waiting.get(key)
         if waiter is None:
-            waiter = self._waiting[key] = _Waiter(method, self._loop)
+            waiter = self._waiting[key] = _Waiter(method, self.loop)
         self.asks[key] = {"method": method, "params": params}
         self.activity.set()
         if _telemetry.state.on and method == "elicitation/create":
@@ -155,7 +163,7 @@ class RoundAsker:
         Questions still unanswered stay in ``asks`` (they are asked again); unknown keys are ignored.
         """
         self._fresh = fresh
-        self.activity = Waiter(self._loop)
+        self.activity = Waiter(self.loop)
         for key, waiter in list(self._waiting.items()):
             candidate = fresh.get(key)
             if isinstance(candidate, dict) and usable_response(waiter.method, candidate):
@@ -204,7 +212,7 @@ class Run:
         self._failure: BaseException | None = None
 
     async def main(self) -> None:
-        self.asker.owner = anyio.get_current_task().id
+        self.asker.owner = _current_task_id(self.asker.loop)
         with self._scope:
             try:
                 self._result = await self._invoke()
