@@ -90,6 +90,7 @@ bench: $(STAMP) system-deps
 	$(BIN)/python bench/proxy.py
 	$(BIN)/python bench/stacks.py
 	$(BIN)/python bench/charts.py
+	$(BIN)/python bench/guard.py  # which scenario fell against bench/recorded.json, and by how much
 
 # Many concurrent sessions on both eras and transports, random answers, cancellations, vanishing clients, servers
 # killed and restarted; fails on a hung or wrong call or on unbounded growth (soak/run.py). `make test` runs a
