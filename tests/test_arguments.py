@@ -223,8 +223,8 @@ def test_connect_asks_optional_arguments_field_by_field(protocol: str) -> None:
     assert run.returncode == 0, run.stderr
     assert "as a JSON object" not in run.stderr
     assert "body (optional)" in run.stderr and "priority (optional)" in run.stderr
-    assert "Result: Filed 'Crash on start' (priority 3, labels: docs)." in run.stderr
-    assert "Result: Filed 'Typo' (priority 1, labels: none): In the README" in run.stderr
+    assert "Result: Filed 'Crash on start' (priority 3, labels: docs)." in run.stdout
+    assert "Result: Filed 'Typo' (priority 1, labels: none): In the README" in run.stdout
 
 
 def test_long_tool_descriptions_wrap_at_word_boundaries_in_the_menu() -> None:

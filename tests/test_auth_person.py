@@ -151,17 +151,17 @@ async def test_elicitor_connect_signs_in_through_the_browser_once(anyio_backend:
         async with httpx.AsyncClient(follow_redirects=True) as browser:
             page = await browser.get(link)
         assert page.status_code == 200 and "You are signed in" in page.text
-        _, rest = await anyio.to_thread.run_sync(lambda: first.communicate("greet\n\nAda\n\n\n", timeout=60))
+        out, rest = await anyio.to_thread.run_sync(lambda: first.communicate("greet\n\nAda\n\n\n", timeout=60))
         assert first.returncode == 0, rest
-        assert "Result: hello Ada" in rest, rest
+        assert "Result: hello Ada" in out, rest
         kept = json.loads((tmp_path / "elicitor" / "tokens.json").read_text())
         assert set(kept) == {url}
         assert stat.S_IMODE((tmp_path / "elicitor" / "tokens.json").stat().st_mode) == 0o600
 
         again = connect()
-        _, shown = await anyio.to_thread.run_sync(lambda: again.communicate("greet\n\nGrace\n\n\n", timeout=60))
+        out, shown = await anyio.to_thread.run_sync(lambda: again.communicate("greet\n\nGrace\n\n\n", timeout=60))
         assert again.returncode == 0, shown
-        assert "Sign in" not in shown and "Result: hello Grace" in shown, shown
+        assert "Sign in" not in shown and "Result: hello Grace" in out, shown
         assert len(deployment.authorizations) == 1
 
     logout = subprocess.run(
@@ -286,12 +286,12 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
         link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
         assert "demo%3Aadmin" in link  # the step-up asks for the tool's scope
         assert "You are signed in" in _sign_in(link, "grace")
-        _, rest = connect.communicate("\n", timeout=60)
+        out, rest = connect.communicate("\n", timeout=60)
         shown = "".join(seen) + rest
         assert connect.returncode == 0, shown
-        assert "Result: grace likes blue" in shown
-        assert "Result: grace's calendar is connected" in shown
-        assert "Result: report for grace: all is well" in shown
+        assert "Result: grace likes blue" in out
+        assert "Result: grace's calendar is connected" in out
+        assert "Result: report for grace: all is well" in out
     finally:
         example.terminate()
         example.wait(timeout=10)

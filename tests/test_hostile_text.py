@@ -223,7 +223,8 @@ def test_connect_shows_a_hostile_servers_words_escaped() -> None:
     assert r"  [warning bank\x07] log\x1b[2J\x1b[Hwiped\r\x1b]0;Trusted Terminal\x07" in text
     assert r"  progress 1/2 half\x08\x08\x08\x08way\u202e" in text
     assert f"── {BANNER} asks (server name: {NAME}) ──" in text and f"   1) {MINE}" in text
-    assert r"Result: sent 100 to mine\x1b[2J\x1b[Hdone" in text
+    results = run.stdout.decode()  # a result on stdout, the interface (and a failed call) on stderr: all escaped
+    assert r"Result: sent 100 to mine\x1b[2J\x1b[Hdone" in results
     assert r"Error: refused\x1b[2J\x1b[H\rall good\x1b]8;;https://evil.example/\x1b\bank.example" in text
 
 

@@ -477,8 +477,9 @@ def test_connect_calls_tools_and_answers_their_questions() -> None:
     assert "Connected to elicitor conformance fixtures 1.0.0, protocol 2025-11-25." in out
     assert "  [server] elicitor-everything: serving on stdio" in out  # its stderr, shown through the terminal
     assert "── elicitor conformance fixtures 1.0.0 asks (server name: elicitor-everything) ──\nWho are you?" in out
-    assert "Result: User response: action=accept, content={'username': 'Ada', 'email': 'ada@example.com'}" in out
-    assert "progress 50/100" in out and "Result: Tool with progress executed successfully" in out
+    results = run.stdout  # a tool's result on stdout, everything for the person on stderr
+    assert "Result: User response: action=accept, content={'username': 'Ada', 'email': 'ada@example.com'}" in results
+    assert "progress 50/100" in out and "Result: Tool with progress executed successfully" in results
     assert "[info] Tool processing data" in out
     assert "Not JSON:" in out
     assert "No tool 'nope'." in out
@@ -514,9 +515,9 @@ def test_connect_with_the_browser_ui() -> None:
         review = browser.post(link, data={"username": "ada", "email": "ada@example.com", "_action": "review"})
         assert "Review your answer" in review.text
         assert "sent" in browser.post(link, data={"_action": "send"}).text
-    _, stderr = connect.communicate("q\n", timeout=30)
+    stdout, stderr = connect.communicate("q\n", timeout=30)
     assert connect.returncode == 0, stderr
-    assert "Result: User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}" in stderr
+    assert "Result: User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}" in stdout
 
 
 @pytest.mark.parametrize(

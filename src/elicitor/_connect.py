@@ -17,7 +17,7 @@ import textwrap
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 import anyio.to_thread
@@ -37,6 +37,80 @@ class HandshakeTimeout(Exception):
     """The target did not complete the MCP handshake in time (not an MCP server, or stuck)."""
 
 
+class Console:
+    """Where ``elicitor connect`` and the demo meet the person, and where results go.
+
+    The interface (the menu, forms, progress, sign-in links, the server's log lines) is for the person, so it goes
+    to their terminal: standard error when that is a terminal, else, when a person types on standard input, the
+    controlling terminal (``/dev/tty``), so ``elicitor connect server 2>err`` still shows everything. Results (a
+    tool's answer) go to standard output, to be redirected or piped. With no terminal at all (a script feeding
+    standard input) everything stays on standard error as before.
+    """
+
+    def __init__(self, ui: str = "terminal", handler: TerminalHandler | None = None) -> None:
+        self._tty = _controlling_terminal() if handler is None else None
+        if handler is not None:
+            self.terminal = handler
+        elif self._tty is None:
+            self.terminal = TerminalHandler(screen=False if ui == "lines" else None)
+        else:
+            tty = self._tty
+            options: dict[str, Any] = {}
+            if ui != "lines" and os.environ.get("TERM", "") != "dumb":
+                from prompt_toolkit.input import create_input
+                from prompt_toolkit.output import create_output
+
+                options = {"input": create_input(), "output": create_output(stdout=tty), "screen": True}
+            else:
+                options = {"screen": False}
+            self.terminal = TerminalHandler(_tty_reader(tty), _tty_writer(tty), **options)
+
+    @property
+    def write(self) -> Callable[[str], None]:
+        """Show a line of the interface (held while a full-screen form is up)."""
+        return self.terminal._write
+
+    def result(self, text: str) -> None:
+        """A result, on standard output."""
+        print(text, flush=True)
+
+    def close(self) -> None:
+        if self._tty is not None:
+            self._tty.close()
+            self._tty = None
+
+
+def _controlling_terminal() -> TextIO | None:
+    """The person's terminal when standard error is not it: only when standard input is a terminal (a person
+    types there; a script feeding it keeps everything on standard error), and there is one to open."""
+    try:
+        if not sys.stdin.isatty() or sys.stderr.isatty():
+            return None
+        return open("/dev/tty", "w", encoding="utf-8", errors="replace")
+    except (OSError, ValueError, AttributeError):  # no controlling terminal (a daemon, CI), or streams replaced
+        return None
+
+
+def _tty_writer(tty: TextIO) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        tty.write(text + "\n")
+        tty.flush()
+
+    return write
+
+
+def _tty_reader(tty: TextIO) -> Callable[[str], str]:
+    def read_line(prompt: str) -> str:
+        tty.write(prompt)
+        tty.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n").removesuffix("\r")
+
+    return read_line
+
+
 async def run(
     target: list[str],
     *,
@@ -45,10 +119,11 @@ async def run(
     ui: str = "terminal",
     timeout: float = 30.0,
     browser: bool = True,
+    console: Console | None = None,
 ) -> int:
-    terminal = handler or TerminalHandler(screen=False if ui == "lines" else None)
-    async with answering(ui, terminal) as answers:
-        return await _session(target, protocol, terminal, answers, timeout, browser)
+    console = console or Console(ui, handler)
+    async with answering(ui, console.terminal) as answers:
+        return await _session(target, protocol, console, answers, timeout, browser)
 
 
 UI_CHOICES = ("terminal", "lines", "browser")
@@ -68,12 +143,12 @@ async def answering(ui: str, terminal: TerminalHandler) -> AsyncIterator[Termina
 async def _session(
     target: list[str],
     protocol: str,
-    terminal: TerminalHandler,
+    console: Console,
     answers: TerminalHandler | BrowserHandler,
     timeout: float,
     browser: bool = True,
 ) -> int:
-    write = terminal._write
+    write = console.write
 
     async def on_log(level: str, data: JSONValue, source: str | None) -> None:
         text = data if isinstance(data, str) else json.dumps(data)  # one line: a log cannot fake a line of its own
@@ -86,9 +161,9 @@ async def _session(
 
         authorizer = LoopbackAuthorizer(write=lambda line: write(printable(line)), open_browser=browser)
         auth = OAuth(authorizer, store=default_token_store(), client_name="elicitor connect")
-        return await _connected(Client.http(target[0], auth=auth, **kwargs), terminal, timeout, authorizer)
+        return await _connected(Client.http(target[0], auth=auth, **kwargs), console, timeout, authorizer)
     with server_stderr(write) as stderr:
-        return await _connected(Client.stdio(target, stderr=stderr, **kwargs), terminal, timeout)
+        return await _connected(Client.stdio(target, stderr=stderr, **kwargs), console, timeout)
 
 
 @contextmanager
@@ -115,7 +190,7 @@ def server_stderr(write: Callable[[str], None]) -> Iterator[int]:
 
 
 async def _connected(
-    client: Client, terminal: TerminalHandler, timeout: float, authorizer: LoopbackAuthorizer | None = None
+    client: Client, console: Console, timeout: float, authorizer: LoopbackAuthorizer | None = None
 ) -> int:
     """Run the tool menu on ``client`` once it completes the handshake, which must happen within ``timeout``
     (not counting the time the person takes to sign in)."""
@@ -130,8 +205,8 @@ async def _connected(
         async with client:
             handshake.deadline = math.inf
             label = printable(client.server_info.display()) if client.server_info else "the server"
-            terminal._write(f"Connected to {label}, protocol {client.protocol_version}.")
-            return await tool_menu(client, terminal)
+            console.write(f"Connected to {label}, protocol {client.protocol_version}.")
+            return await tool_menu(client, console)
     raise HandshakeTimeout(f"no MCP handshake within {timeout:g} s")
 
 
@@ -139,18 +214,28 @@ def menu_line(number: int, tool: Tool, width: int | None = None) -> str:
     """One tool of the menu: its number, name and description's first line, wrapped at word boundaries to the
     terminal's width with the continuation lines indented under the description."""
     head = f"  {number}. {printable(tool.name)}"
-    if not tool.description:
+    about = summary(tool.description)
+    if not about:
         return head
-    about = printable(tool.description.splitlines()[0])
     columns = width if width is not None else shutil.get_terminal_size().columns
     indent = " " * min(len(head) + 2, 24)
     lines = textwrap.wrap(f"{head}: {about}", width=max(columns - 1, 40), subsequent_indent=indent)
     return "\n".join(lines)
 
 
-async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
+def summary(description: str | None) -> str:
+    """The first line of a tool's description with text in it, as one line a person can read: a docstring's
+    leading blank line and indentation dropped, tabs as spaces, anything else that is not text shown escaped."""
+    for line in (description or "").splitlines():
+        if line.strip():
+            return printable(" ".join(line.split()))
+    return ""
+
+
+async def tool_menu(client: Client, console: Console) -> int:
     """Offer the server's tools until the person quits: pick one, give its arguments, see what it returns."""
-    write = terminal._write
+    terminal = console.terminal
+    write = console.write
     tools = await client.list_tools()
     if not tools:
         write("It offers no tools.")
@@ -176,23 +261,42 @@ async def tool_menu(client: Client, terminal: TerminalHandler) -> int:
         if arguments is None:
             continue
 
-        async def progress(done: float, total: float | None, message: str | None) -> None:
-            about = " " + printable(message) if message else ""
-            write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{about}")
-
+        follow = Progress(write)
         try:
-            handle = await client.start_tool(picked.name, arguments, progress=progress)
+            handle = await client.start_tool(picked.name, arguments, progress=follow.progress)
             if handle.id is not None:
                 name = printable(picked.name)
                 write(f"  {name} runs as a task ({printable(handle.id)}); its questions come as it needs them.")
-            result = await handle.wait(on_status=lambda task: write(f"  {task_status(task)}"))
+            result = await handle.wait(on_status=follow.status if handle.id is not None else None)
         except (JSONRPCError, ElicitorError) as exc:
             write(f"Error: {printable(str(exc))}")
             continue
         write("")
-        write(("Error: " if result.is_error else "Result: ") + result.text)
+        console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
         if result.structured_content is not None:
-            write(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+            console.result(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+
+
+class Progress:
+    """A call's progress and, for a task, its status, each said once: on 2025-11-25 a task's step arrives both as
+    a progress notification and as the task's status message, and is shown as the progress line alone."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+        self._said: str | None = None
+        self._status: str | None = None
+
+    async def progress(self, done: float, total: float | None, message: str | None) -> None:
+        about = " " + printable(message) if message else ""
+        self._write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{about}")
+        self._said = message
+
+    def status(self, task: TaskHandle) -> None:
+        changed = task.status != self._status
+        self._status = task.status
+        if changed or (task.status_message and task.status_message != self._said):
+            self._write(f"  {task_status(task)}")
+        self._said = task.status_message
 
 
 def task_status(task: TaskHandle) -> str:
@@ -246,20 +350,27 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
 def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0, browser: bool = True) -> int:
     shown = " ".join(target)
     is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
+    console = Console(ui)
     try:
-        return anyio.run(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser))
+        return anyio.run(
+            lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console)
+        )
     except KeyboardInterrupt:
-        print("\nBye.", file=sys.stderr)
+        console.write("\nBye.")
         return 130
     except FileNotFoundError:
-        print(f"elicitor connect: no program {target[0]!r}: check the command (or give the server's http(s) URL).",
-              file=sys.stderr)  # fmt: skip
+        console.write(
+            f"elicitor connect: no program {target[0]!r}: check the command (or give the server's http(s) URL)."
+        )
         return 1
-    except (OSError, ElicitorError, HandshakeTimeout) as exc:
+    except (OSError, ElicitorError, HandshakeTimeout) as exc:  # TimeoutError is an OSError
         advice = (
             "Is the server running, at that address and path?"
             if is_url
             else "Run the command alone to see its own errors: it must speak MCP on stdin and stdout."
         )
-        print(f"elicitor connect: cannot connect to {shown}: {printable(str(exc))}. {advice}", file=sys.stderr)
+        reason = printable(str(exc)) or type(exc).__name__
+        console.write(f"elicitor connect: cannot connect to {shown}: {reason}. {advice}")
         return 1
+    finally:
+        console.close()

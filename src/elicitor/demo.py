@@ -26,10 +26,10 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from ._connect import UI_CHOICES, answering, server_stderr, task_status, tool_menu
+from ._connect import UI_CHOICES, Console, Progress, answering, menu_line, server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._outcomes import Accepted, Cancelled, Declined
-from .client import Client, TerminalHandler
+from .client import Client
 from .client._present import printable
 from .forms import Choices, Email, Field, Uri
 from .server import Context, Server, UrlElicitationRequired
@@ -266,40 +266,45 @@ async def serve_with_pages() -> None:
 
 async def run_client(protocol: str, ui: str = "terminal") -> None:
     """The guided tour (a booking, then the calendar), then the tool menu for the person to explore."""
-    terminal = TerminalHandler(screen=False if ui == "lines" else None)
+    console = Console(ui)
     command = [sys.executable, "-m", "elicitor.demo", "server"]
-    async with answering(ui, terminal) as answers:
-        with server_stderr(terminal._write) as stderr:
-            async with Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr) as client:
-                await _tour(client)
-                print("\nNow try the tools yourself (update_profile asks with every kind of field).", file=sys.stderr)
-                await tool_menu(client, terminal)
+    try:
+        async with answering(ui, console.terminal) as answers:
+            with server_stderr(console.write) as stderr:
+                async with Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr) as client:
+                    await _tour(client, console)
+                    console.write("\nNow try the tools yourself (update_profile asks with every kind of field).")
+                    await tool_menu(client, console)
+    finally:
+        console.close()
 
 
-async def _tour(client: Client) -> None:
+async def _tour(client: Client, console: Console) -> None:
+    say = console.write
     label = printable(client.server_info.display()) if client.server_info else "the server"
-    print(f"Connected to {label} over stdio, protocol {client.protocol_version}.", file=sys.stderr)
-    for tool in await client.list_tools():
-        print(f"  tool {printable(tool.name)}: {printable(tool.description or '')}", file=sys.stderr)
-    print("Calling book_table ...", file=sys.stderr)
+    say(f"Connected to {label} over stdio, protocol {client.protocol_version}.")
+    for number, tool in enumerate(await client.list_tools(), 1):
+        say(menu_line(number, tool))
+    say("Calling book_table ...")
     result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
-    print("", file=sys.stderr)
-    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    say("")
+    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
     if result.is_error or not result.text.startswith("Booked"):
         return
-    print("\nCalling plan_tasting_menu (a long call that asks half-way) ...", file=sys.stderr)
-    handle = await client.start_tool("plan_tasting_menu", {"guests": 2})
-    result = await handle.wait(on_status=lambda task: print(f"  {task_status(task)}", file=sys.stderr))
-    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    say("\nCalling plan_tasting_menu (a long call that asks half-way) ...")
+    follow = Progress(say)
+    handle = await client.start_tool("plan_tasting_menu", {"guests": 2}, progress=follow.progress)
+    result = await handle.wait(on_status=follow.status if handle.id is not None else None)
+    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
     if "url" not in client.elicitation_modes:
         return
-    print("\nCalling add_to_calendar ...", file=sys.stderr)
+    say("\nCalling add_to_calendar ...")
     try:
         result = await client.call_tool("add_to_calendar")
     except (JSONRPCError, TooManyRounds) as exc:
-        print(f"Not added to the calendar: {printable(str(exc))}")
+        say(f"Not added to the calendar: {printable(str(exc))}")
         return
-    print(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -314,7 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             anyio.run(run_client, args.protocol, args.ui)
         except KeyboardInterrupt:
-            print("\nBye.", file=sys.stderr)
+            print("\nBye.", file=sys.stderr)  # the console is closed by now
 
 
 if __name__ == "__main__":

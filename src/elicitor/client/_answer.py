@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from .._exceptions import FormDefinitionError, InvalidAnswer, JSONRPCError
 from .._outcomes import Accepted, Cancelled, outcome_to_wire
-from ..forms import Form
+from ..forms import SINGLE_FIELD, Form
 from ..telemetry import _state as _telemetry
 from ..types import INVALID_PARAMS, Implementation, JSONObject
 from ._handlers import ElicitationHandler, ElicitationOutcome, ElicitationRequest
@@ -140,10 +140,23 @@ async def _answer(
         return {"action": "accept"}
     schema = params.get("requestedSchema")
     try:
-        form = Form.from_schema(schema if isinstance(schema, dict) else {}, check_secrets=False)
+        form = request_form(schema, message)
     except FormDefinitionError as exc:
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
     if admit is not None and not admit():
         return {"action": "decline"}
     request = ElicitationRequest(message=message, form=form, server=server)
     return outcome_to_wire(await ask_until_valid(handler, request))
+
+
+def request_form(schema: object, message: str) -> Form[dict[str, Any]]:
+    """The form of a ``requestedSchema``; a lone untitled field named ``value`` (what a server sends for
+    ``ctx.elicit("Go ahead?", bool)``, here and in other SDKs) is labelled with the message, not with "value".
+
+    Raises:
+        FormDefinitionError: the schema is outside the spec's subset.
+    """
+    form = Form.from_schema(schema if isinstance(schema, dict) else {}, check_secrets=False)
+    if len(form.fields) == 1 and form.fields[0].name == SINGLE_FIELD and not form.fields[0].title and message:
+        return Form((replace(form.fields[0], title=message),), check_secrets=False)
+    return form

@@ -464,7 +464,9 @@ class YesNoScreen:
             name = server_name(request.server)
             return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
 
-        question: StyleAndTextTuples = [("class:label", f"{printable(field.label).rstrip('?')}?")]
+        question: StyleAndTextTuples = []
+        if field.label != request.message:  # labelled with the message itself: it is on the screen already
+            question = [("class:label", f"{printable(field.label).rstrip('?')}?")]
         if field.description:
             question += [("", "\n"), ("class:hint", printable(field.description, newlines=True))]
         self.no_button = Button("No", handler=lambda: self._answer(False), width=6)

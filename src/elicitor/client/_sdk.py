@@ -18,10 +18,9 @@ from typing import Any, Protocol
 
 from .._exceptions import FormDefinitionError
 from .._outcomes import outcome_to_wire
-from ..forms import Form
 from ..protocol import parse_implementation
 from ..types import INVALID_PARAMS, Implementation
-from ._answer import ask_until_valid
+from ._answer import ask_until_valid, request_form
 from ._handlers import ElicitationHandler, ElicitationRequest
 from ._url import UrlElicitationRequest
 
@@ -51,7 +50,7 @@ def sdk_elicitation_callback(handler: ElicitationHandler) -> SdkCallback:
             request = UrlElicitationRequest.from_params(raw, server)
             return types.ElicitResult(action=(await url_handler(request)).action)
         try:
-            form = Form.from_schema(raw.get("requestedSchema") or {}, check_secrets=False)
+            form = request_form(raw.get("requestedSchema") or {}, message)
         except FormDefinitionError as exc:
             text = f"Invalid params: requestedSchema is not a valid form: {exc}"
             return types.ErrorData(code=INVALID_PARAMS, message=text)

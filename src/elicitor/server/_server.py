@@ -206,8 +206,10 @@ class Server:
         (``tasks/update``) while it runs. ``"optional"``: a task when the client declared the extension, else an
         ordinary call; ``"required"``: a client without the extension gets -32021. The tool's code is the same
         either way. With ``defer_task=True`` the call first asks in ordinary rounds and becomes a task at
-        ``await ctx.run_as_task()`` (questions that decide whether to start at all, then the long work). Earlier
-        revisions run the tool as an ordinary call.
+        ``await ctx.run_as_task()`` (questions that decide whether to start at all, then the long work). On
+        2025-11-25 the same tool runs as that revision's task when the client asks for one (``execution.taskSupport``
+        in ``tools/list`` says it may or must; its questions come through ``tasks/result``); 2025-06-18 has no tasks
+        and runs it as an ordinary call. See docs/concepts/tasks.md.
 
         ``scopes``: over HTTP with ``auth=`` (:class:`~elicitor.server.Protection`), a caller whose token lacks one
         of them gets 403 ``insufficient_scope`` naming them, so that its client can ask for more (the spec's
