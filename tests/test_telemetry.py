@@ -321,3 +321,64 @@ async def test_no_sdk_no_spans_and_nothing_imported() -> None:
     )
     done = await anyio.run_process([sys.executable, "-c", code], check=True)
     assert done.stdout.decode().split() == ["False", "False"]
+
+
+tasked = Server("tasked", "1.0", task_poll_interval=0.05)
+
+
+@tasked.tool(task="required")
+async def migrate(ctx: Context) -> str:
+    """Runs as a task and asks twice."""
+    name = await ctx.elicit("Who approves?", NAME, key="name")
+    city = await ctx.elicit("Which datacenter?", CITY, key="city")
+    assert isinstance(name, Accepted) and isinstance(city, Accepted)
+    return "migrated"
+
+
+async def test_a_tasks_run_polls_and_answers_are_one_trace(otel: Otel) -> None:
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with connected(tasked, elicitation=handler, protocol="2026-07-28") as client:
+        assert (await client.call_tool("migrate")).text == "migrated"
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    assert len({s.context.trace_id for s in spans}) == 1
+    created = [s for s in otel.named("tools/call migrate") if s.kind == SpanKind.SERVER]
+    task_id = (created[0].attributes or {})["elicitor.task.id"]
+    followed = [s for s in spans if s.kind == SpanKind.SERVER and str(s.name).startswith("tasks/")]
+    assert {s.name for s in followed} >= {"tasks/get", "tasks/update"}
+    assert {(s.attributes or {})["elicitor.task.id"] for s in followed} == {task_id}
+    # The questions are asked by the task's run (not by any one request), and answered by the person.
+    questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
+    assert [(s.attributes or {})["elicitor.elicitation.outcome"] for s in questions] == ["accept", "accept"]
+    statuses = {p.attributes["elicitor.task.status"]: p.value for p in otel.metric_points()["elicitor.tasks"]}
+    assert statuses["working"] >= 1 and statuses["input_required"] == 2 and statuses["completed"] == 1
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.mark.parametrize(("downstream", "upstream"), [("2025-11-25", "2026-07-28"), ("2026-07-28", "2025-11-25")])
+async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, downstream: str, upstream: str) -> None:
+    from elicitor import Client
+    from elicitor.proxy import Bridge, static
+    from elicitor.transports import memory_pair
+
+    client_end, down_end = memory_pair()
+    up_end, server_end = memory_pair()
+    bridge = Bridge(static(up_end), upstream_protocol=upstream)
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol=downstream) as client:
+            with anyio.fail_after(10):
+                assert SECRET_CITY in (await client.call_tool("introduce")).text
+        tg.cancel_scope.cancel()
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    assert len({s.context.trace_id for s in spans}) == 1
+    served = [s for s in otel.named("tools/call introduce") if s.kind == SpanKind.SERVER]
+    # The upstream server's span descends from the proxy's SERVER span (the client's request at the proxy) through
+    # the proxy's CLIENT span (the request it forwarded): two SERVER spans in one path.
+    deepest = max(served, key=lambda s: len(ancestors(s, spans)))
+    path = ancestors(deepest, spans)
+    assert path[:3] == ["tools/call introduce/CLIENT", "tools/call introduce/SERVER", "tools/call introduce/CLIENT"]
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported

@@ -9,12 +9,13 @@ reaches the client only through a :class:`~._tasks.TaskPort`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import msgspec
 
 from .._exceptions import JSONRPCError, RemoteProtocolError
+from ..telemetry import _state as _telemetry
 from ..types import METHOD_NOT_FOUND, REV_2025_11_25, CallToolResult, JSONObject, Tool
 from ._era import Era
 from ._headers import header_params
@@ -56,10 +57,25 @@ class Tools:
             tools.append(tool)
         return tools
 
-    async def call(
+    def call(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
+    ) -> Awaitable[CallToolResult]:
+        """:meth:`Client.call_tool`."""
+        if _telemetry.state.on:  # one span around the call and the task it may become (its polls and answers)
+            return self._traced(name, arguments, progress)
+        return self._call(name, arguments, progress)
+
+    async def _traced(
         self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
     ) -> CallToolResult:
-        """:meth:`Client.call_tool`."""
+        from ..telemetry import _hooks
+
+        with _hooks.calling("tools/call", {"name": name}):
+            return await self._call(name, arguments, progress)
+
+    async def _call(
+        self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
+    ) -> CallToolResult:
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         token = self._progress.attach(params, progress)
         try:

@@ -40,6 +40,7 @@ import msgspec
 from .._exceptions import JSONRPCError
 from ..protocol import ClientCapabilities, RequestMeta
 from ..state import StoreUnavailable, TaskRecord, TaskRegistry
+from ..telemetry import _state as _telemetry
 from ..types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -282,6 +283,10 @@ class TaskEngine:
         )
         try:
             await self._registry.create(record)
+            if _telemetry.state.on:
+                from ..telemetry import _hooks
+
+                _hooks.task_status("working")
         except OverflowError:
             raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
         if notify is not None:
@@ -759,6 +764,10 @@ class TaskEngine:
                 return None
             stored = await self._registry.swap(changed)
             if stored is not None:
+                if _telemetry.state.on and stored.status != current.status:
+                    from ..telemetry import _hooks
+
+                    _hooks.task_status(stored.status)
                 waiting = self._changes.pop(task_id, None)
                 if waiting is not None:
                     waiting.set()

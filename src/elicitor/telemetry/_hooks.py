@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from opentelemetry import context as otel_context
@@ -175,6 +176,9 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
             attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
         elif state.record_content and method.startswith("resources/") and isinstance(params.get("uri"), str):
             attributes["mcp.resource.uri"] = params["uri"]
+        task = params.get("taskId")
+        if isinstance(task, str) and method.startswith("tasks/"):
+            attributes["elicitor.task.id"] = task
         meta = params.get("_meta")
         if isinstance(meta, dict):
             version = meta.get("io.modelcontextprotocol/protocolVersion")
@@ -232,9 +236,9 @@ def _result(span: Span | None, attributes: dict[str, Any], result: JSONObject) -
         requests = result.get("inputRequests")
         if isinstance(requests, dict):
             span.set_attribute("elicitor.input_requests", len(requests))
-    task = result.get("task")
+    task = result.get("task") if result_type is None else result if result_type == "task" else None
     if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
-        span.set_attribute("elicitor.task.id", task["taskId"])
+        span.set_attribute("elicitor.task.id", task["taskId"])  # 2025-11-25 {"task": Task}; 2026-07-28 a Task
 
 
 def _metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -502,13 +506,14 @@ def store_operation(operation: str, seconds: float, error: BaseException | None)
 class Call:
     """A context manager: one span around a whole call on the client, whatever rounds and retries it takes."""
 
-    __slots__ = ("_span", "_token", "_tool", "rounds")
+    __slots__ = ("_entered", "_span", "_token", "_tool", "rounds")
 
     def __init__(self, method: str, params: JSONObject | None) -> None:
         tracer = state.tracer
         self._span: Span | None = None
         self._token: object = None
         self.rounds = 0
+        self._entered: Token[Call | None] | None = None
         name = (params or {}).get("name")
         self._tool = name if method == "tools/call" and isinstance(name, str) else None
         if tracer is not None:
@@ -519,6 +524,7 @@ class Call:
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
 
     def __enter__(self) -> Call:
+        self._entered = _current_call.set(self)
         return self
 
     def round(self, number: int) -> None:
@@ -528,6 +534,8 @@ class Call:
             self._span.set_attribute("elicitor.rounds", number)
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        if self._entered is not None:
+            _current_call.reset(self._entered)
         if exc is None and self.rounds and state.instruments is not None:
             tool = self._tool
             state.instruments.rounds.record(self.rounds, {"gen_ai.tool.name": tool} if tool else {})
@@ -540,6 +548,28 @@ class Call:
         span.end()
 
 
-def calling(method: str, params: JSONObject | None) -> Call:
-    """``with calling("tools/call", params) as call:`` around a client's whole call (all its rounds)."""
+class _Within:
+    """A call inside a call already traced (a task followed after its ``tools/call``): the outer span stays."""
+
+    __slots__ = ("_outer",)
+
+    def __init__(self, outer: Call) -> None:
+        self._outer = outer
+
+    def __enter__(self) -> Call:
+        return self._outer
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        pass
+
+
+_current_call: ContextVar[Call | None] = ContextVar("elicitor_call", default=None)
+
+
+def calling(method: str, params: JSONObject | None) -> Call | _Within:
+    """``with calling("tools/call", params) as call:`` around a client's whole call (all its rounds, and the task
+    it may become); a call inside one already traced adds nothing."""
+    outer = _current_call.get()
+    if outer is not None:
+        return _Within(outer)
     return Call(method, params)

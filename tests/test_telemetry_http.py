@@ -1,0 +1,167 @@
+"""OpenTelemetry over real HTTP: both eras in process, three replicas behind nginx (one trace whatever replica each
+round lands on), a Prometheus scrape of a running replica, and FastMCP on either side of a call (one trace)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind
+
+from elicitor import Client, ScriptedHandler
+
+from .conftest import ROOT, serving
+from .replicas import MISSING, Deployment, deployment
+from .test_telemetry import SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
+
+__all__ = ["otel"]  # the fixture, shared
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def one_trace(spans: list[ReadableSpan]) -> set[int]:
+    return {s.context.trace_id for s in spans if s.name not in SETUP}
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel, protocol: str) -> None:
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with serving(server.http_app()) as url, Client.http(url, elicitation=handler, protocol=protocol) as client:
+        assert SECRET_CITY in (await client.call_tool("introduce")).text
+    spans = otel.finished()
+    assert len(one_trace(spans)) == 1
+    served = [s for s in spans if s.name == "tools/call introduce" and s.kind == SpanKind.SERVER]
+    assert len(served) == (3 if protocol == "2026-07-28" else 1)
+    for span in served:
+        attributes = span.attributes or {}
+        assert attributes["network.transport"] == "tcp" and attributes["network.protocol.name"] == "http"
+        assert attributes["mcp.protocol.version"] == protocol
+        if protocol == "2025-11-25":  # a session: its Mcp-Session-Id
+            assert len(str(attributes["mcp.session.id"])) >= 16
+        else:
+            assert "mcp.session.id" not in attributes
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.fixture(scope="module")
+def traced_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Deployment, Path]]:
+    if MISSING:
+        pytest.skip(f"needs {' and '.join(MISSING)} (make test installs them)")
+    spans = tmp_path_factory.mktemp("spans")
+    before = os.environ.get("ELICITOR_SPANS_DIR")
+    os.environ["ELICITOR_SPANS_DIR"] = str(spans)  # the replicas' environment is copied from ours
+    try:
+        with deployment([sys.executable, "-m", "tests.peers.traced_replica"], tmp_path_factory.mktemp("c")) as up:
+            yield up, spans
+    finally:
+        if before is None:
+            del os.environ["ELICITOR_SPANS_DIR"]
+        else:
+            os.environ["ELICITOR_SPANS_DIR"] = before
+
+
+def replica_spans(folder: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in folder.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            span = json.loads(line)
+            span["pid"] = path.stem
+            found.append(span)
+    return found
+
+
+async def test_the_rounds_of_a_call_on_three_replicas_are_one_trace(
+    otel: Otel, traced_cluster: tuple[Deployment, Path]
+) -> None:
+    cluster, folder = traced_cluster
+    start = len(cluster.nginx.upstreams())
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"size": 4}])
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
+            assert (await client.call_tool("book")).text == f"{SECRET_NAME} x4"
+    [call] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.INTERNAL]
+    trace_id = f"0x{call.context.trace_id:032x}"
+    with anyio.fail_after(10):
+        while len([s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]) < 3:
+            await anyio.sleep(0.05)
+    rounds = [
+        s for s in replica_spans(folder)
+        if s["name"] == "tools/call book" and s["kind"] == "SpanKind.SERVER" and s["context"]["trace_id"] == trace_id
+    ]  # fmt: skip
+    assert len(rounds) == 3
+    # Each round's parent is the client's request for that round, sent inside the one call span.
+    ours = {f"0x{s.context.span_id:016x}" for s in otel.named("tools/call book") if s.kind == SpanKind.CLIENT}
+    assert {s["parent_id"] for s in rounds} == ours
+    landed = {cluster.replicas.index_of(u) for _, u in cluster.nginx.upstreams()[start:] if u != "-"}
+    assert len({s["pid"] for s in rounds}) == len(landed) >= 2
+    paths = sorted(s["attributes"]["elicitor.round.path"] for s in rounds)
+    assert paths[0] == "first" and set(paths[1:]) <= {"parked", "replayed"}
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
+async def test_a_running_replica_is_scraped_once(traced_cluster: tuple[Deployment, Path]) -> None:
+    cluster, _ = traced_cluster
+    handler = ScriptedHandler([{"name": "Ada"}, {"size": 2}])
+    async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
+        await client.call_tool("book")
+    texts = []
+    async with httpx.AsyncClient() as http:
+        for port in cluster.replicas.ports:
+            response = await http.get(f"http://127.0.0.1:{port}/metrics")
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/plain")
+            texts.append(response.text)
+    scraped = "\n".join(texts)
+    assert "mcp_server_operation_duration_seconds_bucket" in scraped
+    assert 'mcp_method_name="tools/call"' in scraped
+    assert "elicitor_rounds_total" in scraped and "elicitor_runs_parked" in scraped
+    assert "elicitor_elicitation_pending" in scraped
+    assert "Ada" not in scraped
+
+
+async def test_fastmcp_and_elicitor_call_each_other_in_one_trace() -> None:
+    """FastMCP's client calls elicitor's server, elicitor's client calls FastMCP's server (both propagate trace
+    context in ``_meta``): each call and the question it asks is one trace across the two libraries."""
+    pytest.importorskip("fastmcp")
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "tests.peers.fastmcp_traced"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
+    spans = [json.loads(line) for line in done.stdout.decode().splitlines() if line.startswith("{")]
+    by_span = {s["span"]: s for s in spans}
+
+    def parent(span: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = by_span[span["parent"]]
+        return found
+
+    # FastMCP's client -> elicitor's server: our SERVER span's parent is FastMCP's (its SDK's) CLIENT span.
+    [greet] = [s for s in spans if s["name"] == "tools/call greet" and s["scope"] == "elicitor"]
+    assert greet["kind"] == "SERVER" and parent(greet)["scope"] != "elicitor"
+    asked = [
+        s for s in spans if s["name"] == "elicitation/create" and s["kind"] == "CLIENT" and s["scope"] == "elicitor"
+    ]
+    assert asked and all(s["trace"] == greet["trace"] for s in asked)
+    [root] = [s for s in spans if s["trace"] == greet["trace"] and s["parent"] is None]
+    assert (root["scope"], root["name"]) == ("fastmcp", "tools/call greet")
+    # elicitor's client -> FastMCP's server: FastMCP's SERVER span's parent is our CLIENT span, and FastMCP's
+    # question reaches our client in the same trace.
+    [welcome] = [s for s in spans if s["name"] == "tools/call welcome" and s["scope"] == "fastmcp"]
+    assert welcome["kind"] == "SERVER" and parent(welcome)["scope"] == "elicitor"
+    answered = [s for s in spans if s["name"] == "elicitation/create" and s["kind"] == "SERVER"]
+    assert [s["trace"] for s in answered] == [welcome["trace"]]
+    assert any(s["name"] == "elicitation" and s["trace"] == welcome["trace"] for s in spans)
