@@ -19,6 +19,8 @@ server = Server(
     "bench-elicitor", "1.0", task_poll_interval=0.05,
     # bench/tasks.py measures both ways of waiting: runs kept in memory, and records alone (0).
     max_parked_tasks=int(os.environ.get("BENCH_MAX_PARKED_TASKS", "1024")),
+    # bench/run.py's (f) holds 100,000 calls at once on one connection, over the default 65,536.
+    max_in_flight=int(os.environ.get("BENCH_MAX_IN_FLIGHT", "65536")),
 )  # fmt: skip
 
 
@@ -35,6 +37,46 @@ async def ask(ctx: Context, n: int) -> int:
 async def hold(ctx: Context) -> int:
     """A task that asks once and then ends (bench/tasks.py)."""
     return 1 if isinstance(await ctx.elicit("Please provide your name and age", Person), Accepted) else 0
+
+
+if os.environ.get("BENCH_TRACEMALLOC"):  # bench/http_memory.py: who holds what while calls wait
+    import tracemalloc
+
+    tracemalloc.start(40)
+    _baseline: list[tracemalloc.Snapshot] = []
+
+    @server.tool()
+    async def allocations(mark: bool = False) -> str:
+        """``mark``: take the baseline; else the growth since it, attributed (bench/http_memory.py)."""
+        snapshot = tracemalloc.take_snapshot()
+        if mark or not _baseline:
+            _baseline[:] = [snapshot]
+            return "{}"
+        import json
+
+        grown: dict[str, list[int]] = {}
+        for diff in snapshot.compare_to(_baseline[0], "traceback"):
+            if diff.size_diff <= 0:
+                continue
+            site = _site(diff.traceback)
+            entry = grown.setdefault(site, [0, 0])
+            entry[0] += diff.size_diff
+            entry[1] += diff.count_diff
+        return json.dumps(grown)
+
+    _SERVERS = ("/uvicorn/", "/httptools/", "/h11/", "/uvloop/", "/starlette/")
+
+    def _site(traceback: tracemalloc.Traceback) -> str:
+        """Who an allocation belongs to: the innermost frame in elicitor's code or in the ASGI server's (event
+        loop and anyio frames belong to whoever called them); elicitor's with the line that asked for it."""
+        for frame in reversed(traceback):
+            _, found, rest = frame.filename.partition("/src/elicitor/")
+            if found:
+                return f"elicitor/{rest}:{frame.lineno}"
+            server_frame = next((name.strip("/") for name in _SERVERS if name in frame.filename), None)
+            if server_frame:
+                return server_frame
+        return "other: " + (traceback[-1].filename.rsplit("/", 1)[-1] if len(traceback) else "?")
 
 
 @server.tool()
