@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 
 from elicitor import (
@@ -26,8 +27,8 @@ from elicitor import (
     Server,
 )
 from elicitor.client._handlers import ElicitationHandler
-from elicitor.proxy import Bridge, static
-from elicitor.transports import StdioClientTransport, memory_pair
+from elicitor.proxy import Bridge, Connect, static
+from elicitor.transports import StdioClientTransport, Transport, memory_pair
 
 from .conftest import ROOT
 
@@ -81,25 +82,34 @@ def make_server() -> tuple[Server, dict[str, Any]]:
     return server, seen
 
 
+def in_memory(server: Server, tg: anyio.abc.TaskGroup, opened: list[int] | None = None) -> Connect:
+    """A :data:`Connect` to ``server`` in this process: each connection a new memory pair served by ``server``."""
+
+    async def connect() -> Transport:
+        up_end, server_end = memory_pair()
+        tg.start_soon(server.serve, server_end)
+        if opened is not None:
+            opened.append(1)
+        return up_end
+
+    return connect
+
+
 @asynccontextmanager
 async def proxied(
     server: Server,
     upstream: str,
     *,
     ui: ElicitationHandler | None = None,
-    held_call_ttl: float = 600.0,
-    question_timeout: float | None = 3600.0,
+    elicitation_timeout: float | None = 3600.0,
     **client: Any,
 ) -> AsyncIterator[Client]:
     """Our client -> Bridge -> ``server``, all in memory; the bridge speaks ``upstream`` to the server."""
     client_end, down_end = memory_pair()
-    up_end, server_end = memory_pair()
-    bridge = Bridge(
-        static(up_end), ui=ui, upstream_protocol=upstream, held_call_ttl=held_call_ttl,
-        question_timeout=question_timeout,
-    )  # fmt: skip
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, server_end)
+        bridge = Bridge(
+            in_memory(server, tg), ui=ui, upstream_protocol=upstream, elicitation_timeout=elicitation_timeout
+        )
         tg.start_soon(bridge.serve, down_end)
         async with Client(client_end, **client) as connection:
             yield connection
@@ -142,7 +152,7 @@ async def test_a_call_cancelled_while_it_waits_is_cancelled_upstream(
 
     # A 2026-07-28 client gives up by not coming back: a call the proxy holds open upstream for it (handshake-era
     # server) is cancelled when its time runs out; every other pair cancels upstream at once.
-    async with proxied(server, upstream, elicitation=person, protocol=downstream, held_call_ttl=0.5) as client:
+    async with proxied(server, upstream, elicitation=person, protocol=downstream, elicitation_timeout=0.5) as client:
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client.call_tool, "waits")
@@ -303,11 +313,9 @@ async def test_clients_over_http_through_the_proxy(anyio_backend: str, downstrea
     from .conftest import serving
 
     server, _ = make_server()
-    up_end, server_end = memory_pair()
-    proxy = ProxyServer(static(up_end), upstream_protocol=upstream)
     handler = ScriptedHandler([{"name": "Ravi"}, {"confirm": True}, {"name": "Ravi"}, {"confirm": False}])
     async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve, server_end)
+        proxy = ProxyServer(in_memory(server, tg), upstream_protocol=upstream)
         async with (
             serving(proxy.http_app()) as url,
             Client.http(url, elicitation=handler, protocol=downstream) as client,
@@ -477,13 +485,13 @@ async def test_the_typescript_sdk_server_through_the_proxy(anyio_backend: str, d
 async def test_a_question_the_client_never_answers_is_dismissed_after_its_time(
     anyio_backend: str, upstream: str
 ) -> None:
-    """A handshake-era client that never answers what the proxy relays: after ``question_timeout`` the client is
+    """A handshake-era client that never answers what the proxy relays: after ``elicitation_timeout`` the client is
     told and the server hears a dismissal, so neither side waits forever."""
     server, _ = make_server()
 
     async def never(request: ElicitationRequest) -> Any:
         await anyio.sleep_forever()
 
-    async with proxied(server, upstream, elicitation=never, protocol="2025-11-25", question_timeout=0.3) as client:
+    async with proxied(server, upstream, elicitation=never, protocol="2025-11-25", elicitation_timeout=0.3) as client:
         with anyio.fail_after(10):
             assert (await client.call_tool("book")).text == "no booking (cancel)"

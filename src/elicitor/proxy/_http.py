@@ -2,38 +2,43 @@
 
 :class:`ProxyServer` is a :class:`~elicitor.Server` whose connections forward instead of running tools, so the
 proxy gets everything the HTTP app already does (Host and Origin checks, handshake-era sessions with their SSE
-streams and resumption, 2026-07-28 stateless requests, limits) without a second copy:
+streams and resumption, 2026-07-28 stateless requests, authentication, limits) without a second copy:
 
 * a handshake-era session (``initialize``) is served by a :class:`~elicitor.proxy.Bridge` of its own, with its own
   upstream connection, for as long as the session lives: the upstream server sees one client per client;
-* 2026-07-28 requests, which belong to no connection, share one bridge and its upstream connection, opened on the
-  first such request and kept for the application's lifetime (a failure to connect is reported to that request,
-  and the next one tries again).
+* 2026-07-28 requests, which belong to no connection, are served one by one by the proxy's
+  :class:`~._stateless.Stateless`, each with who sent it (its ``_meta`` and the principal the app authenticated):
+  on a handshake-era server each call runs on an upstream connection of its own while it runs, so what the
+  server pushes or reports about it reaches that request and no other.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
 from ..protocol import RequestReceived, parse_request_meta
 from ..server import Server
 from ..server._dispatch import Notify, ServerSession
+from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, MODERN_REVISIONS, JSONObject
-from ._bridge import Bridge, Connect
+from ._bridge import Bridge
+from ._stateless import Stateless
+from ._upstream import Connect
 
 
 class ProxyServer(Server):
     """A Server that forwards everything to ``connect``'s upstream (see the module docstring).
 
     Args:
-        connect: opens a connection to the upstream server.
+        connect: opens a connection to the upstream server (called once per handshake-era client, and for each
+            upstream connection 2026-07-28 calls need).
         ui: answers the elicitations a client cannot (see :class:`Bridge`).
         upstream_protocol: the era to speak upstream (``auto``: the server's).
+        elicitation_timeout: see :class:`Bridge`.
+        options: as :class:`~elicitor.Server` (``auth`` is given to :meth:`http_app`).
     """
 
     def __init__(
@@ -42,9 +47,10 @@ class ProxyServer(Server):
         *,
         ui: ElicitationHandler | None = None,
         upstream_protocol: str = "auto",
+        elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
         **options: Any,
     ) -> None:
-        super().__init__("elicitor-proxy", "1", **options)
+        super().__init__("elicitor-proxy", "1", elicitation_timeout=elicitation_timeout, **options)
         self.connect = connect
         self.ui = ui
         self.upstream_protocol = upstream_protocol
@@ -52,7 +58,10 @@ class ProxyServer(Server):
 
     def bridge(self) -> Bridge:
         """A new :class:`Bridge` for one client connection, with this proxy's upstream and options."""
-        return Bridge(self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol, mirrored=self._mirrored)
+        return Bridge(
+            self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol,
+            elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored,
+        )  # fmt: skip
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:
         """The upstream tool's mirrored headers, as its forwarded ``tools/list`` said (checked like ours)."""
@@ -67,50 +76,31 @@ class ProxyServer(Server):
 
 
 class _Forwarding(ServerSession):
-    """The HTTP app's dispatcher for 2026-07-28 requests: one shared bridge."""
+    """The HTTP app's dispatcher for 2026-07-28 requests: checked, then forwarded by the proxy's ``Stateless``."""
 
     def __init__(self, server: ProxyServer, *, principal: str | None = None) -> None:
         super().__init__(server, principal=principal)
         self._proxy = server
-        self._bridge: Bridge | None = None
-        self._ready: anyio.Event | None = None
-        self._failure: BaseException | None = None
+        self._stateless: Stateless | None = None
 
     async def serve_modern(
         self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
     ) -> JSONObject:
         """A 2026-07-28 request: checked as any elicitor server checks one (its ``_meta``: -32602 or -32022; a
-        removed method: -32601), then forwarded."""
+        removed method: -32601), then forwarded for ``principal``."""
         parse_request_meta(request.params, MODERN_REVISIONS)
         if request.method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in 2026-07-28)")
-        bridge = await self._connected()
-        return await bridge.serve_request(request, notify)
+        return await self._forwarder().serve(request, notify, principal)
 
-    async def _connected(self) -> Bridge:
-        if self._ready is None:
+    def _forwarder(self) -> Stateless:
+        """What serves 2026-07-28 requests, made on the first one in the application's task group."""
+        if self._stateless is None:
             if self.parked is None:
                 raise JSONRPCError(INTERNAL_ERROR, "Internal error: the proxy's application has not started")
-            self._ready = anyio.Event()
-            self._failure = None
-            self.parked.task_group.start_soon(self._hold_upstream, self._ready)
-        await self._ready.wait()
-        if self._failure is not None or self._bridge is None:
-            self._ready = None  # the next request tries again
-            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the upstream server is unavailable: {self._failure}")
-        return self._bridge
-
-    async def _hold_upstream(self, ready: anyio.Event) -> None:
-        bridge = self._proxy.bridge()
-        try:
-            async with bridge.upstream():
-                self._bridge = bridge
-                ready.set()
-                await bridge.up_closed()
-        except Exception as exc:
-            self._failure = exc
-        finally:
-            self._bridge = None
-            if self._ready is ready:
-                self._ready = None
-            ready.set()
+            proxy = self._proxy
+            self._stateless = Stateless(
+                proxy.connect, self.parked.task_group, ui=proxy.ui, upstream_protocol=proxy.upstream_protocol,
+                elicitation_timeout=proxy.elicitation_timeout, mirrored=proxy._mirrored,
+            )  # fmt: skip
+        return self._stateless

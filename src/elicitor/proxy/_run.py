@@ -17,7 +17,8 @@ import anyio
 from ..client import BrowserHandler, TerminalHandler
 from ..client._handlers import ElicitationHandler
 from ..transports import StdioClientTransport, StdioServerTransport, Transport
-from ._bridge import Bridge, Connect
+from ._bridge import Bridge
+from ._upstream import Connect
 
 UI = Literal["browser", "terminal", "none"]
 

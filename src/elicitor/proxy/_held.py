@@ -1,0 +1,308 @@
+"""A 2026-07-28 client in front of a handshake-era server: calls held open upstream across the client's rounds.
+
+The server pushes ``elicitation/create`` (or sampling, roots) while it serves a call; a 2026-07-28 client has no
+back channel to receive it. So the proxy runs the upstream call on a connection of its own (a lane, see
+:mod:`._lanes`: whatever the server pushes there belongs to this call and no other) and ends the client's request
+with ``input_required``: the pushed requests as input requests, and a ``requestState`` of the proxy's own, sealed
+and bound to the call and to the principal, naming the held call and its round. The client's retry answers the
+pushed requests upstream and the call goes on, until its result.
+
+**Time without progress.** A held call ends (cancelled upstream) after ``elicitation_timeout`` seconds *without
+progress*: each round handed to the client, each retry that answers one, each question the server pushes and
+each progress notification it sends starts the time again. A tool reporting progress every minute runs as long
+as it needs; a call whose client never comes back is cancelled upstream after the limit. It is the same setting,
+and the same word, as the server's ``Server(elicitation_timeout=...)``: how long a question may wait for a person.
+
+**URL required (-32042).** A handshake-era server that needs a URL elicitation first answers -32042; on 2026-07-28
+that is a URL input request, so the proxy asks it in a round (or through ``--ui`` when the client did not declare
+URL mode; never to a client that did not). When the client's retry says the person is done, the proxy calls again
+at once; the server answers -32042 again if the step is not finished, and the person is asked again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.abc
+
+from .._exceptions import ConnectionClosed, JSONRPCError
+from ..protocol import RequestReceived
+from ..server._sealing import StateSealer, request_binding
+from ..types import INTERNAL_ERROR, INVALID_PARAMS, URL_ELICITATION_REQUIRED, JSONObject
+from ._downstream import Downstream, strip_meta
+from ._lanes import Lanes
+from ._render import render
+from ._upstream import Notify, Route, Upstream
+
+logger = logging.getLogger("elicitor.proxy")
+
+MAX_HELD_CALLS = 256
+"""Calls held at once; beyond it the oldest is cancelled upstream."""
+SETTLE = 0.05
+"""Seconds without a new pushed question before a held call's round is complete (questions asked together go
+out together)."""
+CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"})
+"""2026-07-28 results that carry ``ttlMs`` and ``cacheScope``."""
+
+
+@dataclass
+class _Pushed:
+    """A request the upstream server pushed mid-call, waiting for the client's answer."""
+
+    method: str
+    params: JSONObject
+    answer: JSONObject | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class _Held:
+    """An upstream call kept open across a 2026-07-28 client's rounds."""
+
+    def __init__(self, down: Downstream, method: str, params: JSONObject, timeout: float | None) -> None:
+        self.id = secrets.token_urlsafe(12)
+        self.down = down
+        self.method = method
+        self.params = params
+        self.timeout = timeout
+        self.url_required: list[JSONObject] = []
+        """-32042: the URL elicitations the server needs before it can run the call (asked as input requests)."""
+        self.round = 0
+        self.result: JSONObject | None = None
+        self.error: BaseException | None = None
+        self.finished = anyio.Event()
+        self.asked: dict[str, _Pushed] = {}
+        """Questions of the current round, by input-request key."""
+        self.arrived = anyio.Event()
+        self.scope = anyio.CancelScope()
+        self.dropped = False
+        """Cancelled by the proxy (too many held calls), not by the time limit."""
+        self.route = Route(None, None, self.touch)
+        self.last = anyio.current_time()
+        self._keys = itertools.count(1)
+        self.touch()
+
+    def touch(self) -> None:
+        """Progress: the time without it starts again."""
+        self.last = anyio.current_time()
+        if self.timeout is not None and not self.finished.is_set():
+            self.scope.deadline = self.last + self.timeout
+
+    def push(self, pushed: _Pushed) -> None:
+        self.asked[f"q{next(self._keys)}"] = pushed
+        self.touch()
+        self.arrived.set()
+
+    def stale(self, now: float) -> bool:
+        """Finished, and its client has not come back for it within the limit."""
+        return self.finished.is_set() and self.timeout is not None and now - self.last > self.timeout
+
+
+class HeldCalls:
+    """The held calls of a proxy's 2026-07-28 clients (see the module docstring).
+
+    Args:
+        lanes: where each call gets its upstream connection.
+        task_group: where held calls run (they outlive the request that started them).
+        elicitation_timeout: seconds a held call may go without progress (``None``: no limit).
+    """
+
+    def __init__(self, lanes: Lanes, task_group: anyio.abc.TaskGroup, *, elicitation_timeout: float | None) -> None:
+        self._lanes = lanes
+        self._tg = task_group
+        self._timeout = elicitation_timeout
+        self._sealer = StateSealer()  # the proxy's own: held calls live in this process only
+        self._held: dict[str, _Held] = {}
+
+    async def serve(self, down: Downstream, method: str, params: JSONObject, notify: Notify | None) -> JSONObject:
+        """One 2026-07-28 request: a new call held upstream, or the retry of one that answers its questions."""
+        binding = request_binding(method, params, down.principal)
+        if "requestState" not in params:
+            held = self._hold(down, method, strip_meta(params), notify)
+            return await self._round(held, binding)
+        state = self._sealer.open(params["requestState"], binding)
+        found = self._held.get(str(state.get("h")))
+        if found is None or found.round != state.get("n") or found.down.principal != down.principal:
+            raise JSONRPCError(
+                INVALID_PARAMS, "Invalid params: this call's state has expired or was already used; call again"
+            )
+        held = found
+        held.touch()
+        _point(held.route, params, notify)
+        responses = params.get("inputResponses")
+        responses = responses if isinstance(responses, dict) else {}
+        if held.url_required:
+            return await self._after_url_required(held, responses, binding, notify)
+        for key, pushed in held.asked.items():
+            answer = responses.get(key)
+            pushed.answer = answer if isinstance(answer, dict) else {"action": "cancel"}
+            pushed.done.set()
+        held.asked = {}
+        held.arrived = anyio.Event()
+        return await self._round(held, binding)
+
+    async def _after_url_required(
+        self, held: _Held, responses: JSONObject, binding: bytes, notify: Notify | None
+    ) -> JSONObject:
+        """The client answered the URL elicitations a -32042 listed: accepted (the person says they are done),
+        the call is made again at once; a declined one ends the call as the server's own 2026-07-28 path would
+        end it: a tool error."""
+        self._held.pop(held.id, None)
+        answers = [responses.get(f"u{index}") for index in range(1, len(held.url_required) + 1)]
+        if not all(isinstance(a, dict) and a.get("action") == "accept" for a in answers):
+            return _declined(held.url_required)
+        return await self._round(self._hold(held.down, held.method, held.params, notify), binding)
+
+    def _hold(self, down: Downstream, method: str, params: JSONObject, notify: Notify | None) -> _Held:
+        now = anyio.current_time()
+        for stale in [h for h in self._held.values() if h.stale(now)]:
+            self._held.pop(stale.id, None)
+        while len(self._held) >= MAX_HELD_CALLS:
+            oldest = self._held.pop(next(iter(self._held)))
+            oldest.dropped = True
+            oldest.scope.cancel()
+        held = _Held(down, method, params, self._timeout)
+        _point(held.route, params, notify)
+        self._held[held.id] = held
+        self._tg.start_soon(self._call, held)
+        return held
+
+    async def _call(self, held: _Held) -> None:
+        try:
+            with held.scope:
+                async with self._lanes.lane(held.down) as upstream:
+
+                    async def pushed(request: RequestReceived) -> JSONObject:
+                        return await self._pushed(held, upstream, request)
+
+                    upstream.on_push = pushed
+                    held.result = await upstream.request(held.method, held.params or None, route=held.route)
+            if held.result is None and held.error is None:
+                if held.dropped:
+                    held.error = ConnectionClosed("the call was cancelled: too many calls are held")
+                else:
+                    held.error = TimeoutError(f"no progress in {held.timeout:g} s")
+        except Exception as exc:
+            held.error = exc
+        finally:
+            held.finished.set()
+            held.arrived.set()
+            held.last = anyio.current_time()
+
+    async def _pushed(self, held: _Held, upstream: Upstream, request: RequestReceived) -> JSONObject:
+        """A request the server pushed on this call's own connection: answered by ``--ui`` when the client cannot,
+        else asked of the client in the call's next round."""
+        params = dict(request.params or {})
+        question: JSONObject = {"method": request.method, "params": params}
+        if held.down.renders(question):
+            held.touch()
+            try:
+                return await render(held.down, upstream, question)
+            finally:
+                held.touch()
+        if request.method == "elicitation/create" and params.get("mode", "form") not in held.down.modes():
+            # Never forwarded to a client that did not declare the mode (what our own client answers, too).
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: the client did not declare this elicitation mode")
+        pushed = _Pushed(request.method, params)
+        held.push(pushed)
+        await pushed.done.wait()
+        assert pushed.answer is not None
+        return pushed.answer
+
+    async def _round(self, held: _Held, binding: bytes) -> JSONObject:
+        """Wait for the held call's result, or for its next questions (gathered while more keep coming)."""
+        while True:
+            await held.arrived.wait()
+            while not held.finished.is_set():
+                seen = len(held.asked)
+                with anyio.move_on_after(SETTLE):
+                    await held.finished.wait()
+                if len(held.asked) == seen:
+                    break
+            if not held.finished.is_set() or held.asked:
+                return self._next_round(
+                    held, binding, {k: {"method": p.method, "params": p.params} for k, p in held.asked.items()}
+                )
+            self._held.pop(held.id, None)
+            required = _url_required(held.error)
+            if not required:
+                return _outcome(held)
+            modes = held.down.modes()
+            if all(held.down.renders({"method": "elicitation/create", "params": e}) for e in required):
+                # The client cannot open URLs, the proxy's renderer can: the person is asked here, and the call
+                # made again as soon as they say they are done.
+                upstream = await self._lanes.first(held.down)
+                for elicitation in required:
+                    answer = await render(held.down, upstream, {"method": "elicitation/create", "params": elicitation})
+                    if answer.get("action") != "accept":
+                        return _declined(required)
+                held = self._hold(held.down, held.method, held.params, held.route.notify)
+                continue
+            if "url" not in modes:
+                assert isinstance(held.error, JSONRPCError)
+                raise held.error  # never a URL request to a client that did not declare URL mode
+            # -32042 on the handshake era is a URL input request on 2026-07-28: ask it in a round.
+            held.url_required = required
+            self._held[held.id] = held
+            requests = {
+                f"u{index}": {"method": "elicitation/create", "params": elicitation}
+                for index, elicitation in enumerate(required, 1)
+            }
+            return self._next_round(held, binding, requests)
+
+    def _next_round(self, held: _Held, binding: bytes, requests: JSONObject) -> JSONObject:
+        held.round += 1
+        held.touch()  # the person's time starts now
+        token = self._sealer.seal({"h": held.id, "n": held.round}, binding)
+        return {"resultType": "input_required", "inputRequests": requests, "requestState": token}
+
+
+def _point(route: Route, params: JSONObject, notify: Notify | None) -> None:
+    """Point a held call's progress at this round's request (its response stream, its own progress token)."""
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    route.notify = notify if isinstance(token, str | int) else None
+    route.token = token if isinstance(token, str | int) else None
+
+
+def _outcome(held: _Held) -> JSONObject:
+    if held.error is not None:
+        if isinstance(held.error, JSONRPCError):
+            raise held.error
+        if isinstance(held.error, TimeoutError):
+            raise JSONRPCError(
+                INTERNAL_ERROR,
+                f"Internal error: the call was cancelled upstream after {held.timeout:g} s without progress",
+            )
+        raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {held.error}")
+    assert held.result is not None
+    result: JSONObject = {**held.result, "resultType": "complete"}
+    if held.method in CACHEABLE:
+        # 2026-07-28 requires caching hints on these results; a handshake-era server gives none: do not cache,
+        # and never share between users what it said to one.
+        result.setdefault("ttlMs", 0)
+        result.setdefault("cacheScope", "private")
+    return result
+
+
+def _declined(required: list[JSONObject]) -> JSONObject:
+    steps = "; ".join(str(e.get("message", "")) for e in required)
+    text = f"The call needs a step the person declined or cancelled: {steps}"
+    return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
+
+
+def _url_required(error: BaseException | None) -> list[JSONObject]:
+    """The URL elicitations a -32042 error lists (empty for any other error)."""
+    if (
+        not isinstance(error, JSONRPCError)
+        or error.code != URL_ELICITATION_REQUIRED
+        or not isinstance(error.data, dict)
+    ):
+        return []
+    listed = error.data.get("elicitations")
+    if not isinstance(listed, list):
+        return []
+    return [e for e in listed if isinstance(e, dict) and e.get("mode") == "url"]

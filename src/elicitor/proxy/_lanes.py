@@ -1,0 +1,189 @@
+"""The upstream connections 2026-07-28 clients are served over.
+
+A 2026-07-28 request belongs to no connection, so the proxy chooses the upstream connection it goes on:
+
+* **a 2026-07-28 server** takes every request on one shared connection: each request says who asks in its own
+  ``_meta``, the server cannot push anything mid-call, and what it sends back names its call (a progress token,
+  a subscription id, both the proxy's own per connection: see :mod:`._upstream`).
+* **a handshake-era server** may push a question in the middle of any call, and on stdio nothing in that request
+  says which call it belongs to. So a call holds an upstream connection (a *lane*) of its own for as long as it
+  runs upstream: a question arriving on a lane belongs to the one call on it, by construction. An idle lane is
+  kept for the next call of the same principal declaring the same capabilities (the server decided what to ask
+  by what the connection declared), up to :data:`MAX_IDLE`; at most :data:`MAX_LANES` are open at once.
+
+The first connection learns the server's era (``server/discover``, else the handshake) and answers
+``server/discover`` for a handshake-era server from its ``initialize``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+
+from .._exceptions import JSONRPCError
+from ..types import INTERNAL_ERROR, META_SERVER_INFO, MODERN_REVISIONS, JSONObject
+from ._downstream import Downstream
+from ._upstream import Connect, Upstream
+
+MAX_LANES = 256
+"""Upstream connections open at once for 2026-07-28 calls to a handshake-era server (one per call in flight)."""
+MAX_IDLE = 8
+"""Idle upstream connections kept for the next call (per proxy)."""
+
+
+async def start(
+    upstream: Upstream, task_group: anyio.abc.TaskGroup, ended: Callable[[], None] | None = None
+) -> Upstream:
+    """Open ``upstream`` in a task of ``task_group``: it lives until the server closes it or it is closed, then
+    ``ended`` is called."""
+    ready = anyio.Event()
+    failure: list[BaseException] = []
+
+    async def run() -> None:
+        try:
+            await upstream.run(ready.set)
+        except Exception as exc:
+            failure.append(exc)
+        finally:
+            ready.set()
+            if ended is not None:
+                ended()
+
+    task_group.start_soon(run)
+    await ready.wait()
+    if failure or upstream.closed:
+        reason = failure[0] if failure else "it closed the connection"
+        raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the upstream server is unavailable: {reason}")
+    return upstream
+
+
+class Lanes:
+    """The upstream connections of 2026-07-28 clients (see the module docstring).
+
+    Args:
+        connect: opens one upstream connection.
+        task_group: where the connections live.
+        wanted: ``auto`` or the revision to insist on.
+        mirrored: shared by every connection (see :class:`Upstream`).
+        first: gives the first connection, already opened (a stdio proxy opens it while its client starts; its
+            end is the proxy's); by default the first connection is opened on first use like the others.
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        task_group: anyio.abc.TaskGroup,
+        *,
+        wanted: str = "auto",
+        mirrored: dict[str, dict[str, str]],
+        first: Callable[[], Awaitable[Upstream]] | None = None,
+    ) -> None:
+        self._connect = connect
+        self._opened_first = first
+        self._tg = task_group
+        self._wanted = wanted
+        self._mirrored = mirrored
+        self._first: Upstream | None = None
+        self._learning = anyio.Lock()
+        self._idle: dict[str, list[Upstream]] = {}
+        self._open = 0
+        self.ended = anyio.Event()
+        """Set when the first connection ends (a stdio proxy ends with its server)."""
+
+    def _new(self) -> Upstream:
+        return Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored)
+
+    async def _start(self) -> Upstream:
+        if self._open >= MAX_LANES:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {MAX_LANES} calls are in flight through the proxy")
+        self._open += 1
+        upstream = self._new()
+
+        def ended() -> None:
+            self._open -= 1
+            if upstream is self._first:
+                self._first = None
+                self.ended.set()
+
+        return await start(upstream, self._tg, ended)
+
+    async def first(self, down: Downstream) -> Upstream:
+        """The connection that learnt the server's era (opened, and the era learnt, on first use)."""
+        first = self._first
+        if first is not None and first.revision is not None:
+            return first
+        async with self._learning:
+            if self._first is None or self._first.closed:
+                self._first = None
+                if self._opened_first is not None:
+                    upstream = await self._opened_first()
+                    self._opened_first = None
+                else:
+                    upstream = await self._start()
+                self._first = upstream
+                try:
+                    await upstream.learn(down)
+                except BaseException:
+                    self._first = None
+                    upstream.close()
+                    raise
+                if not upstream.modern:
+                    self._idle.setdefault(_key(down), []).append(upstream)
+            assert self._first is not None
+            return self._first
+
+    @asynccontextmanager
+    async def lane(self, down: Downstream) -> AsyncIterator[Upstream]:
+        """A handshake-era connection for one call alone, for the block."""
+        await self.first(down)
+        key = _key(down)
+        idle = self._idle.setdefault(key, [])
+        upstream: Upstream | None = None
+        while idle:
+            candidate = idle.pop()
+            if not candidate.closed:
+                upstream = candidate
+                break
+        if upstream is None:
+            upstream = await self._start()
+            try:
+                await upstream.handshake(down)
+            except BaseException:
+                upstream.close()
+                raise
+        try:
+            yield upstream
+        finally:
+            upstream.on_push = None
+            if upstream.closed:
+                pass
+            elif sum(len(v) for v in self._idle.values()) < MAX_IDLE:
+                self._idle.setdefault(key, []).append(upstream)
+            elif upstream is not self._first:
+                upstream.close()
+
+    def discovered(self) -> JSONObject:
+        """``server/discover`` for a 2026-07-28 client, answered from the handshake-era server's ``initialize``."""
+        first = self._first
+        assert first is not None
+        result: JSONObject = {
+            "supportedVersions": list(MODERN_REVISIONS),
+            "capabilities": dict(first.capabilities),
+            "ttlMs": 0,
+            "cacheScope": "public",
+            "resultType": "complete",
+        }
+        if isinstance(first.instructions, str):
+            result["instructions"] = first.instructions
+        if isinstance(first.server, dict):
+            result["_meta"] = {META_SERVER_INFO: first.server}
+        return result
+
+
+def _key(down: Downstream) -> str:
+    """Which idle connections a call may take: the same principal, declaring the same capabilities."""
+    return json.dumps([down.principal, down.upstream_capabilities()], sort_keys=True)

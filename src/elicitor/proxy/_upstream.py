@@ -1,0 +1,299 @@
+"""One connection to the upstream server (the proxy is its client): what it learnt of the server, and where what
+the server sends back goes.
+
+Everything the server sends back is routed by the upstream call it belongs to, never by arrival order:
+
+* **progress**: a forwarded request that asks for progress goes out with a token of this connection's own
+  (``~1``, ``~2``...), so two clients that both chose ``p1`` cannot collide; the notifications carrying it go to
+  the one client request it belongs to (its :class:`Route`), with that request's own token put back.
+* **``subscriptions/listen`` streams**: by the id the upstream saw (the proxy's own, unique on this connection),
+  retagged with the client's.
+* **requests the server pushes mid-call** (``elicitation/create``, sampling, roots): on stdio nothing in such a
+  request says which call it belongs to, so a connection on which the server may push carries one client's calls
+  only (a handshake-era client's own connection) or one call at a time (see :mod:`._lanes`): they go to
+  :attr:`Upstream.on_push`, set by whoever holds the connection, and are refused when nobody does.
+* **anything else** (logs, list changes): to :attr:`Upstream.on_note` when one client owns the connection, else
+  nowhere: a notification that names no call is never shown to a client it may not belong to.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+
+from .._exceptions import ConnectionClosed, JSONRPCError
+from ..client._headers import header_params
+from ..protocol import NotificationReceived, RequestReceived
+from ..session import Session, open_session
+from ..transports import Transport
+from ..types import (
+    HANDSHAKE_REVISIONS,
+    META_SERVER_INFO,
+    METHOD_NOT_FOUND,
+    MODERN_REVISIONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    JSONObject,
+    JSONValue,
+    RequestId,
+    is_modern,
+)
+from ._downstream import Downstream
+
+logger = logging.getLogger("elicitor.proxy")
+
+Connect = Callable[[], "Awaitable[Transport] | AbstractAsyncContextManager[Transport]"]
+"""Opens an upstream connection (a stdio server started as a child process, or an HTTP endpoint)."""
+Notify = Callable[[str, JSONObject], Awaitable[None]]
+"""Where a notification for one client request goes (its response stream, or its connection)."""
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+@dataclass(slots=True)
+class Route:
+    """Where the server's notifications about one forwarded call go: ``notify``, with the client's ``token`` (its
+    progress token, or its ``subscriptions/listen`` request id) in place of the proxy's. A call held across a
+    2026-07-28 client's rounds points its route at each round's request in turn."""
+
+    notify: Notify | None
+    token: RequestId | None
+    touched: Callable[[], None] | None = None
+    """Called on each progress notification (progress keeps a held call alive)."""
+
+
+class Upstream:
+    """One upstream connection: open it with :meth:`run` (or :meth:`open`), then forward with :meth:`request`.
+
+    Args:
+        connect: opens the connection.
+        wanted: ``auto``, or the revision to insist on (``--upstream-protocol``).
+        mirrored: tool name to parameter to header (SEP-2243), learnt from ``tools/list`` and shared by every
+            connection of the proxy.
+    """
+
+    def __init__(self, connect: Connect, *, wanted: str = "auto", mirrored: dict[str, dict[str, str]]) -> None:
+        self._connect = connect
+        self.wanted = wanted
+        self.mirrored = mirrored
+        self.session: Session | None = None
+        self.transport: Transport | None = None
+        self.revision: str | None = None
+        self.capabilities: JSONObject = {}
+        self.server: JSONValue = None
+        self.instructions: JSONValue = None
+        self.on_push: Callable[[RequestReceived], Awaitable[JSONObject]] | None = None
+        """Who answers the requests the server pushes (the holder of this connection)."""
+        self.on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None
+        """Where notifications that name no call go (only when one client owns the connection)."""
+        self._progress: dict[RequestId, Route] = {}
+        self._listens: dict[RequestId, Route] = {}
+        self._tokens = itertools.count(1)
+        self._stop = anyio.CancelScope()
+
+    # ---- lifetime -------------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Upstream]:
+        """The connection, open for the block."""
+        async with AsyncExitStack() as stack:
+            made = self._connect()
+            if isinstance(made, AbstractAsyncContextManager):
+                self.transport = await stack.enter_async_context(made)
+            else:
+                self.transport = await made
+            self.session = await stack.enter_async_context(open_session(self.transport, self._pushed, self._note))
+            yield self
+
+    async def run(self, ready: Callable[[], None]) -> None:
+        """Open the connection, call ``ready``, and keep it until the server closes it or :meth:`close`."""
+        with self._stop:
+            async with self.open():
+                ready()
+                await self._up().wait_closed()
+
+    def close(self) -> None:
+        self._stop.cancel()
+
+    @property
+    def closed(self) -> bool:
+        return self.session is None or self.session.closed
+
+    @property
+    def modern(self) -> bool:
+        return self.revision is not None and is_modern(self.revision)
+
+    def _up(self) -> Session:
+        if self.session is None:
+            raise ConnectionClosed("the upstream server is not connected")
+        return self.session
+
+    # ---- forwarding -----------------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: JSONObject | None, *, route: Route | None = None) -> JSONObject:
+        """Forward one request; the server's progress about it goes to ``route``."""
+        token: str | None = None
+        if route is not None and params is not None:
+            params, token = self._follow(params, route)
+        try:
+            result = await self._up().request(method, params or None)
+        finally:
+            if token is not None:
+                self._progress.pop(token, None)
+        if method == "tools/list":
+            self._learn_tools(result)
+        return result
+
+    async def listen(self, params: JSONObject, route: Route) -> JSONObject:
+        """``subscriptions/listen``: the server tags the stream's notifications with the id it saw (ours); the
+        client must see its own (``route.token``)."""
+        seen: list[RequestId] = []
+
+        def sent(upstream_id: RequestId) -> None:
+            seen.append(upstream_id)
+            self._listens[upstream_id] = route
+
+        try:
+            result = await self._up().request("subscriptions/listen", params, sent=sent)
+        finally:
+            for upstream_id in seen:
+                self._listens.pop(upstream_id, None)
+        return _retag(result, seen[0] if seen else None, route.token)
+
+    async def notify(self, method: str, params: JSONObject | None) -> None:
+        if not self.closed:
+            await self._up().notify(method, params)
+
+    def _follow(self, params: JSONObject, route: Route) -> tuple[JSONObject, str | None]:
+        meta = params.get("_meta")
+        theirs = meta.get("progressToken") if isinstance(meta, dict) else None
+        if not isinstance(meta, dict) or not isinstance(theirs, str | int):
+            return params, None
+        route.token = theirs
+        ours = f"~{next(self._tokens)}"
+        self._progress[ours] = route
+        return {**params, "_meta": {**meta, "progressToken": ours}}, ours
+
+    def _learn_tools(self, result: JSONObject) -> None:
+        """Tools that mirror parameters into headers (SEP-2243): tell an HTTP upstream transport, as a Client
+        does, so the forwarded calls carry the headers the server checks."""
+        headers = getattr(self.transport, "tool_headers", None)
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return
+        for tool in tools:
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                mirrored = header_params(tool.get("inputSchema"))
+                if isinstance(mirrored, dict):
+                    self.mirrored[tool["name"]] = {path[0]: name for path, name in mirrored.items() if len(path) == 1}
+                    if isinstance(headers, dict):
+                        headers[tool["name"]] = mirrored
+
+    # ---- what the server sends --------------------------------------------------------------------------------
+
+    async def _pushed(self, request: RequestReceived) -> JSONObject:
+        if request.method == "ping":
+            return {}
+        if self.on_push is None:
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (no call of a client waits)")
+        return await self.on_push(request)
+
+    async def _note(self, note: NotificationReceived) -> None:
+        params = note.params or {}
+        meta = params.get("_meta")
+        subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if isinstance(subscription, str | int) and subscription in self._listens:
+            route = self._listens[subscription]
+            if route.notify is not None and route.token is not None:
+                await route.notify(note.method, _retag(params, subscription, route.token))
+            return
+        token = params.get("progressToken")
+        progress = self._progress.get(token) if isinstance(token, str | int) else None
+        if progress is not None:
+            route = progress
+            if route.touched is not None:
+                route.touched()
+            if route.notify is not None and route.token is not None:
+                await route.notify(note.method, {**params, "progressToken": route.token})
+            return
+        if self.on_note is not None:
+            await self.on_note(note.method, note.params)
+
+    # ---- the server's era -------------------------------------------------------------------------------------
+
+    async def initialize(self, params: JSONObject) -> JSONObject:
+        """Forward a handshake-era ``initialize`` (the client's own, its capabilities already widened by ``--ui``)."""
+        result = await self._up().request("initialize", params)
+        self._adopt(str(result.get("protocolVersion")), result.get("capabilities"), result.get("serverInfo"))
+        self.instructions = result.get("instructions")
+        return result
+
+    async def handshake(self, down: Downstream) -> None:
+        """Complete a handshake of the proxy's own, for a client that has none (2026-07-28): its capabilities and
+        ``clientInfo`` declared, ``notifications/initialized`` sent, an HTTP transport's stream opened."""
+        version = self.wanted if self.wanted in HANDSHAKE_REVISIONS else HANDSHAKE_REVISIONS[0]
+        params = {
+            "protocolVersion": version,
+            "capabilities": down.upstream_capabilities(),
+            "clientInfo": down.client_info(),
+        }
+        await self.initialize(params)
+        await self._up().notify("notifications/initialized")
+        self.started()
+
+    def started(self) -> None:
+        """The upstream session is initialized: an HTTP transport opens its standalone stream now."""
+        start = getattr(self.transport, "start_listening", None)
+        if start is not None:
+            start()
+
+    async def discover(self, down: Downstream | None) -> JSONObject:
+        """``server/discover`` on 2026-07-28, with the client's own version when it is modern (the server judges
+        it, not the proxy)."""
+        version: str = self.wanted if self.wanted in MODERN_REVISIONS else MODERN_REVISIONS[0]
+        if self.wanted == "auto" and down is not None and down.modern and down.revision is not None:
+            version = down.revision
+        params = down.with_meta({}, version) if down is not None else Downstream().with_meta({}, version)
+        result = await self._up().request("server/discover", params)
+        meta = result.get("_meta")
+        server = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+        self._adopt(version, result.get("capabilities"), server)
+        if isinstance(result.get("instructions"), str):
+            self.instructions = result["instructions"]
+        return result
+
+    async def learn(self, down: Downstream) -> None:
+        """Learn which era the server speaks, for a 2026-07-28 client: ``server/discover`` first, the handshake
+        when the server does not know it (or when pinned to a handshake revision)."""
+        if self.wanted == "auto" or self.wanted in MODERN_REVISIONS:
+            try:
+                await self.discover(down)
+                return
+            except JSONRPCError as exc:
+                if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    # A 2026-07-28 server that wants another version: the client's own requests (forwarded as
+                    # they are) get the same answer and retry with one it lists.
+                    self._adopt(MODERN_REVISIONS[0], {}, None)
+                    return
+                if self.wanted != "auto":
+                    raise
+                logger.info("the server does not speak 2026-07-28 (%s); using the handshake", exc.message)
+        await self.handshake(down)
+
+    def _adopt(self, revision: str, capabilities: object, server: object) -> None:
+        self.revision = revision
+        self.capabilities = capabilities if isinstance(capabilities, dict) else {}
+        self.server = server if isinstance(server, dict) else None
+        if hasattr(self.transport, "protocol_version"):
+            self.transport.protocol_version = revision  # type: ignore[union-attr]
+
+
+def _retag(params: JSONObject, theirs: RequestId | None, mine: RequestId | None) -> JSONObject:
+    """``params`` whose ``_meta`` subscription id names ``mine`` where the server wrote ``theirs``."""
+    meta = params.get("_meta")
+    if mine is None or not isinstance(meta, dict) or meta.get(SUBSCRIPTION_ID) != theirs:
+        return params
+    return {**params, "_meta": {**meta, SUBSCRIPTION_ID: mine}}

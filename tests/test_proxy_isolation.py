@@ -1,0 +1,104 @@
+"""Many people on one ``--listen`` proxy: each answers only their own questions and sees only their own progress
+and results, whatever request ids and progress tokens their clients choose (elicitor's client numbers both the
+same way in every process, so every client here collides with every other on purpose).
+
+The checker: every question a person is shown names that person's own call; every progress message they receive
+names it too; every result carries their own answer. All calls wait on their questions at the same moment (a
+barrier), so a proxy routing by arrival order rather than by call would hand a question to the wrong person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Accepted, AccessToken, Client, Context, ElicitationRequest, Protection, Server
+from elicitor.proxy import ProxyServer
+
+from .test_proxy import in_memory
+
+
+@dataclass
+class Name:
+    name: str
+
+
+class Names:
+    """A token verifier for the test: the bearer token is the person's name."""
+
+    async def verify(self, token: str) -> AccessToken | None:
+        return AccessToken(subject=token)
+
+
+def make_server() -> Server:
+    server = Server("shared", "1.0")
+
+    @server.tool()
+    async def greet(ctx: Context, tag: str) -> str:
+        """Reports progress naming the call, asks a name, reports again, and answers with both."""
+        await ctx.report_progress(1, 3, f"{tag} started")
+        outcome = await ctx.elicit(f"Name for {tag}?", Name)
+        await ctx.report_progress(2, 3, f"{tag} answered")
+        return f"{tag}:{outcome.data.name}" if isinstance(outcome, Accepted) else f"{tag}:{outcome.action}"
+
+    return server
+
+
+@pytest.mark.parametrize("people", [2, 20])
+@pytest.mark.parametrize("upstream", ["2025-11-25", "auto"])
+async def test_people_on_one_listen_proxy_see_only_their_own_calls(
+    anyio_backend: str, people: int, upstream: str
+) -> None:
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from .conftest import serving
+
+    server = make_server()
+    everyone_asked = anyio.Event()
+    asked = 0
+    seen: dict[str, list[str]] = {}
+    progress: dict[str, list[str]] = {}
+    results: dict[str, str] = {}
+
+    def handler_for(person: str) -> Any:
+        async def answer(request: ElicitationRequest) -> Any:
+            nonlocal asked
+            seen[person].append(request.message)
+            asked += 1
+            if asked == people:
+                everyone_asked.set()
+            await everyone_asked.wait()  # every call waits on its question at once
+            return Accepted({"name": person})
+
+        return answer
+
+    async def one(url: str, index: int) -> None:
+        person = f"user{index}"
+        seen[person], progress[person] = [], []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress[person].append(str(message))
+
+        era = "2025-11-25" if index % 3 == 2 else "2026-07-28"  # two people: both stateless; twenty: both eras
+        headers = {"Authorization": f"Bearer {person}"}
+        async with Client.http(url, elicitation=handler_for(person), protocol=era, headers=headers) as client:
+            results[person] = (await client.call_tool("greet", {"tag": person}, progress=on_progress)).text
+
+    with anyio.fail_after(60):  # a proxy that misroutes may leave a call waiting forever: end the test instead
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol=upstream)
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with serving(proxy.http_app(auth=protection)) as url, anyio.create_task_group() as clients:
+                for index in range(people):
+                    clients.start_soon(one, url, index)
+            tg.cancel_scope.cancel()
+
+    for index in range(people):
+        person = f"user{index}"
+        assert seen[person] == [f"Name for {person}?"], person
+        assert results[person] == f"{person}:{person}"
+        assert progress[person], person  # progress reached them, and only theirs:
+        assert all(message.startswith(f"{person} ") for message in progress[person]), progress[person]
