@@ -1,12 +1,14 @@
 """Benchmarks of performance.md: elicitor against the official MCP Python SDK and FastMCP, in one run.
 
-    python bench/run.py [--runs 3] [--scenarios a,e,b,c,cx,eh,d,dh,f] [--n 2000] [--many 100000]
+    python bench/run.py [--runs 3] [--scenarios a,echo,e,b,c,cx,eh,d,dh,f] [--n 2000] [--many 100000]
 
 stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
-server CPU µs per elicitation. (d) 1000 tool calls each blocked on a pending elicitation: server RSS growth per
-pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip round. (f) 100,000
-tool calls on one connection, each waiting on its elicitation at once: server RSS per pending one, and how long
-putting them in flight and answering them takes (elicitor alone, driven by a bare JSON-lines client).
+server CPU µs per elicitation; (echo) (a) against a bare asyncio JSON-lines echo of the same message shapes
+(bench/servers/echo_server.py), the reference limit. (d) 1000 tool calls each blocked on a pending elicitation:
+server RSS growth per pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip
+round. (f) 100,000 tool calls on one connection, each waiting on its elicitation at once: server RSS per pending
+one, and how long putting them in flight and answering them takes (elicitor alone, driven by a bare JSON-lines
+client).
 Streamable HTTP on 127.0.0.1 (uvicorn on both sides): (b) one session, n/2 elicitations; (c) 50 concurrent sessions
 of 50 elicitations each, total elicitations/s; (cx) the official SDK's client doing (c) against elicitor's server
 and against its own (what the server alone is worth to its clients); (eh) n/2 multi-round-trip rounds; (dh) as
@@ -441,6 +443,42 @@ async def ours_many_pending(count: int) -> Many:
     return (rss1 - rss0) / count, in_flight, drained, (rss2 - rss1) / 1024
 
 
+ECHO = [sys.executable, str(HERE / "servers" / "echo_server.py")]
+
+
+async def echo_rate(n: int) -> Result:
+    """The bare asyncio echo (bench/servers/echo_server.py): round trips/s and server CPU µs per round trip, the
+    client a bare loop writing an answer and reading the next question."""
+    encode, decode = msgspec.json.encode, msgspec.json.decode
+    process = await asyncio.create_subprocess_exec(
+        *ECHO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    answer = encode({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": ANSWER}}) + b"\n"
+
+    async def cpu() -> float:
+        stdin.write(b'{"jsonrpc":"2.0","id":"probe","method":"probe"}\n')
+        return _probe(decode(await stdout.readline())["result"])[0]
+
+    try:
+        for _ in range(10):
+            stdin.write(answer)
+            decode(await stdout.readline())
+        cpu0 = await cpu()
+        start = time.perf_counter()
+        for _ in range(n):
+            stdin.write(answer)
+            await stdin.drain()
+            decode(await stdout.readline())
+        elapsed = time.perf_counter() - start
+        cpu1 = await cpu()
+    finally:
+        stdin.close()
+        await process.wait()
+    return n / elapsed, (cpu1 - cpu0) / n * 1e6
+
+
 async def memory_only(measure: Awaitable[Memory]) -> Result:
     return (await measure)[0], 0.0
 
@@ -456,6 +494,7 @@ def report(
     theirs: list[Result],
     higher_is_better: bool = True,
     fast: list[Result] | None = None,
+    peer: str = "official mcp",
 ) -> None:
     def summary(values: list[float]) -> str:
         return f"{statistics.median(values):>10,.1f} ({min(values):,.1f}–{max(values):,.1f})"
@@ -463,13 +502,13 @@ def report(
     ratios = [(o[0] / t[0]) if higher_is_better else (t[0] / o[0]) for o, t in zip(ours, theirs, strict=True)]
     print(f"\n{title}")
     print(f"  elicitor     {summary([o[0] for o in ours])} {unit}")
-    print(f"  official mcp {summary([t[0] for t in theirs])} {unit}")
+    print(f"  {peer:<12} {summary([t[0] for t in theirs])} {unit}")
     if fast:
         print(f"  FastMCP      {summary([f[0] for f in fast])} {unit}")
     if ours[0][1]:
         print(
             f"  server CPU µs/elicitation: elicitor {statistics.median([o[1] for o in ours]):,.0f}, "
-            f"official {statistics.median([t[1] for t in theirs]):,.0f}"
+            f"{peer} {statistics.median([t[1] for t in theirs]):,.0f}"
         )
     RECORDED[title] = {
         "unit": unit,  # type: ignore[dict-item]
@@ -602,6 +641,14 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int, many_pendin
             "elicitor": statistics.median(o[2] for o, _ in samples),
             "official": statistics.median(t[2] for _, t in samples),
         }
+    if "echo" in scenarios:
+        # (a) against the bare echo, interleaved, ratios run by run (performance.md's reference limit).
+        mine: list[Result] = []
+        echo: list[Result] = []
+        for _ in range(runs):
+            mine.append(await ours_rate(n, "2025-11-25"))
+            echo.append(await echo_rate(n))
+        report("(a) stdio against the bare asyncio echo, round trips/s", "el/s", mine, echo, True, peer="bare echo")
     if "f" in scenarios:
         many = [await ours_many_pending(many_pending) for _ in range(runs)]
         title = f"(f) stdio, {many_pending:,} elicitations pending at once in one server process, 2025-11-25"
@@ -635,7 +682,7 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int, many_pendin
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenarios", default="a,e,b,c,cx,eh,d,dh,f")
+    parser.add_argument("--scenarios", default="a,echo,e,b,c,cx,eh,d,dh,f")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=1000)
     parser.add_argument("--many", type=int, default=100_000, help="elicitations pending at once in (f)")
