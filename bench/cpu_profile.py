@@ -34,7 +34,8 @@ SERVER = HERE / "servers" / "elicitor_server.py"
 ANSWER = {"name": "x", "age": 1}
 
 _WRAPPER = """
-import cProfile, runpy, sys, time
+import cProfile, runpy, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a slow exit is sent SIGTERM: still write the profile
 profile = cProfile.Profile(time.process_time)
 sys.argv = [{script!r}]
 profile.enable()
@@ -52,7 +53,8 @@ async def _handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
 
 async def measure(command: list[str], n: int, protocol: str, profile: cProfile.Profile | None) -> tuple[float, float]:
     """Server and client CPU µs per elicitation for one call of ``n``."""
-    async with Client.stdio(command, elicitation=_handler, protocol=protocol, max_rounds=n + 1) as client:
+    slow = {"probe_timeout": 120.0, "handshake_timeout": None}  # a profiled server on a loaded machine starts slowly
+    async with Client.stdio(command, elicitation=_handler, protocol=protocol, max_rounds=n + 1, **slow) as client:
         await client.call_tool("ask", {"n": 10})  # warm up
         server0 = float((await client.call_tool("probe")).text.split()[0])
         client0 = time.process_time()
