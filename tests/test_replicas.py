@@ -8,9 +8,13 @@ typed on 2026-07-28 with it, and leaves the handshake era's clients a clean way 
 
 from __future__ import annotations
 
+import functools
 import json
+import secrets
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +24,12 @@ import mcp_types as types
 import pytest
 from mcp import Client as McpClient
 
-from elicitor import Accepted, Client, ElicitationRequest, ScriptedHandler, UrlElicitationRequest
+from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
+from elicitor.server import HttpApp, StateSealer, generate_key
+from elicitor.state import MemoryEventStore, RedisStore, StoreUnavailable
 
-from .replicas import MISSING, Deployment, deployment
+from .conftest import serving
+from .replicas import MISSING, Deployment, RedisServer, deployment
 
 pytestmark = [
     pytest.mark.anyio,
@@ -389,3 +396,145 @@ async def test_a_session_is_its_users_on_every_replica(cluster: Deployment) -> N
             assert (await http.delete(url, headers=bob)).status_code == 404
         assert (await http.delete(urls[1], headers=alice)).status_code == 200
         assert (await http.post(urls[2], json=rpc("ping", id=5), headers=alice)).status_code == 404
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Two replicas in this process on a real Redis: the store's faults, injected one at a time
+
+
+@dataclass
+class Picked:
+    name: str
+
+
+in_process = Server("in-process", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@in_process.tool()
+async def pick(ctx: Context) -> str:
+    outcome = await ctx.elicit("Pick a name", Picked)
+    return outcome.data.name if isinstance(outcome, Accepted) else "-"
+
+
+@asynccontextmanager
+async def two_replicas(redis_url: str, **options: Any) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
+    """Two replicas of ``in_process`` (one Server each, one Redis, one prefix), each served by uvicorn."""
+    prefix = f"inproc{secrets.token_hex(4)}:"
+    apps = []
+    for _ in range(2):
+        replica = Server("in-process", version="1.0.0", state=in_process.sealer)
+        replica._tools = in_process._tools
+        replica.share(RedisStore(redis_url, prefix=prefix, **options))
+        apps.append(replica.http_app())
+    async with serving(apps[0]) as a, serving(apps[1]) as b:
+        yield a, b, apps
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def until_status(send: Callable[[], Awaitable[httpx.Response]], *, seconds: float) -> httpx.Response:
+    """Send until the answer is not a 503 (each 503 must say when to retry); never a 404 meanwhile."""
+    with anyio.fail_after(seconds):
+        while True:
+            response = await send()
+            assert response.status_code != 404, response.text
+            if response.status_code != 503:
+                return response
+            assert response.headers.get("retry-after") == "1"
+            await anyio.sleep(0.1)
+
+
+async def test_a_redis_restart_loses_no_live_session_and_every_path_says_503_meanwhile(redis: RedisServer) -> None:
+    """Redis restarts without persistence while a session waits on a person: every path of the other replica
+    answers 503 with Retry-After while Redis is away (never 500, never 404); the session's record comes back with
+    its owner's heartbeat; the answer then reaches the call; both replicas report healthy again by themselves."""
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, a)
+        async with http.stream("POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
+            stream = events(call)
+            event_id, question = await anext(stream)
+            assert question["method"] == "elicitation/create"
+
+            redis.stop()
+            refusals = {
+                "POST": await http.post(b, json=rpc("ping", id=8), headers=headers),
+                "GET": await http.get(b, headers={**headers, "last-event-id": event_id or ""}),
+                "DELETE": await http.delete(b, headers=headers),
+                "health": await http.get(b.removesuffix("/mcp") + "/healthz"),
+            }
+            for path, response in refusals.items():
+                assert (path, response.status_code) == (path, 503), response.text
+                assert response.headers.get("retry-after") == "1", path
+            redis.start()
+
+            pong = await until_status(lambda: http.post(b, json=rpc("ping", id=9), headers=headers), seconds=15)
+            assert pong.status_code == 200 and pong.json()["result"] == {}
+            answer = {
+                "jsonrpc": "2.0",
+                "id": question["id"],
+                "result": {"action": "accept", "content": {"name": "Ada"}},
+            }
+            delivered = await until_status(lambda: http.post(b, json=answer, headers=headers), seconds=10)
+            assert delivered.status_code == 202
+            with anyio.fail_after(10):
+                async for _, message in stream:
+                    assert message["result"]["content"][0]["text"] == "Ada"
+                    break
+        for url in (a, b):
+            health_url = url.removesuffix("/mcp") + "/healthz"
+            health = await until_status(functools.partial(http.get, health_url), seconds=10)
+            assert set(health.json()["channels"]) == {"peers", "changes", "tasks"}
+        assert all(app._tg is not None for app in apps)
+
+
+class ForgetfulEvents(MemoryEventStore):
+    """An event store that cannot forget (Redis away at that moment)."""
+
+    async def discard(self, stream: str) -> None:
+        raise StoreUnavailable("shared state unavailable (discarding events): Redis at redis://nowhere")
+
+
+async def test_a_store_error_while_a_session_ends_ends_nothing_else() -> None:
+    """Cleanup is best-effort: a session ending while the store fails leaves the replica, and its lifespan, up."""
+    app = in_process.http_app(event_store=ForgetfulEvents())
+    async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:
+        first = await open_session(http, url)
+        second = await open_session(http, url)
+        assert (await http.delete(url, headers=first)).status_code == 200
+        assert (await http.post(url, json=rpc("ping", id=2), headers=second)).status_code == 200
+        assert (await http.post(url, json=rpc("ping", id=3), headers=first)).status_code == 404
+        await open_session(http, url)
+        assert app._tg is not None
+
+
+class SlowReplay(MemoryEventStore):
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
+        await anyio.sleep(0.2)
+        return await super().replay(stream, after)
+
+
+async def test_two_resumes_of_one_stream_at_once_cannot_both_pump_it() -> None:
+    app = in_process.http_app(event_store=SlowReplay())
+    async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, url)
+        async with http.stream("POST", url, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
+            event_id, _ = await anext(events(call))
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": event_id or ""}
+        statuses: list[int] = []
+
+        async def attach() -> None:
+            async with http.stream("GET", url, headers=resume) as response:
+                statuses.append(response.status_code)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(attach)
+            tg.start_soon(attach)
+        assert sorted(statuses) == [200, 409]

@@ -9,6 +9,7 @@ and coming back.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -24,7 +25,17 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor.state import MemoryStore, Store, StoreUnavailable, TaskRecord, UrlRecord, open_store
+from elicitor.state import (
+    Backoff,
+    MemoryStore,
+    Store,
+    StoreUnavailable,
+    Subscription,
+    TaskRecord,
+    UrlRecord,
+    open_store,
+    supervised,
+)
 from elicitor.state._redis import RedisStore
 
 from .conftest import free_port
@@ -498,8 +509,13 @@ async def test_redis_same_question_raced_gets_one_record(replicas: tuple[Store, 
 @redis_only
 async def test_redis_keys_expire(redis_server: RedisServer) -> None:
     ttl = {"session_ttl": 0.2, "event_ttl": 0.2, "url_ttl": 0.2}
-    async with replica(redis_server, fresh_prefix(), **ttl) as a:
-        await a.sessions.claim("s", None)
+    prefix = fresh_prefix()
+    gone = RedisStore(redis_server.url, prefix=prefix, session_ttl=0.2)  # claims, then dies: nobody renews
+    try:
+        await gone.sessions.claim("s", None)
+    finally:
+        await gone.aclose()
+    async with replica(redis_server, prefix, **ttl) as a:
         await a.events.store("k", 1, b"m")
         await a.urls.add(url_record("e1", connection="c1"), "q")
         await anyio.sleep(0.5)
@@ -552,9 +568,14 @@ async def test_redis_outage_and_recovery(redis_server: RedisServer) -> None:
             finally:
                 redis_server.start()
 
-        # back, without recreating anything: the next calls work (Redis lost its data: nothing was persisted)
+        # back, without recreating anything: the next calls work. Redis lost its data (nothing was persisted), but
+        # the live session comes back with its owner's next heartbeat, which a lookup meanwhile waits for: it never
+        # says "gone" of a session that lives (a 404 would end it)
         await a.check()
-        assert await b.sessions.lookup("before") is None
+        record = await b.sessions.lookup("before")
+        assert record is not None, "a live session read as gone after Redis lost its data"
+        assert record.owner == a.replica
+        assert await b.sessions.lookup("never") is None
         await a.sessions.claim("after", "alice")
         with anyio.fail_after(5):  # the lease comes back at the next renewal
             while not ((record := await b.sessions.lookup("after")) and record.alive):
@@ -760,3 +781,76 @@ async def test_memory_tasks_bounded_without_dropping_work() -> None:
     assert await tasks.get("two") is None and await tasks.get("one") is not None
     with pytest.raises(OverflowError, match="2 tasks are running"):
         await tasks.create(task("four"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Background work: one reconnect rule for every subscription, loops that never end the task group
+
+
+async def test_a_subscription_listens_again_after_every_failure(anyio_backend: str) -> None:
+    """Refused twice, then live, then lost, then live again: every message reaches the handler in order, a
+    handler that raises costs only its message, and the state ``/healthz`` reports follows."""
+    subscription = Subscription("test")
+    attempts: list[str] = []
+    handled: list[int] = []
+    losses = 0
+    batches = [[1, 2], [3, 4]]
+    done = anyio.Event()
+
+    @asynccontextmanager
+    async def subscribe() -> AsyncIterator[AsyncIterator[int]]:
+        attempts.append("try")
+        if len(attempts) <= 2:
+            raise StoreUnavailable("shared state unavailable: Redis at redis://nowhere")
+
+        async def messages() -> AsyncIterator[int]:
+            for message in batches.pop(0):
+                yield message
+
+        assert subscription.report()["listening"] is False
+        yield messages()
+
+    async def handle(message: int) -> None:
+        assert subscription.listening
+        if message == 2:
+            raise RuntimeError("a bad message")
+        handled.append(message)
+        if message == 4:
+            done.set()
+
+    def lost() -> None:
+        nonlocal losses
+        losses += 1
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(
+                functools.partial(subscription.run, subscribe, handle, lost=lost, backoff=Backoff(0.01, 0.02))
+            )
+            await done.wait()
+            tg.cancel_scope.cancel()
+    assert handled == [1, 3, 4]
+    assert len(attempts) == 4 and losses == 2
+    assert not subscription.listening and subscription.report()["listening"] is False
+
+
+async def test_supervised_loops_start_again_and_never_raise(anyio_backend: str) -> None:
+    runs = 0
+    again = anyio.Event()
+
+    async def loop() -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 1:
+            raise StoreUnavailable("gone")
+        if runs == 2:
+            return
+        again.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(supervised, "test loop", loop, backoff=Backoff(0.01, 0.02)))
+            await again.wait()
+            tg.cancel_scope.cancel()
+    assert runs == 3

@@ -11,7 +11,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..state import Store, StoreUnavailable
+from ..state import Store, StoreUnavailable, Subscription
 from ..types import JSONObject
 
 logger = logging.getLogger("elicitor.server")
@@ -30,8 +30,8 @@ class ChangeBus:
         self._depth = depth
         self._listeners: set[MemoryObjectSendStream[tuple[str, JSONObject]]] = set()
         self._outbox: MemoryObjectSendStream[bytes] | None = None
-        self.listening = not store.shared
-        """Whether changes from other replicas reach this one now (always, with a store of its own)."""
+        self.subscription = Subscription("changes")
+        """The ``changes`` channel, as ``/healthz`` reports it."""
 
     @contextmanager
     def listen(self) -> Iterator[MemoryObjectReceiveStream[tuple[str, JSONObject]]]:
@@ -65,20 +65,17 @@ class ChangeBus:
         self._outbox, pending = anyio.create_memory_object_stream[bytes](self._depth)
         async with self._outbox, pending, anyio.create_task_group() as tg:
             tg.start_soon(self._send_out, pending)
-            pause = 0.0
-            while True:
-                with suppress(StoreUnavailable):
-                    async with self._store.bus.subscribe("changes") as changes:
-                        self.listening, pause = True, 0.0
-                        try:
-                            async for payload in changes:
-                                with suppress(msgspec.ValidationError, msgspec.DecodeError):
-                                    method, params = _decode_change(payload)
-                                    self._fan_out(method, params)
-                        finally:
-                            self.listening = False
-                await anyio.sleep(pause)  # the connection was lost: subscribe again, backing off to 1 s
-                pause = min(1.0, pause * 2 or 0.05)
+            await self.subscription.run(lambda: self._store.bus.subscribe("changes"), self._receive)
+
+    async def _receive(self, payload: bytes) -> None:
+        with suppress(msgspec.ValidationError, msgspec.DecodeError):
+            method, params = _decode_change(payload)
+            self._fan_out(method, params)
+
+    @property
+    def listening(self) -> bool:
+        """Whether changes from other replicas reach this one now (always, with a store of its own)."""
+        return not self._store.shared or self.subscription.listening
 
     async def _send_out(self, pending: MemoryObjectReceiveStream[bytes]) -> None:
         async for payload in pending:
@@ -86,6 +83,8 @@ class ChangeBus:
                 await self._store.bus.publish("changes", payload)
             except StoreUnavailable as exc:
                 logger.warning("a change notice was lost: %s", exc)
+            except Exception:
+                logger.exception("a change notice was lost")
 
 
 _encode_change = msgspec.json.Encoder().encode

@@ -39,7 +39,7 @@ import msgspec
 
 from .._exceptions import JSONRPCError
 from ..protocol import ClientCapabilities, RequestMeta
-from ..state import StoreUnavailable, TaskRecord, TaskRegistry
+from ..state import StoreUnavailable, Subscription, TaskRecord, TaskRegistry
 from ..telemetry import _state as _telemetry
 from ..types import (
     INTERNAL_ERROR,
@@ -223,6 +223,8 @@ class TaskEngine:
         """Set when a task's record changes in this replica (``tasks/result`` waits on it, polling besides)."""
         self._watch_every = 1.0
         """Seconds between a run's own reads of its record, with replicas (see :meth:`_watch`)."""
+        self.subscription = Subscription("tasks")
+        """This replica's tasks channel (replicas sharing a store), as ``/healthz`` reports it."""
 
     @property
     def _registry(self) -> TaskRegistry:
@@ -525,21 +527,18 @@ class TaskEngine:
 
     async def listen(self, session: ServerSession, tg: anyio.abc.TaskGroup) -> None:
         """Replicas sharing a store: take the messages other replicas send about tasks this one runs."""
-        while True:
-            try:
-                async with self._server.store.bus.subscribe(task_channel(self.replica)) as messages:
-                    async for message in messages:
-                        task_id = message.decode(errors="replace")
-                        parked = self._runs.get(task_id)
-                        if parked is not None:
-                            parked.wake.set()
-                            continue
-                        record = await self._registry.get(task_id)
-                        if record is not None and record.status == "working":
-                            await self._take_over(session, record, tg)
-            except StoreUnavailable:
-                pass
-            await anyio.sleep(1.0)
+
+        async def handle(message: bytes) -> None:
+            task_id = message.decode(errors="replace")
+            parked = self._runs.get(task_id)
+            if parked is not None:
+                parked.wake.set()
+                return
+            record = await self._registry.get(task_id)
+            if record is not None and record.status == "working":
+                await self._take_over(session, record, tg)
+
+        await self.subscription.run(lambda: self._server.store.bus.subscribe(task_channel(self.replica)), handle)
 
     # ---- running ----------------------------------------------------------------------------------------------
 

@@ -29,12 +29,14 @@ from ._ports import (
     UrlRegistry,
     replica_channel,
 )
+from ._supervise import Backoff, Subscription, supervised
 
 if TYPE_CHECKING:
     from ._redis import RedisStore
 
 __all__ = [
     "REDIS_URL_ENV",
+    "Backoff",
     "Bus",
     "EventStore",
     "MemoryBus",
@@ -48,12 +50,14 @@ __all__ = [
     "SessionRecord",
     "Store",
     "StoreUnavailable",
+    "Subscription",
     "TaskRecord",
     "TaskRegistry",
     "UrlRecord",
     "UrlRegistry",
     "open_store",
     "replica_channel",
+    "supervised",
 ]
 
 

@@ -8,7 +8,12 @@ nothing behind for long):
 
 * ``P replica:<replica id>`` — string ``1``: the replica's lease. TTL ``lease``, renewed every ``lease / 3``.
 * ``P session:<session id>`` — hash: ``owner`` (a replica id), ``principal`` (absent for None, so ``""`` stays
-  distinct). TTL ``session_ttl`` (a day), set by ``claim``.
+  distinct). TTL ``session_ttl`` (a day), set by ``claim`` and renewed by the owner's heartbeat every quarter of it.
+* ``P claims:<replica id>`` — set: the sessions the replica claimed. Its heartbeat counts them: fewer than it runs
+  means Redis lost data, and it claims them all again. TTL ``session_ttl``, renewed with the claims.
+* ``P boot:`` — string: when (Redis's clock, ms) the first heartbeat after Redis lost its data wrote it (0 when a
+  new deployment's first replica did). A lookup that finds no session within ``lease`` of it, or no mark at all,
+  waits for the owners' heartbeats before it says "gone" (404). TTL a week, renewed by every heartbeat.
 * ``P events:<stream>`` — sorted set: member ``<sequence>:<message>`` scored by the sequence, capped at the last
   ``events_per_stream`` members. TTL ``event_ttl``, renewed by each event.
 * ``P url:<elicitation id>`` — hash: ``message``, ``url``, ``completed`` (``0``/``1``), and ``principal``,
@@ -22,13 +27,14 @@ nothing behind for long):
   running it, absent when none). Expires at creation + the task's TTL (none without one).
 * Channels (not keys): ``P bus:<channel>``, e.g. ``P bus:changes`` and ``P bus:replica:<replica id>``.
 
-Sessions end by :meth:`~RedisSessionDirectory.release`; their long TTL only sweeps up after replicas that died.
+Sessions end by :meth:`~RedisSessionDirectory.release`; their TTL only sweeps up after replicas that died.
 
 Why each operation is atomic, and one round trip:
 
 * ``lookup`` is a Lua script that reads the session hash and then its owner's lease key, so the answer is one
-  snapshot; ``claim`` is ``DEL`` + ``HSET`` + ``PEXPIRE`` in one ``MULTI``/``EXEC`` (no reader sees a half-written
-  record, nor the principal of a former claim); ``release`` is one ``DEL``.
+  snapshot; ``claim`` is ``DEL`` + ``HSET`` + ``PEXPIRE`` + ``SADD`` in one ``MULTI``/``EXEC`` (no reader sees a
+  half-written record, nor the principal of a former claim); ``release`` one script (``DEL``, ``SREM``); the
+  heartbeat one script (lease, boot mark, count of claims).
 * ``store`` is ``ZADD`` + ``ZREMRANGEBYRANK`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``: the bound and the expiry
   apply with the write, and writes may land in any order. ``replay`` is one ``ZRANGEBYSCORE`` above ``after``
   (Redis filters and orders); ``discard`` one ``DEL``.
@@ -57,8 +63,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import replace
 from types import TracebackType
 from typing import cast
@@ -68,7 +75,7 @@ import anyio
 import anyio.abc
 import msgspec
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.client import PubSub
+from redis.asyncio.client import Pipeline, PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as ConnectionLost
@@ -76,6 +83,7 @@ from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
 from ._ports import SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
+from ._supervise import supervised
 
 __all__ = ["RedisStore", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
 
@@ -122,49 +130,150 @@ class _Shared:
 
 _LOOKUP = """
 local found = redis.call('HMGET', KEYS[1], 'owner', 'principal')
-if not found[1] then return false end
+if not found[1] then
+  local boot = redis.call('GET', KEYS[2])
+  local now = redis.call('TIME')
+  local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  if not boot or ms - tonumber(boot) < tonumber(ARGV[2]) then return {} end
+  return false
+end
 return {found[1], found[2], redis.call('EXISTS', ARGV[1] .. found[1])}
 """
-"""KEYS: the session hash. ARGV: the prefix of lease keys. Returns ``[owner, principal or nil, 0/1]`` or nil."""
+"""KEYS: the session hash, the deployment's boot mark. ARGV: the prefix of lease keys, the grace in ms. Returns
+``[owner, principal or nil, 0/1]``; nil if there is no such session; an empty list if there is none *yet*: Redis
+lost its data moments ago (no boot mark, or a fresh one) and the owner may not have claimed it again."""
+
+_RELEASE = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner then redis.call('SREM', ARGV[1] .. owner, ARGV[2]) end
+return redis.call('DEL', KEYS[1])
+"""
+"""KEYS: the session hash. ARGV: the prefix of claim sets, the session id. Deletes the record and its claim."""
+
+_HEARTBEAT = """
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local mark = 0
+  if ARGV[3] == '1' then
+    local now = redis.call('TIME')
+    mark = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  end
+  redis.call('SET', KEYS[2], mark, 'PX', ARGV[2])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return redis.call('SCARD', KEYS[3])
+"""
+"""KEYS: this replica's lease, the deployment's boot mark, this replica's claim set. ARGV: the lease and the boot
+mark's TTL in ms, ``1`` if this replica saw a boot mark before. Renews both and returns how many claims Redis holds
+for this replica (fewer than it runs: Redis lost data, and the replica claims its sessions again). A missing mark is
+written as now if this replica had seen one (Redis lost its data: lookups hold back their "gone" for a moment), as
+0 if not (a new deployment: nothing to restore)."""
+
+
+_BOOT_TTL = 7 * 86_400_000
+"""The boot mark's TTL in ms (a week, renewed by every heartbeat): it must outlive any pause of a deployment."""
 
 
 class RedisSessionDirectory:
-    """Which replica runs each handshake-era session: a hash per session, read together with its owner's lease."""
+    """Which replica runs each handshake-era session: a hash per session, read together with its owner's lease.
 
-    def __init__(self, shared: _Shared, replica: str, ttl: float) -> None:
+    Claims are renewed with the heartbeat, not set once: every heartbeat counts this replica's claims in Redis, and
+    if Redis holds fewer than the replica runs (it restarted without persistence, or failed over to a replica that
+    had not seen them) they are written again at once; every ``ttl / 4`` they are written again anyway, renewing
+    their TTL, so a session that lives for days keeps its record. Just after Redis lost its data, a session with no
+    record may only not be claimed again *yet*: :meth:`lookup` then waits for the owners' next heartbeat instead
+    of answering at once that the session is gone.
+    """
+
+    def __init__(self, shared: _Shared, replica: str, ttl: float, grace: float) -> None:
         self._shared = shared
         self._replica = replica
         self._ttl = _ms(ttl)
+        self._renew_every = ttl / 4
+        self._renewed = time.monotonic()
+        self._grace = _ms(grace)
+        self._seen = False
+        """Whether a heartbeat of this replica has written or renewed the boot mark."""
+        self._mine: dict[str, str | None] = {}
+        """The sessions this replica claimed and has not released, with their principals."""
+        self._claims = shared.key("claims", replica)
         self._lookup = shared.client.register_script(_LOOKUP)
+        self._release = shared.client.register_script(_RELEASE)
+        self._heartbeat = shared.client.register_script(_HEARTBEAT)
 
-    async def claim(self, session_id: str, principal: str | None) -> None:
-        """Record that this replica runs ``session_id`` for ``principal`` (replacing any former record, atomically)."""
+    def _write(self, pipe: Pipeline, session_id: str, principal: str | None) -> None:
         key = self._shared.key("session", session_id)
         record: dict[FieldT, EncodableT] = {"owner": self._replica}
         if principal is not None:
             record["principal"] = principal
+        pipe.delete(key)
+        pipe.hset(key, mapping=record)
+        pipe.pexpire(key, self._ttl)
+        pipe.sadd(self._claims, session_id)
+
+    async def claim(self, session_id: str, principal: str | None) -> None:
+        """Record that this replica runs ``session_id`` for ``principal`` (replacing any former record, atomically)."""
         with self._shared.failing("claiming a session"):
             async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.delete(key)
-                pipe.hset(key, mapping=record)
-                pipe.pexpire(key, self._ttl)
+                self._write(pipe, session_id, principal)
+                pipe.pexpire(self._claims, self._ttl)
                 await pipe.execute()
+        self._mine[session_id] = principal
 
     async def lookup(self, session_id: str) -> SessionRecord | None:
-        """The session's owner and principal, and whether the owner's lease is current — one snapshot."""
-        with self._shared.failing("looking up a session"):
-            found = await self._lookup(
-                keys=[self._shared.key("session", session_id)], args=[self._shared.key("replica", "")]
-            )
-        if found is None:
-            return None
+        """The session's owner and principal, and whether the owner's lease is current — one snapshot.
+
+        Just after Redis lost its data, a session with no record may only not be claimed again *yet*: the lookup
+        then waits for its owner's heartbeat (at most ``lease`` seconds) before it answers that there is none.
+
+        Raises:
+            StoreUnavailable: Redis cannot be reached.
+        """
+        keys = [self._shared.key("session", session_id), self._shared.key("boot", "")]
+        waited = 0.0
+        while True:
+            with self._shared.failing("looking up a session"):
+                found = await self._lookup(keys=keys, args=[self._shared.key("replica", ""), self._grace])
+            if found is None:
+                return None
+            if found:
+                break
+            if waited * 1000 > self._grace:
+                return None
+            await anyio.sleep(0.2)
+            waited += 0.2
         owner, principal, alive = found
         return SessionRecord(owner.decode(), _text(principal), alive=bool(alive))
 
     async def release(self, session_id: str) -> None:
         """Forget ``session_id``: it ended."""
+        self._mine.pop(session_id, None)
         with self._shared.failing("releasing a session"):
-            await self._shared.client.delete(self._shared.key("session", session_id))
+            await self._release(
+                keys=[self._shared.key("session", session_id)], args=[self._shared.key("claims", ""), session_id]
+            )
+
+    async def heartbeat(self, lease_key: str, lease: int) -> None:
+        """Renew the lease; claim this replica's sessions again if Redis lost them, or when their TTL is due."""
+        keys = [lease_key, self._shared.key("boot", ""), self._claims]
+        with self._shared.failing("renewing this replica's lease"):
+            held = int(await self._heartbeat(keys=keys, args=[lease, _BOOT_TTL, "1" if self._seen else "0"]))
+            self._seen = True
+            due = time.monotonic() - self._renewed >= self._renew_every
+            if held < len(self._mine) or due:
+                await self._claim_all()
+
+    async def _claim_all(self) -> None:
+        """Write every claim of this replica again (in batches, each one round trip)."""
+        mine = list(self._mine.items())
+        for start in range(0, len(mine), 500):
+            async with self._shared.client.pipeline(transaction=False) as pipe:
+                for session_id, principal in mine[start : start + 500]:
+                    self._write(pipe, session_id, principal)
+                pipe.pexpire(self._claims, self._ttl)
+                await pipe.execute()
+        self._renewed = time.monotonic()
 
 
 class RedisEventStore:
@@ -516,7 +625,7 @@ class _Running:
         await self._store._renew_lease()
         group = anyio.create_task_group()
         await group.__aenter__()
-        group.start_soon(self._store._keep_lease)
+        group.start_soon(supervised, "the lease of this replica", self._store._keep_lease)
         self._group = group
 
     async def __aexit__(
@@ -559,8 +668,8 @@ class RedisStore:
         timeout: seconds any connect or command may take before it fails with :class:`StoreUnavailable`.
         heartbeat: seconds of silence after which a subscription checks its connection (a dead one ends it
             within two heartbeats).
-        session_ttl: seconds a session record survives its claim (sessions end by ``release``; this sweeps up
-            after replicas that died without releasing).
+        session_ttl: seconds a session record survives without renewal (its owner renews it every quarter of
+            this; sessions end by ``release``; the TTL sweeps up after replicas that died without releasing).
         events_per_stream: how many recent events each SSE stream keeps for resumption.
         event_ttl: seconds a stream is kept after its last event.
         url_ttl: seconds a URL elicitation is kept after its creation (completed or not).
@@ -612,7 +721,7 @@ class RedisStore:
         listener = connect(retries=0)  # subscriptions: a lost connection ends them
         self._shared = _Shared(client, listener, prefix, _redacted(url), timeout)
         self._lease_key = self._shared.key("replica", self.replica)
-        self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl)
+        self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=lease)
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
         self.bus = RedisBus(self._shared, heartbeat=heartbeat)
@@ -640,11 +749,8 @@ class RedisStore:
             await self._shared.listener.aclose()
 
     async def _renew_lease(self) -> None:
-        try:
-            with self._shared.failing("renewing this replica's lease"):
-                await self._shared.client.set(self._lease_key, b"1", px=_ms(self._lease))
-        except StoreUnavailable:
-            pass  # Redis is away: renewed at the next tick once it is back
+        with suppress(StoreUnavailable):  # Redis is away: renewed at the next tick once it is back
+            await self.sessions.heartbeat(self._lease_key, _ms(self._lease))
 
     async def _keep_lease(self) -> None:
         while True:

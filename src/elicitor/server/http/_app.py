@@ -25,9 +25,10 @@ import anyio.abc
 import msgspec
 
 from ...protocol import Connection, InvalidMessage, RequestReceived, error_reply
-from ...state import EventStore, StoreUnavailable
+from ...state import EventStore, StoreUnavailable, Subscription
 from ...types import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     META_PROTOCOL_VERSION,
     METHOD_NOT_FOUND,
@@ -37,6 +38,7 @@ from ...types import (
 from .._context import current_access_token
 from .._rounds import ParkedRuns
 from ._asgi import (
+    RETRY_AFTER,
     ASGIApp,
     Headers,
     Receive,
@@ -140,6 +142,8 @@ class HttpApp:
             idle_timeout=session_idle_timeout,
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        self._failed: str | None = None
+        """Why the lifespan stopped on an error (then every request is refused with 503 and says so)."""
         self._stateless = server.connection()
 
     # ---- lifespan --------------------------------------------------------------------------------------------
@@ -183,10 +187,13 @@ class HttpApp:
                     pass
         except Exception as exc:
             # Said, never swallowed: an ASGI server in lifespan="auto" mode takes a raised exception for "this app
-            # has no lifespan" and serves on without one (every request then fails). startup.failed stops it.
+            # has no lifespan" and serves on without one (every request then fails). startup.failed stops it. Once
+            # started, background work is supervised and should never get here; if it does, the replica says so
+            # (ERROR here, 503 "failed" on /healthz and every request) instead of serving 500s.
+            self._failed = f"{type(exc).__name__}: {exc}"
             logger.error("the HTTP app's lifespan failed: %s", exc, exc_info=not isinstance(exc, RuntimeError))
             phase = "shutdown" if started else "startup"
-            await send({"type": f"lifespan.{phase}.failed", "message": f"{type(exc).__name__}: {exc}"})
+            await send({"type": f"lifespan.{phase}.failed", "message": self._failed})
             return
         await send({"type": "lifespan.shutdown.complete"})
 
@@ -228,6 +235,9 @@ class HttpApp:
             return
         if self._auth is not None and not await self._authorize(headers, send):
             return
+        if self._failed is not None:
+            await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: this replica failed ({self._failed})")
+            return
         method = scope["method"]
         if method == "POST":
             await self._post(headers, receive, send)
@@ -264,20 +274,33 @@ class HttpApp:
             body = encode_json({"error": error, "error_description": described.get(error, error)})
         await respond_json(send, status, body, extra=[(b"www-authenticate", challenge.encode())])
 
+    def subscriptions(self) -> list[Subscription]:
+        """The channels this replica listens to (replicas sharing a store), each reported by ``/healthz``."""
+        if not self._store.shared:
+            return []
+        return [self._handshake.subscription, self.server._changes.subscription, self.server.tasks.subscription]
+
     async def _report_health(self, send: Send) -> None:
         report: JSONObject = {"status": "ok", "replica": self._store.replica, "sessions": len(self._handshake)}
         status = 200
-        if self._tg is None:
+        subscriptions = self.subscriptions()
+        if subscriptions:
+            report["channels"] = {subscription.name: subscription.report() for subscription in subscriptions}
+        if self._failed is not None:
+            report["status"], report["reason"], status = "failed", f"the lifespan stopped: {self._failed}", 503
+        elif self._tg is None:
             report["status"], status = "starting", 503
         else:
             try:
                 with anyio.fail_after(5):
                     await self._store.check()
-                if not (self._handshake.connected and self.server.relaying_changes):
-                    raise StoreUnavailable("not yet listening to the other replicas")
+                deaf = [subscription.name for subscription in subscriptions if not subscription.listening]
+                if deaf:
+                    raise StoreUnavailable(f"not listening to the other replicas yet (channels: {', '.join(deaf)})")
             except (StoreUnavailable, TimeoutError) as exc:
                 report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
-        await respond_json(send, status, encode_json(report))
+        extra = RETRY_AFTER if status == 503 else None
+        await respond_json(send, status, encode_json(report), extra=extra)
 
     def _check_origin(self, headers: Headers) -> tuple[int, str] | None:
         if "*" not in self._hosts:

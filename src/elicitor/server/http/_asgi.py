@@ -100,8 +100,15 @@ async def respond_json(send: Send, status: int, body: bytes, *, extra: list[tupl
 async def refuse(
     send: Send, status: int, request_id: RequestId | None, code: int, message: str, *, allow: bool = False
 ) -> None:
+    """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds)."""
     extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
+    if status == 503:
+        extra = RETRY_AFTER
     await respond_json(send, status, error_reply(request_id, code, message), extra=extra)
+
+
+RETRY_AFTER = [(b"retry-after", b"1")]
+"""What every 503 carries: the refusals are for moments (the store reconnecting, a replica restarting)."""
 
 
 async def respond_empty(send: Send, status: int) -> None:

@@ -31,7 +31,7 @@ import anyio.abc
 from ..._loop import running_asyncio_loop
 from ...protocol import Connection, InvalidMessage, Oversized
 from ...session import Waiter
-from ...state import EventStore, Store, StoreUnavailable
+from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
 from ._asgi import (
@@ -219,12 +219,27 @@ class SessionTransport:
         await self._inbox_in.send(message)
 
     async def end(self) -> None:
+        """End the session: close its streams, then forget their history — best-effort, as all cleanup is.
+
+        A store that cannot forget now (Redis away) is no reason to fail: the history expires with its TTL.
+        """
         self._inbox_in.close()
         self._inbox_out.close()
-        for stream in self.by_key.values():
-            stream.close()
-            await self.events.discard(stream.key)
+        streams = list(self.by_key.values())
+        self.by_key.clear()
         self.ended.set()
+        for stream in streams:
+            stream.close()
+        for stream in streams:
+            try:
+                with anyio.fail_after(2):
+                    await self.events.discard(stream.key)
+            except (StoreUnavailable, TimeoutError) as exc:
+                logger.info("the history of session %.8s... is left to expire: %s", self.id, exc)
+                return
+            except Exception:
+                logger.exception("the history of session %.8s... could not be discarded", self.id)
+                return
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,13 +284,18 @@ class HandshakeSessions:
         """Whether this replica can serve the sessions other replicas run (always, with a store of its own)."""
         return not self._store.shared or self._peers.listening
 
+    @property
+    def subscription(self) -> Subscription:
+        """This replica's channel from the others."""
+        return self._peers.subscription
+
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
 
     def start(self, tg: anyio.abc.TaskGroup) -> None:
         """Run sessions in ``tg``; expire idle ones; with shared state, serve other replicas' forwarded requests."""
         self._tg = tg
-        tg.start_soon(self._expire_idle_sessions)
+        tg.start_soon(supervised, "the sweep of idle sessions", self._expire_idle_sessions)
         if self._store.shared:
             tg.start_soon(self._peers.listen)
 
@@ -291,10 +311,16 @@ class HandshakeSessions:
         return self._sessions.pop(session_id, None)
 
     async def _end(self, session: SessionTransport) -> None:
-        """End a session this replica runs, and take it out of the directory."""
+        """End a session this replica runs, and take it out of the directory: best-effort, never raises (what the
+        store could not forget now expires with its TTL)."""
         self._sessions.pop(session.id, None)
-        with suppress(StoreUnavailable), anyio.move_on_after(2):
-            await self._store.sessions.release(session.id)
+        try:
+            with anyio.move_on_after(2):
+                await self._store.sessions.release(session.id)
+        except StoreUnavailable as exc:
+            logger.info("session %.8s... is left to expire in the store: %s", session.id, exc)
+        except Exception:
+            logger.exception("session %.8s... could not be released", session.id)
         await session.end()
 
     async def _expire_idle_sessions(self) -> None:
@@ -391,16 +417,11 @@ class HandshakeSessions:
             await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
 
     async def _unreachable(self, owner: _Elsewhere, send: Send, request_id: RequestId | None) -> None:
-        """Nobody hears the owner's channel: with its lease gone it died (404: the session is gone, initialize
-        again); with its lease current it is reconnecting to Redis (503: try again)."""
-        if owner.alive:
-            await refuse(
-                send, 503, request_id, INTERNAL_ERROR, "Service unavailable: the session's replica is reconnecting"
-            )
-            return
-        with suppress(StoreUnavailable):
-            await self._store.sessions.release(owner.session)
-        await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+        """Nobody hears the owner's channel though its lease is current (``_find`` already ruled out a dead owner,
+        by two misses): it is reconnecting to Redis (503: try again). The session is never declared gone here."""
+        await refuse(
+            send, 503, request_id, INTERNAL_ERROR, "Service unavailable: the session's replica is reconnecting"
+        )
 
     async def _find(
         self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
@@ -417,6 +438,8 @@ class HandshakeSessions:
         elif self._store.shared:
             try:
                 record = await self._store.sessions.lookup(session_id)
+                if record is not None and record.owner != self._store.replica and not record.alive:
+                    record = await self._look_again(session_id, record.owner)
             except StoreUnavailable as exc:
                 await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
                 return None
@@ -427,6 +450,22 @@ class HandshakeSessions:
                     await self._store.sessions.release(session_id)
         await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
         return None
+
+    async def _look_again(self, session_id: str, owner: str) -> SessionRecord | None:
+        """The owner's lease had lapsed: look once more after a pause (the rule everywhere is two misses in a row,
+        since one can be a Redis restart or pause the owner has not renewed its lease after yet). ``None``, with
+        the record released, if the owner is still gone; the record as it is now otherwise.
+
+        Raises:
+            StoreUnavailable: the store cannot be reached (the caller answers 503, never 404).
+        """
+        await anyio.sleep(self._peers.check_every)
+        record = await self._store.sessions.lookup(session_id)
+        if record is not None and record.owner == owner and not record.alive:
+            with suppress(StoreUnavailable):
+                await self._store.sessions.release(session_id)
+            return None
+        return record
 
     async def _create_session(self, principal: str | None) -> SessionTransport | None:
         if self._tg is None:
@@ -443,6 +482,8 @@ class HandshakeSessions:
         async def run() -> None:
             try:
                 await self.server.serve(session, principal=principal)
+            except Exception:  # a session's failure ends that session, never the replica's task group
+                logger.exception("session %.8s... stopped on an error", session.id)
             finally:
                 with anyio.CancelScope(shield=True):
                     await self._end(session)
@@ -580,15 +621,24 @@ class HandshakeSessions:
         if stream.attached:
             await refuse(send, 409, None, INVALID_REQUEST, "Conflict: that stream is already being delivered")
             return
-        await self._open_sse(send, session.id, stream.event_id(delivered) if last is None else None)
-        for sequence, message in await self._events.replay(stream.key, delivered):
-            chunk = encode_event(message, event_id=stream.event_id(sequence))
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            delivered = sequence
-        if stream.done and delivered >= stream.sequence:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-            return
-        await self._pump(stream, delivered, receive, send)
+        stream.attached = True  # before the first await: of two resumes at once, one pumps, the other gets 409
+        try:
+            try:
+                history = await self._events.replay(stream.key, delivered)
+            except StoreUnavailable as exc:
+                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return
+            await self._open_sse(send, session.id, stream.event_id(delivered) if last is None else None)
+            for sequence, message in history:
+                chunk = encode_event(message, event_id=stream.event_id(sequence))
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                delivered = sequence
+            if stream.done and delivered >= stream.sequence:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                return
+            await self._pump(stream, delivered, receive, send)
+        finally:
+            stream.attached = False
 
     async def _open_sse(self, send: Send, session_id: str, priming: str | None) -> None:
         """Start an SSE response; a new stream (not a resume) begins with a priming event carrying ``priming``."""

@@ -32,7 +32,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...state import Store, StoreUnavailable, replica_channel
+from ...state import Store, StoreUnavailable, Subscription, replica_channel
 from ...types import RequestId
 from .._url import UrlComplete
 
@@ -136,6 +136,11 @@ class RemoteStream:
             self.finished = True
             self._in.close()
 
+    def close(self) -> None:
+        """The relay is over: drop whatever is left."""
+        self._in.close()
+        self.out.close()
+
     def lost(self, status: int = 404, reason: str = "Session ended: the replica running it stopped") -> None:
         """End the stream: its owner is gone (404), or what it sends cannot reach this replica now (503)."""
         self.status, self.reason = status, reason
@@ -163,10 +168,10 @@ class Peers:
         self._replay = events_replay
         self._relays: dict[str, RemoteStream] = {}
         self._pumps: dict[str, anyio.CancelScope] = {}
-        self._check_every = check_every
+        self.check_every = check_every
         self._tg: anyio.abc.TaskGroup | None = None
-        self.listening = False
-        """Whether this replica hears its channel now (it cannot relay streams otherwise: not ready)."""
+        self.subscription = Subscription("peers")
+        """This replica's own channel (``replica:<id>``), as ``/healthz`` reports it."""
 
     @property
     def me(self) -> str:
@@ -178,24 +183,22 @@ class Peers:
         """Serve this replica's channel until cancelled, subscribing again whenever the connection is lost."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            pause = 0.0
-            while True:
-                with suppress(StoreUnavailable):
-                    async with self._store.bus.subscribe(replica_channel(self.me)) as messages:
-                        self.listening, pause = True, 0.0
-                        try:
-                            async for payload in messages:
-                                try:
-                                    message = _decode(payload)
-                                except (msgspec.DecodeError, msgspec.ValidationError):
-                                    logger.warning("ignored a malformed message from another replica")
-                                    continue
-                                await self._on(message)
-                        finally:
-                            self.listening = False
-                            self._interrupt_relays()
-                await anyio.sleep(pause)  # subscribe again, backing off to 1 s while Redis is away
-                pause = min(1.0, pause * 2 or 0.05)
+            await self.subscription.run(
+                lambda: self._store.bus.subscribe(replica_channel(self.me)), self._handle, lost=self._interrupt_relays
+            )
+
+    @property
+    def listening(self) -> bool:
+        """Whether this replica hears its channel now (it cannot relay streams otherwise: not ready)."""
+        return self.subscription.listening
+
+    async def _handle(self, payload: bytes) -> None:
+        try:
+            message = _decode(payload)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            logger.warning("ignored a malformed message from another replica")
+            return
+        await self._on(message)
 
     def _interrupt_relays(self) -> None:
         """The channel was lost: what owners sent meanwhile is lost too, so end every relay here.
@@ -231,7 +234,16 @@ class Peers:
 
     def _start(self, serve: Callable[[_Job], Coroutine[Any, Any, None]], job: _Job) -> None:
         assert self._tg is not None
-        self._tg.start_soon(serve, job)
+        self._tg.start_soon(self._guarded, serve, job)
+
+    async def _guarded(self, serve: Callable[[_Job], Coroutine[Any, Any, None]], job: _Job) -> None:
+        """Run one job off the listener; nothing it raises may end the listener (and the replica with it)."""
+        try:
+            await serve(job)
+        except StoreUnavailable as exc:
+            logger.warning("a message between replicas was not served: %s", exc)
+        except Exception:
+            logger.exception("a message between replicas was not served")
 
     # ---- the owner's end -----------------------------------------------------------------------------------
 
@@ -276,7 +288,11 @@ class Peers:
             reason = "Conflict: that stream is already being delivered"
             await self._send(message.reply, Closed(message.token, 409, reason))
             return
-        await self._send(message.reply, Opened(message.token, stream.key))
+        stream.attached = True  # before the first await: of two resumes at once, one pumps, the other gets 409
+        try:
+            await self._send(message.reply, Opened(message.token, stream.key))
+        finally:
+            stream.attached = False
         await self._pump(stream, message.after, message.reply, message.token, replay=True)
 
     async def _pump(self, stream: Stream, delivered: int, reply: str, token: str, *, replay: bool) -> None:
@@ -359,13 +375,14 @@ class Peers:
                     await self._send(owner, Detach(token))
         finally:
             self._relays.pop(token, None)
+            stream.close()
 
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
         """End ``stream`` when its owner is gone: its lease lapsed on two checks in a row (a single miss can be a
         Redis restart that the owner has not yet renewed its lease after)."""
         misses = 0
         while not stream.finished:
-            await anyio.sleep(self._check_every)
+            await anyio.sleep(self.check_every)
             try:
                 record = await self._store.sessions.lookup(session_id)
             except StoreUnavailable:
