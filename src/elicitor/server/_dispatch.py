@@ -32,6 +32,7 @@ from ..session import Session, open_session
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
+    IDEMPOTENT_CALLS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     LOGGING_LEVELS,
@@ -49,6 +50,7 @@ from ..types import (
     RequestId,
 )
 from ._askers import PushAsker
+from ._calls import call_key, keep_call
 from ._context import Context
 from ._features import completion_result
 from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
@@ -302,6 +304,8 @@ class ServerSession:
         capabilities = self.server.capabilities()
         if revision == REV_2025_11_25 and self._has_task_tools():
             capabilities["tasks"] = capabilities_2025()
+        if self.server.store.shared:  # calls are kept under their idempotency key: a retry goes on (see _calls)
+            capabilities["experimental"] = {IDEMPOTENT_CALLS: {}}
         result: JSONObject = {
             "protocolVersion": revision,
             "capabilities": capabilities,
@@ -355,10 +359,36 @@ class ServerSession:
             def escalate(answers: JSONObject, memo: dict[str, JSONValue] | None) -> Awaitable[JSONObject]:
                 return tasks.create(self, tool, arguments, meta, tg, answers=answers, memo=memo)
 
+        if not modern and self.server.store.shared and call_key(params) is not None:
+            return self._kept_call(request, meta, notify, tool, kwargs)
         return self._with_context(
             request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern,
             escalate=escalate,
         )  # fmt: skip
+
+    async def _kept_call(
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, tool: ToolDef, kwargs: dict[str, Any]
+    ) -> JSONObject:
+        """A handshake-era call kept in the shared store under its idempotency key (see ``_calls``): a retry after
+        a lost session goes on where the first attempt was, and a superseded attempt stops."""
+        params = request.params or {}
+        kept = await keep_call(self.server, params, tool.name, params.get("arguments"), meta.principal)
+        if kept is None:  # the store cannot be reached: the call runs as it is
+            return await self._with_context(
+                request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=False), modern=False
+            )
+        if kept.result is not None:
+            return kept.result  # an earlier attempt finished it
+        assert self.session is not None
+        asker = kept.asker(self.session, request.id, self.server.elicitation_timeout)
+        request_meta = params.get("_meta")
+        token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
+        ctx = self._context(request, meta, notify, token, asker)
+        with kept.claim.scope:
+            result = await self._invoke(tool, ctx, kwargs, modern=False)
+            await kept.finish(result)
+            return result
+        raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call was sent again; it goes on in the new attempt")
 
     def _task_invoker(
         self, tool: ToolDef | None, arguments: object, ctx: Context

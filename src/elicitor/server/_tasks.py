@@ -52,6 +52,7 @@ from ..types import (
     RequestId,
     is_modern,
 )
+from ._journal import Apply, Claim, OnceSteps, act, change, patient, table
 from ._rounds import AnswerBook, Finished, NeedsInput, RoundAsker, Run, usable_response
 
 if TYPE_CHECKING:
@@ -84,117 +85,23 @@ def missing_tasks_extension(what: str) -> JSONRPCError:
     )
 
 
-class _Parked:
-    """A run of a task in this replica, holding the task's claim as of ``epoch`` (its fencing token).
+class _Parked(Claim):
+    """A run of a task in this replica, holding the task's claim as of ``epoch`` (see :mod:`._journal`).
 
-    ``wake`` is set when answers (or a cancel) may be waiting; ``lost`` once a newer run holds the task (the run
-    was then cancelled, and writes nothing more); ``ended`` once it wrote the task's end."""
+    ``wake`` is set when answers (or a cancel) may be waiting; ``ended`` once it wrote the task's end."""
 
-    __slots__ = ("ended", "epoch", "lost", "run", "scope", "since", "task_id", "wake")
+    __slots__ = ("ended", "run", "since", "wake")
 
     def __init__(self, task_id: str, epoch: int) -> None:
-        self.task_id = task_id
-        self.epoch = epoch
+        super().__init__(task_id, epoch)
         self.run: Run | None = None
         self.wake = anyio.Event()
         self.since = time.monotonic()
-        self.scope = anyio.CancelScope()
-        self.lost = False
         self.ended = False
 
-    def lose(self) -> None:
-        """A newer run holds the task, or it ended elsewhere: this run stops here and writes nothing more."""
-        if not self.lost:
-            self.lost = True
-            logger.info(
-                "task %s: ended, expired or claimed by a newer run (epoch > %d): this run stops",
-                self.task_id,
-                self.epoch,
-            )
-        self.scope.cancel()
-
-
-class _Fenced(Exception):
-    """Raised inside a compare-and-swap: the run's claim is no longer the task's (see :meth:`_Parked.lose`)."""
-
-
-class _Journal:
-    """The ``ctx.once`` steps of one run of a task, kept in its record (``m``: values, ``p``: started steps and
-    the epoch of the run that started each). See :class:`~._askers.OnceJournal` for the promise."""
-
-    __slots__ = ("_engine", "_parked")
-
-    def __init__(self, engine: TaskEngine, parked: _Parked) -> None:
-        self._engine = engine
-        self._parked = parked
-
-    async def begin(self, name: str) -> tuple[bool, JSONValue]:
-        parked, found = self._parked, []
-
-        def apply(current: TaskRecord) -> TaskRecord | None:
-            if current.epoch != parked.epoch or current.terminal:
-                raise _Fenced
-            memo = _table(current.answers.get("m"))
-            if name in memo:
-                found.append(memo[name])
-                return None
-            started = _table(current.answers.get("p"))
-            if name in started:
-                raise JSONRPCError(
-                    INTERNAL_ERROR,
-                    f"Internal error: the outcome of step {name!r} is unknown: an earlier run of this task started "
-                    "it and stopped before recording its end, so it is not run again",
-                )
-            return dataclasses.replace(current, answers={**current.answers, "p": {**started, name: parked.epoch}})
-
-        try:
-            written = await self._engine._change(parked.task_id, apply)
-        except _Fenced:
-            written = None
-        if found:
-            return True, found[0]
-        if written is None:  # fenced, ended or expired: this run goes no further
-            parked.lose()
-            await anyio.sleep_forever()
-        return False, None
-
-    async def commit(self, name: str, value: JSONValue) -> None:
-        """Record the value of a step that ran, whatever run holds the task now (merged by name)."""
-
-        def apply(current: TaskRecord) -> TaskRecord | None:
-            memo = _table(current.answers.get("m"))
-            if name in memo:
-                return None
-            started = {key: epoch for key, epoch in _table(current.answers.get("p")).items() if key != name}
-            return dataclasses.replace(current, answers={**current.answers, "m": {**memo, name: value}, "p": started})
-
-        delay = 0.1
-        for _ in range(12):  # a store away for up to ~a minute (a restart, a failover) still gets the value
-            try:
-                await self._engine._change(self._parked.task_id, apply)
-                return
-            except StoreUnavailable:
-                await anyio.sleep(delay)
-                delay = min(delay * 2, 10.0)
-        logger.error(
-            "task %s: could not record the end of step %r: its outcome reads as unknown", self._parked.task_id, name
-        )
-
-    async def abandon(self, name: str) -> None:
-        """The step raised: forget that it started (it may be tried again by a later run)."""
-        epoch = self._parked.epoch
-
-        def apply(current: TaskRecord) -> TaskRecord | None:
-            started = _table(current.answers.get("p"))
-            if started.get(name) != epoch:
-                return None
-            kept = {key: value for key, value in started.items() if key != name}
-            return dataclasses.replace(current, answers={**current.answers, "p": kept})
-
-        try:
-            await self._engine._change(self._parked.task_id, apply)
-        except StoreUnavailable:
-            logger.warning("task %s: step %r failed and its start stays recorded", self._parked.task_id, name)
+    @property
+    def task_id(self) -> str:
+        return self.record_id
 
 
 class TaskEngine:
@@ -272,8 +179,10 @@ class TaskEngine:
             id=secrets.token_urlsafe(18),
             principal=meta.principal,
             # Without an authenticated user, a 2025-11-25 task is its session's; on 2026-07-28 (no sessions) the
-            # unguessable id is the bearer token (ext-tasks "Security Considerations").
-            connection=session.id if legacy and meta.principal is None else None,
+            # unguessable id is the bearer token (ext-tasks "Security Considerations"), and so it is on replicas
+            # sharing a store, where a task must outlive the session that made it (its replica may die: the
+            # client's new session follows the task by id; 2025-11-25 basic/utilities/tasks "Security").
+            connection=session.id if legacy and meta.principal is None and not self._server.store.shared else None,
             status="working",
             created=now,
             updated=now,
@@ -423,7 +332,7 @@ class TaskEngine:
         """The record, if it exists and belongs to this caller; another user's task reads as unknown."""
         record = await self._registry.get(task_id)
         foreign = record is not None and record.connection is not None and record.connection != connection
-        if record is None or record.principal != meta.principal or foreign:
+        if record is None or record.principal != meta.principal or foreign or record.call.get("kind") is not None:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r} (or it has expired)")
         return record
 
@@ -556,9 +465,9 @@ class TaskEngine:
         )
         parked = self._runs[record.id] = _Parked(record.id, record.epoch)
         book = AnswerBook.unpack(record.answers.get("a"))
-        asker = RoundAsker(book, {}, dict(_table(record.answers.get("m"))))
+        asker = RoundAsker(book, {}, dict(table(record.answers.get("m"))))
         asker.task_mode = True
-        asker.journal = _Journal(self, parked)
+        asker.journal = OnceSteps(self._change, parked)
         notify = functools.partial(self._notified, parked)
         token = call.get("progress")
         ctx = session._context_for_task(record.id, meta, notify, asker, token if token is not None else record.id)
@@ -648,7 +557,7 @@ class TaskEngine:
                 return None
             book = AnswerBook.unpack(current.answers.get("a"))
             still = {key: value for key, value in asks.items() if book.get(key) is None}
-            kept = _table(current.answers.get("m"))
+            kept = table(current.answers.get("m"))
             return dataclasses.replace(
                 current, status="input_required" if still else "working", asks=still,
                 answers={**current.answers, "a": _merge(answers, book), "m": {**memo, **kept}}, updated=time.time(),
@@ -733,45 +642,33 @@ class TaskEngine:
             return dataclasses.replace(current, message=message, updated=time.time())
 
         try:
-            await self._act(parked, apply)
+            await act(self._change, parked, apply)  # not patient: a progress message is not worth a wait
         except StoreUnavailable:
             logger.warning("task %s: could not record its progress message", parked.task_id)
 
-    async def _act(self, parked: _Parked, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
-        """:meth:`_change` for a run, fenced: it applies only while the record's epoch is the run's own, checked
-        in the same compare-and-swap; a run that finds a newer epoch is cancelled (it lost the task)."""
+    async def _act(self, parked: _Parked, apply: Apply) -> TaskRecord | None:
+        """:meth:`_change` for a run, fenced by its claim (:func:`~._journal.act`)."""
+        return await act(patient(self._change), parked, apply)
 
-        def fenced(current: TaskRecord) -> TaskRecord | None:
-            if current.epoch != parked.epoch:
-                raise _Fenced
+    async def _change(self, task_id: str, apply: Apply) -> TaskRecord | None:
+        """Compare-and-swap ``apply`` onto the record until it sticks (:func:`~._journal.change`); wakes this
+        replica's ``tasks/result`` waiters on a change."""
+        before: list[str] = []
+
+        def tracked(current: TaskRecord) -> TaskRecord | None:
+            before[:] = [current.status]  # the status the stored change replaced (its last attempt's)
             return apply(current)
 
-        try:
-            return await self._change(parked.task_id, fenced)
-        except _Fenced:
-            parked.lose()
-            return None
+        stored = await change(self._registry, task_id, tracked)
+        if stored is not None:
+            if _telemetry.state.on and before and stored.status != before[0]:
+                from ..telemetry import _hooks
 
-    async def _change(self, task_id: str, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
-        """Compare-and-swap ``apply`` onto the record until it sticks; None if it declined or the task is gone."""
-        for _ in range(64):
-            current = await self._registry.get(task_id)
-            if current is None:
-                return None
-            changed = apply(current)
-            if changed is None:
-                return None
-            stored = await self._registry.swap(changed)
-            if stored is not None:
-                if _telemetry.state.on and stored.status != current.status:
-                    from ..telemetry import _hooks
-
-                    _hooks.task_status(stored.status)
-                waiting = self._changes.pop(task_id, None)
-                if waiting is not None:
-                    waiting.set()
-                return stored
-        raise JSONRPCError(INTERNAL_ERROR, f"Internal error: task {task_id} changes too often to update")
+                _hooks.task_status(stored.status)
+            waiting = self._changes.pop(task_id, None)
+            if waiting is not None:
+                waiting.set()
+        return stored
 
 
 def task_channel(replica: str) -> str:
@@ -822,11 +719,6 @@ def _merge(packed: JSONObject, book: AnswerBook) -> JSONObject:
     for key, answer in book.answers.items():
         merged.add(key, answer)
     return merged.pack()
-
-
-def _table(raw: object) -> dict[str, JSONValue]:
-    """A mapping kept in a record (``ctx.once`` values, started steps), or empty."""
-    return dict(raw) if isinstance(raw, dict) else {}
 
 
 def _implementation(raw: object) -> Implementation | None:

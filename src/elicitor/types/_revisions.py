@@ -49,4 +49,11 @@ def supports_rich_enums(revision: str) -> bool:
 
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+META_IDEMPOTENCY_KEY: Final = "dev.elicitor/idempotencyKey"
+"""``_meta`` key of a handshake-era ``tools/call``: random per call, the same when the call is sent again after its
+session was lost, so a server that keeps calls in a shared store (it declares :data:`IDEMPOTENT_CALLS`) continues
+the call where it was (answers given, ``ctx.once`` steps done, or its result) instead of starting it anew."""
+IDEMPOTENT_CALLS: Final = "dev.elicitor/idempotentCalls"
+"""The server capability (under ``experimental``) saying a ``tools/call`` may be sent again with the same
+:data:`META_IDEMPOTENCY_KEY` after its session was lost."""
 """The tasks extension of 2026-07-28, as named in capabilities' ``extensions`` (ext-tasks "Extension Identifier")."""

@@ -1,0 +1,156 @@
+"""Handshake-era calls that survive their replica: a ``tools/call`` kept in the shared store under its idempotency key.
+
+On 2026-07-28 a call whose replica died goes on elsewhere from its sealed ``requestState``. On 2025-06-18 and
+2025-11-25 the call lives in the replica's session: when the replica dies, the client opens a new session and may
+send the call again. Unless the server remembers it, the person is asked again what they already answered, and a
+side effect done before the death is done twice. So, with a shared store, a ``tools/call`` that carries an
+idempotency key (``_meta["dev.elicitor/idempotencyKey"]``, elicitor's client sends one with every handshake-era
+call and the same one when it sends the call again) is kept as a record (the task registry's, with a kind of its
+own): the answers given so far, the ``ctx.once`` steps, and once it ends its result. The record's id is a digest of
+the principal, the key, the tool and its arguments, so only the same user's retry of the same call finds it.
+
+A retry claims the record (raising its epoch, :mod:`._journal`): its questions already answered return at once
+from the record, its ``ctx.once`` steps already done are not done again, a call that had finished returns its
+result without running. The first attempt, if its replica only stalled, can no longer write: its next answer or step
+cancels it. The server declares this with the ``dev.elicitor/idempotentCalls`` experimental capability; a client
+sends a call again after a lost session only to such a server (otherwise it reports the outcome as unknown).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from .._exceptions import JSONRPCError
+from ..session import Session
+from ..state import StoreUnavailable, TaskRecord, TaskRegistry
+from ..types import INTERNAL_ERROR, META_IDEMPOTENCY_KEY, JSONObject, JSONValue, RequestId
+from ._askers import PushAsker
+from ._journal import Apply, Claim, OnceSteps, act, change, patient
+from ._rounds import AnswerBook
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+CALL_TTL = 3600.0
+"""Seconds a kept call's record lasts from its first attempt (a retry comes within seconds of a replica's death)."""
+KIND = "call"
+"""``TaskRecord.call["kind"]`` of a kept call (never a task: ``tasks/*`` do not find it)."""
+_canonical = msgspec.json.Encoder(order="sorted").encode
+
+
+def call_key(params: JSONObject) -> str | None:
+    """The idempotency key a ``tools/call`` carries, if a usable one (a string of 16 to 128 characters)."""
+    meta = params.get("_meta")
+    key = meta.get(META_IDEMPOTENCY_KEY) if isinstance(meta, dict) else None
+    return key if isinstance(key, str) and 16 <= len(key) <= 128 else None
+
+
+class KeptCall:
+    """One attempt of a kept call: its claim on the record, the answers known when it started."""
+
+    __slots__ = ("_registry", "answers", "claim", "result")
+
+    def __init__(self, registry: TaskRegistry, claim: Claim, record: TaskRecord) -> None:
+        self._registry = registry
+        self.claim = claim
+        self.answers = AnswerBook.unpack(record.answers.get("a"))
+        self.result: JSONObject | None = dict(record.result) if record.status == "completed" and record.result else None
+        """The call's result, if an earlier attempt finished it."""
+
+    async def write(self, record_id: str, apply: Apply) -> TaskRecord | None:
+        return await change(self._registry, record_id, apply)
+
+    async def _act(self, apply: Apply) -> TaskRecord | None:
+        return await act(patient(self.write), self.claim, apply)
+
+    def asker(self, session: Session, related: RequestId, timeout: float | None) -> PushAsker:
+        """The attempt's asker: answers known return at once, new ones are recorded; ``ctx.once`` is journaled."""
+        asker = _KeptAsker(session, related, timeout)
+        asker.kept = self
+        asker.journal = OnceSteps(self.write, self.claim)
+        return asker
+
+    async def remember(self, key: str, answer: JSONObject) -> None:
+        """Record the person's answer to question ``key`` (fenced: a superseded attempt is cancelled instead)."""
+        self.answers.add(key, answer)
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            book = AnswerBook.unpack(current.answers.get("a"))
+            if book.get(key) is not None:
+                return None
+            book.add(key, answer)
+            return dataclasses.replace(current, answers={**current.answers, "a": book.pack()}, updated=time.time())
+
+        with suppress(StoreUnavailable):  # the call goes on; a retry after a loss now would ask this again
+            await self._act(apply)
+
+    async def finish(self, result: JSONObject) -> None:
+        """Record the result, so a retry of a call that finished returns it without running."""
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.terminal:
+                return None
+            return dataclasses.replace(current, status="completed", result=result, updated=time.time(), runner=None)
+
+        with suppress(StoreUnavailable):  # a retry would run the call again (its steps kept)
+            await self._act(apply)
+
+
+class _KeptAsker(PushAsker):
+    """A :class:`PushAsker` whose answers are kept for a retry of the call (see :class:`KeptCall`)."""
+
+    __slots__ = ("journal", "kept")
+    kept: KeptCall
+
+    async def ask(self, method: str, params: JSONObject, key: str) -> JSONObject:
+        known = self.kept.answers.get(key)
+        if known is not None:
+            return known
+        answer = await self._session.request(method, params, related=self._related, timeout=self._timeout)
+        if isinstance(answer, dict):
+            await self.kept.remember(key, answer)
+        return answer
+
+
+async def keep_call(
+    server: Server, params: JSONObject, tool: str, arguments: JSONValue, principal: str | None
+) -> KeptCall | None:
+    """The kept record of this call (created, or claimed from an earlier attempt), or ``None`` when the call is not
+    kept (no shared store, no idempotency key) or the store cannot be reached (the call then runs as it is)."""
+    key = call_key(params)
+    if key is None or not server.store.shared:
+        return None
+    digest = hashlib.sha256(_canonical([principal or "", key, tool, arguments])).hexdigest()[:40]
+    record_id = f"call-{digest}"
+    registry = server.store.tasks
+    replica = str(server.store.replica)
+    try:
+        now = time.time()
+        record = TaskRecord(
+            id=record_id, principal=principal, connection=None, status="working", created=now, updated=now,
+            ttl=CALL_TTL, poll_interval=1.0, call={"kind": KIND, "name": tool}, runner=replica, epoch=0,
+        )  # fmt: skip
+        try:
+            await registry.create(record)
+        except ValueError:  # sent before: claim it from the earlier attempt
+            claimed = await change(registry, record_id, lambda current: _claim(current, principal, replica))
+            if claimed is None:
+                raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call's record expired meanwhile") from None
+            record = claimed
+    except (StoreUnavailable, OverflowError):
+        return None
+    return KeptCall(registry, Claim(record_id, record.epoch), record)
+
+
+def _claim(current: TaskRecord, principal: str | None, replica: str) -> TaskRecord | None:
+    if current.principal != principal or current.call.get("kind") != KIND:
+        raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call's idempotency key belongs to another call")
+    if current.terminal:
+        return dataclasses.replace(current, epoch=current.epoch + 1)  # fences a stalled first attempt all the same
+    return dataclasses.replace(current, runner=replica, epoch=current.epoch + 1)
