@@ -62,6 +62,7 @@ PUBLIC = [
     "OAuth",
     "Option",
     "Outcome",
+    "OutcomeUnknown",
     "Protection",
     "ProtocolError",
     "RemoteProtocolError",

@@ -161,6 +161,21 @@ class TaskCancelled(ElicitorError):
         self.reason = reason
 
 
+class OutcomeUnknown(ElicitorError):
+    """The connection to the server was lost while it handled a request that is not safe to send twice (a
+    ``tools/call``: it may charge a card): the server may have acted on it, or not. It was not sent again.
+
+    A server that keeps calls in a shared store (it declares ``dev.elicitor/idempotentCalls``) is sent the call
+    again instead, under the same idempotency key, and goes on with it where it was; this is raised only when the
+    server makes no such promise. ``method`` names the request."""
+
+    def __init__(self, method: str, reason: str) -> None:
+        super().__init__(
+            f"the outcome of {method} is unknown: {reason}; the server may have acted on it, so it was not sent again"
+        )
+        self.method = method
+
+
 class AuthError(ElicitorError):
     """Signing in to an MCP server, or checking a client's token, failed; the message says which step and why.
 

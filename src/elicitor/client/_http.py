@@ -32,7 +32,7 @@ from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
 from ._headers import header_value
 from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts, check_header
-from ._transport import SESSION_EXPIRED
+from ._transport import SESSION_EXPIRED, SESSION_LOST
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -117,6 +117,8 @@ class HttpClientTransport:
         self._sending = anyio.Semaphore(_SENDING)
         self._in_flight: dict[RequestId, anyio.CancelScope] = {}
         """Requests whose answer stream is being read, with the scope that closes it when the request is cancelled."""
+        self._had_session = False
+        """A session was open once (handshake era): without one now, it ended and a new one is not open yet."""
 
     @classmethod
     @asynccontextmanager
@@ -178,30 +180,58 @@ class HttpClientTransport:
         decoded = _decode(message)
         is_request = "method" in decoded and "id" in decoded
         headers = self._headers(decoded)
+        orphan = self._had_session and self.session_id is None and "mcp-session-id" not in headers
         if is_request:
-            # The answer may take long (a person is filling a form): read it in the background.
             opening = decoded.get("method") in _OPENING
+            if orphan and not opening:
+                # The session ended (404) and no new one is open yet: the server would refuse this POST (400).
+                self._fail(decoded["id"], "the server ended this session (404)", SESSION_EXPIRED)
+                return
+            # The answer may take long (a person is filling a form): read it in the background.
             self._tg.start_soon(self._exchange, message, headers, decoded["id"], opening)
             return
         if decoded.get("method") == "notifications/cancelled" and self._stop_reading(decoded.get("params")):
             return
+        if orphan:
+            logger.info("a message for a session that ended was not sent")
+            return
         # An answer or a notification: acknowledged at once. At most _SENDING at a time, so that a person (or a
         # program) answering a thousand waiting questions at once reuses a few idle connections instead of opening
         # a thousand more beside the thousand response streams still open (the server would hold them all).
-        try:
-            async with self._sending:
-                response = await self._open("POST", headers, message, brief=True)
-                try:
-                    body = await response.aread()
-                finally:
-                    await response.aclose()
-        except AuthError as exc:
-            logger.warning("a message was not sent: signing in to the server failed: %s", exc)
-            return
-        if response.status_code == 404 and self.session_id is not None:
-            # The session is gone (its server stopped): what we were waiting for will never come.
+        # Refused with 502/503/504 (a replica restarting, the shared state away), it is sent again, after the
+        # server's Retry-After, for up to _UNAVAILABLE_FOR seconds: an answer or a notification is safe to repeat
+        # (the server takes the first answer to a request and ignores the rest), and a dropped answer would leave
+        # its call waiting for nothing. Never into another session than the one it belongs to.
+        session = headers.get("mcp-session-id")
+        give_up_at = time.monotonic() + _UNAVAILABLE_FOR
+        delay = 0.2
+        while True:
+            try:
+                async with self._sending:
+                    response = await self._open("POST", headers, message, brief=True)
+                    try:
+                        body = await response.aread()
+                    finally:
+                        await response.aclose()
+            except AuthError as exc:
+                logger.warning("a message was not sent: signing in to the server failed: %s", exc)
+                return
+            if response.status_code not in (502, 503, 504) or time.monotonic() >= give_up_at:
+                break
+            if session is not None and self.session_id != session:
+                logger.info("a message for a session that ended was not sent again")
+                return
+            wait = _retry_after(response.headers.get("retry-after"), delay)
+            logger.info(
+                "the server answered HTTP %d to a message; sending it again in %.1f s", response.status_code, wait
+            )
+            await anyio.sleep(min(wait, max(give_up_at - time.monotonic(), 0.0)))
+            delay = min(delay * 2, 5.0)
+        if response.status_code == 404 and session is not None and self.session_id == session:
+            # The session is gone (its server stopped): what we were waiting for will never come, and the
+            # requests under way may have been acted on.
             for request_id in list(self._in_flight):
-                self._session_gone(request_id)
+                self._session_gone(request_id, session, ran=True)
             raise anyio.BrokenResourceError from SessionExpired("the server ended this session")
         if response.status_code >= 400:
             text = body[:200].decode("utf-8", "replace")
@@ -322,8 +352,10 @@ class HttpClientTransport:
                         return
                     self.session_id = offered
                 if response.status_code == 404 and "mcp-session-id" in headers:
-                    self._session_gone(request_id)
+                    self._session_gone(request_id, headers["mcp-session-id"], ran=False)  # refused: it never ran
                     return
+                if offered:
+                    self._had_session = True
                 kind = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
                 if kind == "text/event-stream":
                     done, last_id, retry = await self._read_events(response, request_id)
@@ -345,7 +377,7 @@ class HttpClientTransport:
             self._fail(request_id, f"signing in to the server failed: {exc}")
             return
         if not done:
-            await self._resume(request_id, last_id, retry)
+            await self._resume(request_id, last_id, retry, headers.get("mcp-session-id") or self.session_id)
 
     async def _open(
         self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
@@ -420,11 +452,15 @@ class HttpClientTransport:
             last_id = None
         return done, last_id, decoder.retry
 
-    async def _resume(self, request_id: RequestId, last_id: str | None, retry: int | None) -> None:
+    async def _resume(
+        self, request_id: RequestId, last_id: str | None, retry: int | None, session: str | None = None
+    ) -> None:
         """The stream ended before the answer: reconnect with GET and ``Last-Event-ID`` (SEP-1699 polling).
 
         At most ``_RECONNECTS`` streams that end again or fail, and up to ``_UNAVAILABLE_FOR`` seconds of 502/503/504
         (a replica restarting, or reconnecting to the store: the session may come back, or be reported gone).
+        Event ids belong to their session (``session``): once another session has replaced it, the stream cannot be
+        resumed, and the request, which may have been acted on, fails with :data:`SESSION_LOST`.
         """
         attempts = 0
         unavailable_until: float | None = None
@@ -432,6 +468,9 @@ class HttpClientTransport:
             if last_id is None or self._closed:
                 break
             await anyio.sleep((retry if retry is not None else 1000) / 1000)
+            if session is not None and self.session_id != session:
+                self._session_gone(request_id, session, ran=True)
+                return
             attempts += 1
             headers = self._base_headers()
             headers["accept"] = "text/event-stream"
@@ -439,7 +478,8 @@ class HttpClientTransport:
             try:
                 async with aclosing(await self._open("GET", headers)) as response:
                     if response.status_code == 404 and "mcp-session-id" in headers:
-                        self._session_gone(request_id)  # its server stopped: initialize again (2025-11-25)
+                        # Its server stopped: initialize again (2025-11-25); the request may have been acted on.
+                        self._session_gone(request_id, headers["mcp-session-id"], ran=True)
                         return
                     if response.status_code in (502, 503, 504):
                         now = anyio.current_time()
@@ -464,7 +504,10 @@ class HttpClientTransport:
     async def _listen(self) -> None:
         last_id: str | None = None
         retry: int | None = None
+        session = self.session_id
         for _ in range(_RECONNECTS):
+            if self.session_id != session:
+                return  # that session ended; the new one opens its own stream (start_listening)
             headers = self._base_headers()
             headers["accept"] = "text/event-stream"
             if last_id is not None:
@@ -486,11 +529,16 @@ class HttpClientTransport:
                 return
             await anyio.sleep((retry if retry is not None else 1000) / 1000)
 
-    def _session_gone(self, request_id: RequestId) -> None:
-        """The server no longer knows our session: the client must initialize again (2025-11-25)."""
-        self.session_id = None
-        self._listening = False
-        self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
+    def _session_gone(self, request_id: RequestId, session: str | None, *, ran: bool) -> None:
+        """The server no longer knows ``session``: the client must initialize again (2025-11-25). ``ran``: the
+        request was under way (its POST accepted), so the server may have acted on it (:data:`SESSION_LOST`)."""
+        if session is None or self.session_id == session:
+            self.session_id = None
+            self._listening = False
+        if ran:
+            self._fail(request_id, "the session ended while the server handled this request", SESSION_LOST)
+        else:
+            self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
 
     async def _deliver(self, message: bytes) -> None:
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -502,6 +550,14 @@ class HttpClientTransport:
         reply = error_reply(request_id, INTERNAL_ERROR, message, data)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._inbox_in.send_nowait(reply)
+
+
+def _retry_after(value: str | None, default: float) -> float:
+    """Seconds to wait from a ``Retry-After`` header (RFC 9110 §10.2.3: delay-seconds; a date is not worth
+    parsing here), within [0.1, 10] s; ``default`` without one."""
+    if value is not None and value.strip().isdigit():
+        return min(max(float(value.strip()), 0.1), 10.0)
+    return default
 
 
 def _valid_session_id(value: str) -> bool:

@@ -3,22 +3,27 @@
 It stamps the 2026-07-28 per-request ``_meta``, waits under ``request_timeout`` (a quiet clock, not a deadline: see
 :mod:`elicitor.client._quiet`; on expiry the server is sent ``notifications/cancelled``), and when the server has
 forgotten our HTTP session (404 for our ``Mcp-Session-Id``, reported as :data:`~._transport.SESSION_EXPIRED`)
-initializes a new session and retries once, as 2025-11-25 basic/transports "Session Management" requires.
+initializes a new session and retries once, as 2025-11-25 basic/transports "Session Management" requires. A request
+that was under way when its session ended (:data:`~._transport.SESSION_LOST`: the server may have acted on it) is
+sent again only if that is safe: anything but ``tools/call``, or a ``tools/call`` to a server that keeps calls under
+their idempotency key (``dev.elicitor/idempotentCalls``); otherwise the caller gets :class:`OutcomeUnknown`. Several
+requests failing together renew the session once.
 Listing (``tools/list`` and the others) follows ``nextCursor`` to the last page (basic/utilities/pagination).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 
 import anyio
 
-from .._exceptions import JSONRPCError, RemoteProtocolError
+from .._exceptions import JSONRPCError, OutcomeUnknown, RemoteProtocolError
 from ..session import Session
-from ..types import JSONObject
+from ..types import IDEMPOTENT_CALLS, META_IDEMPOTENCY_KEY, JSONObject
 from ._era import Era
 from ._quiet import QuietClock
-from ._transport import SESSION_EXPIRED
+from ._transport import SESSION_EXPIRED, SESSION_LOST
 
 logger = logging.getLogger("elicitor.client")
 
@@ -26,7 +31,7 @@ logger = logging.getLogger("elicitor.client")
 class Requests:
     """Sends requests on one connection (:attr:`session`, set once connected)."""
 
-    __slots__ = ("_era", "_handshake_timeout", "quiet", "session")
+    __slots__ = ("_era", "_generation", "_handshake_timeout", "_renewing", "quiet", "session")
 
     def __init__(self, era: Era, *, request_timeout: float | None, handshake_timeout: float | None) -> None:
         self._era = era
@@ -34,6 +39,9 @@ class Requests:
         self.quiet = QuietClock(request_timeout) if request_timeout is not None else None
         """The request clock (``None``: requests wait as long as the connection lasts)."""
         self.session: Session | None = None
+        self._renewing = anyio.Lock()
+        self._generation = 0
+        """How many times the HTTP session was renewed: a request that failed on an older one need not renew it."""
 
     def require(self) -> Session:
         """The connection's session; ``RuntimeError`` before the client is entered."""
@@ -46,16 +54,38 @@ class Requests:
         params = dict(params or {})
         if self._era.modern:
             params = self._era.stamp(params)
+        elif method == "tools/call":
+            meta = params.get("_meta")
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            meta.setdefault(META_IDEMPOTENCY_KEY, secrets.token_urlsafe(18))
+            params["_meta"] = meta
+        generation = self._generation
         try:
             return await self._send(method, params or None)
         except JSONRPCError as exc:
-            if exc.data != SESSION_EXPIRED or self._era.protocol_version is None:
+            if exc.data not in (SESSION_EXPIRED, SESSION_LOST) or self._era.protocol_version is None:
                 raise
+            lost = exc.data == SESSION_LOST
         # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
-        logger.info("the server ended the session; initializing a new one")
-        with anyio.fail_after(self._handshake_timeout):
-            await self._era.initialize(self.require(), self._era.protocol_version)
+        await self._renew(generation)
+        if lost and method == "tools/call" and not self._keeps_calls():
+            raise OutcomeUnknown(method, "the server's session ended while it ran (its replica may have stopped)")
         return await self._send(method, params or None)
+
+    async def _renew(self, generation: int) -> None:
+        """Initialize a new session, unless another request already did since ``generation``."""
+        async with self._renewing:
+            if self._generation != generation:
+                return
+            logger.info("the server ended the session; initializing a new one")
+            with anyio.fail_after(self._handshake_timeout):
+                await self._era.initialize(self.require(), self._era.protocol_version or "")
+            self._generation += 1
+
+    def _keeps_calls(self) -> bool:
+        """Whether the server keeps calls under their idempotency key (then sending one again is safe)."""
+        experimental = self._era.server_capabilities.get("experimental")
+        return isinstance(experimental, dict) and isinstance(experimental.get(IDEMPOTENT_CALLS), dict)
 
     async def _send(self, method: str, params: JSONObject | None) -> JSONObject:
         """One request under ``request_timeout``."""

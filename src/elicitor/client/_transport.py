@@ -9,6 +9,10 @@ A transport reports that the server forgot the session (HTTP 404 for our ``Mcp-S
 "Session Management") by failing the request with :data:`SESSION_EXPIRED` as the error's data: the one channel
 from a transport into a waiting request is a JSON-RPC reply, and this value cannot come from a server (the key
 is ours, and the transport makes the reply itself). The client then initializes again and retries once.
+
+:data:`SESSION_LOST` says more: the session ended while the request was under way (its stream could not be resumed,
+or the session was replaced meanwhile), so the server may have acted on it. A request that is not safe to repeat
+(``tools/call``) is then not sent again: its outcome is unknown, and the caller is told so.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from ..types import JSONValue
 
 SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
 """The ``data`` of the local error a transport answers a request with when the server no longer knows the session."""
+
+SESSION_LOST: JSONValue = {"elicitor/local": "session-lost"}
+"""The ``data`` of the local error for a request under way when its session ended: the server may have acted on it."""
 
 
 @runtime_checkable
