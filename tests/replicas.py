@@ -62,15 +62,18 @@ def _stop(process: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) ->
 class RedisServer:
     """``redis-server`` without persistence on a loopback port: a restart loses everything, as such a Redis does."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, appendonly: bool = False) -> None:
         self.port = free_port()
         self.folder = folder
+        self.appendonly = appendonly
+        """``appendonly yes``: every write logged to disk, so a restart keeps the data."""
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         assert REDIS is not None
-        command = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command = [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        command += ["--appendonly", "yes" if self.appendonly else "no"]
         with (self.folder / "redis.log").open("ab") as log:
             self._process = subprocess.Popen(command, cwd=self.folder, stdout=log, stderr=log, start_new_session=True)
         wait_for_port(self.port, self._process)
