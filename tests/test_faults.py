@@ -180,7 +180,7 @@ async def test_a_stalled_runner_that_lost_its_task_never_charges_again(redis: Re
     shop = Shop(redis)
     handler = ScriptedHandler([])
     async with shop.replica("a", stalls=True) as a, shop.replica("b") as b:
-        a.server.tasks._watch_every = 3600.0  # A does not look at its record while stalled: only fencing stops it
+        a.server.tasks.runs.watch_every = 3600.0  # A does not look at its record while stalled: only fencing stops it
         async with clients(a, b, handler=handler) as (via_a, via_b):
             task_id = (await via_a.start_tool("order", {"item": "tea"})).id
             assert task_id is not None
@@ -203,7 +203,7 @@ async def test_a_run_that_lost_its_lease_cancels_itself(redis: RedisServer) -> N
     task moved to another replica, and stops."""
     shop = Shop(redis)
     async with shop.replica("a", stalls=True) as a, shop.replica("b") as b:
-        a.server.tasks._watch_every = 0.2
+        a.server.tasks.runs.watch_every = 0.2
         async with clients(a, b, handler=ScriptedHandler([])) as (via_a, via_b):
             task_id = (await via_a.start_tool("order", {"item": "jam"})).id
             assert task_id is not None
@@ -223,7 +223,7 @@ async def test_an_answer_the_runner_did_not_hear_is_no_reason_to_take_its_task(r
     B leaves the task to A, which reads the answer from the record itself."""
     shop = Shop(redis)
     async with shop.replica("a") as a, shop.replica("b") as b:
-        a.server.tasks._watch_every = 0.2
+        a.server.tasks.runs.watch_every = 0.2
         async with clients(a, b, handler=ScriptedHandler([{"count": 3}])) as (via_a, via_b):
             task_id = (await via_a.start_tool("order", {"item": "rice"})).id
             assert task_id is not None
@@ -239,7 +239,7 @@ async def test_a_step_whose_run_stopped_midway_is_never_run_again(redis: RedisSe
     shop = Shop(redis)
     async with shop.replica("a", stalls=True) as a, shop.replica("b") as b:
         shop.stall_in_step = a
-        a.server.tasks._watch_every = 3600.0
+        a.server.tasks.runs.watch_every = 3600.0
         async with clients(a, b, handler=ScriptedHandler([])) as (via_a, via_b):
             task_id = (await via_a.start_tool("order", {"item": "salt"})).id
             assert task_id is not None

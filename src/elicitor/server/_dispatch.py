@@ -390,10 +390,24 @@ class ServerSession:
             return result
         raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call was sent again; it goes on in the new attempt")
 
-    def _task_invoker(
-        self, tool: ToolDef | None, arguments: object, ctx: Context
-    ) -> Callable[[], Awaitable[JSONObject]]:
-        """How a task's run calls its tool (bound again from the recorded arguments, on whichever replica)."""
+    def run_tool(
+        self,
+        name: str,
+        arguments: JSONValue,
+        meta: RequestMeta,
+        asker: RoundAsker,
+        notify: Notify,
+        *,
+        task_id: str,
+        progress_token: JSONValue,
+    ) -> tuple[Callable[[], Awaitable[JSONObject]], Context]:
+        """The task port (``_task_runs.ToolRunner``): how a task's run calls its tool, bound again from the recorded
+        arguments on whichever replica, and the Context it gets (its notifications go to the task's record)."""
+        tool = self.server._tools.get(name)
+        ctx = Context(
+            self, notify, task_id, meta.revision, meta.capabilities, meta.client_info, asker,
+            progress_token=progress_token, log_level=None, principal=meta.principal,
+        )  # fmt: skip
 
         async def invoke() -> JSONObject:
             if tool is None:
@@ -404,16 +418,7 @@ class ServerSession:
                 return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
             return await self._invoke(tool, ctx, kwargs, modern=True)
 
-        return invoke
-
-    def _context_for_task(
-        self, task_id: str, meta: RequestMeta, notify: Notify, asker: RoundAsker, progress_token: JSONValue
-    ) -> Context:
-        """The Context of a task's run: its notifications go to the task's record (see TaskEngine._notified)."""
-        return Context(
-            self, notify, task_id, meta.revision, meta.capabilities, meta.client_info, asker,
-            progress_token=progress_token, log_level=None, principal=meta.principal,
-        )  # fmt: skip
+        return invoke, ctx
 
     def _get_prompt(
         self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
