@@ -10,6 +10,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -203,16 +204,25 @@ async def test_a_stale_round_is_refused_clearly(anyio_backend: str) -> None:
 
 
 @pytest.mark.parametrize("downstream", ERAS)
-@pytest.mark.parametrize("upstream", ERAS)
-async def test_the_official_sdk_server_through_the_proxy(anyio_backend: str, downstream: str, upstream: str) -> None:
-    """A server we did not write, over stdio, each era on each side."""
+@pytest.mark.parametrize("upstream", ["auto", *ERAS])
+async def test_the_official_sdk_server_through_the_proxy(
+    anyio_backend: str, downstream: str, upstream: str, tmp_path: Path
+) -> None:
+    """A server we did not write, speaking both eras, over stdio, with a tool of each kind: one that asks by pushing
+    (``ctx.elicit``: handshake era only), one through the SDK's resolver (both eras), one that returns
+    ``InputRequiredResult`` itself (2026-07-28 only). A default proxy serves all three to a client of either era;
+    pinned to one era upstream, the tool that cannot ask there fails with the server's own error. The ledger the
+    server writes (one line when ``push_ask`` starts, one when ``rounds_ask`` does its work) shows no tool ran
+    twice, whichever era was tried first."""
     if anyio_backend != "asyncio":
         pytest.skip("one backend is enough for a subprocess peer")
     command = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py")]
+    ledger = tmp_path / "ledger"
+    ledger.write_text("")
 
     @asynccontextmanager
     async def upstream_connection() -> AsyncIterator[Any]:
-        transport = await StdioClientTransport.start(command)
+        transport = await StdioClientTransport.start(command, env={"ELICITOR_PEER_LEDGER": str(ledger)})
         try:
             yield transport
         finally:
@@ -224,15 +234,25 @@ async def test_the_official_sdk_server_through_the_proxy(anyio_backend: str, dow
     async with anyio.create_task_group() as tg:
         tg.start_soon(bridge.serve, down_end)
         async with Client(client_end, elicitation=handler, protocol=downstream) as client:
-            with anyio.fail_after(30):
+            with anyio.fail_after(60):
                 assert (await client.call_tool("resolved_ask")).text == "resolved Sam, 41"
-                if upstream == "2025-11-25":
-                    assert (await client.call_tool("push_ask")).text == "hello Sam, 41"
-                else:  # the SDK cannot push a request on 2026-07-28: its own error comes through unchanged
-                    with pytest.raises(JSONRPCError) as caught:
-                        await client.call_tool("push_ask")
-                    assert "back-channel" in caught.value.message
+                for _ in range(2):  # the second time, the proxy knows which era each tool asks in
+                    if upstream == "2026-07-28":  # the SDK cannot push on 2026-07-28: its own error, unchanged
+                        with pytest.raises(JSONRPCError) as caught:
+                            await client.call_tool("push_ask")
+                        assert "back-channel" in caught.value.message
+                    else:
+                        assert (await client.call_tool("push_ask")).text == "hello Sam, 41"
+                    if upstream == "2025-11-25":  # a result the handshake era cannot carry: the SDK's error
+                        with pytest.raises(JSONRPCError) as caught:
+                            await client.call_tool("rounds_ask")
+                        assert "invalid result" in caught.value.message
+                    else:
+                        assert (await client.call_tool("rounds_ask")).text == "rounds Sam"
         tg.cancel_scope.cancel()
+    events = ledger.read_text().splitlines()
+    assert events.count("push_ask started") == 2  # twice called, twice started: never again on another era
+    assert events.count("rounds_ask done") == (0 if upstream == "2025-11-25" else 2)
 
 
 @pytest.mark.parametrize("downstream", ERAS)

@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.shared.exceptions import UrlElicitationRequiredError
-from mcp_types import ElicitRequestURLParams
+from mcp_types import (
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitRequestURLParams,
+    ElicitResult,
+    InputRequiredResult,
+)
 from pydantic import BaseModel, Field
 
 app = MCPServer("official-peer")
+
+
+def record(event: str) -> None:
+    """A side effect the tests can count across processes: a line in ``ELICITOR_PEER_LEDGER``, if set."""
+    ledger = os.environ.get("ELICITOR_PEER_LEDGER")
+    if ledger:
+        with open(ledger, "a") as out:
+            out.write(event + "\n")
 
 
 class Person(BaseModel):
@@ -22,6 +37,7 @@ class Person(BaseModel):
 @app.tool()
 async def push_ask(ctx: Context) -> str:
     """Handshake-era elicitation: ctx.elicit sends elicitation/create mid-call."""
+    record("push_ask started")  # before it asks: run twice, it would show twice
     result = await ctx.elicit("Who are you?", Person)
     if isinstance(result, AcceptedElicitation):
         return f"hello {result.data.name}, {result.data.age}"
@@ -47,6 +63,19 @@ async def push_url(ctx: Context) -> str:
     if result.action == "accept":
         await ctx.session.send_elicit_complete("peer-1")
     return result.action
+
+
+@app.tool()
+async def rounds_ask(ctx: Context) -> str | InputRequiredResult:
+    """Asks in rounds (2026-07-28 only): returns InputRequiredResult itself; its handshake-era connection calls
+    that an invalid result (-32603)."""
+    answer = (ctx.input_responses or {}).get("who")
+    if isinstance(answer, ElicitResult) and answer.action == "accept" and answer.content:
+        record("rounds_ask done")  # its work, done once it has its answer
+        return f"rounds {answer.content.get('name')}"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    question = ElicitRequest(params=ElicitRequestFormParams(message="Who are you (rounds)?", requested_schema=schema))
+    return InputRequiredResult(input_requests={"who": question})
 
 
 CALLS = {"url_required": 0}

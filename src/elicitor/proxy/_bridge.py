@@ -39,13 +39,14 @@ from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    MODERN_REVISIONS,
     JSONObject,
     RequestId,
 )
 from ._downstream import Downstream
 from ._lanes import start
 from ._render import render
-from ._stateless import MAX_ROUNDS, Stateless
+from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
 from ._upstream import Connect, Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
@@ -89,6 +90,8 @@ class Bridge:
         self._end = anyio.Event()
         self._spare: Upstream | JSONRPCError | None = None
         self._spare_ready = anyio.Event()
+        self._in_rounds: set[str] = set()
+        """Tools found to ask in rounds (see :func:`~._stateless.asks_in_rounds`): called on 2026-07-28."""
 
     async def serve(self, downstream: Transport) -> None:
         """Forward between ``downstream`` and the upstream server until either side closes."""
@@ -144,7 +147,31 @@ class Bridge:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
         if up.modern:
             return await self._over_modern(up, request.id, method, params)
-        return await up.request(method, params or None, route=Route(self._related_notify(request.id), None))
+        in_rounds = method == "tools/call" and self._wanted == "auto" and str(params.get("name")) in self._in_rounds
+        modern = await self._modern_upstream() if in_rounds else None
+        if modern is not None:
+            return await self._over_modern(modern, request.id, method, params)
+        try:
+            return await up.request(method, params or None, route=Route(self._related_notify(request.id), None))
+        except JSONRPCError as exc:
+            # A tool of a server that speaks both eras, asking in rounds (2026-07-28 only): called there instead,
+            # which is safe (see asks_in_rounds) and remembered.
+            if method != "tools/call" or self._wanted != "auto" or not asks_in_rounds(exc):
+                raise
+            modern = await self._modern_upstream()
+            if modern is None:
+                raise
+            self._in_rounds.add(str(params.get("name")))
+            return await self._over_modern(modern, request.id, method, params)
+
+    async def _modern_upstream(self) -> Upstream | None:
+        """A 2026-07-28 connection to the server, if it speaks that era too (for a handshake-era client)."""
+        down = Downstream(MODERN_REVISIONS[0], self.down_info.capabilities, self.down_info.client, None, self._ui)
+        try:
+            first = await self._modern().lanes.first(down)
+        except JSONRPCError:
+            return None
+        return first if first.modern else None
 
     def _related_notify(self, request_id: RequestId) -> Notify:
         """Notifications about one of the client's requests: on its own stream (Streamable HTTP)."""
@@ -160,7 +187,8 @@ class Bridge:
             assert self._tg is not None
             self._stateless = Stateless(
                 self._connect, self._tg, ui=self._ui, upstream_protocol=self._wanted,
-                elicitation_timeout=self._timeout, mirrored=self.mirrored, first=self._prepared,
+                elicitation_timeout=self._timeout, mirrored=self.mirrored,
+                first=self._prepared if self.up is None else None,
             )  # fmt: skip
         return self._stateless
 

@@ -25,6 +25,7 @@ import itertools
 import logging
 import secrets
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import anyio
 import anyio.abc
@@ -40,6 +41,8 @@ from ._upstream import Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
+HELD_STATE = "proxy."
+"""How the ``requestState`` of a held call begins (the proxy's own, not the server's: see :func:`is_held`)."""
 MAX_HELD_CALLS = 256
 """Calls held at once; beyond it the oldest is cancelled upstream."""
 SETTLE = 0.05
@@ -123,7 +126,10 @@ class HeldCalls:
         if "requestState" not in params:
             held = self._hold(down, method, strip_meta(params), notify)
             return await self._round(held, binding)
-        state = self._sealer.open(params["requestState"], binding)
+        token = params["requestState"]
+        if not is_held(token):
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: this requestState was not issued for this call")
+        state = self._sealer.open(token[len(HELD_STATE) :], binding)
         found = self._held.get(str(state.get("h")))
         if found is None or found.round != state.get("n") or found.down.principal != down.principal:
             raise JSONRPCError(
@@ -142,6 +148,8 @@ class HeldCalls:
             pushed.done.set()
         held.asked = {}
         held.arrived = anyio.Event()
+        if held.finished.is_set():  # it ended while the client was away (the server gone, say): nothing to wait for
+            held.arrived.set()
         return await self._round(held, binding)
 
     async def _after_url_required(
@@ -256,8 +264,13 @@ class HeldCalls:
     def _next_round(self, held: _Held, binding: bytes, requests: JSONObject) -> JSONObject:
         held.round += 1
         held.touch()  # the person's time starts now
-        token = self._sealer.seal({"h": held.id, "n": held.round}, binding)
+        token = HELD_STATE + self._sealer.seal({"h": held.id, "n": held.round}, binding)
         return {"resultType": "input_required", "inputRequests": requests, "requestState": token}
+
+
+def is_held(token: object) -> TypeGuard[str]:
+    """Whether a ``requestState`` is a held call's (the proxy's), rather than the upstream server's own."""
+    return isinstance(token, str) and token.startswith(HELD_STATE)
 
 
 def _point(route: Route, params: JSONObject, notify: Notify | None) -> None:

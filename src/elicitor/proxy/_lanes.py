@@ -91,6 +91,8 @@ class Lanes:
         self._learning = anyio.Lock()
         self._idle: dict[str, list[Upstream]] = {}
         self._open = 0
+        self.no_handshake = False
+        """The server refused ``initialize`` on a new connection: it speaks 2026-07-28 only."""
         self.ended = anyio.Event()
         """Set when the first connection ends (a stdio proxy ends with its server)."""
 
@@ -152,8 +154,10 @@ class Lanes:
             upstream = await self._start()
             try:
                 await upstream.handshake(down)
-            except BaseException:
+            except BaseException as exc:
                 upstream.close()
+                if isinstance(exc, JSONRPCError):
+                    self.no_handshake = True
                 raise
         try:
             yield upstream

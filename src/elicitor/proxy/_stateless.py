@@ -17,7 +17,7 @@ from ..client._handlers import ElicitationHandler
 from ..protocol import RequestReceived
 from ..types import INTERNAL_ERROR, JSONObject
 from ._downstream import Downstream
-from ._held import HeldCalls
+from ._held import HeldCalls, is_held
 from ._lanes import Lanes
 from ._render import render
 from ._upstream import Connect, Notify, Route, Upstream
@@ -51,6 +51,9 @@ class Stateless:
         first: Callable[[], Awaitable[Upstream]] | None = None,
     ) -> None:
         self.ui = ui
+        self.wanted = upstream_protocol
+        self.in_rounds: set[str] = set()
+        """Tools of a server that speaks both eras found to ask in rounds (2026-07-28 only): called there."""
         self.lanes = Lanes(connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first)
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
 
@@ -62,10 +65,28 @@ class Stateless:
         if first.modern:
             if request.method == "subscriptions/listen":
                 return await first.listen(params, Route(notify, request.id))
+            if self._handshake_first(request.method, params):
+                try:
+                    return await self.held.serve(down, request.method, params, notify)
+                except JSONRPCError as exc:
+                    if "requestState" in params or not (self.lanes.no_handshake or asks_in_rounds(exc)):
+                        raise
+                    if asks_in_rounds(exc):
+                        self.in_rounds.add(str(params.get("name")))
             return await self._forward(first, down, request.method, params, notify)
         if request.method == "server/discover":
             return self.lanes.discovered()
         return await self.held.serve(down, request.method, params, notify)
+
+    def _handshake_first(self, method: str, params: JSONObject) -> bool:
+        """Whether a call to a server that speaks both eras goes on the handshake era first: a tool call not pinned
+        (``--upstream-protocol``), to a tool not known to ask in rounds, that is not a round of a call the server
+        holds itself (its own ``requestState``). See :func:`asks_in_rounds` for why that order."""
+        if method != "tools/call" or self.wanted != "auto" or self.lanes.no_handshake:
+            return False
+        if str(params.get("name")) in self.in_rounds:
+            return False
+        return "requestState" not in params or is_held(params["requestState"])
 
     async def _forward(
         self, upstream: Upstream, down: Downstream, method: str, params: JSONObject, notify: Notify | None
@@ -91,3 +112,17 @@ class Stateless:
         raise JSONRPCError(
             INTERNAL_ERROR, f"Internal error: the server still asked for input after {MAX_ROUNDS} rounds"
         )
+
+
+def asks_in_rounds(error: JSONRPCError) -> bool:
+    """Whether a handshake-era call failed because the tool asked in rounds: it returned ``input_required``, which
+    that era cannot carry (the official SDKs answer -32603 "Handler returned an invalid result").
+
+    Why a server that speaks both eras gets a tool call on the handshake era first, and on 2026-07-28 only when
+    this says so: a tool that asks by pushing (``ctx.elicit`` in the official SDK) fails on 2026-07-28 *when it
+    asks*, after running up to that point, so calling it again on the other era could repeat what it did before
+    asking. A tool that asks in rounds stops when it needs input and returns; on 2026-07-28 it is called again from
+    the top on every round by design, so one more call from the top is what that era does anyway. So the only
+    retry is the safe one, and a tool is never run twice with a side effect because of it.
+    """
+    return error.code == INTERNAL_ERROR and "invalid result" in error.message.lower()

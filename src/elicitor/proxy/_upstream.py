@@ -168,14 +168,17 @@ class Upstream:
             await self._up().notify(method, params)
 
     def _follow(self, params: JSONObject, route: Route) -> tuple[JSONObject, str | None]:
+        """``params`` asking for progress under a token of ours: when the client asked for progress, and always
+        for a call that progress keeps alive (``route.touched``: the proxy watches it even if the client does not)."""
         meta = params.get("_meta")
         theirs = meta.get("progressToken") if isinstance(meta, dict) else None
-        if not isinstance(meta, dict) or not isinstance(theirs, str | int):
+        if not isinstance(theirs, str | int) and route.touched is None:
             return params, None
-        route.token = theirs
+        if isinstance(theirs, str | int) and route.token is None:
+            route.token = theirs
         ours = f"~{next(self._tokens)}"
         self._progress[ours] = route
-        return {**params, "_meta": {**meta, "progressToken": ours}}, ours
+        return {**params, "_meta": {**(meta if isinstance(meta, dict) else {}), "progressToken": ours}}, ours
 
     def _learn_tools(self, result: JSONObject) -> None:
         """Tools that mirror parameters into headers (SEP-2243): tell an HTTP upstream transport, as a Client
