@@ -264,7 +264,9 @@ async def test_elicitor_proxy_command_over_stdio_to_a_stdio_server(anyio_backend
     server = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py")]
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *server]
     handler = ScriptedHandler(otherwise={"name": "Kit", "age": 7})
-    async with Client.stdio(command, elicitation=handler, protocol=downstream) as client:
+    # Two Python processes start before the first answer (the proxy, then the SDK's server): on a loaded machine
+    # that can take longer than the client's default 10 s for its first request.
+    async with Client.stdio(command, elicitation=handler, protocol=downstream, probe_timeout=30) as client:
         with anyio.fail_after(30):
             assert client.server_info is not None and client.server_info.name == "official-peer"
             assert (await client.call_tool("resolved_ask")).text == "resolved Kit, 7"
