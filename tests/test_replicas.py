@@ -538,3 +538,67 @@ async def test_two_resumes_of_one_stream_at_once_cannot_both_pump_it() -> None:
             tg.start_soon(attach)
             tg.start_soon(attach)
         assert sorted(statuses) == [200, 409]
+
+
+async def kill_connections(redis_url: str, replica: str) -> int:
+    """``CLIENT KILL`` every connection of ``replica`` to Redis (a network cut, as the replica sees it)."""
+    from redis.asyncio import Redis
+
+    admin = Redis.from_url(redis_url)
+    try:
+        killed = 0
+        for client in await admin.client_list():
+            if client.get("name") == f"elicitor-{replica}":
+                killed += int(await admin.client_kill_filter(_id=client["id"]))
+        return killed
+    finally:
+        await admin.aclose()
+
+
+async def test_an_answer_sent_while_its_owner_is_cut_off_from_redis_still_arrives(redis: RedisServer) -> None:
+    """The answer lands on B while A's connections to Redis were just killed: B's 202 means the answer is in A's
+    queue, and A, reading again from its last offset, finds it (pub/sub would have dropped it)."""
+    async with two_replicas(redis.url) as (a, b, apps), httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, a)
+        async with http.stream("POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
+            stream = events(call)
+            _, question = await anext(stream)
+            owner = apps[0].server.store.replica
+            for _ in range(3):  # cut A off, again and again, while the answer goes in
+                assert await kill_connections(redis.url, owner) >= 1
+                await anyio.sleep(0.05)
+            accepted = {"action": "accept", "content": {"name": "Grace"}}
+            answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
+            delivered = await until_status(functools.partial(http.post, b, json=answer, headers=headers), seconds=10)
+            assert delivered.status_code == 202
+            await kill_connections(redis.url, owner)
+            with anyio.fail_after(15):
+                async for _, message in stream:
+                    assert message["result"]["content"][0]["text"] == "Grace"
+                    break
+
+
+async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_resumes_it() -> None:
+    app = in_process.http_app()
+    async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, url)
+        for n in range(200):
+            assert (await http.post(url, json=rpc("ping", id=100 + n), headers=headers)).status_code == 200
+        session = app._handshake._sessions[headers["mcp-session-id"]]
+        assert len(session.by_key) <= 2, len(session.by_key)  # the standalone stream, and perhaps one in flight
+        async with http.stream("POST", url, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
+            stream = events(call)
+            first_id, question = await anext(stream)
+        accepted = {"action": "accept", "content": {"name": "Ada"}}
+        answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
+        assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+        with anyio.fail_after(10):
+            while len(session.by_key) > 1:  # the call ended: its stream is all in the event store
+                await anyio.sleep(0.02)
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": first_id or ""}
+        async with http.stream("GET", url, headers=resume) as resumed:
+            assert resumed.status_code == 200
+            replayed = [message async for _, message in events(resumed)]
+        assert [message["result"]["content"][0]["text"] for message in replayed] == ["Ada"]
+        other = {**resume, "last-event-id": "0123456789abcdef01234567.1"}  # not a stream of this session
+        assert (await http.get(url, headers=other)).status_code == 404

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import pytest
@@ -41,6 +41,7 @@ from elicitor.state._redis import RedisStore
 from .conftest import free_port
 
 pytestmark = pytest.mark.anyio
+_T = TypeVar("_T")
 
 REDIS_SERVER = shutil.which("redis-server")
 PER_STREAM = 256
@@ -154,7 +155,7 @@ async def replicas(kind: str, request: pytest.FixtureRequest) -> AsyncIterator[t
         yield a, b
 
 
-async def next_message(messages: AsyncIterator[bytes]) -> bytes:
+async def next_message(messages: AsyncIterator[_T]) -> _T:
     with anyio.fail_after(5):
         return await messages.__anext__()
 
@@ -437,6 +438,38 @@ async def test_bus_publish_subscribe(replicas: tuple[Store, Store]) -> None:
     async with b.bus.subscribe(f"replica:{b.replica}") as mine:  # a replica's own channel
         assert await a.bus.publish(f"replica:{b.replica}", b"for b") == 1
         assert await next_message(mine) == b"for b"
+
+
+async def test_queue_keeps_what_nobody_reads_yet_and_resumes_from_an_offset(replicas: tuple[Store, Store]) -> None:
+    """Unlike a channel, a queue loses nothing to a reader that is away: appended before anyone reads, read in
+    order with offsets; a reader that stops and reads again from its last offset gets exactly what came after."""
+    a, b = replicas
+    await a.bus.append("replica:r1", b"one")  # nobody reads yet
+    await a.bus.append("replica:r1", b"two")
+    read: list[tuple[str, bytes]] = []
+    async with b.bus.read("replica:r1", "0") as messages:
+        read.append(await next_message(messages))
+        read.append(await next_message(messages))
+    assert [payload for _, payload in read] == [b"one", b"two"]
+    await a.bus.append("replica:r1", b"three")  # while nobody reads
+    async with b.bus.read("replica:r1", read[-1][0]) as messages:
+        got = []
+        async with anyio.create_task_group() as tg:
+
+            async def more() -> None:
+                await anyio.sleep(0.1)
+                await a.bus.append("replica:r1", b"four")  # while the reader waits
+
+            tg.start_soon(more)
+            got.append(await next_message(messages))
+            got.append(await next_message(messages))
+    assert [payload for _, payload in got] == [b"three", b"four"]
+    offsets = [offset for offset, _ in read + got]
+    assert len(set(offsets)) == 4
+    async with b.bus.read("replica:r2", "0") as messages:  # queues are apart
+        with anyio.move_on_after(0.3) as waited:
+            await messages.__anext__()
+        assert waited.cancelled_caught
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -10,16 +10,20 @@ mode inside multi-round-trip rounds and drops the ids, the notification and -320
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import msgspec
 
 from .._exceptions import ElicitorError
-from ..state import Store, StoreUnavailable, UrlRecord, replica_channel
+from ..state import Backoff, Store, StoreUnavailable, UrlRecord, replica_channel
+
+logger = logging.getLogger("elicitor.server")
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -167,7 +171,11 @@ class UrlElicitations:
         """Mark an elicitation done, once, and notify the client that started it.
 
         Returns ``False`` — and does nothing — for an unknown, expired or already completed id, or when the
-        elicitation belongs to another user than ``principal`` (a forged or phished completion).
+        elicitation belongs to another user than ``principal`` (a forged or phished completion). Once the
+        completion counted, this returns ``True`` whatever becomes of the notice: it is put in the queue of the
+        replica holding the connection (durable: read however late that replica reads), retried for a while if
+        the store is away; a notice that still cannot be sent is logged, and the client learns of the completion
+        when it asks again (the elicitation reads completed).
 
         Raises:
             StoreUnavailable: the shared state cannot be reached (nothing was completed).
@@ -175,13 +183,26 @@ class UrlElicitations:
         record = await self._store.urls.complete(elicitation_id, principal)
         if record is None:
             return False
-        if record.connection is not None:
+        if record.connection is None:
+            return True
+        try:
             if record.replica == self._store.replica:
                 await self.notify_local(record.connection, elicitation_id)
             elif record.replica is not None:
-                notice = _encode_notice(UrlComplete(record.connection, elicitation_id))
-                await self._store.bus.publish(replica_channel(record.replica), notice)
+                await self._send_notice(record.replica, UrlComplete(record.connection, elicitation_id))
+        except Exception:
+            logger.exception("URL elicitation %.8s... completed, but its client could not be told", elicitation_id)
         return True
+
+    async def _send_notice(self, replica: str, notice: UrlComplete) -> None:
+        backoff = Backoff(first=0.1, most=1.0)
+        with anyio.fail_after(10):
+            while True:
+                try:
+                    await self._store.bus.append(replica_channel(replica), _encode_notice(notice))
+                    return
+                except StoreUnavailable:
+                    await backoff.pause()
 
     async def notify_local(self, connection: str, elicitation_id: str) -> None:
         """Send ``notifications/elicitation/complete`` on a connection of this replica, if it is still open."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
@@ -195,11 +195,30 @@ class MemoryTaskRegistry(TaskRegistry):
 
 
 class MemoryBus(Bus):
-    """Channels within this process: each listener gets a bounded queue and loses messages it does not read."""
+    """Queues and channels within this process. A channel's listener gets a bounded queue and loses messages it does
+    not read; a queue keeps at most ``queue_limit`` unread messages (beyond, the oldest go)."""
 
-    def __init__(self, depth: int = 256) -> None:
+    def __init__(self, depth: int = 256, queue_limit: int = 100_000) -> None:
         self._depth = depth
         self._listeners: dict[str, set[MemoryObjectSendStream[bytes]]] = {}
+        self._queue_limit = queue_limit
+        self._queues: dict[str, deque[tuple[int, bytes]]] = {}
+        self._offsets: dict[str, int] = {}
+        self._readers: dict[str, anyio.Event] = {}
+
+    async def append(self, queue: str, payload: bytes) -> None:
+        items = self._queues.setdefault(queue, deque())
+        offset = self._offsets[queue] = self._offsets.get(queue, 0) + 1
+        items.append((offset, payload))
+        if len(items) > self._queue_limit:
+            items.popleft()
+        woken = self._readers.pop(queue, None)
+        if woken is not None:
+            woken.set()
+
+    @asynccontextmanager
+    async def read(self, queue: str, after: str) -> AsyncIterator[AsyncIterator[tuple[str, bytes]]]:
+        yield _QueueReader(self, queue, int(after))
 
     async def publish(self, channel: str, payload: bytes) -> int:
         listeners = self._listeners.get(channel, ())
@@ -221,6 +240,30 @@ class MemoryBus(Bus):
                 del self._listeners[channel]
             send.close()
             receive.close()
+
+
+class _QueueReader:
+    """What :meth:`MemoryBus.read` yields: the queue's messages after an offset, waiting for more."""
+
+    def __init__(self, bus: MemoryBus, queue: str, last: int) -> None:
+        self._bus = bus
+        self._queue = queue
+        self._last = last
+
+    def __aiter__(self) -> _QueueReader:
+        return self
+
+    async def __anext__(self) -> tuple[str, bytes]:
+        bus = self._bus
+        while True:
+            items = bus._queues.get(self._queue)
+            while items and items[0][0] <= self._last:
+                items.popleft()  # read past: acknowledged
+            if items:
+                offset, payload = items[0]
+                self._last = offset
+                return str(offset), payload
+            await bus._readers.setdefault(self._queue, anyio.Event()).wait()
 
 
 class MemoryStore:

@@ -12,8 +12,9 @@ A deployment of N replicas behind a plain load balancer shares exactly five thin
   once, counts once.
 * :class:`TaskRegistry` — tasks (tool calls running on their own) as records: status, the answers gathered, the
   questions open, the result. Any replica can answer a poll, take an answer, or go on with the work.
-* :class:`Bus` — messages between replicas: to one replica (``replica:<id>``: a message for a session it runs, a
-  URL completion for a connection it holds) or to all (``changes``: list-changed notifications).
+* :class:`Bus` — messages between replicas: durable queues with offsets to one replica (``replica:<id>``: a message
+  for a session it runs, a stream it relays, a URL completion for a connection it holds), and at-most-once channels
+  for harmless wake-ups (``changes``: list-changed notifications, to all).
 
 Live objects (tasks, sockets, waiting futures) never cross a port: each replica keeps its own in a table, and the
 ports carry ids and bytes. :class:`~elicitor.state.MemoryStore` implements them in one process (the default:
@@ -229,7 +230,28 @@ def replica_channel(replica: str) -> str:
 
 
 class Bus(Protocol):
-    """Messages between replicas, on named channels; at most once, to whoever listens now."""
+    """Messages between replicas: durable queues for what carries data, channels for wake-ups.
+
+    A **queue** (:meth:`append`, :meth:`read`) keeps what is appended, in order, each message with an offset, until
+    its reader has read past it: a reader that lost its connection reads again from the last offset it handled
+    and misses nothing. Everything that carries data between replicas goes this way (an answer, a stream's
+    messages, a URL completion). A **channel** (:meth:`publish`, :meth:`subscribe`) is at most once, to whoever
+    listens now: only for notices whose loss is harmless (list-changed).
+    """
+
+    async def append(self, queue: str, payload: bytes) -> None:
+        """Add ``payload`` to ``queue``; once this returns, it is in the store, for the queue's reader.
+
+        Raises:
+            StoreUnavailable: it could not be added (nothing was).
+        """
+        ...
+
+    def read(self, queue: str, after: str) -> AbstractAsyncContextManager[AsyncIterator[tuple[str, bytes]]]:
+        """Read ``queue`` from offset ``after`` (``"0"``: from the start) for the block, each message with its
+        offset, waiting for new ones; the iterator ends if the connection is lost (read again from the last offset
+        handled). Reading past a message acknowledges it: the store may then forget it."""
+        ...
 
     async def publish(self, channel: str, payload: bytes) -> int:
         """Send ``payload`` to the listeners of ``channel``; returns how many replicas received it."""

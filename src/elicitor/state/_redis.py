@@ -25,7 +25,10 @@ nothing behind for long):
   as ``asked``.
 * ``P task:<task id>`` — hash: ``v`` (the record's version), ``d`` (the record as JSON), ``runner`` (the replica
   running it, absent when none). Expires at creation + the task's TTL (none without one).
-* Channels (not keys): ``P bus:<channel>``, e.g. ``P bus:changes`` and ``P bus:replica:<replica id>``.
+* ``P queue:<queue>`` — stream: a replica's queue (``P queue:replica:<replica id>``), entries ``m`` → message,
+  capped near ``queue_limit``, trimmed to what its reader has not handled yet. TTL ``queue_ttl``, renewed by
+  each message.
+* Channels (not keys): ``P bus:<channel>``, e.g. ``P bus:changes``: wake-ups whose loss is harmless.
 
 Sessions end by :meth:`~RedisSessionDirectory.release`; their TTL only sweeps up after replicas that died.
 
@@ -41,6 +44,8 @@ Why each operation is atomic, and one round trip:
 * ``add``, ``find``, ``complete`` and ``forget_connection`` are Lua scripts: Redis runs a script alone, so a
   question asked twice at once on one connection gets one record, and a completion raced from two replicas
   succeeds once. ``get`` is one ``HGETALL``.
+* ``append`` is ``XADD`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``; ``read`` is ``XREAD BLOCK`` from the last offset,
+  with an ``XTRIM MINID`` before each read once a batch is handled (the acknowledgement).
 * ``publish`` is one ``PUBLISH``; a subscription holds its own connection (``SUBSCRIBE``) for its lifetime.
 
 Scripts reach keys named by the data (a session's owner, an indexed elicitation id), so they need every key on one
@@ -577,12 +582,64 @@ class _Messages:
         raise StopAsyncIteration
 
 
-class RedisBus:
-    """Channels between replicas on Redis pub/sub: at most once, to whoever is subscribed now."""
+class _QueueReader:
+    """The messages of one queue (a Redis stream) after an offset: ``XREAD BLOCK`` in turns shorter than the socket
+    timeout, so a dead connection is noticed within ``timeout``; each batch read is acknowledged (``XTRIM MINID``)
+    once handled, when the next read starts. Any failure ends the iteration: read again from the last offset."""
 
-    def __init__(self, shared: _Shared, *, heartbeat: float) -> None:
+    def __init__(self, shared: _Shared, key: str, after: str) -> None:
+        self._shared = shared
+        self._key = key
+        self._last = after
+        self._batch: list[tuple[str, bytes]] = []
+        self._trim = False
+        self._block = _ms(shared.timeout / 2)
+
+    def __aiter__(self) -> _QueueReader:
+        return self
+
+    async def __anext__(self) -> tuple[str, bytes]:
+        listener = self._shared.listener
+        while not self._batch:
+            try:
+                if self._trim:  # what was read before is handled: Redis may forget it
+                    await listener.xtrim(self._key, minid=self._last, approximate=False)
+                    self._trim = False
+                found = await listener.xread({self._key: self._last}, count=256, block=self._block)
+            except _FAILURES:
+                raise StopAsyncIteration from None
+            for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", found or []):
+                self._batch.extend((offset.decode(), fields[b"m"]) for offset, fields in entries)
+            self._batch.reverse()
+        offset, payload = self._batch.pop()
+        self._last = offset
+        self._trim = True
+        return offset, payload
+
+
+class RedisBus:
+    """Queues between replicas on Redis streams (kept until read, read from an offset), and channels on pub/sub
+    (at most once, to whoever is subscribed now)."""
+
+    def __init__(self, shared: _Shared, *, heartbeat: float, queue_limit: int, queue_ttl: float) -> None:
         self._shared = shared
         self._heartbeat = heartbeat
+        self._queue_limit = queue_limit
+        self._queue_ttl = _ms(queue_ttl)
+
+    async def append(self, queue: str, payload: bytes) -> None:
+        """``XADD`` (capped at ``queue_limit`` entries) and renew the queue's TTL, in one round trip."""
+        key = self._shared.key("queue", queue)
+        with self._shared.failing(f"sending on {queue!r}"):
+            async with self._shared.client.pipeline(transaction=True) as pipe:
+                pipe.xadd(key, {b"m": payload}, maxlen=self._queue_limit, approximate=True)
+                pipe.pexpire(key, self._queue_ttl)
+                await pipe.execute()
+
+    @asynccontextmanager
+    async def read(self, queue: str, after: str) -> AsyncIterator[AsyncIterator[tuple[str, bytes]]]:
+        """Read ``queue`` from ``after`` on a connection of the listener's (never retried: a failure ends it)."""
+        yield _QueueReader(self._shared, self._shared.key("queue", queue), after)
 
     async def publish(self, channel: str, payload: bytes) -> int:
         """``PUBLISH`` ``payload``; returns how many subscriptions received it (a replica holds one per channel)."""
@@ -676,6 +733,9 @@ class RedisStore:
         max_connections: connections to Redis this replica opens at most for its commands (subscriptions use one
             more). A burst of requests beyond it waits up to ``timeout`` for a free connection rather than failing:
             a replica with hundreds of pending elicitations issues hundreds of short commands at once.
+        queue_limit: messages a replica's queue keeps unread at most (beyond, Redis drops the oldest): far more
+            than a replica that reads reaches; it bounds what a stalled one costs.
+        queue_ttl: seconds a queue nobody appends to is kept (the queue of a replica that died goes with it).
 
     The client connects lazily and reconnects by itself: constructing needs no Redis, and calls work again as soon
     as a restarted Redis is back (its data is whatever Redis kept). Use it on asyncio (``redis.asyncio``).
@@ -696,11 +756,13 @@ class RedisStore:
         event_ttl: float = 3600.0,
         url_ttl: float = 3600.0,
         max_connections: int = 64,
+        queue_limit: int = 100_000,
+        queue_ttl: float = 3600.0,
     ) -> None:
         for name, value in (
             ("lease", lease), ("timeout", timeout), ("heartbeat", heartbeat), ("session_ttl", session_ttl),
             ("events_per_stream", events_per_stream), ("event_ttl", event_ttl), ("url_ttl", url_ttl),
-            ("max_connections", max_connections),
+            ("max_connections", max_connections), ("queue_limit", queue_limit), ("queue_ttl", queue_ttl),
         ):  # fmt: skip
             if not value > 0:
                 raise ValueError(f"{name} must be positive, not {value!r}")
@@ -724,7 +786,7 @@ class RedisStore:
         self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=lease)
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
-        self.bus = RedisBus(self._shared, heartbeat=heartbeat)
+        self.bus = RedisBus(self._shared, heartbeat=heartbeat, queue_limit=queue_limit, queue_ttl=queue_ttl)
         self.tasks = RedisTaskRegistry(self._shared, self.replica)
 
     def running(self) -> _Running:

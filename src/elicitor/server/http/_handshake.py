@@ -20,10 +20,11 @@ import functools
 import logging
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -55,6 +56,12 @@ Respond = Callable[[Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("elicitor.http")
 
+MAX_QUEUED = 256
+"""Messages a stream keeps for a reader that does not read (the event store keeps as many for a resume)."""
+
+MAX_BACKLOG = 4096
+"""Messages from other replicas a session may be behind on, past its inbox, before it is ended."""
+
 HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
 """MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
 
@@ -66,11 +73,12 @@ class Stream:
     connection currently delivering the stream reads them from a queue and skips what it already delivered.
     """
 
-    def __init__(self, key: str, events: EventStore) -> None:
+    def __init__(self, key: str, events: EventStore, on_kept: Callable[[str], None] | None = None) -> None:
         self.key = key
         self.sequence = 0
         self.done = False
         self._events = events
+        self._on_kept = on_kept
         self.out = _Queue()
         self.attached = False
         self._unsent: list[tuple[int, bytes, bool]] | None = None
@@ -91,6 +99,17 @@ class Stream:
             await self._events.store(self.key, sequence, message)
         except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
             logger.warning("event %s.%d not kept for resumption: %s", self.key, sequence, exc)
+            return
+        if final and self._on_kept is not None:
+            self._on_kept(self.key)  # the whole stream is in the event store: a resume is served from there
+
+    @classmethod
+    def finished(cls, key: str, events: EventStore) -> Stream:
+        """A stream whose final event was sent and kept, as a resume sees it: its events are in the store."""
+        stream = cls(key, events)
+        stream.done = True
+        stream.out.close()
+        return stream
 
     async def take(self) -> tuple[int, bytes, bool]:
         """The next event to deliver: one a pump could not deliver first, else the next one sent."""
@@ -111,12 +130,21 @@ class Stream:
     def event_id(self, sequence: int) -> str:
         return f"{self.key}.{sequence}"
 
+    @property
+    def dropped(self) -> int:
+        """The highest sequence the live queue dropped unread (its reader was too slow); 0 if none."""
+        return self.out.dropped
+
     def close(self) -> None:
         self.out.close()
 
 
 class _Queue:
-    """What a :class:`Stream` holds for its pump: an unbounded FIFO with at most one waiting reader.
+    """What a :class:`Stream` holds for its pump: a FIFO with at most one waiting reader, bounded.
+
+    The policy for a reader that falls behind: past ``MAX_QUEUED`` undelivered messages the oldest is dropped (it
+    is kept in the event store) and ``dropped`` says so; the pump then ends the response, and the client resumes
+    with ``Last-Event-ID``, served from the event store. Memory stays bounded, and nothing is skipped unseen.
 
     The same contract as an anyio memory object stream for this use (``receive`` waits, ``close`` drops what is
     undelivered and wakes the reader with ``ClosedResourceError``), at a tenth of its memory: a stream exists for
@@ -124,16 +152,20 @@ class _Queue:
     bare future on asyncio), made when it waits: an ``anyio.Event`` there cost 1.5 KiB per waiting call.
     """
 
-    __slots__ = ("_closed", "_items", "_waiter")
+    __slots__ = ("_closed", "_items", "_waiter", "dropped")
 
     def __init__(self) -> None:
         self._items: list[tuple[int, bytes, bool]] = []
         self._waiter: Waiter | None = None
         self._closed = False
+        self.dropped = 0
+        """The highest sequence dropped unread (the queue was full)."""
 
     def put(self, item: tuple[int, bytes, bool]) -> None:
         if self._closed:
             raise anyio.ClosedResourceError
+        if len(self._items) >= MAX_QUEUED:  # nobody reads (a slow or gone client): the event store has them
+            self.dropped = self._items.pop(0)[0]
         self._items.append(item)
         self._wake()
 
@@ -177,8 +209,12 @@ class SessionTransport:
         """The user who created the session; only their requests find it."""
         self.events = events
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes](256)
+        self._backlog: deque[bytes] | None = None
         self.streams: dict[RequestId, Stream] = {}
+        self._tag = secrets.token_hex(4)
+        """What begins the key of every stream of this session: a resume names a stream of this session only."""
         self.by_key: dict[str, Stream] = {}
+        """The streams still going (and the standalone one); a finished one is dropped once it is all kept."""
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
         self.last_seen = time.monotonic()
@@ -188,8 +224,20 @@ class SessionTransport:
         return 0.0 if self.streams or self.standalone.attached else now - self.last_seen
 
     def _new_stream(self) -> Stream:
-        stream = Stream(secrets.token_hex(8), self.events)
+        stream = Stream(self._tag + secrets.token_hex(8), self.events, self._forget_stream)
         self.by_key[stream.key] = stream
+        return stream
+
+    def _forget_stream(self, key: str) -> None:
+        """A request's stream ended and all of it is in the event store: this session need not hold it any more
+        (a long session would otherwise hold every request it ever served)."""
+        self.by_key.pop(key, None)
+
+    def stream(self, key: str) -> Stream | None:
+        """The stream ``key`` of this session (for a resume): live, or finished and served from the event store."""
+        stream = self.by_key.get(key)
+        if stream is None and key.startswith(self._tag) and not self.ended.is_set():
+            stream = Stream.finished(key, self.events)
         return stream
 
     def open(self, request_id: RequestId) -> Stream:
@@ -217,6 +265,42 @@ class SessionTransport:
     async def deliver(self, message: bytes) -> None:
         self.last_seen = time.monotonic()
         await self._inbox_in.send(message)
+
+    def deliver_soon(self, message: bytes, start: Callable[[Callable[[], Coroutine[Any, Any, None]]], None]) -> None:
+        """Deliver ``message`` without waiting, in order with every other message delivered this way.
+
+        What the listener on the replicas' queue uses: a session whose inbox is full (its dispatch is behind) must
+        not hold up the messages of every other session. Past the inbox, messages wait in a backlog drained by a
+        task ``start`` runs; a session more than ``MAX_BACKLOG`` messages behind its client is ended (its client
+        gets 404 and starts again) rather than holding memory without bound.
+        """
+        self.last_seen = time.monotonic()
+        if self._backlog is None:
+            try:
+                self._inbox_in.send_nowait(message)
+                return
+            except anyio.WouldBlock:
+                self._backlog = deque()
+                start(self._drain)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return
+        if len(self._backlog) >= MAX_BACKLOG:
+            logger.warning("session %.8s... is %d messages behind: ending it", self.id, len(self._backlog))
+            self._inbox_in.close()
+            self._backlog.clear()
+            return
+        self._backlog.append(message)
+
+    async def _drain(self) -> None:
+        backlog = self._backlog
+        try:
+            while backlog:
+                await self._inbox_in.send(backlog[0])
+                backlog.popleft()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            self._backlog = None
 
     async def end(self) -> None:
         """End the session: close its streams, then forget their history — best-effort, as all cleanup is.
@@ -273,7 +357,7 @@ class HandshakeSessions:
         self._max_sessions = max_sessions
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, SessionTransport] = {}
-        self._peers = Peers(self._store, self._sessions, server.url_elicitations, events.replay)
+        self._peers = Peers(self._store, self._sessions, server.url_elicitations, events.replay, self._end)
         self._tg: anyio.abc.TaskGroup | None = None
 
     def __len__(self) -> int:
@@ -399,29 +483,17 @@ class HandshakeSessions:
         request_id = request_id_of(message)
         try:
             if "method" not in message or "id" not in message:
-                if await self._peers.deliver(owner.replica, owner.session, body):
-                    await respond_empty(send, 202)
-                else:
-                    await self._unreachable(owner, send, None)
+                await self._peers.deliver(owner.replica, owner.session, body)
+                await respond_empty(send, 202)  # durably in the owner's queue
                 return
             if request_id is None:
                 await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
                 return
             opening = functools.partial(Open, owner.session, request_id, body)
             async with self._peers.relay(owner.replica, owner.session, opening) as stream:
-                if stream is None:
-                    await self._unreachable(owner, send, request_id)
-                    return
                 await self._respond_from(stream, owner.session, receive, send)
         except StoreUnavailable as exc:
             await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
-
-    async def _unreachable(self, owner: _Elsewhere, send: Send, request_id: RequestId | None) -> None:
-        """Nobody hears the owner's channel though its lease is current (``_find`` already ruled out a dead owner,
-        by two misses): it is reconnecting to Redis (503: try again). The session is never declared gone here."""
-        await refuse(
-            send, 503, request_id, INTERNAL_ERROR, "Service unavailable: the session's replica is reconnecting"
-        )
 
     async def _find(
         self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
@@ -536,6 +608,9 @@ class HandshakeSessions:
                     if sequence <= delivered:
                         item = None
                         continue
+                    if delivered < stream.dropped:  # the client read too slowly: what it missed is in the store
+                        stream.give_back(item)
+                        break  # it resumes from its Last-Event-ID, served from the event store
                     chunk = encode_event(message, event_id=stream.event_id(sequence))
                     try:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -590,9 +665,6 @@ class HandshakeSessions:
     ) -> None:
         """A GET for a session another replica runs: have the owner pump the stream here."""
         async with self._peers.relay(found.replica, found.session, attaching) as remote:
-            if remote is None:
-                await self._unreachable(found, send, None)
-                return
             try:
                 await remote.out.receive()  # Opened, or Closed with the owner's refusal
             except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -613,7 +685,7 @@ class HandshakeSessions:
         stream = session.standalone
         delivered = 0
         if parsed is not None:
-            resumed = session.by_key.get(parsed[0])
+            resumed = session.stream(parsed[0])
             if resumed is None:
                 await refuse(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
                 return
@@ -657,12 +729,9 @@ class HandshakeSessions:
             return
         if isinstance(found, _Elsewhere):
             try:
-                reached = await self._peers.end(found.replica, found.session)
+                await self._peers.end(found.replica, found.session)
             except StoreUnavailable as exc:
                 await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
-                return
-            if not reached:
-                await self._unreachable(found, send, None)
                 return
         else:
             await self._end(found)

@@ -22,7 +22,6 @@ URL completions reach the connection that started them the same way (:class:`Url
 from __future__ import annotations
 
 import logging
-import math
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
@@ -32,7 +31,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...state import Store, StoreUnavailable, Subscription, replica_channel
+from ...state import Backoff, Store, StoreUnavailable, Subscription, replica_channel
 from ...types import RequestId
 from .._url import UrlComplete
 
@@ -97,6 +96,10 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(PeerMessage).decode
 
 
+RELAY_DEPTH = 256
+"""Messages a relay holds for a client that reads slowly before it ends the relay (the client then resumes)."""
+
+
 class RemoteStream:
     """The landing replica's end of a stream another replica pumps: reads like the owner's own stream."""
 
@@ -108,9 +111,11 @@ class RemoteStream:
         """Why the owner closed it without a final message (404, 409...), or 0."""
         self.reason = ""
         self.finished = False
+        self.dropped = 0
+        """Always 0: a relay that falls behind ends instead (see :meth:`push`)."""
         self._in: MemoryObjectSendStream[tuple[int, bytes, bool]]
         self.out: MemoryObjectReceiveStream[tuple[int, bytes, bool]]
-        self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](math.inf)
+        self._in, self.out = anyio.create_memory_object_stream[tuple[int, bytes, bool]](RELAY_DEPTH)
 
     def event_id(self, sequence: int) -> str:
         return f"{self.key}.{sequence}"
@@ -122,11 +127,19 @@ class RemoteStream:
         """Nothing to keep here: the owner still has what this replica could not deliver."""
 
     def push(self, message: Opened | Item | Closed) -> None:
+        """Take a message from the owner. A client that reads too slowly to keep ``RELAY_DEPTH`` messages in hand
+        ends its relay (503): it resumes with ``Last-Event-ID``, served from the event store, instead of this
+        replica holding an unbounded queue for it."""
         if isinstance(message, Item):
             self.key = message.stream
-            self.finished = self.finished or message.final
-            with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            try:
                 self._in.send_nowait((message.sequence, message.message, message.final))
+            except anyio.WouldBlock:
+                self.lost(503, "Service unavailable: the client reads too slowly; resume the stream")
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            else:
+                self.finished = self.finished or message.final
         elif isinstance(message, Opened):
             self.key = message.stream
             with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -159,6 +172,7 @@ class Peers:
         sessions: dict[str, SessionTransport],
         urls: UrlElicitations,
         events_replay: Callable[[str, int], Awaitable[list[tuple[int, bytes]]]],
+        end_session: Callable[[SessionTransport], Coroutine[Any, Any, None]],
         *,
         check_every: float = 2.0,
     ) -> None:
@@ -166,12 +180,17 @@ class Peers:
         self._sessions = sessions
         self._urls = urls
         self._replay = events_replay
+        self._end_session = end_session
         self._relays: dict[str, RemoteStream] = {}
         self._pumps: dict[str, anyio.CancelScope] = {}
         self.check_every = check_every
         self._tg: anyio.abc.TaskGroup | None = None
         self.subscription = Subscription("peers")
-        """This replica's own channel (``replica:<id>``), as ``/healthz`` reports it."""
+        """This replica's own queue (``replica:<id>``), as ``/healthz`` reports it."""
+        self._offset = "0"
+        """The offset of the last message handled from this replica's queue (its id is new: start at the start)."""
+        self.send_for = 10.0
+        """Seconds an owner keeps trying to send a stream's message to the replica relaying it (a Redis failover)."""
 
     @property
     def me(self) -> str:
@@ -180,35 +199,31 @@ class Peers:
     # ---- the listener --------------------------------------------------------------------------------------
 
     async def listen(self) -> None:
-        """Serve this replica's channel until cancelled, subscribing again whenever the connection is lost."""
+        """Serve this replica's queue until cancelled, reading again from the last offset handled whenever the
+        connection is lost: nothing sent to this replica meanwhile is missed."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
             await self.subscription.run(
-                lambda: self._store.bus.subscribe(replica_channel(self.me)), self._handle, lost=self._interrupt_relays
+                lambda: self._store.bus.read(replica_channel(self.me), self._offset), self._handle
             )
 
     @property
     def listening(self) -> bool:
-        """Whether this replica hears its channel now (it cannot relay streams otherwise: not ready)."""
+        """Whether this replica reads its queue now (it cannot relay streams otherwise: not ready)."""
         return self.subscription.listening
 
-    async def _handle(self, payload: bytes) -> None:
+    async def _handle(self, item: tuple[str, bytes]) -> None:
+        self._offset, payload = item
         try:
             message = _decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError):
             logger.warning("ignored a malformed message from another replica")
             return
-        await self._on(message)
+        self._on(message)
 
-    def _interrupt_relays(self) -> None:
-        """The channel was lost: what owners sent meanwhile is lost too, so end every relay here.
-
-        Their clients resume (``Last-Event-ID``) or retry, and the owners deliver again what they could not send.
-        """
-        for relay in list(self._relays.values()):
-            relay.lost(503, "Service unavailable: the connection between replicas was interrupted; resume")
-
-    async def _on(self, message: PeerMessage) -> None:
+    def _on(self, message: PeerMessage) -> None:
+        """Hand ``message`` on without waiting for anything: whatever takes time (a session that is slow to read,
+        a store write) runs in a task of its own, so one slow session never holds up the others' messages."""
         if isinstance(message, Opened | Item | Closed):
             relay = self._relays.get(message.token)
             if relay is not None:
@@ -216,9 +231,9 @@ class Peers:
         elif isinstance(message, Deliver):
             session = self._sessions.get(message.session)
             if session is not None:
-                await session.deliver(message.body)
+                session.deliver_soon(message.body, self._start_task)
         elif isinstance(message, Open):
-            await self._serve_open(message)
+            self._serve_open(message)
         elif isinstance(message, Attach):
             self._start(self._serve_attach, message)
         elif isinstance(message, Detach):
@@ -226,11 +241,18 @@ class Peers:
             if scope is not None:
                 scope.cancel()
         elif isinstance(message, End):
-            session = self._sessions.pop(message.session, None)
+            session = self._sessions.get(message.session)
             if session is not None:
-                await session.end()
+                self._start(self._end_session, session)
         elif isinstance(message, UrlComplete):
-            await self._urls.notify_local(message.connection, message.elicitation)
+            self._start(self._notify_url, message)
+
+    async def _notify_url(self, message: UrlComplete) -> None:
+        await self._urls.notify_local(message.connection, message.elicitation)
+
+    def _start_task(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        assert self._tg is not None
+        self._tg.start_soon(job)
 
     def _start(self, serve: Callable[[_Job], Coroutine[Any, Any, None]], job: _Job) -> None:
         assert self._tg is not None
@@ -247,28 +269,41 @@ class Peers:
 
     # ---- the owner's end -----------------------------------------------------------------------------------
 
-    async def _publish(self, replica: str, message: PeerMessage) -> int:
-        return await self._store.bus.publish(replica_channel(replica), _encode(message))
+    async def _publish(self, replica: str, message: PeerMessage) -> None:
+        """Put ``message`` in ``replica``'s queue (durably: it is read from there, however late)."""
+        await self._store.bus.append(replica_channel(replica), _encode(message))
 
-    async def _send(self, replica: str, message: PeerMessage) -> int:
-        try:
-            return await self._publish(replica, message)
-        except StoreUnavailable as exc:
-            logger.warning("could not reach replica %s: %s", replica, exc)
-            return 0
+    async def _send(self, replica: str, message: PeerMessage) -> bool:
+        """:meth:`_publish`, retried for a while (a Redis failover); ``False`` if it could not be sent."""
+        backoff = Backoff(first=0.1, most=1.0)
+        with anyio.move_on_after(self.send_for):
+            while True:
+                try:
+                    await self._publish(replica, message)
+                    return True
+                except StoreUnavailable as exc:
+                    error = exc
+                await backoff.pause()
+        logger.warning("could not reach replica %s: %s", replica, error)
+        return False
 
-    async def _serve_open(self, message: Open) -> None:
+    def _serve_open(self, message: Open) -> None:
         session = self._sessions.get(message.session)
         if session is None:
-            await self._send(message.reply, Closed(message.token, 404, "Session not found: initialize a new session"))
+            self._start(
+                self._refuse, (message.reply, Closed(message.token, 404, "Session not found: initialize a new session"))
+            )
             return
         if message.request in session.streams:
             reason = f"Invalid request: id {message.request!r} is already in flight"
-            await self._send(message.reply, Closed(message.token, 400, reason))
+            self._start(self._refuse, (message.reply, Closed(message.token, 400, reason)))
             return
         stream = session.open(message.request)
-        await session.deliver(message.body)  # here, in order with the Delivers that follow it on this channel
+        session.deliver_soon(message.body, self._start_task)  # in order with the Delivers that follow it
         self._start(self._pump_new, (stream, message.reply, message.token))
+
+    async def _refuse(self, job: tuple[str, Closed]) -> None:
+        await self._send(*job)
 
     async def _pump_new(self, job: tuple[Stream, str, str]) -> None:
         stream, reply, token = job
@@ -279,7 +314,7 @@ class Peers:
         if session is None:
             await self._send(message.reply, Closed(message.token, 404, "Session not found: initialize a new session"))
             return
-        stream = session.standalone if message.stream is None else session.by_key.get(message.stream)
+        stream = session.standalone if message.stream is None else session.stream(message.stream)
         if stream is None:
             reason = "Unknown Last-Event-ID: that stream cannot be resumed"
             await self._send(message.reply, Closed(message.token, 404, reason))
@@ -317,13 +352,17 @@ class Peers:
                     sequence, message, final = item
                     if sequence <= delivered:
                         continue
+                    if delivered < stream.dropped:  # the relay fell behind: its client resumes from the store
+                        stream.give_back(item)
+                        await self._send(reply, Closed(token, 503, "Service unavailable: resume the stream"))
+                        return
                     try:
                         sent = await self._send(reply, Item(token, stream.key, sequence, message, final))
                     except BaseException:
                         stream.give_back(item)  # detached meanwhile: the next pump starts with it
                         raise
                     if not sent:
-                        stream.give_back(item)  # the landing replica does not hear us: kept for a resume
+                        stream.give_back(item)  # could not be sent: kept for a resume
                         return
                     delivered = sequence
                     if final:
@@ -334,23 +373,23 @@ class Peers:
 
     # ---- the landing replica's end -------------------------------------------------------------------------
 
-    async def deliver(self, owner: str, session_id: str, body: bytes) -> bool:
-        """Forward a message that needs no answer stream; ``False`` if the owner did not receive it.
+    async def deliver(self, owner: str, session_id: str, body: bytes) -> None:
+        """Forward a message that needs no answer stream: once this returns it is in the owner's queue.
 
         Raises:
             StoreUnavailable: the message could not be sent (it was not delivered).
         """
-        return await self._publish(owner, Deliver(session_id, body)) > 0
+        await self._publish(owner, Deliver(session_id, body))
 
-    async def end(self, owner: str, session_id: str) -> bool:
-        """Ask ``owner`` to end a session; ``False`` if it did not receive it. Raises :class:`StoreUnavailable`."""
-        return await self._publish(owner, End(session_id)) > 0
+    async def end(self, owner: str, session_id: str) -> None:
+        """Ask ``owner`` to end a session (in its queue once this returns). Raises :class:`StoreUnavailable`."""
+        await self._publish(owner, End(session_id))
 
     @asynccontextmanager
     async def relay(
         self, owner: str, session_id: str, request: Callable[[str, str], Open | Attach]
-    ) -> AsyncIterator[RemoteStream | None]:
-        """Ask ``owner`` to pump a stream here; yields it (``None`` if the owner is not listening).
+    ) -> AsyncIterator[RemoteStream]:
+        """Ask ``owner`` to pump a stream here; yields it.
 
         While the block runs, the owner's lease is checked every few seconds: a dead owner ends the stream.
         Leaving the block before the stream finished tells the owner to stop (the stream stays for a resume).
@@ -363,9 +402,7 @@ class Peers:
         token = secrets.token_hex(12)
         stream = self._relays[token] = RemoteStream(token)
         try:
-            if not await self._publish(owner, request(self.me, token)):
-                yield None
-                return
+            await self._publish(owner, request(self.me, token))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, owner, session_id, stream)
                 yield stream
