@@ -81,7 +81,8 @@ conformance-page: $(STAMP) node-peers system-deps
 	$(BIN)/python scripts/conformance.py --page
 
 # Against the official SDK and FastMCP on one workload; elicitor's replicas behind nginx with and without Redis; tasks waiting
-# for a person; what the proxy adds; what each uvicorn stack (h11, httptools, uvloop) is worth.
+# for a person; what the proxy adds; what each uvicorn stack (h11, httptools, uvloop) is worth; what OpenTelemetry
+# costs without an SDK and with one.
 bench: $(STAMP) system-deps
 	$(BIN)/python -m pip install --quiet 'fastmcp==4.2.3'  # a peer to compare with, for the benchmarks only
 	$(BIN)/python bench/run.py
@@ -89,6 +90,7 @@ bench: $(STAMP) system-deps
 	$(BIN)/python bench/tasks.py
 	$(BIN)/python bench/proxy.py
 	$(BIN)/python bench/stacks.py
+	$(BIN)/python bench/telemetry.py --instructions
 	$(BIN)/python bench/charts.py
 	$(BIN)/python bench/guard.py  # which scenario fell against bench/recorded.json, and by how much
 

@@ -382,3 +382,23 @@ async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, down
     assert path[:3] == ["tools/call introduce/CLIENT", "tools/call introduce/SERVER", "tools/call introduce/CLIENT"]
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+async def test_answers_refused_by_the_forms_checks_are_counted_on_the_persons_span(otel: Otel) -> None:
+    checked = Server("checked", "1.0")
+
+    @checked.tool()
+    async def age(ctx: Context) -> str:
+        outcome = await ctx.elicit("How old?", {"type": "object", "properties": {"age": {"type": "integer"}}})
+        return str(outcome.data["age"]) if isinstance(outcome, Accepted) else outcome.action
+
+    typed: Iterator[dict[str, Any]] = iter([{"age": "eleven"}, {"age": "twelve"}, {"age": 12}])
+
+    async def person(request: Any) -> Accepted[dict[str, Any]]:
+        return Accepted(next(typed))  # a person typing, wrong twice: the client's checks ask again
+
+    async with connected(checked, elicitation=person, protocol="2025-11-25") as client:
+        assert (await client.call_tool("age")).text == "12"
+    [answered] = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
+    assert (answered.attributes or {})["elicitor.elicitation.validation_failures"] == 2
+    assert "eleven" not in otel.exported_bytes()

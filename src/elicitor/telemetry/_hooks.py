@@ -75,7 +75,6 @@ class Instruments:
         "round_paths",
         "rounds",
         "server_duration",
-        "store_duration",
         "tasks",
     )
 
@@ -105,11 +104,6 @@ class Instruments:
             "elicitor.call.rounds", unit="{round}",
             description="Rounds a 2026-07-28 call took until its result (1: no question asked).",
             explicit_bucket_boundaries_advisory=(1, 2, 3, 4, 5, 8, 13, 21, 34),
-        )  # fmt: skip
-        self.store_duration: Histogram = meter.create_histogram(
-            "elicitor.store.operation.duration", unit="s",
-            description="Shared-store operations (Redis or memory), by operation and error.",
-            explicit_bucket_boundaries_advisory=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
         )  # fmt: skip
         self.round_paths = meter.create_counter(
             "elicitor.rounds",
@@ -491,16 +485,6 @@ def task_status(status: str) -> None:
     instruments = state.instruments
     if instruments is not None:
         instruments.tasks.add(1, {"elicitor.task.status": status})
-
-
-def store_operation(operation: str, seconds: float, error: BaseException | None) -> None:
-    """One shared-store operation took ``seconds`` (failed with ``error``)."""
-    instruments = state.instruments
-    if instruments is not None:
-        attributes = {"elicitor.store.operation": operation}
-        if error is not None:
-            attributes["error.type"] = type(error).__qualname__
-        instruments.store_duration.record(seconds, attributes)
 
 
 class Call:
