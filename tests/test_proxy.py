@@ -517,3 +517,51 @@ async def test_a_question_the_client_never_answers_is_dismissed_after_its_time(
     async with proxied(server, upstream, elicitation=never, protocol="2025-11-25", elicitation_timeout=0.3) as client:
         with anyio.fail_after(10):
             assert (await client.call_tool("book")).text == "no booking (cancel)"
+
+
+async def test_ui_terminal_without_a_controlling_terminal_asks_in_the_browser(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    """``elicitor proxy --ui terminal`` started the way the official SDK starts servers (a new session: no
+    controlling terminal): it says so on stderr and asks the person in the browser instead, where they answer in
+    Chromium; the SDK's client, which declares no elicitation, gets the tool's result."""
+    if anyio_backend != "asyncio":
+        pytest.skip("Playwright runs on asyncio")
+    import os
+    import shlex
+
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    from .test_browser_ui import chromium
+
+    links = tmp_path / "links"
+    links.write_text("")
+    errors = tmp_path / "stderr"
+    server = f"{shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'tests' / 'peers' / 'mcp_server.py'))}"
+    line = f"exec {shlex.quote(sys.executable)} -m elicitor proxy --ui terminal {server} 2>{shlex.quote(str(errors))}"
+    env = {"BROWSER": f"sh -c 'echo %s >> {links}'", "PATH": os.environ["PATH"]}
+    proxy = StdioServerParameters(command="sh", args=["-c", line], cwd=str(ROOT), env=env)
+    async with chromium() as browser, anyio.create_task_group() as tg:
+        results: list[str] = []
+
+        async def call() -> None:
+            async with McpClient(proxy, mode="legacy") as client:
+                result = await client.call_tool("push_ask", {})
+                results.append(result.content[0].text)  # type: ignore[union-attr]
+
+        tg.start_soon(call)
+        with anyio.fail_after(60):
+            while not links.read_text().strip():
+                await anyio.sleep(0.1)
+            page = await browser.new_page()
+            await page.goto(links.read_text().split()[0])
+            assert await page.title() == "official-peer asks"  # who asks: the server, not the proxy
+            await page.get_by_label("name").fill("Ines")
+            await page.get_by_role("button", name="Review").click()
+            await page.get_by_role("button", name="Send").click()
+            await page.get_by_text("Your answer was sent").wait_for()
+            while not results:
+                await anyio.sleep(0.05)
+    assert results == ["hello Ines, 30"]
+    assert "no controlling terminal" in errors.read_text()

@@ -7,10 +7,11 @@ endpoint. The client is whoever started the proxy: a host launches ``elicitor pr
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Literal
+from typing import Literal, TextIO
 
 import anyio
 
@@ -42,26 +43,73 @@ def upstream(target: Sequence[str]) -> Connect:
     return start
 
 
-def _tty_line(prompt: str) -> str:
-    """The terminal renderer's reader when stdin is the protocol: the controlling terminal itself."""
-    with open("/dev/tty") as tty, open("/dev/tty", "w") as out:
-        out.write(prompt)
-        out.flush()
-        line = tty.readline()
-    if not line:
-        raise EOFError
-    return line.rstrip("\n")
+def controlling_terminal() -> tuple[TextIO, TextIO] | None:
+    """The person's terminal, opened for reading and writing: stdin and stdout are the protocol, so the terminal
+    renderer reaches the person through ``/dev/tty``. ``None`` when the proxy has no controlling terminal: a host
+    that starts servers in a new session (the official SDK does) or a service manager leaves it none."""
+    try:
+        reading = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 (closed by renderer())
+    except OSError:
+        return None
+    try:
+        writing = open("/dev/tty", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        reading.close()
+        return None
+    return reading, writing
+
+
+def _terminal_handler(reading: TextIO, writing: TextIO) -> TerminalHandler:
+    """The terminal renderer entirely on the controlling terminal: the prompts, and everything it shows before
+    them (who asks, the message, the fields, a URL's host, warnings)."""
+
+    def write(text: str) -> None:
+        writing.write(text + "\n")
+        writing.flush()
+
+    if os.environ.get("TERM", "") not in ("", "dumb"):
+        from prompt_toolkit.input import create_input
+        from prompt_toolkit.output import create_output
+
+        return TerminalHandler(
+            write=write, screen=True, input=create_input(stdin=reading), output=create_output(stdout=writing)
+        )
+
+    def read_line(prompt: str) -> str:
+        writing.write(prompt)
+        writing.flush()
+        line = reading.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n").removesuffix("\r")
+
+    return TerminalHandler(read_line, write, screen=False)
 
 
 @asynccontextmanager
 async def renderer(ui: UI) -> AsyncIterator[ElicitationHandler | None]:
     """What answers the elicitations a client cannot (``--ui``): pages in the browser, the controlling terminal,
-    or nothing."""
+    or nothing. Without a controlling terminal, ``terminal`` says so and asks in the browser instead."""
+    if ui == "terminal":
+        terminal = controlling_terminal()
+        if terminal is not None:
+            reading, writing = terminal
+            try:
+                yield _terminal_handler(reading, writing)
+            finally:
+                reading.close()
+                writing.close()
+            return
+        print(
+            "elicitor proxy: --ui terminal: this process has no controlling terminal (its host started it in a new "
+            "session, or as a service), so questions cannot reach a person there; asking in the browser instead "
+            "(each question's link is printed here and opened in the default browser)",
+            file=sys.stderr,
+        )
+        ui = "browser"
     if ui == "browser":
         async with BrowserHandler() as browser:
             yield browser
-    elif ui == "terminal":
-        yield TerminalHandler(read_line=_tty_line, screen=False)
     else:
         yield None
 
