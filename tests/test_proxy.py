@@ -565,3 +565,50 @@ async def test_ui_terminal_without_a_controlling_terminal_asks_in_the_browser(
                 await anyio.sleep(0.05)
     assert results == ["hello Ines, 30"]
     assert "no controlling terminal" in errors.read_text()
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ["auto", *ERAS])
+async def test_url_steps_a_client_cannot_open_are_asked_by_the_proxys_renderer(
+    anyio_backend: str, downstream: str, upstream: str
+) -> None:
+    """A client that declares no elicitation, a tool that asks a URL step mid-call and one that needs it first
+    (-32042 on the handshake era): the proxy's renderer asks the person, nothing reaches the client, and the call
+    goes on as soon as the person says they are done."""
+    from elicitor import UrlElicitationRequest, UrlElicitationRequired
+
+    server = Server("url-upstream", "1.0")
+    link = "https://auth.example.com/connect?e={elicitation_id}"
+
+    @server.tool()
+    async def open_page(ctx: Context) -> str:
+        return f"action={(await ctx.elicit_url('Sign in', link)).action}"
+
+    @server.tool()
+    async def needs_connection(ctx: Context) -> str:
+        elicitation = await ctx.url_elicitation("Connect your calendar", link)
+        if not elicitation.completed:
+            raise UrlElicitationRequired(elicitation)
+        return "connected"
+
+    class Person:
+        modes = frozenset({"form", "url"})
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        async def __call__(self, request: ElicitationRequest) -> Any:
+            raise AssertionError("no form in this test")
+
+        async def url(self, request: UrlElicitationRequest) -> Any:
+            self.seen.append(request.message)
+            await server.complete_url_elicitation(request.url.rsplit("=", 1)[-1])  # the page, finished
+            return Accepted(None)
+
+    person = Person()
+    async with proxied(server, upstream, ui=person, protocol=downstream) as client:
+        assert client.elicitation_modes == frozenset()
+        with anyio.fail_after(20):
+            assert (await client.call_tool("open_page")).text == "action=accept"
+            assert (await client.call_tool("needs_connection")).text == "connected"
+    assert person.seen == ["Sign in", "Connect your calendar"]

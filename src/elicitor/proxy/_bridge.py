@@ -44,6 +44,7 @@ from ..types import (
     RequestId,
 )
 from ._downstream import Downstream
+from ._held import declined, url_required
 from ._lanes import start
 from ._render import render
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
@@ -152,7 +153,7 @@ class Bridge:
         if modern is not None:
             return await self._over_modern(modern, request.id, method, params)
         try:
-            return await up.request(method, params or None, route=Route(self._related_notify(request.id), None))
+            return await self._call(up, request.id, method, params)
         except JSONRPCError as exc:
             # A tool of a server that speaks both eras, asking in rounds (2026-07-28 only): called there instead,
             # which is safe (see asks_in_rounds) and remembered.
@@ -163,6 +164,27 @@ class Bridge:
                 raise
             self._in_rounds.add(str(params.get("name")))
             return await self._over_modern(modern, request.id, method, params)
+
+    async def _call(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
+        """Forward on the client's own connection. A -32042 (URL required) for a client that did not declare URL
+        mode is asked of the person by ``--ui``, and the call made again as soon as they say they are done (the
+        server answers -32042 again if the step is not finished, up to :data:`MAX_ROUNDS` times)."""
+        route = Route(self._related_notify(request_id), None)
+        for _ in range(MAX_ROUNDS):
+            try:
+                return await up.request(method, params or None, route=route)
+            except JSONRPCError as exc:
+                required = url_required(exc)
+                questions = [{"method": "elicitation/create", "params": e} for e in required]
+                if not questions or not all(self.down_info.renders(q) for q in questions):
+                    raise
+                for question in questions:
+                    answer = await render(self.down_info, up, question)
+                    if answer.get("action") != "accept":
+                        return declined(required)
+        raise JSONRPCError(
+            INTERNAL_ERROR, f"Internal error: the server still needed a URL step after {MAX_ROUNDS} tries"
+        )
 
     async def _modern_upstream(self) -> Upstream | None:
         """A 2026-07-28 connection to the server, if it speaks that era too (for a handshake-era client)."""
@@ -289,6 +311,8 @@ class Bridge:
             return {"action": "cancel"}
         if self.down_info.renders(question):
             return await render(self.down_info, up, question)
+        if method == "elicitation/create" and params.get("mode", "form") not in self.down_info.modes():
+            return {"action": "cancel"}  # never sent to a client that did not declare the mode
         if method == "elicitation/create" and params.get("mode") == "url" and "elicitationId" not in params:
             # 2025-11-25 requires an id on a URL request; 2026-07-28 has none. The retry that follows the
             # answer is the server's way to learn whether the person finished (it asks again if not).

@@ -141,7 +141,7 @@ class HeldCalls:
         responses = params.get("inputResponses")
         responses = responses if isinstance(responses, dict) else {}
         if held.url_required:
-            return await self._after_url_required(held, responses, binding, notify)
+            return await self._afterurl_required(held, responses, binding, notify)
         for key, pushed in held.asked.items():
             answer = responses.get(key)
             pushed.answer = answer if isinstance(answer, dict) else {"action": "cancel"}
@@ -152,7 +152,7 @@ class HeldCalls:
             held.arrived.set()
         return await self._round(held, binding)
 
-    async def _after_url_required(
+    async def _afterurl_required(
         self, held: _Held, responses: JSONObject, binding: bytes, notify: Notify | None
     ) -> JSONObject:
         """The client answered the URL elicitations a -32042 listed: accepted (the person says they are done),
@@ -161,7 +161,7 @@ class HeldCalls:
         self._held.pop(held.id, None)
         answers = [responses.get(f"u{index}") for index in range(1, len(held.url_required) + 1)]
         if not all(isinstance(a, dict) and a.get("action") == "accept" for a in answers):
-            return _declined(held.url_required)
+            return declined(held.url_required)
         return await self._round(self._hold(held.down, held.method, held.params, notify), binding)
 
     def _hold(self, down: Downstream, method: str, params: JSONObject, notify: Notify | None) -> _Held:
@@ -235,7 +235,7 @@ class HeldCalls:
                     held, binding, {k: {"method": p.method, "params": p.params} for k, p in held.asked.items()}
                 )
             self._held.pop(held.id, None)
-            required = _url_required(held.error)
+            required = url_required(held.error)
             if not required:
                 return _outcome(held)
             modes = held.down.modes()
@@ -246,7 +246,7 @@ class HeldCalls:
                 for elicitation in required:
                     answer = await render(held.down, upstream, {"method": "elicitation/create", "params": elicitation})
                     if answer.get("action") != "accept":
-                        return _declined(required)
+                        return declined(required)
                 held = self._hold(held.down, held.method, held.params, held.route.notify)
                 continue
             if "url" not in modes:
@@ -301,13 +301,13 @@ def _outcome(held: _Held) -> JSONObject:
     return result
 
 
-def _declined(required: list[JSONObject]) -> JSONObject:
+def declined(required: list[JSONObject]) -> JSONObject:
     steps = "; ".join(str(e.get("message", "")) for e in required)
     text = f"The call needs a step the person declined or cancelled: {steps}"
     return {"content": [{"type": "text", "text": text}], "isError": True, "resultType": "complete"}
 
 
-def _url_required(error: BaseException | None) -> list[JSONObject]:
+def url_required(error: BaseException | None) -> list[JSONObject]:
     """The URL elicitations a -32042 error lists (empty for any other error)."""
     if (
         not isinstance(error, JSONRPCError)
