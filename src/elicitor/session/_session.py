@@ -105,7 +105,9 @@ class Session:
         self._on_request = on_request
         self._on_notification = on_notification
         self._pending: dict[RequestId, _Pending] = {}
-        self._inflight: dict[RequestId, TaskHandle[None]] = {}
+        self._inflight: dict[RequestId, TaskHandle[None] | anyio.CancelScope] = {}
+        self._tasks: dict[asyncio.Task[None], anyio.CancelScope] = {}
+        """On asyncio, the tasks answering peer requests and the scopes they run in (see :meth:`_spawn`)."""
         self._closed = False
         self._closed_event = anyio.Event()
         self._loop = running_asyncio_loop()
@@ -248,7 +250,7 @@ class Session:
         """Act on one framed message from the peer."""
         event = self.connection.receive(message)
         if isinstance(event, RequestReceived):
-            self._inflight[event.id] = self._tg.start_soon(self._serve, event)
+            self._inflight[event.id] = self._spawn(event)
         elif isinstance(event, ResultReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
@@ -282,6 +284,37 @@ class Session:
             logger.warning("invalid message from peer: %s", event.error)
             if event.reply is not None:
                 await self._reply(event.reply, None)
+
+    def _spawn(self, request: RequestReceived) -> TaskHandle[None] | anyio.CancelScope:
+        """Start answering ``request`` in a task of its own; what is returned cancels it.
+
+        On asyncio that is a bare task whose handler runs in an anyio cancel scope of its own (cancelling the scope
+        honours the shielded cleanups inside, as cancelling an anyio task does), kept in ``_tasks`` and awaited
+        when the session ends (:meth:`_finish`). An anyio task group's ``start_soon`` does the same for about
+        twice the CPU (``bench/``: a request per 2026-07-28 round) and 3.9 KiB instead of 2.0 per waiting call.
+        """
+        if self._loop is None:
+            return self._tg.start_soon(self._serve, request)
+        scope = anyio.CancelScope()
+        task = self._loop.create_task(self._serve_in(scope, request))
+        self._tasks[task] = scope
+        task.add_done_callback(self._forget)
+        return scope
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        del self._tasks[task]
+
+    async def _serve_in(self, scope: anyio.CancelScope, request: RequestReceived) -> None:
+        with scope:
+            await self._serve(request)
+
+    async def _finish(self) -> None:
+        """Cancel the request tasks still running (one may be writing its answer) and wait for them, as leaving a
+        task group would; their shielded cleanups are bounded."""
+        for scope in self._tasks.values():
+            scope.cancel()
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
 
     async def _serve(self, request: RequestReceived) -> None:
         """Answer one peer request. Cancelled through its task handle when the peer cancels it."""
@@ -358,4 +391,5 @@ async def open_session(
             session._close()
             tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
+                await session._finish()
                 await transport.aclose()
