@@ -51,7 +51,7 @@ async def drive(server: list[str], n: int, protocol: str) -> None:
         return Accepted(ANSWER)
 
     # A process under valgrind starts and answers fifty times slower: no deadline may end the run.
-    slow = {"probe_timeout": 600.0, "handshake_timeout": None, "request_timeout": None}
+    slow = {"probe_timeout": 3600.0, "handshake_timeout": None, "request_timeout": None}
     async with Client.stdio(server, elicitation=handler, protocol=protocol, max_rounds=n + 1, **slow) as client:
         await client.call_tool("ask", {"n": 10})
         result = await client.call_tool("ask", {"n": n})
