@@ -574,19 +574,8 @@ QUICK = [("sigstop", MODERN), ("sigkill", MODERN), ("sigkill", "2025-11-25"), ("
 """What ``make test`` runs (a few minutes on 2 cores); ``make soak`` runs every fault on both eras."""
 
 
-KNOWN = {
-    ("client-pause", "2025-11-25"): "during a Redis pause the server refuses answers with 503; the official SDK's "
-    "client does not send them again, so its calls wait (elicitor's client does: test_an_answer_refused_with_503)",
-}
-"""Scenarios that fail today, and why (``xfail(strict=True)``: one that passes fails the run, so this stays true)."""
-
-
-def scenarios() -> list[Any]:
-    chosen = [(fault, era) for fault in FAULTS for era in ERAS] if SOAK else QUICK
-    return [
-        pytest.param(*pair, marks=pytest.mark.xfail(reason=KNOWN[pair], strict=True)) if pair in KNOWN else pair
-        for pair in chosen
-    ]
+def scenarios() -> list[tuple[str, str]]:
+    return [(fault, era) for fault in FAULTS for era in ERAS] if SOAK else QUICK
 
 
 ERAS = ["2025-11-25", MODERN]
