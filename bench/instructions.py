@@ -67,7 +67,8 @@ def count(side: str, n: int, protocol: str, tmp: str) -> int:
         # The client gives a server 2 s to exit after closing its stdin, then SIGTERM, then SIGKILL: too short for
         # one under valgrind, which would then write no counts. A shell in between takes the signals; valgrind,
         # in the background with the same stdin, ends at end of input and writes them.
-        command += ["sh", "-c", '"$@" <&0 & wait', "sh", *_valgrind(out), *server]
+        # (The shell's own stdin is kept on descriptor 3 first: a background command's stdin is /dev/null.)
+        command += ["sh", "-c", 'exec 3<&0; "$@" <&3 3<&- & wait', "sh", *_valgrind(out), *server]
     else:
         command = [*_valgrind(out), *command, *server]
     subprocess.run(command, check=True)
