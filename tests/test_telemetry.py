@@ -402,3 +402,15 @@ async def test_answers_refused_by_the_forms_checks_are_counted_on_the_persons_sp
     [answered] = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
     assert (answered.attributes or {})["elicitor.elicitation.validation_failures"] == 2
     assert "eleven" not in otel.exported_bytes()
+
+
+async def test_a_mistyped_mode_in_the_environment_is_said_and_native_used() -> None:
+    """The mode is read at import: a fresh process with a typo in the variable still imports, and says so."""
+    import os
+    import sys
+
+    code = "from elicitor import telemetry; print(telemetry.mode())"
+    env = {**os.environ, "ELICITOR_TELEMETRY_MODE": "loud"}
+    done = await anyio.run_process([sys.executable, "-c", code], env=env, check=True)
+    assert done.stdout.decode().strip() == "native"
+    assert "ELICITOR_TELEMETRY_MODE must be one of native, propagation_only, off, not 'loud'" in done.stderr.decode()

@@ -197,4 +197,12 @@ def _current_ids() -> tuple[str, str]:
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
-set_mode(mode_from_env(), None)
+def _mode_at_import() -> Mode:
+    try:
+        return mode_from_env()
+    except ValueError as exc:  # a typo in the environment must not stop the program importing elicitor
+        logging.getLogger("elicitor.telemetry").warning("%s; using native", exc)
+        return "native"
+
+
+set_mode(_mode_at_import(), None)
