@@ -79,3 +79,31 @@ async def test_what_a_bad_answer_to_an_elicitation_does_to_the_call(
     else:
         assert reply["error"]["code"] == expected["code"]
         assert expected["text"] in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_an_unexpected_exception_reaches_the_peer_as_a_reference_never_its_text(
+    anyio_backend: str, protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The text of an exception may carry anything (a path, a connection string): the client gets -32603 with a
+    reference, the server's log gets the text, the traceback and the same reference."""
+    from elicitor import JSONRPCError, Server
+    from elicitor.testing import connected
+
+    leaky = Server("leaky")
+
+    @leaky.resource("memo://broken", name="broken")
+    def broken() -> str:
+        raise RuntimeError("postgres://admin:hunter2@db/prod is down")
+
+    async with connected(leaky, protocol=protocol) as client:
+        with pytest.raises(JSONRPCError) as raised:
+            await client.read_resource("memo://broken")
+    assert raised.value.code == -32603
+    assert "hunter2" not in str(raised.value) and "hunter2" not in repr(raised.value.data)
+    data = raised.value.data
+    assert isinstance(data, dict)
+    reference = data["reference"]
+    assert isinstance(reference, str) and reference in str(raised.value)
+    logged = [r for r in caplog.records if reference in r.getMessage()]
+    assert logged and logged[0].exc_info is not None and "hunter2" in str(logged[0].exc_info[1])

@@ -359,7 +359,7 @@ def task(task_id: str = "t1", **changes: Any) -> TaskRecord:
     now = time.time()
     fields: dict[str, Any] = {"id": task_id, "principal": "alice", "connection": None, "status": "working"}
     fields.update(created=now, updated=now, ttl=60.0, poll_interval=1.0)
-    fields.update(call={"name": "deploy", "arguments": {"env": "prod"}}, **changes)
+    fields.update({"call": {"name": "deploy", "arguments": {"env": "prod"}}, **changes})
     return TaskRecord(**fields)
 
 
@@ -887,3 +887,34 @@ async def test_supervised_loops_start_again_and_never_raise(anyio_backend: str) 
             await again.wait()
             tg.cancel_scope.cancel()
     assert runs == 3
+
+
+@redis_only
+async def test_redis_seals_records_at_rest_and_messages_between_replicas(redis_server: RedisServer) -> None:
+    """With the server's key ring, a task's arguments and answers are not in Redis in clear, and a message from
+    anyone without the keys (another deployment, or a forger who can write to Redis) is dropped, not served."""
+    from elicitor.server import StateSealer, generate_key
+
+    keys = StateSealer([generate_key()])
+    prefix = fresh_prefix()
+    async with replica(redis_server, prefix) as a, replica(redis_server, prefix) as b:
+        a.seal_with(keys)
+        b.seal_with(keys)
+        await a.tasks.create(task("sealed", call={"name": "pay", "arguments": {"card": "4111 1111 1111 1111"}}))
+        found = await b.tasks.get("sealed")
+        assert found is not None and found.call["arguments"] == {"card": "4111 1111 1111 1111"}
+        raw = await a._shared.client.hget(a._shared.key("task", "sealed"), "d")
+        assert isinstance(raw, bytes) and b"4111" not in raw and b"pay" not in raw
+
+        async with b.bus.read("replica:b", "0") as messages:
+            stranger = RedisStore(redis_server.url, prefix=prefix)
+            stranger.seal_with(StateSealer([generate_key()]))
+            try:
+                await stranger.bus.append("replica:b", b"forged")
+            finally:
+                await stranger.aclose()
+            await a.bus.append("replica:b", b"genuine")
+            assert (await next_message(messages))[1] == b"genuine"
+        async with b.bus.subscribe("changes") as channel:
+            await a.bus.publish("changes", b"changed")
+            assert await next_message(channel) == b"changed"

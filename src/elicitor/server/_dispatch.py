@@ -28,7 +28,7 @@ from ..protocol import (
     is_modern_request,
     parse_request_meta,
 )
-from ..session import Session, open_session
+from ..session import Session, internal_error, open_session
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
@@ -600,8 +600,7 @@ class ServerSession:
         except (JSONRPCError, ConnectionClosed):
             raise
         except Exception as exc:
-            logger.exception("handler for %s failed", ctx.request_id)
-            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}") from exc
+            raise internal_error(exc, f"handler for request {ctx.request_id}") from exc
 
     async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
         if tool.context_param is not None:

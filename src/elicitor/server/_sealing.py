@@ -149,6 +149,26 @@ class StateSealer:
             )
         return token
 
+    def seal_bytes(self, data: bytes, binding: bytes) -> bytes:
+        """Encrypt and authenticate ``data`` bound to ``binding`` with the current key (no expiry, no size cap):
+        what the shared store keeps at rest and what replicas send each other (:class:`~elicitor.state.Sealer`)."""
+        nonce = os.urandom(12)
+        return self._current + nonce + self._ring[self._current].encrypt(nonce, data, binding)
+
+    def open_bytes(self, blob: bytes, binding: bytes) -> bytes:
+        """Decrypt what :meth:`seal_bytes` sealed with any key of the ring.
+
+        Raises:
+            ValueError: not sealed by a key of this ring, tampered with, or bound to something else.
+        """
+        aead = self._ring.get(blob[:4]) if len(blob) >= 4 + 12 + 16 else None
+        if aead is None:
+            raise ValueError("sealed with an unknown key (rotated out, or another deployment), or malformed")
+        try:
+            return aead.decrypt(blob[4:16], blob[16:], binding)
+        except InvalidTag:
+            raise ValueError("failed its integrity check (tampered with, or moved)") from None
+
     def open(self, token: object, binding: bytes) -> JSONObject:
         """Decrypt and check a token.
 

@@ -150,6 +150,8 @@ class Server:
         self.url_elicitations = UrlElicitations(self.store)
         """Open URL-mode elicitations, by id (see :meth:`complete_url_elicitation`)."""
         self._changes = ChangeBus(self.store)
+        if not self.sealer.ephemeral:  # a process's own random key could not open what other replicas sealed
+            self.store.seal_with(self.sealer)  # tasks and kept calls at rest, messages between replicas
 
     def misconfiguration(self) -> str | None:
         """What in this server's configuration would make it fail once serving, said before it starts; ``None``

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -329,8 +330,7 @@ class Session:
         except ConnectionClosed:
             pass  # the peer went away while the handler waited on it: nobody is left to answer
         except Exception as exc:
-            logger.exception("handler for %s failed", request.method)
-            data = self.connection.send_error(request.id, JSONRPCError(INTERNAL_ERROR, f"Internal error: {exc}"))
+            data = self.connection.send_error(request.id, internal_error(exc, f"handler for {request.method}"))
         else:
             data = self.connection.send_result(request.id, result)
         finally:
@@ -393,3 +393,19 @@ async def open_session(
             with anyio.CancelScope(shield=True):
                 await session._finish()
                 await transport.aclose()
+
+
+def internal_error(exc: BaseException, where: str) -> JSONRPCError:
+    """The error a peer gets for an unexpected exception: generic, with a reference to quote, the detail logged.
+
+    The exception's text may carry anything (a path, a query, a secret in a URL): it goes to this server's log
+    (ERROR, with the traceback and the reference), never to the peer, who gets -32603 "Internal error" and the
+    reference (``data.reference``), which finds the log line.
+    """
+    reference = secrets.token_hex(6)
+    logger.error("%s failed (reference %s)", where, reference, exc_info=exc)
+    return JSONRPCError(
+        INTERNAL_ERROR,
+        f"Internal error (reference {reference}; the detail is in the server's log)",
+        {"reference": reference},
+    )

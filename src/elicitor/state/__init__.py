@@ -19,6 +19,7 @@ from ._memory import (
 from ._ports import (
     Bus,
     EventStore,
+    Sealer,
     SessionDirectory,
     SessionRecord,
     Store,
@@ -46,6 +47,7 @@ __all__ = [
     "MemoryTaskRegistry",
     "MemoryUrlRegistry",
     "RedisStore",
+    "Sealer",
     "SessionDirectory",
     "SessionRecord",
     "Store",

@@ -19,6 +19,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from ._ports import (
     Bus,
     EventStore,
+    Sealer,
     SessionDirectory,
     SessionRecord,
     TaskRecord,
@@ -287,3 +288,6 @@ class MemoryStore:
     async def check(self) -> None:
         """Always ready: the state lives in this process."""
         return
+
+    def seal_with(self, sealer: Sealer) -> None:
+        """Nothing to seal: nothing leaves this process."""

@@ -262,6 +262,19 @@ class Bus(Protocol):
         ...
 
 
+class Sealer(Protocol):
+    """Authenticated encryption with the deployment's key ring (a server's
+    :class:`~elicitor.server.StateSealer`): what a shared store seals at rest and between replicas."""
+
+    def seal_bytes(self, data: bytes, binding: bytes) -> bytes:
+        """``data`` encrypted and authenticated, bound to ``binding``."""
+        ...
+
+    def open_bytes(self, blob: bytes, binding: bytes) -> bytes:
+        """What :meth:`seal_bytes` sealed under ``binding``; raises ``ValueError`` for anything else."""
+        ...
+
+
 class Store(Protocol):
     """The shared state of one deployment, as one replica sees it."""
 
@@ -302,6 +315,12 @@ class Store(Protocol):
 
     def running(self) -> AbstractAsyncContextManager[None]:
         """Keep this replica's lease and connections alive for the duration of the block."""
+        ...
+
+    def seal_with(self, sealer: Sealer) -> None:
+        """Seal what leaves this process with ``sealer`` from now on: task and kept-call records at rest (their
+        arguments, answers and results), and every message between replicas (authenticated: one that does not
+        open is dropped). A store in this process has nothing to seal."""
         ...
 
     async def check(self) -> None:

@@ -67,6 +67,7 @@ asyncio backend.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -87,10 +88,12 @@ from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
-from ._ports import SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
+from ._ports import Sealer, SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
 from ._supervise import supervised
 
 __all__ = ["RedisStore", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
+
+logger = logging.getLogger("elicitor.state")
 
 _FAILURES = (RedisError, OSError)
 """What a Redis call raises when Redis cannot serve it (``TimeoutError`` and ``ConnectionResetError`` are OSErrors)."""
@@ -109,6 +112,10 @@ def _fields(flat: Sequence[bytes]) -> dict[bytes, bytes]:
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
+_SEALED = b"\x00s1"
+"""What begins a sealed value (JSON and msgpack never begin with a NUL byte)."""
+
+
 class _Shared:
     """What the ports of one store share: the clients, the key prefix, the error translation."""
 
@@ -123,6 +130,23 @@ class _Shared:
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
+
+    sealer: Sealer | None = None
+    """What seals records at rest and messages between replicas (:meth:`RedisStore.seal_with`); none: in clear."""
+
+    def seal(self, data: bytes, binding: str) -> bytes:
+        return data if self.sealer is None else _SEALED + self.sealer.seal_bytes(data, binding.encode())
+
+    def unseal(self, data: bytes, binding: str) -> bytes | None:
+        """``data`` opened (or as it is, if in clear and nothing seals); ``None`` if it does not open."""
+        if not data.startswith(_SEALED):
+            return data if self.sealer is None else None
+        if self.sealer is None:
+            return None
+        try:
+            return self.sealer.open_bytes(data[len(_SEALED) :], binding.encode())
+        except ValueError:
+            return None
 
     @contextmanager
     def failing(self, doing: str) -> Iterator[None]:
@@ -512,9 +536,10 @@ class RedisTaskRegistry:
 
     async def create(self, record: TaskRecord) -> None:
         expires = "" if record.ttl is None else str(_ms(record.created + record.ttl))
-        args: list[EncodableT] = [_task_json(record, 0), record.runner or "", expires]
+        key = self._shared.key("task", record.id)
+        args: list[EncodableT] = [self._shared.seal(_task_json(record, 0), key), record.runner or "", expires]
         with self._shared.failing("creating a task"):
-            created = await self._create(keys=[self._shared.key("task", record.id)], args=args)
+            created = await self._create(keys=[key], args=args)
         if not created:
             raise ValueError(f"task {record.id!r} exists")
 
@@ -524,12 +549,17 @@ class RedisTaskRegistry:
         if found is None:
             return None
         version, data, alive = found
-        return TaskRecord.from_dict({**_task_decode(data), "version": int(version)}, runner_alive=bool(alive))
+        opened = self._shared.unseal(data, self._shared.key("task", task_id))
+        if opened is None:
+            raise StoreUnavailable(f"task record {task_id!r} does not open with this deployment's keys")
+        return TaskRecord.from_dict({**_task_decode(opened), "version": int(version)}, runner_alive=bool(alive))
 
     async def swap(self, record: TaskRecord) -> TaskRecord | None:
-        args: list[EncodableT] = [str(record.version), _task_json(record, record.version + 1), record.runner or ""]
+        key = self._shared.key("task", record.id)
+        data = self._shared.seal(_task_json(record, record.version + 1), key)
+        args: list[EncodableT] = [str(record.version), data, record.runner or ""]
         with self._shared.failing("updating a task"):
-            swapped = await self._swap(keys=[self._shared.key("task", record.id)], args=args)
+            swapped = await self._swap(keys=[key], args=args)
         if not swapped:
             return None
         return replace(record, version=record.version + 1, runner_alive=record.runner == self._replica)
@@ -553,10 +583,12 @@ class _Messages:
     the socket), so even then the iterator ends within two heartbeats instead of hanging.
     """
 
-    def __init__(self, pubsub: PubSub, heartbeat: float) -> None:
+    def __init__(self, pubsub: PubSub, heartbeat: float, shared: _Shared, channel: str) -> None:
         self._pubsub = pubsub
         self._heartbeat = heartbeat
         self._open = True
+        self._shared = shared
+        self._channel = channel
 
     def __aiter__(self) -> _Messages:
         return self
@@ -577,7 +609,10 @@ class _Messages:
             pinged = False
             data = message.get("data")
             if message.get("type") == "message" and isinstance(data, bytes):
-                return data
+                opened = self._shared.unseal(data, self._channel)
+                if opened is not None:
+                    return opened
+                logger.warning("dropped a message on %r that did not open with the deployment's keys", self._channel)
         self._open = False
         raise StopAsyncIteration
 
@@ -609,7 +644,16 @@ class _QueueReader:
             except _FAILURES:
                 raise StopAsyncIteration from None
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", found or []):
-                self._batch.extend((offset.decode(), fields[b"m"]) for offset, fields in entries)
+                for raw_offset, fields in entries:
+                    offset = raw_offset.decode()
+                    opened = self._shared.unseal(fields.get(b"m", b""), self._key)
+                    if opened is None:
+                        logger.warning(
+                            "dropped a message in %r that did not open with this deployment's keys", self._key
+                        )
+                        self._last, self._trim = offset, True
+                        continue
+                    self._batch.append((offset, opened))
             self._batch.reverse()
         offset, payload = self._batch.pop()
         self._last = offset
@@ -632,7 +676,7 @@ class RedisBus:
         key = self._shared.key("queue", queue)
         with self._shared.failing(f"sending on {queue!r}"):
             async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.xadd(key, {b"m": payload}, maxlen=self._queue_limit, approximate=True)
+                pipe.xadd(key, {b"m": self._shared.seal(payload, key)}, maxlen=self._queue_limit, approximate=True)
                 pipe.pexpire(key, self._queue_ttl)
                 await pipe.execute()
 
@@ -644,7 +688,8 @@ class RedisBus:
     async def publish(self, channel: str, payload: bytes) -> int:
         """``PUBLISH`` ``payload``; returns how many subscriptions received it (a replica holds one per channel)."""
         with self._shared.failing(f"publishing on {channel!r}"):
-            return int(await self._shared.client.publish(self._shared.key("bus", channel), payload))
+            key = self._shared.key("bus", channel)
+            return int(await self._shared.client.publish(key, self._shared.seal(payload, key)))
 
     @asynccontextmanager
     async def subscribe(self, channel: str) -> AsyncIterator[AsyncIterator[bytes]]:
@@ -663,7 +708,7 @@ class RedisBus:
                         raise TimeoutError("no subscription confirmation")
                     if confirmation.get("type") == "subscribe":
                         break
-            yield _Messages(pubsub, self._heartbeat)
+            yield _Messages(pubsub, self._heartbeat, self._shared, self._shared.key("bus", channel))
         finally:
             with anyio.move_on_after(self._shared.timeout, shield=True):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis leaves it unannotated
@@ -788,6 +833,14 @@ class RedisStore:
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
         self.bus = RedisBus(self._shared, heartbeat=heartbeat, queue_limit=queue_limit, queue_ttl=queue_ttl)
         self.tasks = RedisTaskRegistry(self._shared, self.replica)
+
+    def seal_with(self, sealer: Sealer) -> None:
+        """Seal task records at rest and every message between replicas with ``sealer`` (the server's key ring).
+
+        Records are bound to their key and messages to their queue or channel, so neither can be moved; a message
+        that does not open (another deployment's, or forged by whoever can write to Redis) is dropped and logged.
+        """
+        self._shared.sealer = sealer
 
     def running(self) -> _Running:
         """Hold this replica's lease for the block (renewed every ``lease / 3`` seconds, through Redis outages).

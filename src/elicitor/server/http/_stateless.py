@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..._exceptions import JSONRPCError
 from ...protocol import Connection, RequestReceived
+from ...session import internal_error
 from ...telemetry import _state as _telemetry
 from ...transports._sse import encode_event
 from ...types import (
@@ -97,8 +98,7 @@ class StatelessExchange:
                 reply = self._connection.send_error(request.id, exc)
                 status = 404 if exc.code == METHOD_NOT_FOUND else 400 if exc.code in BAD_REQUEST_CODES else 200
             except Exception as exc:
-                logger.exception("handler for %s failed", request.method)
-                reply = self._connection.send_error(request.id, JSONRPCError(-32603, f"Internal error: {exc}"))
+                reply = self._connection.send_error(request.id, internal_error(exc, f"handler for {request.method}"))
             else:
                 reply = self._connection.send_result(request.id, result)
         if reply is None:
