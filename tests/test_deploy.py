@@ -95,3 +95,27 @@ async def test_a_failing_lifespan_stops_uvicorn_with_its_reason(
         await uv.serve()
     assert exited.value.code != 0 and not uv.started
     assert "ELICITOR_STATE_KEYS" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("completer", "reason"),
+    [
+        (None, "the completion named none"),
+        ("mallory", "belongs to another user"),
+        ("grace", "it already was"),
+    ],
+)
+async def test_a_refused_url_completion_is_logged_with_its_reason(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture, completer: str | None, reason: str
+) -> None:
+    """Behind OAuth a URL elicitation belongs to the signed-in user: a page that completes it without naming them
+    (or as someone else) completes nothing, and the server says why instead of leaving the client to ask again."""
+    server = Server("url-desk")
+    link = await server.url_elicitations.new("Connect", "https://example.com/c/{elicitation_id}", principal="grace")
+    if completer == "grace":
+        assert await server.complete_url_elicitation(link.id, principal="grace")
+    caplog.set_level(logging.INFO, logger="elicitor.server")
+    assert not await server.complete_url_elicitation(link.id, principal=completer)
+    assert reason in caplog.text
+    assert not await server.complete_url_elicitation("no-such-id", principal="grace")
+    assert "unknown or expired" in caplog.text

@@ -524,7 +524,7 @@ def test_connect_with_the_browser_ui() -> None:
     ("target", "says"),
     [
         (["no-such-program-here"], "no program 'no-such-program-here': check the command"),
-        ([sys.executable, "-c", "import sys; print('not MCP'); sys.stdin.read()"], "no MCP handshake within 2 s"),
+        ([sys.executable, "-c", "import sys; print('not MCP'); sys.stdin.read()"], "not complete the handshake in 2 s"),
         ([sys.executable, "-c", "pass"], "Run the command alone to see its own errors"),
         ([f"http://127.0.0.1:{free_port()}/mcp"], "Is the server running, at that address and path?"),
     ],

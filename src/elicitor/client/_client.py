@@ -31,6 +31,7 @@ from ._era import Declared, Era
 from ._handlers import ElicitationHandler
 from ._inbound import Inbound, RateLimit, SamplingHandler
 from ._notifications import CallbackQueue, LogCallback, Notifications, Progress, ProgressCallback
+from ._pace import Pace, PersonPaced
 from ._requests import Requests
 from ._rounds import DEFAULT_MAX_ROUNDS, Rounds
 from ._tasks import TaskHandle
@@ -116,10 +117,15 @@ class Client:
         )
         self.client_info = client_info or Implementation(name="elicitor", version=__version__)
         declared = Declared(self.elicitation_modes, sampling is not None, roots is not None, tasks)
-        self._era = era = Era(declared, self.client_info, protocol=protocol, probe_timeout=probe_timeout)
+        self._pace = pace = Pace()
+        self._paced: list[PersonPaced] = []
+        self._era = era = Era(declared, self.client_info, protocol=protocol, probe_timeout=probe_timeout, pace=pace)
         era.log_level = log_level
         self._handshake_timeout = handshake_timeout
-        self._requests = requests = Requests(era, request_timeout=request_timeout, handshake_timeout=handshake_timeout)
+        self._requests = requests = Requests(
+            era, request_timeout=request_timeout, handshake_timeout=handshake_timeout, pace=pace
+        )
+        pace.quiet = requests.quiet
         self._callbacks = callbacks = CallbackQueue()
         self._urls = urls = UrlFlow(url_timeout)
         progress = Progress(callbacks)
@@ -218,9 +224,12 @@ class Client:
             raise ValueError("limits= sizes the client's own connection pools; set limits on the http= client instead")
         if http is not None and auth is not None:
             raise ValueError("auth= applies to the client's own connections; set auth on the http= client instead")
-        return cls(
+        client = cls(
             lambda: HttpClientTransport.connect(url, headers=headers, http=http, limits=limits, auth=auth), **kwargs
         )
+        if isinstance(auth, PersonPaced):
+            client._paced.append(auth)  # a person signing in stops the client's clocks (client/_pace.py)
+        return client
 
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
@@ -229,6 +238,8 @@ class Client:
             raise RuntimeError("a Client can be entered once")
         self._stack = stack = AsyncExitStack()
         try:
+            for auth in self._paced:
+                stack.callback(auth.pace_with(self._pace))
             self._era.transport = transport = await self._open_transport(stack)
             self._callbacks.open()
             stack.callback(self._callbacks.close)
@@ -242,10 +253,10 @@ class Client:
                 watchdog = await stack.enter_async_context(anyio.create_task_group())
                 watchdog.start_soon(quiet.watch)
                 stack.callback(watchdog.cancel_scope.cancel)
-            with anyio.move_on_after(self._handshake_timeout) as deadline:
+            with self._pace.deadline(self._handshake_timeout) as deadline:  # a person signing in is not counted
                 await self._era.negotiate(session)
             if deadline.cancelled_caught:
-                raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout} s")
+                raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")
         except BaseException:
             await stack.aclose()
             raise

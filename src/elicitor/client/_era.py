@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import msgspec
 
 from .._exceptions import ElicitorError, JSONRPCError
@@ -40,6 +39,7 @@ from ..types import (
     LoggingLevel,
     is_modern,
 )
+from ._pace import Pace
 from ._transport import HttpAware
 
 logger = logging.getLogger("elicitor.client")
@@ -80,7 +80,9 @@ def _dict(value: object) -> dict[str, Any]:
 class Era:
     """The negotiated revision and what the server told of itself; the ``_meta`` every 2026-07-28 request carries."""
 
-    def __init__(self, declared: Declared, client_info: Implementation, *, protocol: str, probe_timeout: float) -> None:
+    def __init__(
+        self, declared: Declared, client_info: Implementation, *, protocol: str, probe_timeout: float, pace: Pace
+    ) -> None:
         self.declared = declared
         self.client_info = client_info
         self.transport: Transport | None = None
@@ -93,6 +95,7 @@ class Era:
         self.instructions: str | None = None
         self._protocol = protocol
         self._probe_timeout = probe_timeout
+        self._pace = pace
         self._meta_cache: dict[str, JSONObject] = {}
 
     @property
@@ -112,8 +115,10 @@ class Era:
         if wanted == "auto" or is_modern(wanted):
             version = MODERN_REVISIONS[0] if wanted == "auto" else wanted
             try:
-                with anyio.fail_after(self._probe_timeout):
+                with self._pace.deadline(self._probe_timeout) as probe:  # a person signing in is not counted
                     result = await self.discover(session, version)
+                if probe.cancelled_caught:
+                    raise TimeoutError(f"server/discover got no answer in {self._probe_timeout:g} s")
             except JSONRPCError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
                     supported = exc.data.get("supported")

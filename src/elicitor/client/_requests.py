@@ -22,6 +22,7 @@ from .._exceptions import JSONRPCError, OutcomeUnknown, RemoteProtocolError
 from ..session import Session
 from ..types import IDEMPOTENT_CALLS, META_IDEMPOTENCY_KEY, JSONObject
 from ._era import Era
+from ._pace import Pace
 from ._quiet import QuietClock
 from ._transport import SESSION_EXPIRED, SESSION_LOST
 
@@ -31,10 +32,11 @@ logger = logging.getLogger("elicitor.client")
 class Requests:
     """Sends requests on one connection (:attr:`session`, set once connected)."""
 
-    __slots__ = ("_era", "_generation", "_handshake_timeout", "_renewing", "quiet", "session")
+    __slots__ = ("_era", "_generation", "_handshake_timeout", "_pace", "_renewing", "quiet", "session")
 
-    def __init__(self, era: Era, *, request_timeout: float | None, handshake_timeout: float | None) -> None:
+    def __init__(self, era: Era, *, request_timeout: float | None, handshake_timeout: float | None, pace: Pace) -> None:
         self._era = era
+        self._pace = pace
         self._handshake_timeout = handshake_timeout
         self.quiet = QuietClock(request_timeout) if request_timeout is not None else None
         """The request clock (``None``: requests wait as long as the connection lasts)."""
@@ -78,8 +80,10 @@ class Requests:
             if self._generation != generation:
                 return
             logger.info("the server ended the session; initializing a new one")
-            with anyio.fail_after(self._handshake_timeout):
+            with self._pace.deadline(self._handshake_timeout) as deadline:  # a person signing in is not counted
                 await self._era.initialize(self.require(), self._era.protocol_version or "")
+            if deadline.cancelled_caught:
+                raise TimeoutError(f"the server did not complete a new handshake in {self._handshake_timeout:g} s")
             self._generation += 1
 
     def _keeps_calls(self) -> bool:

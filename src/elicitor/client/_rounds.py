@@ -148,7 +148,11 @@ class Rounds:
                 raise error
             elicitation_id = str(params.get("elicitationId"))
             if elicitation_id in seen:
-                raise TooManyRounds(f"the server asked again for URL elicitation {elicitation_id} (a loop)") from error
+                raise TooManyRounds(
+                    f"the server asked again for URL elicitation {elicitation_id} after the person finished there "
+                    "(a loop): it did not record that step as completed (a page that completes it for no signed-in "
+                    "user, or another one, is refused; the server's log says which)"
+                ) from error
             seen.add(elicitation_id)
             try:
                 answer = await self._inbound.answer_elicitation(params)  # the same checks as a URL request mid-call

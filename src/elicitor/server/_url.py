@@ -182,6 +182,7 @@ class UrlElicitations:
         """
         record = await self._store.urls.complete(elicitation_id, principal)
         if record is None:
+            await self._explain_refusal(elicitation_id, principal)
             return False
         if record.connection is None:
             return True
@@ -203,6 +204,31 @@ class UrlElicitations:
                     return
                 except StoreUnavailable:
                     await backoff.pause()
+
+    async def _explain_refusal(self, elicitation_id: str, principal: str | None) -> None:
+        """Log why a completion was refused (never silently: the client would only see the question again)."""
+        shown = f"{elicitation_id[:8]}..."
+        try:
+            record = await self._store.urls.get(elicitation_id)
+        except StoreUnavailable:
+            logger.warning("URL elicitation %s not completed (the store cannot be read to say why)", shown)
+            return
+        if record is None:
+            logger.warning("URL elicitation %s not completed: unknown or expired", shown)
+        elif record.completed:
+            logger.info("URL elicitation %s not completed again: it already was", shown)
+        elif principal is None:
+            logger.warning(
+                "URL elicitation %s not completed: it belongs to a signed-in user, and the completion named none "
+                "(call complete_url_elicitation(id, principal=...) with the user signed in on that page)",
+                shown,
+            )
+        else:
+            logger.warning(
+                "URL elicitation %s not completed: it belongs to another user than the one completing it (%r)",
+                shown,
+                principal[:64],
+            )
 
     async def notify_local(self, connection: str, elicitation_id: str) -> None:
         """Send ``notifications/elicitation/complete`` on a connection of this replica, if it is still open."""

@@ -32,9 +32,10 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult, parse_qs, quote, urlsplit
 
 import anyio
@@ -46,6 +47,9 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from ..._exceptions import AuthError
 from ._challenge import Challenge, parse_challenge
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
+
+if TYPE_CHECKING:
+    from .._pace import Pace
 
 logger = logging.getLogger("elicitor.auth")
 
@@ -191,12 +195,34 @@ class OAuth(httpx.Auth):
         self._client_name = client_name
         self._scopes = scopes
         self._lock = anyio.Lock()
+        """One sign-in at a time: a request that meets a 401 meanwhile waits for it and uses its token."""
         self._tokens: Tokens | None = None
         self._loaded = False
         self._requested: list[str] = []
+        self._registrations: dict[str, tuple[str, str | None, str]] = {}
+        """Dynamic registrations by issuer: one per authorization server, whatever becomes of the sign-in."""
+        self._paces: list[Pace] = []
 
     def __repr__(self) -> str:
         return f"OAuth(client_name={self._client_name!r})"
+
+    def pace_with(self, pace: Pace) -> Callable[[], None]:
+        """Stop ``pace``'s deadlines while a person signs in (``Client.http(auth=...)`` does this: a client's probe,
+        handshake and request clocks are about the server, and a person may take minutes); returns the undo."""
+        self._paces.append(pace)
+
+        def stop() -> None:
+            with suppress(ValueError):
+                self._paces.remove(pace)
+
+        return stop
+
+    @contextmanager
+    def _person(self) -> Iterator[None]:
+        with ExitStack() as stack:
+            for pace in list(self._paces):
+                stack.enter_context(pace.person())
+            yield
 
     # ---- the hook --------------------------------------------------------------------------------------------
 
@@ -257,7 +283,8 @@ class OAuth(httpx.Auth):
     async def _guarded(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
         """Sign in; whatever a peer's documents make go wrong ends as an :class:`AuthError`, never another error."""
         try:
-            return await self._sign_in_locked(server_url, challenge, step_up=step_up)
+            with self._person():  # the person's time, not the server's: the client's clocks stop meanwhile
+                return await self._sign_in_locked(server_url, challenge, step_up=step_up)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise AuthError(f"an answer during sign-in could not be used: {exc!r}"[:300]) from None
 
@@ -344,11 +371,15 @@ class OAuth(httpx.Auth):
             return known.client_id, known.client_secret, known.extra.get("auth_method", "none")
         if self._client_metadata_url is not None and server.metadata.get("client_id_metadata_document_supported"):
             return self._client_metadata_url, None, "none"
+        registered = self._registrations.get(server.issuer)
+        if registered is not None:  # a sign-in that did not finish still registered us: one registration
+            return registered
         if server.registration_endpoint is None:
             raise AuthError(
                 f"the authorization server {server.issuer} offers no registration, and no client_id was given"
             )
-        return await self._register(http, server)
+        registered = self._registrations[server.issuer] = await self._register(http, server)
+        return registered
 
     async def _register(self, http: httpx.AsyncClient, server: _Server) -> tuple[str, str | None, str]:
         assert server.registration_endpoint is not None
