@@ -602,3 +602,19 @@ async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_re
         assert [message["result"]["content"][0]["text"] for message in replayed] == ["Ada"]
         other = {**resume, "last-event-id": "0123456789abcdef01234567.1"}  # not a stream of this session
         assert (await http.get(url, headers=other)).status_code == 404
+
+
+async def test_a_registry_change_while_serving_replicas_is_refused_clearly(redis: RedisServer) -> None:
+    """A tool added on one replica would exist there only (tools/list flipping through the balancer): refused, and
+    the error says why; the same change on a server of its own is fine."""
+    async with two_replicas(redis.url) as (_, _, apps):
+        server = apps[0].server
+        with pytest.raises(RuntimeError, match="other replicas"):
+            server.tool(name="late")(lambda: "late")
+        with pytest.raises(RuntimeError, match="other replicas"):
+            server.remove_tool("pick")
+        assert "pick" in server._tools and "late" not in server._tools
+    alone = Server("alone")
+    async with serving(alone.http_app()):
+        alone.tool(name="late")(lambda: "late")
+        alone.remove_tool("late")

@@ -127,6 +127,9 @@ class Server:
         self.elicitation_timeout = elicitation_timeout
         self.parked_run_ttl = parked_run_ttl
         self.max_in_flight = max_in_flight
+        self._serving = 0
+        """How many HTTP apps of this server are running their lifespan (registry changes are refused then, with
+        a shared store)."""
         self.share(store if store is not None else MemoryStore())
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
@@ -240,6 +243,7 @@ class Server:
                 tool = dataclasses.replace(tool, input_schema=input_schema)
             if tool.name in self._tools:
                 raise TypeError(f"a tool named {tool.name!r} is already registered")
+            self._check_registry_change(f"registering tool {tool.name!r}")
             self._tools[tool.name] = tool
             return func
 
@@ -280,6 +284,7 @@ class Server:
             made = make_resource(
                 func, uri, name=name, title=title, description=description, mime_type=mime_type, context_type=Context
             )
+            self._check_registry_change(f"registering resource {uri!r}")
             if made.is_template:
                 self._templates.append(made)
             elif uri in self._resources:
@@ -309,6 +314,7 @@ class Server:
             )  # fmt: skip
             if made.name in self._prompts:
                 raise TypeError(f"a prompt named {made.name!r} is already registered")
+            self._check_registry_change(f"registering prompt {made.name!r}")
             self._prompts[made.name] = made
             return func
 
@@ -362,8 +368,26 @@ class Server:
         return self._pages.url(path)
 
     def remove_tool(self, name: str) -> None:
-        """Unregister a tool (call :meth:`notify_tools_changed` to tell clients)."""
+        """Unregister a tool (call :meth:`notify_tools_changed` to tell clients).
+
+        Raises:
+            RuntimeError: the server is serving replicas that share a store (see :meth:`_check_registry_change`).
+        """
+        self._check_registry_change(f"removing tool {name!r}")
         del self._tools[name]
+
+    def _check_registry_change(self, change: str) -> None:
+        """Refuse a change of the tools, resources or prompts while this server serves replicas sharing a store.
+
+        The registry is code, in each replica's process: a change made in one would exist in that one only, and
+        through the balancer ``tools/list`` would flip between the sets. Register everything before serving
+        (every replica runs the same code); to change what a deployment offers, deploy the change.
+        """
+        if self.store.shared and self._serving:
+            raise RuntimeError(
+                f"{change} while serving: this server shares its state with other replicas, which would not see the "
+                "change; register tools, resources and prompts before serving, on every replica"
+            )
 
     def notify_tools_changed(self) -> None:
         """Tell connected clients the tool list changed (``notifications/tools/list_changed``)."""

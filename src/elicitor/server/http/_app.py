@@ -166,9 +166,11 @@ class HttpApp:
             if self._store.shared:
                 tg.start_soon(self.server.relay_changes)
                 tg.start_soon(self.server.tasks.listen, self._stateless, tg)
+            self.server._serving += 1
             try:
                 yield
             finally:
+                self.server._serving -= 1
                 self._stateless.parked = None
                 self._tg = None
                 await self._handshake.close()
