@@ -68,7 +68,8 @@ system-deps:
 wheel: $(STAMP)
 	$(BIN)/python scripts/wheel_check.py
 
-# Node 22, the conformance harness and the TypeScript SDK (a test peer), from npm into .cache/ on first use.
+# Node 22, the conformance harness, the TypeScript SDK (a test peer) and axe-core (the accessibility rules), from
+# npm into .cache/ on first use.
 node-peers: $(STAMP)
 	$(BIN)/python scripts/conformance.py --install-only
 

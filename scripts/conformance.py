@@ -37,6 +37,9 @@ HARNESSES = ("0.1.16", "0.2.0-alpha.12")
 TS_SDK = "1.32.2"
 TS_SDK_DIR = CACHE / f"ts-sdk-{TS_SDK}"
 """The official TypeScript SDK, a peer for the interop tests (``tests/test_interop_ts.py``)."""
+AXE = "4.14.1"
+AXE_DIR = CACHE / f"axe-core-{AXE}"
+"""axe-core, the accessibility rules ``tests/test_a11y.py`` runs in Chromium on every page state."""
 EXPECTED = ROOT / "scripts" / "conformance-expected-failures.yml"
 
 
@@ -62,6 +65,9 @@ def setup() -> dict[str, str]:
     if not (TS_SDK_DIR / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").exists():
         print(f"conformance: installing @modelcontextprotocol/sdk@{TS_SDK}", flush=True)
         npm_install(TS_SDK_DIR, f"@modelcontextprotocol/sdk@{TS_SDK}")
+    if not (AXE_DIR / "node_modules" / "axe-core" / "axe.min.js").exists():
+        print(f"conformance: installing axe-core@{AXE}", flush=True)
+        npm_install(AXE_DIR, f"axe-core@{AXE}")
     return env
 
 

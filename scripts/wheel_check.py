@@ -61,6 +61,12 @@ async def call() -> str:
 answer = anyio.run(call)
 if answer != "5":
     failures.append(f"the in-process call answered {answer!r}, not '5'")
+
+from elicitor.i18n import available, language
+
+for tag, cancel in (("zh-Hans", "取消"), ("ar", "إلغاء")):  # the compiled catalogs shipped, and load
+    if language(tag).catalog.gettext("Cancel") != cancel:
+        failures.append(f"the {tag} catalog is missing from the installed package (Cancel -> {cancel!r} expected)")
 print("\n".join(failures))
 sys.exit(1 if failures else 0)
 """
@@ -85,6 +91,20 @@ def build(into: Path) -> Path:
     )
     (wheel,) = into.glob("elicitor-*.whl")
     return wheel
+
+
+def catalogs(wheel: Path) -> list[str]:
+    """What is wrong with the wheel's message catalogs: each language's compiled ``.mo``, and no ``.po`` source."""
+    import zipfile
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    problems = [
+        f"the wheel lacks {name}"
+        for name in (f"elicitor/i18n/locales/{lang}/LC_MESSAGES/elicitor.mo" for lang in ("zh_Hans", "ar"))
+        if name not in names
+    ]
+    problems += [f"the wheel carries the catalog source {name}" for name in names if name.endswith((".po", ".pot"))]
+    return problems
 
 
 def check(wheel: Path, extra: str | None, optional: set[str], work: Path) -> tuple[str, bool, str]:
@@ -132,6 +152,10 @@ def main() -> int:
         work = Path(folder)
         wheel = build(work / "dist")
         print(f"wheel: built {wheel.name}", flush=True)
+        missing = catalogs(wheel)
+        if missing:
+            print("wheel: FAIL catalogs: " + "; ".join(missing))
+            return 1
         variants: list[str | None] = [None, *declared]
         with ThreadPoolExecutor(max_workers=2) as pool:
             results = list(pool.map(lambda extra: check(wheel, extra, optional, work), variants))

@@ -57,19 +57,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def scripted_terminal(lines: list[str], **options: Any) -> tuple[TerminalHandler, list[str]]:
-    """A TerminalHandler fed ``lines`` (EOF after them) that records every prompt and every line it shows."""
+_ISOLATES = dict.fromkeys(range(0x2066, 0x206A))  # LRI, RLI, FSI, PDI: the terminal's bidi isolates draw nothing
+
+
+def unisolated(text: str) -> str:
+    """The line renderer's output as a person reads it: without the invisible bidi isolates around a server's
+    words (``tests/test_i18n.py`` checks they are there)."""
+    return text.translate(_ISOLATES)
+
+
+def scripted_terminal(lines: list[str], *, isolates: bool = False, **options: Any) -> tuple[TerminalHandler, list[str]]:
+    """A TerminalHandler fed ``lines`` (EOF after them) that records every prompt and every line it shows, as a
+    person reads them (the invisible bidi isolates around a server's words dropped, unless ``isolates``)."""
     shown: list[str] = []
     feed = iter(lines)
 
+    def record(text: str) -> None:
+        shown.append(text if isolates else text.translate(_ISOLATES))
+
     def read(prompt: str) -> str:
-        shown.append(prompt)
+        record(prompt)
         try:
             return next(feed)
         except StopIteration:
             raise EOFError from None
 
-    return TerminalHandler(read_line=read, write=shown.append, **options), shown
+    return TerminalHandler(read_line=read, write=record, **options), shown
 
 
 class Later:

@@ -64,7 +64,8 @@ async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
             right = {**wrong, "party": "3", "patio": "true"}
             review = await browser.post(links[0], data={**right, "_action": "review"})
             assert review.status_code == 200 and "Review your answer" in review.text
-            assert "<dt>Party size</dt><dd>3</dd>" in review.text and "<dt>patio</dt><dd>yes</dd>" in review.text
+            assert '<dt dir="auto">Party size</dt><dd dir="auto">3</dd>' in review.text
+            assert '<dt dir="auto">patio</dt><dd dir="auto">yes</dd>' in review.text
             pages.append(await browser.post(links[0], data={"_action": "send"}))
             pages.append(await browser.get(links[0]))
 
@@ -85,7 +86,7 @@ async def test_a_person_answers_in_the_browser(anyio_backend: str) -> None:
     text = first.text
     assert "<bdi>Booking Desk 1.0</bdi> asks:" in text and "Book a table?" in text
     assert 'type=number step="1" min="1" max="12"' in text and 'type="email"' in text and 'type="date"' in text
-    assert "Party size <span class=req>(required)</span>" in text
+    assert "<bdi>Party size</bdi> <span class=req>(required)</span>" in text
     assert 'type=checkbox name="diet" value="halal"' in text and "choose up to 2" in text
     assert invalid.status_code == 422 and "Please check" in invalid.text and 'value="40"' in invalid.text
     assert sent.status_code == 200 and "sent" in sent.text
@@ -184,7 +185,7 @@ async def test_an_answer_asked_again_shows_what_was_wrong_and_what_was_given(any
     retry = ElicitationRequest("Name?", form, None, errors=(FieldError("name", "taken"),), previous={"name": "Ada"})
     async with asked(lambda handler: handler(retry)) as (outcome, link, browser):
         page = (await browser.get(link)).text
-        assert "<li>Name: taken</li>" in page and "✗ taken" in page and 'value="Ada"' in page
+        assert "<li><bdi>Name</bdi>: taken</li>" in page and "✗ taken" in page and 'value="Ada"' in page
         await browser.post(link, data={"_action": "cancel"})
         assert await outcome.value() == Cancelled()
 
@@ -227,7 +228,7 @@ async def test_a_yes_no_question_is_one_page_with_no_focused(
             with anyio.fail_after(10):
                 assert (await client.call_tool("cancel_booking")).text == result
     question, answered = pages
-    assert "Cancel Friday&#x27;s booking?" in question and "<p class=question>Confirm?</p>" in question
+    assert "Cancel Friday&#x27;s booking?" in question and '<p class=question dir="auto">Confirm?</p>' in question
     buttons = re.findall(r"<button name=\"_action\" value=\"(\w+)\"( autofocus)?>", question)
     assert buttons == [("yes", ""), ("no", " autofocus"), ("decline", ""), ("cancel", "")]
     assert "<input" not in question and "Review" not in question

@@ -54,8 +54,15 @@ ACTING = frozenset("\x1b\x07\r\b\x9b\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u
 
 
 def acting(text: str, allowed: str = "\n") -> set[str]:
-    """The characters in ``text`` that a terminal or a browser would act on (controls, format characters)."""
-    found = {c for c in text if c in ACTING or unicodedata.category(c) in ("Cc", "Cf")}
+    """The characters in ``text`` that a terminal or a browser would act on (controls, format characters).
+
+    The line renderer's own bidi isolates around a server's words (FSI or LRI, then PDI) are elicitor's, balanced
+    on each line, and taken out first: a server's own isolates are escaped like every other control."""
+    lines = []
+    for line in text.split("\n"):
+        opened = sum(line.count(c) for c in "\u2066\u2067\u2068")
+        lines.append(line.translate(dict.fromkeys(range(0x2066, 0x206A))) if opened == line.count("\u2069") else line)
+    found = {c for c in "\n".join(lines) if c in ACTING or unicodedata.category(c) in ("Cc", "Cf")}
     return found - set(allowed)
 
 
@@ -124,7 +131,7 @@ def test_identity_warnings_name_what_could_pass_for_another_server(server: Any, 
     warnings = identity_warnings(server)
     assert len(warnings) == len(warned)
     for warning, start in zip(warnings, warned, strict=True):
-        assert warning.startswith(start)
+        assert str(warning).startswith(start)
 
 
 # ---- the line renderer, over a real connection -------------------------------------------------------------------
@@ -142,7 +149,8 @@ class LineTerminal:
 
     def _show(self, text: str) -> None:
         self.written.append(text)
-        self._stream.feed(text.replace("\n", "\r\n"))
+        # A terminal draws the renderer's bidi isolates as nothing; pyte stops drawing the chunk at them instead.
+        self._stream.feed(text.replace("\n", "\r\n").translate(dict.fromkeys(range(0x2066, 0x206A))))
 
     def write(self, text: str) -> None:
         self._show(text + "\n")
@@ -213,7 +221,7 @@ def test_connect_shows_a_hostile_servers_words_escaped() -> None:
     out = run.stderr.decode()
     assert acting(out + run.stdout.decode()) == set()
     terminal = pyte.Screen(200, 100)
-    pyte.Stream(terminal).feed(out.replace("\n", "\r\n"))
+    pyte.Stream(terminal).feed(out.replace("\n", "\r\n").translate(dict.fromkeys(range(0x2066, 0x206A))))
     assert terminal.title == ""
     text = "\n".join(rows(terminal))
     assert text.startswith(r"  [server] starting\x1b[2J\x1b[H\x1b]0;Trusted Terminal\x07\rready")
@@ -293,7 +301,7 @@ async def test_the_full_screen_shows_a_hostile_servers_words_escaped(
                 await person()
     assert (await call.value()).text.startswith("sent 100 to mine")
     form = seen["form"].splitlines()
-    assert form[0].strip() == f"{BANNER} asks   (server name: {NAME})"  # the banner, on the top line
+    assert form[0].strip() == f"{BANNER} asks (server name: {NAME})"  # the banner, on the top line
     assert form[1] == f"⚠ Careful: {INVISIBLE}."
     assert form[2] == f"⚠ Careful: {MIXED}, a way to imitate another name."
     assert f" {MESSAGE}\n" in seen["form"] and r" second line\x1b[5A" in seen["form"]
@@ -375,7 +383,8 @@ async def test_the_browser_page_shows_a_hostile_servers_words_escaped_and_warns_
     assert html_shows(form, MESSAGE + "\n" + r"second line\x1b[5A")
     for label in (AMOUNT, AMOUNT_ABOUT, ACCOUNT, MINE, THEIRS):
         assert html_shows(form, label)
-    assert html_shows(review, f"<dt>{AMOUNT}</dt><dd>100</dd>") and html_shows(review, f"<dd>{MINE}</dd>")
+    assert html_shows(review, f'<dt dir="auto">{AMOUNT}</dt><dd dir="auto">100</dd>')
+    assert html_shows(review, f'<dd dir="auto">{MINE}</dd>')
 
 
 @pytest.mark.anyio

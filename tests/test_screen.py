@@ -27,6 +27,7 @@ from elicitor import Accepted, Cancelled, Declined, FieldError, Form, TerminalHa
 from elicitor.client import ElicitationRequest, UrlElicitationRequest
 from elicitor.client._present import hint
 from elicitor.forms import FormField, MultiEnumField, NumberField, Option, StringField
+from elicitor.i18n import ENGLISH
 from elicitor.types import Implementation
 
 from .conftest import ROOT
@@ -184,7 +185,7 @@ async def test_the_screen_names_the_server_marks_required_fields_and_hints_from_
     async with screen_handler() as (handler, screen):
 
         async def drive() -> None:
-            await screen.shows("Grand Hotel 2.1 asks   (server name: hotel)")
+            await screen.shows("Grand Hotel 2.1 asks (server name: hotel)")
             text = screen.text()
             assert "Book a room" in text
             assert "Your name *" in text and "Note" in text and "Note *" not in text
@@ -625,7 +626,7 @@ async def test_lines_written_while_a_screen_is_up_wait_until_it_closes() -> None
 )
 def test_hints_read_as_a_person_says_them(field: FormField, expected: list[str]) -> None:
     """No "from 0 to ∞": one-sided ranges read "at least", "at most", "up to"."""
-    assert hint(field) == expected
+    assert hint(field, ENGLISH) == expected
 
 
 def test_the_tutorials_server_in_a_real_terminal(tmux: Tmux) -> None:

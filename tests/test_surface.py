@@ -30,7 +30,7 @@ from elicitor.protocol import NotificationReceived, RequestReceived
 from elicitor.session import Session, open_session
 from elicitor.transports import memory_pair
 
-from .conftest import REVISIONS, ROOT, connected, free_port, scripted_terminal
+from .conftest import REVISIONS, ROOT, connected, free_port, scripted_terminal, unisolated
 
 pytestmark = pytest.mark.anyio
 
@@ -310,7 +310,7 @@ def test_demo_books_a_table_and_connects_the_calendar_end_to_end(protocol: str) 
         shown.append(line)
         if line.startswith(("Waiting for the server", "Press Enter when you have finished")):
             break
-    text = "".join(shown)
+    text = unisolated("".join(shown))
     assert "Chez Elicitor booking desk 1.0.0 asks" in text
     (url,) = re.findall(r"URL:\s+(\S+)", text)
     assert "Host: 127.0.0.1" in text and "not encrypted" in text
@@ -473,7 +473,7 @@ def test_connect_calls_tools_and_answers_their_questions() -> None:
         input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=60, cwd=ROOT,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    out = run.stderr
+    out = unisolated(run.stderr)
     assert "Connected to elicitor conformance fixtures 1.0.0, protocol 2025-11-25." in out
     assert "  [server] elicitor-everything: serving on stdio" in out  # its stderr, shown through the terminal
     assert "── elicitor conformance fixtures 1.0.0 asks (server name: elicitor-everything) ──\nWho are you?" in out

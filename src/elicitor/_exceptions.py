@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field as _field
 
+from .i18n._message import Message
 from .types import JSONValue
 
 
@@ -81,10 +83,15 @@ class FormDefinitionError(ElicitorError, TypeError):
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
-    """One problem with one field of an answer; ``field`` is ``None`` for the form as a whole."""
+    """One problem with one field of an answer; ``field`` is ``None`` for the form as a whole.
+
+    ``message`` is English (what goes on the wire and in logs); ``text``, when elicitor wrote the sentence, keeps
+    it deferred so that a renderer shows it in the person's language (:meth:`elicitor.i18n.Language.text`).
+    """
 
     field: str | None
     message: str
+    text: Message | None = _field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.field}: {self.message}" if self.field else self.message

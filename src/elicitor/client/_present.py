@@ -13,18 +13,33 @@ screen, or imitate another name, would defeat both.
 from __future__ import annotations
 
 import unicodedata
-from typing import Any
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any
 
+from .._exceptions import FieldError
 from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField, NumberField, StringField
 from ..forms._fields import Problem
+from ..i18n import N_, Message
 from ..types import Implementation
 
+if TYPE_CHECKING:  # Babel and the catalogs load when a renderer first speaks to a person, not at import
+    from ..i18n import Language
+
 _FORMATS = {
-    "email": "an email address",
-    "uri": "a URL",
-    "date": "a date, YYYY-MM-DD",
-    "date-time": "a date and time, YYYY-MM-DDTHH:MM:SSZ",
+    "email": N_("an email address"),
+    "uri": N_("a URL"),
+    "date": N_("a date, YYYY-MM-DD"),
+    "date-time": N_("a date and time, YYYY-MM-DDTHH:MM:SSZ"),
 }
+
+LRI, RLI, FSI, PDI = "\u2066", "\u2067", "\u2068", "\u2069"
+
+
+def isolated(text: str) -> str:
+    """Text from a server inside a first-strong isolate (Unicode bidi, UAX #9 §2.7) for a terminal that orders
+    lines itself: a right-to-left title cannot reorder elicitor's own words around it, nor they the title. The
+    text's own controls are escaped first (:func:`printable`), so it cannot close the isolate."""
+    return f"{FSI}{printable(text)}{PDI}"
 
 
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -92,20 +107,21 @@ def _script(ch: str) -> str | None:
     return _SCRIPT_WORDS.get(word, word.capitalize())
 
 
-def _name_warnings(text: str) -> list[str]:
-    warnings: list[str] = []
+def _name_warnings(text: str) -> list[Message]:
+    warnings: list[Message] = []
     scripts = sorted({s for s in map(_script, text) if s is not None})
     if len(scripts) > 1 and not any(together.issuperset(scripts) for together in _TOGETHER):
-        warnings.append(f"the server's name mixes letters of different scripts ({', '.join(scripts)}), a way to "
-                        "imitate another name")  # fmt: skip
+        warnings.append(N_("the server's name mixes letters of different scripts ({scripts}), a way to imitate "
+                           "another name", scripts=", ".join(scripts)))  # fmt: skip
     elif scripts in (["Cyrillic"], ["Greek"]) and all(c in _LATIN_LOOKALIKES for c in text if c.isalpha()):
-        warnings.append(f"the server's name is written in {scripts[0]} letters that look like Latin ones")
+        warnings.append(N_("the server's name is written in {script} letters that look like Latin ones",
+                           script=scripts[0]))  # fmt: skip
     if any(unicodedata.normalize("NFKC", c) != c and unicodedata.normalize("NFKC", c).isascii() for c in text):
-        warnings.append("the server's name uses characters that imitate ordinary letters or digits")
+        warnings.append(N_("the server's name uses characters that imitate ordinary letters or digits"))
     return warnings
 
 
-def identity_warnings(server: Implementation | None) -> list[str]:
+def identity_warnings(server: Implementation | None) -> list[Message]:
     """What a person should know about the name a server gives itself before trusting it (empty: nothing).
 
     A server names itself, so a hostile one may borrow a name a person trusts: with characters that do not show
@@ -115,9 +131,9 @@ def identity_warnings(server: Implementation | None) -> list[str]:
     if server is None:
         return []
     texts = [t for t in (server.title, server.name, server.version) if t]
-    warnings: list[str] = []
+    warnings: list[Message] = []
     if any(printable(t) != t for t in texts):
-        warnings.append("the server's name contains invisible or direction-changing characters (shown escaped)")
+        warnings.append(N_("the server's name contains invisible or direction-changing characters (shown escaped)"))
     for text in dict.fromkeys(t for t in (server.title, server.name) if t):
         warnings += [w for w in _name_warnings(text) if w not in warnings]
     return warnings
@@ -139,9 +155,26 @@ def server_label(server: Implementation | None) -> str:
     return printable(server.display()) if server is not None else "an unnamed server"
 
 
-def queue_text(waiting: int) -> str:
+def asker(server: Implementation | None, lang: Language) -> str:
+    """Who asks, in ``lang`` when the server gave no name (:func:`server_label` otherwise)."""
+    return server_label(server) if server is not None else lang._("an unnamed server")
+
+
+def queue_text(waiting: int, lang: Language) -> str:
     """How many questions wait behind the one shown ("" when none)."""
-    return f"{waiting} more question{'s' if waiting != 1 else ''} waiting after this one" if waiting else ""
+    if not waiting:
+        return ""
+    return lang.n_("{n} more question waiting after this one", "{n} more questions waiting after this one", waiting)
+
+
+def error_text(error: FieldError, lang: Language) -> str:
+    """What is wrong with an answer, in ``lang`` when elicitor wrote the sentence."""
+    return lang.text(error.text) if error.text is not None else error.message
+
+
+def warning_text(warning: Message | str, lang: Language) -> str:
+    """A warning ("the connection is not encrypted") as a line: "⚠ Careful: …." in ``lang``."""
+    return lang._("⚠ Careful: {warning}.", warning=lang.text(warning))
 
 
 def yes_no(form: Form[Any]) -> BooleanField | None:
@@ -156,68 +189,118 @@ def yes_no(form: Form[Any]) -> BooleanField | None:
     return fields[0] if len(fields) == 1 and isinstance(fields[0], BooleanField) else None
 
 
-def hint(f: FormField) -> list[str]:
-    """What fits the field, in words ("an email address", "from 1 to 10", "at least 2 characters", "choose up to 3")."""
+def hint(f: FormField, lang: Language) -> list[str]:
+    """What fits the field, in words ("an email address", "from 1 to 10", "at least 2 characters", "choose up to 3"),
+    in ``lang`` with its numbers; a date field shows today's date as the person's language writes it."""
     parts: list[str] = []
     if isinstance(f, StringField):
         if f.format:
-            parts.append(_FORMATS[f.format])
+            parts.append(lang.text(_FORMATS[f.format]))
+            if f.format == "date":
+                today = date.today()
+                parts.append(lang._("today is {iso}, {words}", iso=today.isoformat(), words=lang.date(today)))
         if f.min_length or f.max_length is not None:
-            parts.append(f"{_range(f.min_length or None, f.max_length, exactly=True)} characters")
+            parts.append(lang.text(_count(f.min_length or None, f.max_length, _CHARACTERS)))
     elif isinstance(f, NumberField):
-        parts.append("a whole number" if f.integer else "a number")
+        parts.append(lang._("a whole number") if f.integer else lang._("a number"))
         if f.minimum is not None or f.maximum is not None:
-            parts.append(_range(f.minimum, f.maximum))
+            parts.append(lang.text(_range(f.minimum, f.maximum)))
     elif isinstance(f, MultiEnumField) and (f.min_items or f.max_items is not None):
-        parts.append(f"choose {_range(f.min_items or None, f.max_items, exactly=True)}")
+        parts.append(lang.text(_count(f.min_items or None, f.max_items, _CHOICES)))
     return parts
 
 
-def _range(low: float | None, high: float | None, *, exactly: bool = False) -> str:
-    """A range as a person says it: "from 1 to 10", "at least 0", "at most 5", "up to 200", "exactly 3"."""
+_CHARACTERS = {
+    "exactly": N_("exactly {n} characters"),
+    "between": N_("{low}–{high} characters"),
+    "at least": N_("at least {n} characters"),
+    "up to": N_("up to {n} characters"),
+}
+_CHOICES = {
+    "exactly": N_("choose exactly {n}"),
+    "between": N_("choose {low}–{high}"),
+    "at least": N_("choose at least {n}"),
+    "up to": N_("choose up to {n}"),
+}
+
+
+def _count(low: int | None, high: int | None, words: dict[str, Message]) -> Message:
+    """A count as a person says it: "exactly 3 characters", "2-5 characters", "choose up to 3"."""
     if low is not None and high is not None:
-        if low == high and exactly:
-            return f"exactly {low:g}"
-        return f"{low:g}–{high:g}" if exactly else f"from {low:g} to {high:g}"
+        if low == high:
+            return Message(words["exactly"].msgid, None, {"n": low})
+        return Message(words["between"].msgid, None, {"low": low, "high": high})
     if low is not None:
-        return f"at least {low:g}"
-    assert high is not None
-    return f"up to {high:g}" if exactly else f"at most {high:g}"
+        return Message(words["at least"].msgid, None, {"n": low})
+    return Message(words["up to"].msgid, None, {"n": high})
 
 
-def show(f: FormField, value: Any) -> str:
-    """A value as the person chose it: titles, not wire values; yes/no; "—" for nothing; one line, escaped."""
+def _range(low: float | None, high: float | None) -> Message:
+    """A range as a person says it: "from 1 to 10", "at least 0", "at most 5"."""
+    if low is not None and high is not None:
+        return N_("from {low} to {high}", low=low, high=high)
+    if low is not None:
+        return N_("at least {n}", n=low)
+    return N_("at most {n}", n=high)
+
+
+def show(f: FormField, value: Any, lang: Language) -> str:
+    """A value as the person chose it: titles, not wire values; yes/no; "—" for nothing; numbers and dates as the
+    person's language writes them; one line, escaped."""
     if value is None:
         return "—"
     if isinstance(f, BooleanField):
-        return "yes" if value else "no"
+        return lang._("yes") if value else lang._("no")
     if isinstance(f, EnumField):
         return printable(next((o.label for o in f.options if o.value == value), str(value)))
     if isinstance(f, MultiEnumField):
         labels = {o.value: o.label for o in f.options}
-        return printable(", ".join(labels.get(v, v) for v in value) or "none")
+        return printable(lang._(", ").join(labels.get(v, v) for v in value) or lang._("none"))
+    if isinstance(f, NumberField) and isinstance(value, int | float) and not isinstance(value, bool):
+        return lang.number(value)
+    if isinstance(f, StringField) and f.format in ("date", "date-time") and isinstance(value, str):
+        words = _date_words(value, f.format == "date", lang)
+        return printable(value) + (f" ({words})" if words else "")
     return printable(str(value))
 
 
-def parse_text(f: FormField, text: str) -> Any:
-    """Typed text as the field's value, checked by the field's shared validator; raises ``Problem`` if it is not."""
+def _date_words(value: str, day: bool, lang: Language) -> str:
+    try:
+        if day:
+            return lang.date(date.fromisoformat(value))
+        return lang.date(datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00")))
+    except ValueError:
+        return ""
+
+
+def parse_text(f: FormField, text: str, lang: Language) -> Any:
+    """Typed text as the field's value, checked by the field's shared validator; raises ``Problem`` if it is not.
+
+    Yes and no may be typed in English or in ``lang``; numbers as Python reads them (any script's digits) or as
+    the person's region writes them (``1,234.5``)."""
     if isinstance(f, BooleanField):
         lowered = text.lower()
-        if lowered in ("y", "yes", "true", "1"):
+        if lowered in ("y", "yes", "true", "1", lang._("yes").lower()):
             return True
-        if lowered in ("n", "no", "false", "0"):
+        if lowered in ("n", "no", "false", "0", lang._("no").lower()):
             return False
-        raise Problem("answer y or n")
+        raise Problem(N_("answer y or n"))
     if isinstance(f, NumberField):
+        number: Any
         try:
-            number: Any = int(text) if f.integer else float(text)
+            number = int(text) if f.integer else float(text)
         except ValueError:
-            raise Problem("expected a whole number" if f.integer else "expected a number") from None
+            number = lang.parse_number(text)
+            if number is not None and f.integer and number.is_integer():
+                number = int(number)
+            if number is None or (f.integer and not isinstance(number, int)):
+                raise Problem(N_("expected a whole number") if f.integer else N_("expected a number")) from None
         return f.check(number)
     if isinstance(f, EnumField):
         return f.check(_pick(f.options, text))
     if isinstance(f, MultiEnumField):
-        return f.check([_pick(f.options, part.strip()) for part in text.split(",") if part.strip()])
+        parts = text.replace("，", ",").replace("،", ",").split(",")  # the comma of Chinese and of Arabic too
+        return f.check([_pick(f.options, part.strip()) for part in parts if part.strip()])
     return f.check(text)
 
 
@@ -227,4 +310,4 @@ def _pick(options: tuple[Any, ...], text: str) -> str:
     for option in options:
         if text in (option.value, option.title):
             return str(option.value)
-    raise Problem("pick one of the choices shown, by its number or its name")
+    raise Problem(N_("pick one of the choices shown, by its number or its name"))

@@ -18,6 +18,14 @@ question with Yes, No, Decline and Cancel, No focused so that Enter answers No.
 URL mode (client/elicitation "Safe URL Handling"): the full URL with its host highlighted, every warning, and an
 Open button that is never focused first — a stray Enter cannot open anything.
 
+Every word of elicitor's own comes from the catalogs in the person's language (:class:`~elicitor.i18n.Language`);
+what the server wrote is drawn as sent. Layout is by terminal cells, not code points (prompt_toolkit measures with
+``wcwidth``): a Chinese character takes two cells, buttons are as wide as their words. The server's words are drawn
+in fragments of their own, never spliced into a sentence of elicitor's, so a right-to-left title cannot reorder
+elicitor's words; bidi isolates (``FSI``…``PDI``) are the line mode's tool, since a full screen places every cell
+itself. ``NO_COLOR`` drops colour (prompt_toolkit honours it): nothing is said by colour alone — errors start with
+✗, required fields carry ``*``, the focused button is reversed.
+
 Each screen is a prompt_toolkit ``Application`` run in a worker thread (prompt_toolkit brings its own asyncio loop
 there, so this works under any anyio backend). When the request is cancelled (the server gave up, the connection
 closed), the application is told to exit and the terminal is handed back before the cancellation goes on.
@@ -55,15 +63,29 @@ from prompt_toolkit.layout.processors import Processor, Transformation, Transfor
 from prompt_toolkit.layout.utils import explode_text_fragments
 from prompt_toolkit.output import Output, create_output
 from prompt_toolkit.styles import Style
+from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Box, Button, Checkbox, CheckboxList, RadioList, TextArea
 
-from .._exceptions import InvalidAnswer
+from .._exceptions import FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField
 from ..forms._fields import Problem
+from ..i18n import ENGLISH, N_, Language
 from ..types import Implementation
 from ._handlers import ElicitationOutcome, ElicitationRequest
-from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show, yes_no
+from ._present import (
+    asker,
+    error_text,
+    hint,
+    identity_warnings,
+    parse_text,
+    printable,
+    queue_text,
+    server_name,
+    show,
+    warning_text,
+    yes_no,
+)
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -89,9 +111,10 @@ _STYLE = Style.from_dict(
 class Terminal:
     """Where the screens run: prompt_toolkit input and output (default: the process's terminal, drawn on stderr)."""
 
-    def __init__(self, input: Input | None = None, output: Output | None = None) -> None:
+    def __init__(self, input: Input | None = None, output: Output | None = None, lang: Language = ENGLISH) -> None:
         self._input = input
         self._output = output
+        self.lang = lang
 
     def application(self, layout: Layout, bindings: KeyBindings) -> Application[Any]:
         return Application(
@@ -188,17 +211,29 @@ class _ShowEscaped(Processor):
         return Transformation(shown, source_to_display=to_display, display_to_source=to_source)
 
 
-def _banner(text: Callable[[], str]) -> Window:
-    return Window(
-        FormattedTextControl(lambda: _escaped([("class:banner", f" {text()} ")], newlines=False)),
-        height=1,
-        style="class:banner",
-    )
+def _banner(text: Callable[[], str | StyleAndTextTuples]) -> Window:
+    def fragments() -> StyleAndTextTuples:
+        shown = text()
+        return _escaped([("class:banner", f" {shown} ")] if isinstance(shown, str) else shown, newlines=False)
+
+    return Window(FormattedTextControl(fragments), height=1, style="class:banner")
 
 
-def _identity(server: Implementation | None) -> AnyContainer:
+def _button(text: str, handler: Callable[[], None]) -> Button:
+    """A button as wide as its words in terminal cells (a Chinese character takes two), plus its brackets."""
+    return Button(text, handler=handler, width=get_cwidth(text) + 4)
+
+
+def _asks(request: ElicitationRequest, lang: Language) -> StyleAndTextTuples:
+    """The banner's words: who asks (the server's text, a fragment of its own) and elicitor's own words."""
+    name = server_name(request.server)
+    words = lang._("asks") if not name else lang._("asks (server name: {name})", name=name)
+    return [("class:banner", " "), ("class:banner", asker(request.server, lang)), ("class:banner", f" {words} ")]
+
+
+def _identity(server: Implementation | None, lang: Language) -> AnyContainer:
     """A warning under the banner when the name the server gives itself could pass for another's (nothing else)."""
-    warned = "\n".join(f"⚠ Careful: {warning}." for warning in identity_warnings(server))
+    warned = "\n".join(warning_text(warning, lang) for warning in identity_warnings(server))
     return ConditionalContainer(_lines(lambda: [("class:warning", warned)]), Condition(lambda: bool(warned)))
 
 
@@ -210,11 +245,23 @@ def _lines(get: Callable[[], StyleAndTextTuples]) -> Window:
     return Window(FormattedTextControl(lambda: _escaped(get())), dont_extend_height=True, wrap_lines=True)
 
 
+def _error_line(error: FieldError, lang: Language) -> str:
+    """One error as "field: what is wrong" (the whole form's without a name)."""
+    text = error_text(error, lang)
+    return f"{error.field}{lang._(': ')}{text}" if error.field else text
+
+
+def _not_accepted(request: ElicitationRequest, lang: Language) -> str:
+    listed = lang._("; ").join(_error_line(e, lang) for e in request.errors)
+    return lang._("Your previous answer was not accepted:") + " " + listed
+
+
 class _Row:
     """One field on screen: its widget, how to read its value, and what is wrong with it right now."""
 
-    def __init__(self, f: FormField, value: Any, attempted: Callable[[], bool]) -> None:
+    def __init__(self, f: FormField, value: Any, attempted: Callable[[], bool], lang: Language) -> None:
         self.field = f
+        self.lang = lang
         self._attempted = attempted
         self.forced_error = ""  # an error from the form's validator, until the value changes
         self._forced_for: Any = None
@@ -231,7 +278,7 @@ class _Row:
             if value not in f.values:  # an earlier answer that was not one of the choices: nothing chosen
                 value = None
             if value is None or not f.required:  # an optional choice can always go back to no answer
-                choices.insert(0, (None, "(none)" if not f.required else "(not chosen)"))
+                choices.insert(0, (None, lang._("(none)") if not f.required else lang._("(not chosen)")))
             self.radio = RadioList(choices, default=value, show_scrollbar=False)
             widget = self.radio
         elif isinstance(f, MultiEnumField):
@@ -257,8 +304,10 @@ class _Row:
         if f.description:
             parts.append(_lines(lambda: [("class:hint", f.description or "")]))
         parts.append(widget)
-        keys = {EnumField: ["↑↓ then Space"], MultiEnumField: ["↑↓ then Space to tick"]}.get(type(f), [])
-        parts.append(_lines(self._status(" · ".join([*hint(f), *keys]))))
+        keys = {EnumField: [lang._("↑↓ then Space")], MultiEnumField: [lang._("↑↓ then Space to tick")]}.get(
+            type(f), []
+        )
+        parts.append(_lines(self._status(" · ".join([*hint(f, lang), *keys]))))
         self.container = HSplit([*parts, Window(height=1)])
 
     def _status(self, words: str) -> Callable[[], StyleAndTextTuples]:
@@ -288,10 +337,10 @@ class _Row:
         raw = self.raw()
         if raw is None or (self.checks is not None and raw == [] and not self.field.required):
             if self.field.required:
-                raise Problem("this field is required")
+                raise Problem(N_("this field is required"))
             return None
         if self.text is not None:
-            return parse_text(self.field, raw.strip() if isinstance(self.field, NumberField) else raw)
+            return parse_text(self.field, raw.strip() if isinstance(self.field, NumberField) else raw, self.lang)
         return self.field.check(raw)
 
     def error(self) -> str:
@@ -303,7 +352,7 @@ class _Row:
         try:
             self.value()
         except Problem as exc:
-            return str(exc)
+            return self.lang.text(exc.message)
         return ""
 
     def force(self, message: str) -> None:
@@ -326,56 +375,52 @@ class FormScreen:
         banner: str | None = None,
     ) -> None:
         self.request = request
+        self.lang = lang = terminal.lang
+        t = lang._
         self.reviewing = False
         self.attempted = False
         self.answer: dict[str, Any] = {}
         self.summary = ""
         form = request.form
         values = form.with_defaults(request.previous or {})
-        self.rows = [_Row(f, values.get(f.name), lambda: self.attempted) for f in form.fields]
+        self.rows = [_Row(f, values.get(f.name), lambda: self.attempted, lang) for f in form.fields]
         for error in request.errors:
             row = self._row(error.field)
             if row is not None:
-                row.force(error.message)
+                row.force(error_text(error, lang))
 
-        def asks() -> str:
-            if banner is not None:
-                return banner
-            name = server_name(request.server)
-            return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
+        def asks() -> str | StyleAndTextTuples:
+            return banner if banner is not None else _asks(request, lang)
 
         def queue() -> StyleAndTextTuples:
-            return [("class:waiting", queue_text(waiting()))]
+            return [("class:waiting", queue_text(waiting(), lang))]
 
         top: list[AnyContainer] = [_lines(queue), _lines(lambda: [("class:message", request.message)])]
         if request.errors:
-            listed = "; ".join(str(e) for e in request.errors)
-            top.append(_lines(lambda: [("class:error", f"Your previous answer was not accepted: {listed}")]))
+            top.append(_lines(lambda: [("class:error", _not_accepted(request, lang))]))
         top.append(Window(height=1))
 
-        self.review_button = Button("Review", handler=self._review, width=10)
+        self.review_button = _button(t("Review"), self._review)
         actions = VSplit(
-            [self.review_button, Button("Decline", handler=self._decline, width=11),
-             Button("Cancel", handler=self._cancel, width=10)],
-            padding=2,
-        )  # fmt: skip
+            [self.review_button, _button(t("Decline"), self._decline), _button(t("Cancel"), self._cancel)], padding=2
+        )
         form_body = HSplit(
             [*top, *(r.container for r in self.rows), _lines(lambda: [("class:error", self.summary)]), actions]
         )
-        self.submit_button = Button("Submit", handler=self._submit, width=10)
+        self.submit_button = _button(t("Submit"), self._submit)
         review_actions = VSplit(
-            [self.submit_button, Button("Edit", handler=self._edit, width=8),
-             Button("Decline", handler=self._decline, width=11), Button("Cancel", handler=self._cancel, width=10)],
+            [self.submit_button, _button(t("Edit"), self._edit), _button(t("Decline"), self._decline),
+             _button(t("Cancel"), self._cancel)],
             padding=2,
         )  # fmt: skip
         review_body = HSplit(
-            [_lines(lambda: [("class:message", "Review your answer before it is sent")]), Window(height=1),
+            [_lines(lambda: [("class:message", t("Review your answer before it is sent"))]), Window(height=1),
              _lines(self._review_lines), Window(height=1), review_actions]
         )  # fmt: skip
         body = HSplit(
             [
                 _banner(asks),
-                _identity(request.server),
+                _identity(request.server, lang),
                 ConditionalContainer(
                     ScrollablePane(Box(form_body, padding=0, padding_left=1).__pt_container__()),
                     Condition(lambda: not self.reviewing),
@@ -384,7 +429,7 @@ class FormScreen:
                     ScrollablePane(Box(review_body, padding=0, padding_left=1).__pt_container__()),
                     Condition(lambda: self.reviewing),
                 ),
-                _help("Tab / Shift-Tab move · Space ticks · Enter next or press · Esc cancel"),
+                _help(t("Tab / Shift-Tab move · Space ticks · Enter next or press · Esc cancel")),
             ]
         )
         first = self.rows[0].focus_target if self.rows else self.review_button
@@ -396,10 +441,13 @@ class FormScreen:
         return next((r for r in self.rows if r.field.name == name), None)
 
     def _review_lines(self) -> StyleAndTextTuples:
+        """Each field and its answer, "label: answer", laid out by terminal cells (prompt_toolkit's wcwidth)."""
+        colon = self.lang._(": ")
         out: StyleAndTextTuples = []
         for row in self.rows:
             f = row.field
-            out += [("class:label", f"{printable(f.label)}: "), ("", show(f, self.answer.get(f.name))), ("", "\n")]
+            out += [("class:label", printable(f.label) + colon), ("", show(f, self.answer.get(f.name), self.lang))]
+            out.append(("", "\n"))
         return out
 
     def _review(self) -> None:
@@ -421,13 +469,13 @@ class FormScreen:
                 for error in exc.errors:
                     found = self._row(error.field)
                     if found is not None:
-                        found.force(error.message)
+                        found.force(error_text(error, self.lang))
                         bad.append(found)
                 if not bad:
-                    self.summary = "; ".join(str(e) for e in exc.errors)
+                    self.summary = self.lang._("; ").join(_error_line(e, self.lang) for e in exc.errors)
                     return
         if bad:
-            self.summary = f"Please fix {len(bad)} field{'s' if len(bad) > 1 else ''} marked ✗."
+            self.summary = self.lang.n_("Please fix {n} field marked ✗.", "Please fix {n} fields marked ✗.", len(bad))
             self.app.layout.focus(bad[0].focus_target)
             return
         self.summary = ""
@@ -459,34 +507,31 @@ class YesNoScreen:
         field = yes_no(request.form)
         assert field is not None, "a yes/no screen needs a form whose only field is a boolean"
         self.field = field
-
-        def asks() -> str:
-            name = server_name(request.server)
-            return f"{request.server_label} asks" + (f"   (server name: {name})" if name else "")
+        lang = terminal.lang
+        t = lang._
 
         question: StyleAndTextTuples = []
         if field.label != request.message:  # labelled with the message itself: it is on the screen already
             question = [("class:label", f"{printable(field.label).rstrip('?')}?")]
         if field.description:
             question += [("", "\n"), ("class:hint", printable(field.description, newlines=True))]
-        self.no_button = Button("No", handler=lambda: self._answer(False), width=6)
+        self.no_button = _button(t("No"), lambda: self._answer(False))
         actions = VSplit(
-            [Button("Yes", handler=lambda: self._answer(True), width=7), self.no_button,
-             Button("Decline", handler=lambda: self._done(Declined()), width=11),
-             Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)],
+            [_button(t("Yes"), lambda: self._answer(True)), self.no_button,
+             _button(t("Decline"), lambda: self._done(Declined())),
+             _button(t("Cancel"), lambda: self._done(Cancelled()))],
             padding=2,
         )  # fmt: skip
         parts: list[AnyContainer] = [
-            _banner(asks),
-            _identity(request.server),
-            _lines(lambda: [("class:waiting", queue_text(waiting()))]),
+            _banner(lambda: _asks(request, lang)),
+            _identity(request.server, lang),
+            _lines(lambda: [("class:waiting", queue_text(waiting(), lang))]),
             _lines(lambda: [("class:message", request.message)]),
         ]
         if request.errors:
-            listed = "; ".join(str(e) for e in request.errors)
-            parts.append(_lines(lambda: [("class:error", f"Your previous answer was not accepted: {listed}")]))
+            parts.append(_lines(lambda: [("class:error", _not_accepted(request, lang))]))
         parts += [Window(height=1), _lines(lambda: question), Window(height=1), actions, Window()]
-        parts.append(_help("y Yes · n or Enter No · Tab moves · Esc cancel"))
+        parts.append(_help(t("y Yes · n or Enter No · Tab moves · Esc cancel")))
         bindings = _bindings(lambda event: self._done(Cancelled()))
         bindings.add("y")(lambda event: self._answer(True))
         bindings.add("n")(lambda event: self._answer(False))
@@ -505,6 +550,8 @@ class UrlScreen:
     """The URL-mode consent screen; ``app.run()`` returns ``Accepted(None)`` only when the person chose Open."""
 
     def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
+        lang = terminal.lang
+        t = lang._
         url, host, span = request.url, request.host, request.host_span
         shown = _escaped(
             [("", url[: span[0]]), ("class:host", url[span[0] : span[1]]), ("", url[span[1] :])]
@@ -512,32 +559,41 @@ class UrlScreen:
             else [("", url)],
             newlines=False,
         )
-        details: StyleAndTextTuples = [("class:label", "Host: "), ("class:host", host or "(none)"), ("", "\n")]
+        details: StyleAndTextTuples = [
+            ("class:label", t("Host:") + " "),
+            ("class:host", host or t("(none)")),
+            ("", "\n"),
+        ]
         for warning in request.warnings:
-            details += [("class:warning", f"⚠ Careful: {warning}."), ("", "\n")]
-        details.append(("", "Nothing has been opened or fetched."))
+            details += [("class:warning", warning_text(warning, lang)), ("", "\n")]
+        details.append(("", t("Nothing has been opened or fetched.")))
         if not request.openable:
-            details.append(("class:warning", "\nThis is not a web address: it will not be opened from here."))
+            details.append(("class:warning", "\n" + t("This is not a web address: it will not be opened from here.")))
         self.url_window = Window(FormattedTextControl(shown, focusable=True), dont_extend_height=True, wrap_lines=True)
-        buttons = [Button("Decline", handler=lambda: self._done(Declined()), width=11),
-                   Button("Cancel", handler=lambda: self._done(Cancelled()), width=10)]  # fmt: skip
+        buttons = [_button(t("Decline"), lambda: self._done(Declined())),
+                   _button(t("Cancel"), lambda: self._done(Cancelled()))]  # fmt: skip
         if request.openable:
-            buttons.insert(0, Button("Open in browser", handler=lambda: self._done(Accepted(None)), width=19))
+            buttons.insert(0, _button(t("Open in browser"), lambda: self._done(Accepted(None))))
         actions = VSplit(buttons, padding=2)
         body = HSplit(
             [
-                _banner(lambda: f"{request.server_label} asks you to open a web page"),
-                _identity(request.server),
+                _banner(
+                    lambda: [
+                        ("class:banner", " " + asker(request.server, lang)),
+                        ("class:banner", " " + t("asks you to open a web page") + " "),
+                    ]
+                ),
+                _identity(request.server, lang),
                 _lines(lambda: [("class:message", request.message)]),
                 Window(height=1),
-                _lines(lambda: [("class:label", "URL:")]),
+                _lines(lambda: [("class:label", t("URL:"))]),
                 self.url_window,
                 Window(height=1),
                 _lines(lambda: details),
                 Window(height=1),
                 actions,
                 Window(),
-                _help("Tab to a button · Enter presses it · Esc cancel"),
+                _help(t("Tab to a button · Enter presses it · Esc cancel")),
             ]
         )
         self.app: Application[ElicitationOutcome] = terminal.application(
@@ -552,16 +608,29 @@ class WaitScreen:
     """While the person works in the browser: ``app.run()`` returns when they say they are done (Enter or Esc)."""
 
     def __init__(self, request: UrlElicitationRequest, terminal: Terminal) -> None:
-        button = Button("I'm done", handler=self._done, width=12)
+        lang = terminal.lang
+        t = lang._
+        button = _button(t("I'm done"), self._done)
         body = HSplit(
             [
-                _banner(lambda: f"{request.server_label}: finish in your browser"),
-                _lines(lambda: [("", _waiting_text(request))]),
-                _lines(lambda: [("class:hint", f"If no browser opened, open this yourself: {request.url}")]),
+                _banner(
+                    lambda: [
+                        ("class:banner", " " + asker(request.server, lang)),
+                        ("class:banner", " · " + t("finish in your browser") + " "),
+                    ]
+                ),
+                _lines(lambda: [("", _waiting_text(request, lang))]),
+                _lines(
+                    lambda: [
+                        ("class:hint", t("If no browser opened, open this yourself:")),
+                        ("", " "),
+                        ("class:hint", request.url),
+                    ]
+                ),
                 Window(height=1),
                 button,
                 Window(),
-                _help("Enter or Esc when you have finished"),
+                _help(t("Enter or Esc when you have finished")),
             ]
         )
         self.app: Application[None] = terminal.application(
@@ -572,9 +641,11 @@ class WaitScreen:
         _exit(self.app, None)
 
 
-def _waiting_text(request: UrlElicitationRequest) -> str:
+def _waiting_text(request: UrlElicitationRequest, lang: Language) -> str:
     """What the wait is for: the server's completion notice (2025-11-25), or only the person (2026-07-28, which has
     no notice: "I'm done" retries the call and the server asks again if the step is not finished)."""
     if request.completion_notice:
-        return "Waiting for the server to see that you have finished."
-    return "When you have finished there, choose I'm done to retry now\n(the server asks again if it is not finished)."
+        return lang._("Waiting for the server to see that you have finished.")
+    return lang._(
+        "When you have finished there, choose I'm done to retry now\n(the server asks again if it is not finished)."
+    )

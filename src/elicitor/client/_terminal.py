@@ -28,8 +28,25 @@ import anyio.to_thread
 from .._outcomes import Accepted, Cancelled, Declined
 from ..forms import BooleanField, EnumField, Form, FormField, MultiEnumField
 from ..forms._fields import Problem
+from ..i18n import Language, language
 from ._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from ._present import hint, identity_warnings, parse_text, printable, queue_text, server_name, show, yes_no
+from ._present import (
+    FSI,
+    LRI,
+    PDI,
+    asker,
+    error_text,
+    hint,
+    identity_warnings,
+    isolated,
+    parse_text,
+    printable,
+    queue_text,
+    server_name,
+    show,
+    warning_text,
+    yes_no,
+)
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -62,6 +79,12 @@ class TerminalHandler:
             full screen. Tests pass a pipe input here.
         output: prompt_toolkit output for the full screen (default: drawn on stderr); giving it selects the full
             screen.
+        lang: the language of elicitor's own words, numbers and dates (``"zh"``, ``"ar"``, a
+            :class:`~elicitor.i18n.Language`); by default the environment's (``LANGUAGE``, ``LC_ALL``,
+            ``LC_MESSAGES``, ``LANG``). What the server wrote is shown as sent.
+
+    The line mode is the path for screen readers and braille displays: one sentence per line, nothing conveyed by
+    colour, position or box drawing. It is what ``TERM=dumb`` gets; ``NO_COLOR`` turns colour off everywhere.
     """
 
     def __init__(
@@ -74,23 +97,25 @@ class TerminalHandler:
         screen: bool | None = None,
         input: Input | None = None,
         output: Output | None = None,
+        lang: str | Language | None = None,
     ) -> None:
+        self.lang = language(lang)
         if screen is None:
             screen = input is not None or output is not None or (read_line is None and write is None and _is_tty())
         self._screen: Terminal | None = None
         if screen:
             from ._screen import Terminal
 
-            self._screen = Terminal(input, output)
+            self._screen = Terminal(input, output, self.lang)
         self._turns = OneAtATime()
         reader = read_line or _read_stdin
-        self._read: Callable[[str], str] = lambda prompt: reader(printable(prompt, newlines=True))
+        self._read: Callable[[str], str] = reader  # prompts are composed of escaped parts (see _say)
         self._custom_reader = read_line is not None
         self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._held: list[str] | None = None  # lines written while a full screen is up, shown when it closes
         self._held_lock = threading.Lock()  # lines may come from other threads (a server's stderr)
         self._open = open_url or webbrowser.open
-        self._bold = write is None and sys.stderr.isatty()
+        self._bold = write is None and sys.stderr.isatty() and _colours_allowed()
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
@@ -119,11 +144,14 @@ class TerminalHandler:
 
                 await self._on_screen(WaitScreen(request, self._screen).app, None)
                 return
-            self._write(
-                "Waiting for the server to see that you are done (or press Enter when you have finished)."
+            t = self.lang._
+            self._say(
+                t("Waiting for the server to see that you are done (or press Enter when you have finished).")
                 if request.completion_notice
-                else "Press Enter when you have finished in the browser to retry now "
-                "(if that step is not finished yet, the server asks again)."
+                else t(
+                    "Press Enter when you have finished in the browser to retry now "
+                    "(if that step is not finished yet, the server asks again)."
+                )
             )
             if self._custom_reader:
                 await anyio.to_thread.run_sync(self._read, "", abandon_on_cancel=True)
@@ -135,30 +163,31 @@ class TerminalHandler:
                 stop.set()
 
     def _ask_url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
-        w = self._write
+        w, say, t = self._write, self._say, self.lang._
         w("")
-        w(f"── {request.server_label} asks you to open a web page ──")
+        say(t("── {server} asks you to open a web page ──", server=self._who(request)))
         self._warn_identity(request)
         w(request.message)
         w("")
         host, url, span = request.host, request.url, request.host_span
+        url_is, host_is, none = t("URL:"), t("Host:"), t("(none)")
         if span is not None and self._bold:  # the host in bold: each part escaped first, then this styling only
             before, marked, after = (
                 printable(part) for part in (url[: span[0]], url[span[0] : span[1]], url[span[1] :])
             )
-            self._emit(f"  URL:  {before}\x1b[1;4m{marked}\x1b[0m{after}")
+            self._emit(f"  {url_is}  {LRI}{before}\x1b[1;4m{marked}\x1b[0m{after}{PDI}")
         else:
-            w(f"  URL:  {printable(url)}")
-        w(f"  Host: {printable(host) or '(none)'}")
+            say(f"  {url_is}  {LRI}{printable(url)}{PDI}")
+        say(f"  {host_is} {LRI}{printable(host)}{PDI}" if host else f"  {host_is} {none}")
         for warning in request.warnings:
-            w(f"  ⚠ Careful: {warning}.")
-        w("  Nothing has been opened or fetched.")
+            say(f"  {warning_text(warning, self.lang)}")
+        say("  " + t("Nothing has been opened or fetched."))
         if not request.openable:
-            w("  This is not a web address: it will not be opened from here.")
+            say("  " + t("This is not a web address: it will not be opened from here."))
         question = (
-            "Open it in your browser? y = open, n = decline, c = cancel: "
+            t("Open it in your browser? y = open, n = decline, c = cancel: ")
             if request.openable
-            else "n = decline, c = cancel: "
+            else t("n = decline, c = cancel: ")
         )
         try:
             while True:
@@ -170,10 +199,10 @@ class TerminalHandler:
                 if choice in ("c", "cancel"):
                     raise _Cancel
         except (_Cancel, EOFError, KeyboardInterrupt):
-            w("Cancelled.")
+            say(t("Cancelled."))
             return Cancelled()
         opened = self._open_consented(request.url)
-        w("Opened in your browser." if opened else "Could not open a browser: copy the URL above into one.")
+        say(t("Opened in your browser.") if opened else t("Could not open a browser: copy the URL above into one."))
         return Accepted(None)
 
     def _write(self, text: str) -> None:
@@ -181,9 +210,22 @@ class TerminalHandler:
         while a full screen is up, hold it until the screen closes (it would draw over it)."""
         self._emit(printable(text, newlines=True))
 
+    def _say(self, text: str) -> None:
+        """Show a line of elicitor's own words, in which any text from a server is already escaped and isolated
+        (:func:`isolated`), so its direction cannot reorder the sentence around it."""
+        self._emit(text)
+
+    def _who(self, request: ElicitationRequest | UrlElicitationRequest) -> str:
+        """Who asks, isolated for a sentence of elicitor's own."""
+        return (
+            isolated(asker(request.server, self.lang))
+            if request.server is not None
+            else self.lang._("an unnamed server")
+        )
+
     def _warn_identity(self, request: ElicitationRequest | UrlElicitationRequest) -> None:
         for warning in identity_warnings(request.server):
-            self._write(f"⚠ Careful: {warning}.")
+            self._say(warning_text(warning, self.lang))
 
     def _emit(self, text: str) -> None:
         """Show ``text`` exactly as given: only escaped text and this handler's own styling come here."""
@@ -257,29 +299,34 @@ class TerminalHandler:
         try:
             return self._session(request)
         except (_Cancel, EOFError, KeyboardInterrupt):
-            self._write("Cancelled.")
+            self._say(self.lang._("Cancelled."))
             return Cancelled()
 
     def _session(self, request: ElicitationRequest) -> ElicitationOutcome:
-        w = self._write
+        w, say, t = self._write, self._say, self.lang._
         w("")
         name = server_name(request.server)
-        w(f"── {request.server_label} asks{f' (server name: {name})' if name else ''} ──")
+        if name:
+            say(t("── {server} asks (server name: {name}) ──", server=self._who(request), name=isolated(name)))
+        else:
+            say(t("── {server} asks ──", server=self._who(request)))
         self._warn_identity(request)
         if self._turns.waiting:
-            w(f"({queue_text(self._turns.waiting)})")
+            say(f"({queue_text(self._turns.waiting, self.lang)})")
         w(request.message)
         if request.errors:
-            w("Your previous answer was not accepted:")
+            say(t("Your previous answer was not accepted:"))
             for error in request.errors:
-                w(f"  • {error}")
+                label = next((f.label for f in request.form.fields if f.name == error.field), error.field)
+                text = error_text(error, self.lang)
+                say(f"  • {isolated(label)}: {text}" if label else f"  • {text}")
         question = yes_no(request.form)
         if question is not None:
             return self._yes_no(question)
-        choice = self._line("Answer now? [Enter] yes, d = decline, c = cancel: ").lower()
-        if choice in ("d", "decline"):
+        choice = self._line(t("Answer now? [Enter] yes, d = decline, c = cancel: ")).lower()
+        if choice in ("d", "decline", t("decline")):
             return Declined()
-        if choice in ("c", "cancel"):
+        if choice in ("c", "cancel", t("cancel")):
             raise _Cancel
         values: dict[str, Any] = request.form.with_defaults(request.previous or {})
         fields = request.form.fields
@@ -287,15 +334,15 @@ class TerminalHandler:
             self._fill(f, values)
         while True:
             w("")
-            w("Review:")
+            say(t("Review:"))
             for i, f in enumerate(fields, 1):
-                w(f"  {i}. {printable(f.label)}: {show(f, values.get(f.name))}")
-            choice = self._line("[Enter] submit, a number to edit, d = decline, c = cancel: ").lower()
+                say(f"  {self.lang.number(i)}. {isolated(f.label)}: {FSI}{show(f, values.get(f.name), self.lang)}{PDI}")
+            choice = self._line(t("[Enter] submit, a number to edit, d = decline, c = cancel: ")).lower()
             if choice == "":
                 return Accepted({k: v for k, v in values.items() if v is not None})
-            if choice in ("d", "decline"):
+            if choice in ("d", "decline", t("decline")):
                 return Declined()
-            if choice in ("c", "cancel"):
+            if choice in ("c", "cancel", t("cancel")):
                 raise _Cancel
             if choice.isdigit() and 1 <= int(choice) <= len(fields):
                 self._fill(fields[int(choice) - 1], values)
@@ -303,61 +350,71 @@ class TerminalHandler:
     def _yes_no(self, f: BooleanField) -> ElicitationOutcome:
         """A yes/no question (:func:`yes_no`) answered at one prompt: the answer is the reply, so there is nothing
         to review. Enter means No, the answer that changes nothing."""
+        t = self.lang._
         if f.description:
             self._write(f"  {f.description}")
-        prompt = f"{printable(f.label).rstrip('?')}? y = yes, n or Enter = no, d = decline, c = cancel: "
+        question = isolated(printable(f.label).rstrip("?") + "?")
+        prompt = t("{question} y = yes, n or Enter = no, d = decline, c = cancel: ", question=question)
         while True:
             choice = self._line(prompt).lower()
-            if choice in ("y", "yes"):
+            if choice in ("y", "yes", t("yes")):
                 return Accepted({f.name: True})
-            if choice in ("", "n", "no"):
+            if choice in ("", "n", "no", t("no")):
                 return Accepted({f.name: False})
-            if choice in ("d", "decline"):
+            if choice in ("d", "decline", t("decline")):
                 return Declined()
-            if choice in ("c", "cancel"):
+            if choice in ("c", "cancel", t("cancel")):
                 raise _Cancel
-            self._write("  Answer y or n (or d to decline, c to cancel).")
+            self._say("  " + t("Answer y or n (or d to decline, c to cancel)."))
 
     def _line(self, prompt: str) -> str:
         return self._read(prompt).strip()
 
     def _fill(self, f: FormField, values: dict[str, Any]) -> None:
-        w = self._write
+        w, say, t = self._write, self._say, self.lang._
         w("")
-        mark = " (required)" if f.required else " (optional)"
-        w(f"{printable(f.label)}{mark}")
+        mark = t("(required)") if f.required else t("(optional)")
+        say(f"{isolated(f.label)} {mark}")
         if f.description:
             w(f"  {f.description}")
-        hint = _hint(f)
+        hint = _hint(f, self.lang)
         if hint:
-            w(f"  {hint}")
+            say(f"  {hint}")
         if isinstance(f, EnumField | MultiEnumField):
             for i, option in enumerate(f.options, 1):
-                w(f"   {i}) {printable(option.label)}")
+                say(f"   {self.lang.number(i)}) {isolated(option.label)}")
         current = values.get(f.name)
         while True:
-            shown = f" [{show(f, current)}]" if current is not None else ""
+            shown = f" [{FSI}{show(f, current, self.lang)}{PDI}]" if current is not None else ""
             text = self._line(f"> {shown} ".replace(">  ", "> "))
             if text == "":
                 if current is not None or not f.required:
                     return
-                w("  This field is required.")
+                say("  " + t("This field is required."))
                 continue
             if text == "-" and not f.required:
                 values.pop(f.name, None)
                 return
             try:
-                values[f.name] = parse_text(f, text)
+                values[f.name] = parse_text(f, text, self.lang)
                 return
             except Problem as exc:
-                w(f"  {exc}")
+                say(f"  {self.lang.text(exc.message)}")
 
 
 def _is_tty() -> bool:
+    """Whether the full screen can be drawn: stdin and stderr a terminal, and not a dumb one (``TERM=dumb`` is
+    what screen readers' terminals and editors' shells set: they get the line mode)."""
     try:
         return sys.stdin.isatty() and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
     except (AttributeError, ValueError):  # replaced or closed streams
         return False
+
+
+def _colours_allowed() -> bool:
+    """Styling by escape sequences is allowed: ``NO_COLOR`` is unset or empty (https://no-color.org) and the
+    terminal is not dumb."""
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM", "") != "dumb"
 
 
 class _StdinLines:
@@ -437,14 +494,14 @@ def _read_stdin(prompt: str) -> str:
     return _STDIN.readline()
 
 
-def _hint(f: FormField) -> str:
-    parts = hint(f)
+def _hint(f: FormField, lang: Language) -> str:
+    parts = hint(f, lang)
     if isinstance(f, BooleanField):
-        parts.append("y or n")
+        parts.append(lang._("y or n"))
     elif isinstance(f, EnumField):
-        parts.append("type its number or its name")
+        parts.append(lang._("type its number or its name"))
     elif isinstance(f, MultiEnumField):
-        parts.insert(0, "numbers or names separated by commas")
+        parts.insert(0, lang._("numbers or names separated by commas"))
     if not f.required:
-        parts.append("'-' to leave empty")
-    return "; ".join(parts)
+        parts.append(lang._("'-' to leave empty"))
+    return lang._("; ").join(parts)

@@ -12,36 +12,41 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from ..i18n import N_, Message
 from ..types import Implementation
 from ._present import server_label
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def url_warnings(url: str) -> list[str]:
-    """What a person should know before opening ``url``, most serious first (empty if nothing stands out)."""
+def url_warnings(url: str) -> list[Message]:
+    """What a person should know before opening ``url``, most serious first (empty if nothing stands out).
+
+    Each is a deferred :class:`~elicitor.i18n.Message`: ``str()`` reads it in English, a renderer in the person's
+    language."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        return ["this is not a valid URL"]
+        return [N_("this is not a valid URL")]
     host = parts.hostname or ""
-    warnings = []
+    warnings: list[Message] = []
     if parts.scheme not in ("http", "https"):
-        warnings.append(f"it is not a web address ({parts.scheme or 'no scheme'}:)")
+        scheme = f"{parts.scheme}:" if parts.scheme else N_("no scheme")
+        warnings.append(N_("it is not a web address ({scheme})", scheme=scheme))
     if parts.username is not None or parts.password is not None:
-        warnings.append("it contains a user name or password before the host, a trick to disguise the real host")
+        warnings.append(N_("it contains a user name or password before the host, a trick to disguise the real host"))
     if any(label.startswith("xn--") for label in host.split(".")) or not host.isascii():
-        warnings.append("the host uses international characters (Punycode), which can imitate another site's name")
+        warnings.append(N_("the host uses international characters (Punycode), which can imitate another site's name"))
     try:
         ipaddress.ip_address(host)
-        warnings.append("the host is a bare IP address, not a name")
+        warnings.append(N_("the host is a bare IP address, not a name"))
     except ValueError:
         pass
     if parts.scheme == "http":
-        warnings.append("the connection is not encrypted (http, not https)")
+        warnings.append(N_("the connection is not encrypted (http, not https)"))
     if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
-        warnings.append(f"it uses an unusual port ({port})")
+        warnings.append(N_("it uses an unusual port ({port})", port=str(port)))
     return warnings
 
 
@@ -65,7 +70,7 @@ class UrlElicitationRequest:
     url: str
     server: Implementation | None
     elicitation_id: str | None = None
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[Message, ...] = field(default=())
     mode: Literal["url"] = "url"
     completion_notice: bool = False
 

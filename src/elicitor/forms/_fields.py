@@ -18,6 +18,7 @@ from datetime import date, datetime
 from typing import Any, ClassVar, Final, Literal, TypeAlias
 from urllib.parse import urlsplit
 
+from ..i18n._message import N_, Message
 from ..types import supports_rich_enums
 
 StringFormat: TypeAlias = Literal["email", "uri", "date", "date-time"]
@@ -30,7 +31,15 @@ _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|
 
 
 class Problem(Exception):
-    """Why one value does not fit its field (turned into a ``FieldError`` by the form)."""
+    """Why one value does not fit its field (turned into a ``FieldError`` by the form).
+
+    ``message`` keeps the sentence deferred (:class:`~elicitor.i18n.Message`): ``str()`` is English, for the wire
+    and logs; a renderer shows it in the person's language.
+    """
+
+    def __init__(self, message: Message | str) -> None:
+        super().__init__(str(message))
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +113,11 @@ class StringField(_Field):
 
     def check(self, value: object) -> str:
         if not isinstance(value, str):
-            raise Problem(f"expected text, got {_describe(value)}")
+            raise Problem(N_("expected text, got {what}", what=_describe(value)))
         if self.min_length is not None and len(value) < self.min_length:
-            raise Problem(f"must be at least {self.min_length} characters long")
+            raise Problem(N_("must be at least {n} characters long", n=self.min_length))
         if self.max_length is not None and len(value) > self.max_length:
-            raise Problem(f"must be at most {self.max_length} characters long")
+            raise Problem(N_("must be at most {n} characters long", n=self.max_length))
         if self.format is not None:
             _check_format(self.format, value)
         return value
@@ -140,15 +149,15 @@ class NumberField(_Field):
 
     def check(self, value: object) -> int | float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise Problem(f"expected a number, got {_describe(value)}")
+            raise Problem(N_("expected a number, got {what}", what=_describe(value)))
         if self.integer and not isinstance(value, int):
             if not value.is_integer():
-                raise Problem(f"expected a whole number, got {value!r}")
+                raise Problem(N_("expected a whole number, got {value}", value=value))
             value = int(value)
         if self.minimum is not None and value < self.minimum:
-            raise Problem(f"must be at least {_num(self.minimum)}")
+            raise Problem(N_("must be at least {n}", n=self.minimum))
         if self.maximum is not None and value > self.maximum:
-            raise Problem(f"must be at most {_num(self.maximum)}")
+            raise Problem(N_("must be at most {n}", n=self.maximum))
         return value
 
 
@@ -168,7 +177,7 @@ class BooleanField(_Field):
 
     def check(self, value: object) -> bool:
         if not isinstance(value, bool):
-            raise Problem(f"expected true or false, got {_describe(value)}")
+            raise Problem(N_("expected true or false, got {what}", what=_describe(value)))
         return value
 
 
@@ -212,9 +221,11 @@ class EnumField(_Field):
 
     def check(self, value: object) -> str:
         if not isinstance(value, str):
-            raise Problem(f"expected one of {_choices(self.values)}, got {_describe(value)}")
+            raise Problem(
+                N_("expected one of {choices}, got {what}", choices=_choices(self.values), what=_describe(value))
+            )
         if value not in self.values:
-            raise Problem(f"{value!r} is not one of {_choices(self.values)}")
+            raise Problem(N_("{value} is not one of {choices}", value=repr(value), choices=_choices(self.values)))
         return value
 
 
@@ -251,14 +262,14 @@ class MultiEnumField(_Field):
 
     def check(self, value: object) -> list[str]:
         if not isinstance(value, list):
-            raise Problem(f"expected a list of choices, got {_describe(value)}")
+            raise Problem(N_("expected a list of choices, got {what}", what=_describe(value)))
         for item in value:
             if not isinstance(item, str) or item not in self.values:
-                raise Problem(f"{item!r} is not one of {_choices(self.values)}")
+                raise Problem(N_("{value} is not one of {choices}", value=repr(item), choices=_choices(self.values)))
         if self.min_items is not None and len(value) < self.min_items:
-            raise Problem(f"choose at least {self.min_items}")
+            raise Problem(N_("choose at least {n}", n=self.min_items))
         if self.max_items is not None and len(value) > self.max_items:
-            raise Problem(f"choose at most {self.max_items}")
+            raise Problem(N_("choose at most {n}", n=self.max_items))
         return value
 
 
@@ -269,43 +280,45 @@ FormField: TypeAlias = StringField | NumberField | BooleanField | EnumField | Mu
 def _check_format(fmt: str, value: str) -> None:
     if fmt == "email":
         if not _EMAIL.match(value):
-            raise Problem("expected an email address such as name@example.com")
+            raise Problem(N_("expected an email address such as name@example.com"))
     elif fmt == "uri":
         scheme, _, rest = value.partition(":")
         if not _SCHEME.match(scheme) or not rest or any(c.isspace() for c in value):
-            raise Problem("expected an absolute URI such as https://example.com/")
+            raise Problem(N_("expected an absolute URI such as https://example.com/"))
         try:
             urlsplit(value)
         except ValueError as exc:
-            raise Problem(f"expected an absolute URI: {exc}") from None
+            raise Problem(N_("expected an absolute URI: {reason}", reason=str(exc))) from None
     elif fmt == "date":
         try:
             if not _DATE.match(value):
                 raise ValueError
             date.fromisoformat(value)
         except ValueError:
-            raise Problem("expected a date as YYYY-MM-DD") from None
+            raise Problem(N_("expected a date as YYYY-MM-DD")) from None
     elif fmt == "date-time":
         try:
             if not _DATE_TIME.match(value):
                 raise ValueError
             datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
         except ValueError:
-            raise Problem("expected a date and time as YYYY-MM-DDTHH:MM:SS with a time zone (Z or +HH:MM)") from None
+            raise Problem(
+                N_("expected a date and time as YYYY-MM-DDTHH:MM:SS with a time zone (Z or +HH:MM)")
+            ) from None
 
 
-def _describe(value: object) -> str:
+def _describe(value: object) -> Message:
     if value is None:
-        return "null"
+        return N_("null")
     if isinstance(value, bool):
-        return "a boolean"
+        return N_("a boolean")
     if isinstance(value, int | float):
-        return "a number"
+        return N_("a number")
     if isinstance(value, str):
-        return "text"
+        return N_("text")
     if isinstance(value, list):
-        return "a list"
-    return "an object"
+        return N_("a list")
+    return N_("an object")
 
 
 def _choices(values: tuple[str, ...]) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 import msgspec
 
 from .._exceptions import ElicitationUnsupported, FieldError, FormDefinitionError, InvalidAnswer
+from ..i18n._message import N_, Message
 from ..types import REV_2025_06_18, REV_2025_11_25, JSONObject, JSONValue
 from ._fields import FormField, MultiEnumField, Problem
 from ._secrets import secret_reason
@@ -177,7 +178,7 @@ class Form(Generic[T]):
             InvalidAnswer: with one :class:`FieldError` per problem.
         """
         if not isinstance(content, Mapping):
-            raise InvalidAnswer([FieldError(None, "accepted content must be an object")])
+            raise InvalidAnswer([_error(None, N_("accepted content must be an object"))])
         errors: list[FieldError] = []
         out: dict[str, Any] = {}
         for f in self.fields:
@@ -186,12 +187,12 @@ class Form(Generic[T]):
                 if f.default is not None:
                     out[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
                 elif f.required:
-                    errors.append(FieldError(f.name, "is required"))
+                    errors.append(_error(f.name, N_("is required")))
                 continue
             try:
                 out[f.name] = f.check(value)
             except Problem as exc:
-                errors.append(FieldError(f.name, str(exc)))
+                errors.append(_error(f.name, exc.message))
         if errors:
             raise InvalidAnswer(errors)
         return out
@@ -210,3 +211,7 @@ class Form(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Form({', '.join(f'{f.name}:{f.kind}' for f in self.fields)})"
+
+
+def _error(name: str | None, message: Message | str) -> FieldError:
+    return FieldError(name, str(message), message if isinstance(message, Message) else None)

@@ -19,8 +19,9 @@ import anyio.abc
 
 from ..._exceptions import FieldError, InvalidAnswer
 from ..._outcomes import Accepted, Cancelled, Declined
+from ...i18n import Language, available, language
 from .._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from .._present import queue_text, yes_no
+from .._present import asker, queue_text, yes_no
 from .._url import UrlElicitationRequest
 from ._forms import read_answer
 from ._html import (
@@ -28,6 +29,7 @@ from ._html import (
     document,
     form_page,
     origin,
+    page_language,
     redirect,
     respond,
     respond_json,
@@ -51,6 +53,9 @@ class BrowserHandler:
         write: where to print links (default: stderr).
         grace: seconds a closed page has to come back (a reload) before its question becomes Cancel.
         url_mode: offer URL mode to servers (default ``True``): consent on a page, then the URL in a new tab.
+        lang: the language of elicitor's words on the pages (``"zh"``, ``"ar"``, a
+            :class:`~elicitor.i18n.Language`). By default each page follows the browser's ``Accept-Language``;
+            either way every page has a switch to the others, and what the server wrote is shown as sent.
     """
 
     def __init__(
@@ -60,7 +65,10 @@ class BrowserHandler:
         *,
         grace: float = 10.0,
         url_mode: bool = True,
+        lang: str | Language | None = None,
     ) -> None:
+        self._lang = language(lang) if lang is not None else None
+        self._voice = self._lang or language()  # the terminal's lines ("open this page") in the environment's
         self._open = open_url or webbrowser.open
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._grace = grace
@@ -115,7 +123,7 @@ class BrowserHandler:
     async def _ask(self, request: ElicitationRequest) -> ElicitationOutcome:
         page = self._add("form", request)
         try:
-            await self._show(page, "asks a question")
+            await self._show(page, url=False)
             await self._until(page.done, page)
             return page.outcome or Cancelled()
         finally:
@@ -131,7 +139,7 @@ class BrowserHandler:
         page = self._add("url", request)
         kept = False
         try:
-            await self._show(page, "asks you to open a web page")
+            await self._show(page, url=True)
             await self._until(page.done, page)
             outcome = page.outcome or Cancelled()
             kept = isinstance(outcome, Accepted)  # the same page carries "I'm done" for wait_done
@@ -164,14 +172,19 @@ class BrowserHandler:
         self._pages[page.token] = page
         return page
 
-    async def _show(self, page: Page, what: str) -> None:
-        url = f"{self.base}/q/{page.token}"
+    async def _show(self, page: Page, *, url: bool) -> None:
+        link = f"{self.base}/q/{page.token}"
         try:  # in a thread: some openers wait for the browser they start (a text browser, say)
-            opened = bool(await anyio.to_thread.run_sync(self._open, url, abandon_on_cancel=True))
+            opened = bool(await anyio.to_thread.run_sync(self._open, link, abandon_on_cancel=True))
         except Exception:  # a broken opener must not lose the question
             opened = False
-        label = page.request.server_label
-        self._write(f"{label} {what}: " + (f"answer it in your browser ({url})" if opened else f"open {url}"))
+        t, server = self._voice._, asker(page.request.server, self._voice)
+        if url:
+            what = t("{server} asks you to open a web page", server=server)
+        else:
+            what = t("{server} asks a question", server=server)
+        where = t("answer it in your browser ({url})", url=link) if opened else t("open {url}", url=link)
+        self._write(f"{what}{t(': ')}{where}")
 
     async def _until(self, event: anyio.Event, page: Page) -> None:
         """Wait for ``event``; a page gone for longer than the grace period ends the wait as Cancel.
@@ -195,30 +208,38 @@ class BrowserHandler:
         if scope["type"] != "http":
             return
         headers = dict(scope.get("headers") or [])
-        if headers.get(b"host", b"").decode("latin-1") != self._host:
-            await respond(send, 421, document("Wrong host", "<p>This page is served for 127.0.0.1 only.</p>"))
-            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         token, _, action = str(scope["path"]).removeprefix("/q/").partition("/")
         page = self._pages.get(token) if str(scope["path"]).startswith("/q/") else None
+        wanted = (query.get("lang") or [""])[0]
+        if page is not None and wanted in available():
+            page.lang = language(wanted)  # the page's switch: kept for every later view of this question
+        lang = page_language(query, headers, (page.lang if page is not None else None) or self._lang)
+        t = lang._
+        if headers.get(b"host", b"").decode("latin-1") != self._host:
+            words = t("This page is served for 127.0.0.1 only.")
+            await respond(send, 421, document(t("Wrong host"), _para(words), lang))
+            return
         if action in ("beat", "gone") and scope["method"] == "POST":
-            await self._signal(page, action, parse_qs(scope.get("query_string", b"").decode()), send)
+            await self._signal(page, action, query, send, lang)
             return
         if page is None or action or page.state == "finished" or (page.kind == "form" and page.done.is_set()):
-            await respond(send, 404, document("Not found", "<p>This question is not waiting for an answer.</p>"))
+            words = t("This question is not waiting for an answer.")
+            await respond(send, 404, document(t("Not found"), _para(words), lang))
             return
         page.left = None  # it is being looked at
         if scope["method"] == "GET":
-            await self._render(send, 200, page)
+            await self._render(send, 200, page, lang)
             return
         if scope["method"] != "POST":
-            await respond(send, 405, document("Not allowed", "<p>Use the buttons on the page.</p>"))
+            await respond(send, 405, document(t("Not allowed"), _para(t("Use the buttons on the page.")), lang))
             return
         body = b""
         while True:
             message = await receive()
             body += message.get("body", b"")
             if len(body) > _MAX_BODY:
-                await respond(send, 413, document("Too large", "<p>That answer is too large.</p>"))
+                await respond(send, 413, document(t("Too large"), _para(t("That answer is too large.")), lang))
                 return
             if not message.get("more_body"):
                 break
@@ -226,16 +247,24 @@ class BrowserHandler:
         action = (posted.get("_action") or [""])[0]
         if action in ("decline", "cancel") and not page.done.is_set():  # from either kind of page, at any step
             page.settle(Declined() if action == "decline" else Cancelled())
-            word = "declined" if action == "decline" else "cancelled"
-            opened = "; nothing was opened" if page.kind == "url" else ""
-            await respond(send, 200, document("Done", f"<p>You {word}{opened}. You can close this tab.</p>"))
+            if page.kind == "url":
+                words = (
+                    t("You declined; nothing was opened.")
+                    if action == "decline"
+                    else t("You cancelled; nothing was opened.")
+                )
+            else:
+                words = t("You declined.") if action == "decline" else t("You cancelled.")
+            await respond(send, 200, _finished(t("Done"), words, lang))
             return
         if page.kind == "url":
-            await self._url_action(page, action, send)
+            await self._url_action(page, action, send, lang)
         else:
-            await self._form_action(page, action, posted, send)
+            await self._form_action(page, action, posted, send, lang)
 
-    async def _signal(self, page: Page | None, action: str, query: dict[str, list[str]], send: Any) -> None:
+    async def _signal(
+        self, page: Page | None, action: str, query: dict[str, list[str]], send: Any, lang: Language
+    ) -> None:
         """The page's script: ``beat`` (still open; answers the page's state) or ``gone`` (closing)."""
         instance = (query.get("page") or [""])[0][:64]
         if page is None:
@@ -247,24 +276,27 @@ class BrowserHandler:
         elif instance == page.latest:  # a late goodbye from a page already replaced (a reload) does not count
             page.left = now
         page.poke()  # a wait re-reads when the page would count as gone
-        await respond_json(send, 200, {"state": page.state, "waiting": queue_text(self._turns.waiting)})
+        await respond_json(send, 200, {"state": page.state, "waiting": queue_text(self._turns.waiting, lang)})
 
-    async def _form_action(self, page: Page, action: str, posted: dict[str, list[str]], send: Any) -> None:
+    async def _form_action(
+        self, page: Page, action: str, posted: dict[str, list[str]], send: Any, lang: Language
+    ) -> None:
+        t = lang._
         request = page.request
         assert isinstance(request, ElicitationRequest)
         question = yes_no(request.form)
         if question is not None and action in ("yes", "no"):  # the answer is the reply: nothing to review
             page.settle(Accepted({question.name: action == "yes"}))
-            word = "Yes" if action == "yes" else "No"
-            await respond(send, 200, document("Sent", f"<p>You answered {word}. You can close this tab.</p>"))
+            words = t("You answered Yes.") if action == "yes" else t("You answered No.")
+            await respond(send, 200, _finished(t("Sent"), words, lang))
             return
         if action == "send" and page.state == "reviewing":
             page.settle(Accepted(page.draft))
-            await respond(send, 200, document("Sent", "<p>Your answer was sent. You can close this tab.</p>"))
+            await respond(send, 200, _finished(t("Sent"), t("Your answer was sent."), lang))
             return
         if action == "edit":
             page.state = "asking"
-            await self._render(send, 200, page, page.draft)
+            await self._render(send, 200, page, lang, page.draft)
             return
         values, errors = read_answer(request, posted)
         if not errors:
@@ -274,12 +306,12 @@ class BrowserHandler:
                 errors = list(exc.errors)
             else:
                 page.state = "reviewing"
-                await self._render(send, 200, page)
+                await self._render(send, 200, page, lang)
                 return
         page.state = "asking"
-        await self._render(send, 422, page, values, tuple(errors))  # the errors, on the form as it was sent
+        await self._render(send, 422, page, lang, values, tuple(errors))  # the errors, on the form as it was sent
 
-    async def _url_action(self, page: Page, action: str, send: Any) -> None:
+    async def _url_action(self, page: Page, action: str, send: Any, lang: Language) -> None:
         request = page.request
         assert isinstance(request, UrlElicitationRequest)
         if action == "open" and origin(request.url) is not None:
@@ -289,15 +321,16 @@ class BrowserHandler:
             return
         if action == "done" and page.state == "opened":
             page.finish()
-            await respond(send, 200, document("Thank you", "<p>Thank you. You can close this tab.</p>"))
+            await respond(send, 200, _finished(lang._("Thank you"), lang._("Thank you."), lang))
             return
-        await self._render(send, 200, page)
+        await self._render(send, 200, page, lang)
 
     async def _render(
         self,
         send: Any,
         status: int,
         page: Page,
+        lang: Language,
         values: dict[str, Any] | None = None,
         errors: tuple[FieldError, ...] = (),
     ) -> None:
@@ -308,14 +341,27 @@ class BrowserHandler:
         )
         request = page.request
         if isinstance(request, UrlElicitationRequest):
-            body, extra = url_page(request, page.state), origin(request.url)
+            body, extra = url_page(request, page.state, lang), origin(request.url)
         elif page.state == "reviewing":
-            body, extra = review_page(request, page.draft), None
+            body, extra = review_page(request, page.draft, lang), None
         elif yes_no(request.form) is not None:
-            body, extra = yes_no_page(request), None
+            body, extra = yes_no_page(request, lang), None
         else:
             if values is None:  # first sight: an earlier answer the client refused (with why), else the defaults
                 values, errors = request.form.with_defaults(request.previous or {}), request.errors
-            body, extra = form_page(request, values, errors), None
-        queue = f"<p class=queue data-waiting>{html.escape(queue_text(self._turns.waiting))}</p>"
-        await respond(send, status, document(f"{request.server_label} asks", queue + body + script), nonce, extra)
+            body, extra = form_page(request, values, errors, lang), None
+        waiting = html.escape(queue_text(self._turns.waiting, lang))
+        queue = f'<p class=queue data-waiting aria-live="polite">{waiting}</p>'
+        title = lang._("{server} asks", server=asker(request.server, lang))
+        page_html = document(title, queue + body + script, lang, switch=True)
+        await respond(send, status, page_html, nonce, extra)
+
+
+def _para(text: str) -> str:
+    return f"<p>{html.escape(text)}</p>"
+
+
+def _finished(title: str, words: str, lang: Language) -> bytes:
+    """The page after the last step: what happened, and that the tab may close (announced as a status)."""
+    closing = lang._("You can close this tab.")
+    return document(title, f"<div role=status><p>{html.escape(words)} {html.escape(closing)}</p></div>", lang)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import anyio
 
+from ...i18n import Language
 from .._handlers import ElicitationOutcome, ElicitationRequest
 from .._url import UrlElicitationRequest
 
@@ -39,6 +40,7 @@ class Page:
     beat: float | None = None  # when it last did
     left: float | None = None  # when that instance said it was going away
     news: anyio.Event = field(default_factory=anyio.Event)  # set (and replaced) at every change a wait cares for
+    lang: Language | None = None  # the language the person chose with the page's switch
 
     def settle(self, outcome: ElicitationOutcome) -> None:
         """The question's outcome, the first one only."""

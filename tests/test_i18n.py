@@ -1,0 +1,273 @@
+"""elicitor's own words in the person's language: the catalogs, choosing the language, numbers and dates, and each
+renderer in Chinese and Arabic (the server's words shown as sent, their direction isolated)."""
+
+from __future__ import annotations
+
+import re
+import string
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from babel.messages.pofile import read_po
+
+from elicitor import Accepted, Context, FieldError, Form, InvalidAnswer, Server, TerminalHandler
+from elicitor.client import BrowserHandler, ElicitationRequest
+from elicitor.client._present import FSI, PDI, hint, show
+from elicitor.forms import NumberField, StringField
+from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
+from elicitor.types import Implementation
+
+from .conftest import connected, scripted_terminal
+from .test_screen import ENTER, TAB, answer, screen_handler
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import catalogs  # noqa: E402
+
+LOCALES = ROOT / "src" / "elicitor" / "i18n" / "locales"
+
+
+def ids(messages: Any) -> set[str]:
+    out: set[str] = set()
+    for m in messages:
+        if m.id:
+            out.update(m.id if isinstance(m.id, tuple) else (m.id,))
+    return out
+
+
+# ---- the catalogs ------------------------------------------------------------------------------------------------
+
+
+def test_every_sentence_the_source_marks_is_in_the_catalogs_and_nothing_else() -> None:
+    """The extraction diff: what Babel extracts now is what the template holds, and every marked sentence the
+    syntax trees show (f-strings too, which Babel's tokenizer skips on 3.11) is in it. Fix: make catalogs."""
+    with catalogs.TEMPLATE.open("rb") as file:
+        template = ids(read_po(file))
+    extracted = ids(catalogs.extract())
+    assert extracted - template == set(), "marked in the source, missing from the catalogs: run make catalogs"
+    assert template - extracted == set(), "in the catalogs, no longer in the source: run make catalogs"
+    marked = catalogs.marked()
+    assert {text: where for text, where in marked.items() if text not in template} == {}
+
+
+@pytest.mark.parametrize("folder", ["zh_Hans", "ar"])
+def test_each_translated_catalog_is_complete_with_the_same_placeholders(folder: str) -> None:
+    with catalogs.TEMPLATE.open("rb") as file:
+        template = ids(read_po(file))
+    with (LOCALES / folder / "LC_MESSAGES" / "elicitor.po").open("rb") as file:
+        catalog = read_po(file, locale=folder)
+    assert ids(catalog) == template
+    names = lambda text: {f for _, f, _, _ in string.Formatter().parse(text) if f}  # noqa: E731
+    for m in catalog:
+        if not m.id:
+            continue
+        strings = m.string if isinstance(m.string, tuple) else (m.string,)
+        assert all(strings), f"{folder}: {m.id!r} is not translated"
+        wanted = names(m.id[1] if isinstance(m.id, tuple) else m.id)
+        for text in strings:
+            assert names(text) <= wanted | {"n"}, f"{folder}: {text!r} names a value {m.id!r} does not have"
+            assert wanted - {"n"} <= names(text), f"{folder}: {text!r} leaves out a value of {m.id!r}"
+
+
+def test_the_compiled_catalogs_answer() -> None:
+    assert language("zh").text(N_("Cancel")) == "取消" and language("ar")._("Cancel") == "إلغاء"
+    assert ENGLISH._("Cancel") == "Cancel"
+
+
+# ---- which language --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("environ", "tag"),
+    [
+        ({}, "en"),
+        ({"LANG": "zh_CN.UTF-8"}, "zh-Hans"),
+        ({"LANG": "en_US.UTF-8", "LC_MESSAGES": "ar_EG.UTF-8"}, "ar"),
+        ({"LC_ALL": "zh_SG.UTF-8", "LC_MESSAGES": "ar_EG.UTF-8", "LANG": "en_GB"}, "zh-Hans"),
+        ({"LANG": "de_DE.UTF-8", "LANGUAGE": "fr:ar:en"}, "ar"),
+        ({"LANG": "C", "LANGUAGE": "zh"}, "en"),  # gettext: LANGUAGE does not apply to the C locale
+        ({"LANG": "zh_TW.UTF-8"}, "en"),  # Traditional Chinese is not Simplified
+        ({"LANG": "fr_FR.UTF-8"}, "en"),
+    ],
+)
+def test_the_language_comes_from_the_environment(environ: dict[str, str], tag: str) -> None:
+    assert from_environment(environ).tag == tag
+
+
+def test_the_browser_language_comes_from_accept_language() -> None:
+    assert negotiate("fr-CH, fr;q=0.9, zh-CN;q=0.8, en;q=0.5").tag == "zh-Hans"
+    assert negotiate("en;q=0.2, ar;q=0.9").tag == "ar"
+    assert negotiate("zh-Hant, de").tag == "en" and negotiate("").tag == "en" and negotiate("ar;q=0").tag == "en"
+
+
+def test_numbers_and_dates_in_hints_and_answers_follow_the_locale() -> None:
+    big = NumberField(name="n", minimum=1000, maximum=250000.5)
+    assert hint(big, ENGLISH) == ["a number", "from 1,000 to 250,000.5"]
+    assert hint(big, language("zh")) == ["数字", "从 1,000 到 250,000.5"]
+    day = StringField(name="d", format="date")
+    assert show(day, "2026-11-25", language("zh")) == "2026-11-25 (2026年11月25日)"
+    assert show(day, "2026-11-25", language("ar")) == "2026-11-25 (25 نوفمبر 2026)"
+    today = date.today()
+    assert f"{today.isoformat()}, {ENGLISH.date(today)}" in hint(day, ENGLISH)[1]
+
+
+def test_a_validation_message_is_english_on_the_wire_and_translated_for_the_person() -> None:
+    form = Form.from_schema({"type": "object", "properties": {"n": {"type": "integer", "maximum": 12}}})
+    with pytest.raises(InvalidAnswer) as caught:
+        form.validate({"n": 13})
+    (error,) = caught.value.errors
+    assert isinstance(error, FieldError) and error.message == "must be at most 12" and error.text is not None
+    assert language("zh").text(error.text) == "不能大于 12" and language("ar").text(error.text) == "يجب ألا يزيد على 12"
+
+
+# ---- the terminal --------------------------------------------------------------------------------------------------
+
+RTL_SERVER = Implementation(name="maktab", version="1.0", title="مكتب الحجز")
+CHINESE_FORM = Form.from_schema(
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "姓名"},
+            "guests": {"type": "integer", "title": "入住人数", "minimum": 1, "maximum": 12},
+            "city": {"type": "string", "title": "City"},
+        },
+        "required": ["name", "guests"],
+    }
+)
+
+
+@pytest.mark.anyio
+async def test_line_mode_in_chinese_isolates_the_servers_words(anyio_backend: str) -> None:
+    handler, shown = scripted_terminal(["", "李雷", "十三", "3", "上海", ""], isolates=True, lang="zh")
+    req = ElicitationRequest("请预订房间", CHINESE_FORM, RTL_SERVER)
+    assert await handler(req) == Accepted({"name": "李雷", "guests": 3, "city": "上海"})
+    text = "\n".join(shown)
+    assert (
+        f"── {FSI}مكتب الحجز 1.0{PDI} 提问（服务器名称：{FSI}maktab{PDI}）──" in text
+    )  # an Arabic title cannot reorder the Chinese around it
+    assert "现在回答吗？[Enter] 是，d = 拒绝，c = 取消：" in text
+    assert f"{FSI}入住人数{PDI} （必填）" in text and "整数; 从 1 到 12" not in text and "整数；从 1 到 12" in text
+    assert "应为整数" in text  # "十三" is not a number a person can type here
+    assert "检查：" in text and f"  2. {FSI}入住人数{PDI}: {FSI}3{PDI}" in text
+
+
+def test_a_dumb_terminal_gets_the_line_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert TerminalHandler()._screen is not None
+    monkeypatch.setenv("TERM", "dumb")
+    assert TerminalHandler()._screen is None
+
+
+def cells(screen: Any, row: int) -> list[str]:
+    """One row of the emulated terminal, cell by cell (a wide character's second cell is "")."""
+    return [screen.screen.buffer[row][x].data for x in range(screen.screen.columns)]
+
+
+def column_of(screen: Any, text: str) -> tuple[int, int]:
+    """(row, cell) where ``text`` starts on the emulated screen, counted in cells."""
+    for y in range(screen.screen.lines):
+        row = cells(screen, y)
+        for x in range(len(row)):
+            if "".join(c for c in row[x : x + 2 * len(text)] if c).startswith(text) and row[x]:
+                return y, x
+    raise AssertionError(f"{text!r} is not on the screen:\n{screen.text()}")
+
+
+@pytest.mark.anyio
+async def test_the_full_screen_in_chinese_lines_up_by_cells(anyio_backend: str) -> None:
+    """Chinese labels take two cells a character: the review's answers start in one column, the form's buttons
+    are as wide as their words, and what a person types (Chinese too) is read back whole."""
+    async with screen_handler(lang="zh") as (handler, screen):
+        seen: dict[str, str] = {}
+
+        async def drive() -> None:
+            await screen.shows("提问")
+            seen["form"] = screen.text()
+            await screen.type("李雷", TAB, "3", TAB, "上海", TAB, ENTER)
+            await screen.shows("发送之前，请检查您的回答")
+            seen["review"] = screen.text()
+            # Each answer starts right after its label and the full-width colon, counted in cells: 姓名 is four
+            # cells, 入住人数 eight, the colon two; a layout by code points would put them two or four cells early.
+            for label, width, value in (("姓名", 4, "李雷"), ("入住人数", 8, "3"), ("City", 4, "上海")):
+                row, x = column_of(screen, label + "：")
+                assert column_of(screen, value) == (row, x + width + 2), seen["review"]
+                assert cells(screen, row)[x + 1] == ("" if label != "City" else "i")  # a wide letter's 2nd cell
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, ElicitationRequest("请预订房间", CHINESE_FORM, RTL_SERVER), drive)
+    assert outcome == Accepted({"name": "李雷", "guests": 3, "city": "上海"})
+    form = seen["form"]
+    assert "مكتب الحجز 1.0 提问 (服务器名称：maktab)" in form.splitlines()[0] or "提问（服务器名称：maktab）" in form
+    assert "< 检查 >" in form and "< 拒绝 >" in form and "< 取消 >" in form
+    assert "入住人数 *" in form and "整数 · 从 1 到 12" in form
+    assert "Tab / Shift-Tab 移动" in form
+
+
+@pytest.mark.anyio
+async def test_the_full_screen_in_arabic_keeps_the_servers_words_as_sent(anyio_backend: str) -> None:
+    async with screen_handler(lang="ar") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("يسأل")
+            text = screen.text()
+            assert "مكتب الحجز 1.0" in text and "请预订房间" in text  # the server's words, untranslated
+            assert "< مراجعة >" in text and "< رفض >" in text and "< إلغاء >" in text
+            assert "عدد صحيح · من 1 إلى 12" in text
+            await screen.type("x", TAB, "3", TAB, TAB, ENTER)
+            await screen.shows("راجع إجابتك قبل إرسالها")
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, ElicitationRequest("请预订房间", CHINESE_FORM, RTL_SERVER), drive)
+    assert outcome == Accepted({"name": "x", "guests": 3})
+
+
+# ---- the browser ---------------------------------------------------------------------------------------------------
+
+server = Server("maktab", "1.0", title="مكتب الحجز")
+
+
+@server.tool()
+async def book(ctx: Context) -> str:
+    outcome = await ctx.elicit("Book a table? 订座吗？", CHINESE_FORM)
+    return str(outcome.action)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.anyio
+async def test_the_page_follows_accept_language_and_its_switch(anyio_backend: str) -> None:
+    links: list[str] = []
+    pages: dict[str, str] = {}
+
+    async def person() -> None:
+        while not links:
+            await anyio.sleep(0.01)
+        async with httpx2.AsyncClient(headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.5"}) as browser:
+            pages["zh"] = (await browser.get(links[0])).text
+            pages["ar"] = (await browser.get(links[0] + "?lang=ar")).text
+            pages["kept"] = (await browser.get(links[0])).text  # the switch is remembered for this question
+            pages["sent"] = (await browser.post(links[0], data={"_action": "decline"})).text
+
+    def opener(url: str) -> bool:
+        links.append(url)
+        return True
+
+    async with BrowserHandler(open_url=opener, write=lambda t: None) as handler, anyio.create_task_group() as tg:
+        tg.start_soon(person)
+        async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(20):
+                assert (await client.call_tool("book")).text == "decline"
+    zh, ar = pages["zh"], pages["ar"]
+    assert '<html lang="zh-Hans" dir="ltr">' in zh and "<title>مكتب الحجز 1.0 提问</title>" in zh
+    assert "<bdi>مكتب الحجز 1.0</bdi> 提问：" in zh and '<p class=message dir="auto">Book a table? 订座吗？</p>' in zh
+    assert "<bdi>入住人数</bdi> <span class=req>（必填）</span>" in zh and ">检查</button>" in zh
+    assert re.search(r'<a href="\?lang=zh-Hans" lang="zh-Hans" hreflang="zh-Hans" aria-current="true">简体中文</a>', zh)
+    assert '<html lang="ar" dir="rtl">' in ar and ">مراجعة</button>" in ar and "<bdi>مكتب الحجز 1.0</bdi> يسأل:" in ar
+    assert '<html lang="ar" dir="rtl">' in pages["kept"]
+    assert "لقد رفضت." in pages["sent"] and "يمكنك إغلاق علامة التبويب هذه." in pages["sent"]
