@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit docs docs-serve pictures conformance-page wheel node-peers system-deps conformance bench soak fuzz clean
+.PHONY: demo test lint typecheck unit docs docs-serve pictures conformance-page wheel node-peers system-deps conformance bench soak fuzz clean catalogs
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -62,6 +62,11 @@ system-deps:
 	  echo "installing Debian's $(SYSTEM_PACKAGES) for the tests"; \
 	  $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null 2>&1 || \
 	  { $(APT) update -q >/dev/null && $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null; }; }
+
+# The message catalogs: the English sentences extracted from the source, merged into each language's .po (a new one
+# arrives untranslated: tests/test_i18n.py fails until it is translated), and compiled (scripts/catalogs.py).
+catalogs: $(STAMP)
+	$(BIN)/python scripts/catalogs.py
 
 # The wheel as users install it: built, installed into fresh virtual environments (plain and with each extra),
 # and run there.
