@@ -43,22 +43,25 @@ docs: $(STAMP) $(MERMAID)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The documentation's pictures (docs/images/), from what the tests capture of the real terminal and browser.
-pictures: $(STAMP) system-deps
+pictures: $(STAMP) system-deps node-peers
 	$(BIN)/pytest -q -p no:cacheprovider tests/test_screen.py::test_the_demo_in_a_real_terminal \
 	  tests/test_screen.py::test_the_tutorials_server_in_a_real_terminal \
 	  tests/test_browser_ui.py::test_every_field_kind_in_chromium_with_review_and_a_screenshot \
-	  tests/test_browser_ui.py::test_url_consent_in_the_browser
+	  tests/test_browser_ui.py::test_url_consent_in_the_browser \
+	  "tests/test_i18n.py::test_the_full_screen_in_chinese_lines_up_by_cells" \
+	  "tests/test_a11y.py::test_every_page_state_has_no_wcag_violation_and_works_from_the_keyboard[zh-Hans]"
 	$(BIN)/python scripts/pictures.py
 
 docs-serve: $(STAMP) $(MERMAID)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Debian's packages the tests run for real, if missing: chromium (the browser UI tests drive it with Playwright),
-# tmux (the real-terminal test), redis-server and nginx (replicas behind a balancer, sharing Redis).
-SYSTEM_PACKAGES := chromium tmux redis-server nginx
+# tmux (the real-terminal test), redis-server and nginx (replicas behind a balancer, sharing Redis), a Chinese font
+# (the Chinese pages' screenshots).
+SYSTEM_PACKAGES := chromium tmux redis-server nginx fonts-wqy-microhei
 system-deps:
 	@command -v chromium >/dev/null && command -v tmux >/dev/null && command -v redis-server >/dev/null && \
-	  { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } || { \
+	  { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && fc-list :lang=zh | grep -q . || { \
 	  echo "installing Debian's $(SYSTEM_PACKAGES) for the tests"; \
 	  $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null 2>&1 || \
 	  { $(APT) update -q >/dev/null && $(APT) install -y -q $(SYSTEM_PACKAGES) >/dev/null; }; }

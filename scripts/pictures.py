@@ -25,8 +25,9 @@ SCREENS = {
     "terminal-form.ansi": "terminal-form.svg",
     "terminal-url.ansi": "terminal-url.svg",
     "tutorial-form.ansi": "tutorial-form.svg",
+    "terminal-form-zh.ansi": "terminal-form-zh.svg",
 }
-SHOTS = ["browser-form.png", "browser-form-desktop.png", "browser-url.png"]
+SHOTS = ["browser-form.png", "browser-form-desktop.png", "browser-url.png", "browser-form-zh.png"]
 
 FOREGROUND, BACKGROUND = "#d4d4d4", "#1e1e1e"
 NAMED = {

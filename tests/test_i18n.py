@@ -23,7 +23,7 @@ from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
 from .conftest import connected, scripted_terminal
-from .test_screen import ENTER, TAB, answer, screen_handler
+from .test_screen import ENTER, TAB, Size, answer, screen_handler
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -165,6 +165,53 @@ def test_a_dumb_terminal_gets_the_line_mode(monkeypatch: pytest.MonkeyPatch) -> 
     assert TerminalHandler()._screen is None
 
 
+@pytest.mark.anyio
+async def test_no_color_draws_the_full_screen_in_one_colour(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With NO_COLOR the errors and the required marks are still there, in words and signs, in no colour."""
+    errors = (FieldError("guests", "must be at most 12", N_("must be at most {n}", n=12)),)
+    req = ElicitationRequest("请预订房间", CHINESE_FORM, RTL_SERVER, errors=errors, previous={"guests": 13})
+    for no_color, coloured in (("", True), ("1", False)):
+        monkeypatch.setenv("NO_COLOR", no_color)
+        async with screen_handler() as (handler, screen):
+
+            async def drive(coloured: bool = coloured) -> None:
+                await screen.shows("must be at most 12")
+                drawn = {(c.fg, c.bg) for row in screen.screen.buffer.values() for c in row.values()}
+                assert (drawn != {("default", "default")}) is coloured, drawn
+                assert "✗ must be at most 12" in screen.text() and "入住人数 *" in screen.text()
+                await screen.type("\x1b")
+
+            await answer(handler, req, drive)
+
+
+_SGR = {"black": 30, "red": 31, "green": 32, "brown": 33, "blue": 34, "magenta": 35, "cyan": 36, "white": 37}
+
+
+def ansi(screen: Any) -> str:
+    """The emulated screen as text with its colours (what ``tmux capture-pane -e`` gives), for scripts/pictures.py."""
+    lines = []
+    for y in range(screen.screen.lines):
+        out, last = [], None
+        for x in range(screen.screen.columns):
+            c = screen.screen.buffer[y][x]
+            if c.data == "":
+                continue  # the second cell of a wide character
+            codes = [0] + [1] * c.bold + [7] * c.reverse + [4] * c.underscore
+            for value, base in ((c.fg, 0), (c.bg, 10)):
+                if value in _SGR:
+                    codes.append(_SGR[value] + base)
+                elif value.startswith("bright") and value[6:] in _SGR:
+                    codes.append(_SGR[value[6:]] + 60 + base)
+            if codes != last:
+                out.append("\x1b[" + ";".join(map(str, codes)) + "m")
+                last = codes
+            out.append(c.data)
+        lines.append("".join(out).rstrip() + "\x1b[0m")
+    return "\n".join(lines)
+
+
 def cells(screen: Any, row: int) -> list[str]:
     """One row of the emulated terminal, cell by cell (a wide character's second cell is "")."""
     return [screen.screen.buffer[row][x].data for x in range(screen.screen.columns)]
@@ -184,12 +231,14 @@ def column_of(screen: Any, text: str) -> tuple[int, int]:
 async def test_the_full_screen_in_chinese_lines_up_by_cells(anyio_backend: str) -> None:
     """Chinese labels take two cells a character: the review's answers start in one column, the form's buttons
     are as wide as their words, and what a person types (Chinese too) is read back whole."""
-    async with screen_handler(lang="zh") as (handler, screen):
+    async with screen_handler(Size(rows=24, columns=90), lang="zh") as (handler, screen):
         seen: dict[str, str] = {}
 
         async def drive() -> None:
             await screen.shows("提问")
             seen["form"] = screen.text()
+            (ROOT / "artifacts").mkdir(exist_ok=True)  # the documentation's picture (scripts/pictures.py)
+            (ROOT / "artifacts" / "terminal-form-zh.ansi").write_text(ansi(screen))
             await screen.type("李雷", TAB, "3", TAB, "上海", TAB, ENTER)
             await screen.shows("发送之前，请检查您的回答")
             seen["review"] = screen.text()

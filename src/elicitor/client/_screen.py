@@ -61,7 +61,7 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.layout.processors import Processor, Transformation, TransformationInput
 from prompt_toolkit.layout.utils import explode_text_fragments
-from prompt_toolkit.output import Output, create_output
+from prompt_toolkit.output import ColorDepth, Output, create_output
 from prompt_toolkit.styles import Style
 from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Box, Button, Checkbox, CheckboxList, RadioList, TextArea
@@ -124,6 +124,7 @@ class Terminal:
             full_screen=True,
             mouse_support=False,
             refresh_interval=1.0,  # the queue count can change while a question is on screen
+            color_depth=ColorDepth.from_env(),  # NO_COLOR: one colour, whatever the output (https://no-color.org)
             input=self._input or create_input(),
             output=self._output or create_output(stdout=sys.stderr),
         )
