@@ -14,6 +14,7 @@ import anyio
 import httpx2
 import pytest
 from babel.messages.pofile import read_po
+from prompt_toolkit.data_structures import Size
 
 from elicitor import Accepted, Context, FieldError, Form, InvalidAnswer, Server, TerminalHandler
 from elicitor.client import BrowserHandler, ElicitationRequest
@@ -23,7 +24,7 @@ from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
 from .conftest import connected, scripted_terminal
-from .test_screen import ENTER, TAB, Size, answer, screen_handler
+from .test_screen import ENTER, TAB, answer, screen_handler
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
