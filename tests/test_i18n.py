@@ -3,8 +3,10 @@ renderer in Chinese and Arabic (the server's words shown as sent, their directio
 
 from __future__ import annotations
 
+import os
 import re
 import string
+import subprocess
 import sys
 from datetime import date
 from pathlib import Path
@@ -23,7 +25,7 @@ from elicitor.forms import NumberField, StringField
 from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
-from .conftest import connected, scripted_terminal
+from .conftest import connected, scripted_terminal, unisolated
 from .test_screen import ENTER, TAB, answer, screen_handler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -321,3 +323,19 @@ async def test_the_page_follows_accept_language_and_its_switch(anyio_backend: st
     assert '<html lang="ar" dir="rtl">' in ar and ">مراجعة</button>" in ar and "<bdi>مكتب الحجز 1.0</bdi> يسأل:" in ar
     assert '<html lang="ar" dir="rtl">' in pages["kept"]
     assert "لقد رفضت." in pages["sent"] and "يمكنك إغلاق علامة التبويب هذه." in pages["sent"]
+
+
+def test_elicitor_lang_puts_connect_in_chinese() -> None:
+    """`elicitor --lang zh connect`: the server's question in Chinese words of elicitor's, the server's own as sent."""
+    lines = ["test_elicitation", "Who are you?", "", "Ada", "ada@example.com", "", "q"]
+    server = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "--lang", "zh", "connect", "--ui", "lines", "--protocol", "2025-11-25",
+         *server],
+        input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = unisolated(run.stderr)
+    assert "── elicitor conformance fixtures 1.0.0 提问（服务器名称：elicitor-everything）──\nWho are you?" in out
+    assert "现在回答吗？[Enter] 是，d = 拒绝，c = 取消：" in out and "检查：" in out

@@ -25,6 +25,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action=_Version, nargs=0, help="show the version and what changed in it, then exit"
     )
+    parser.add_argument(
+        "--lang",
+        metavar="LANG",
+        help="the language of the forms and messages: en, zh (Simplified Chinese) or ar "
+        "(default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; each browser page follows the browser)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
@@ -136,6 +142,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.lang is not None:
+        from .i18n import use
+
+        try:
+            use(args.lang)
+        except ValueError as exc:
+            parser.error(f"--lang: {exc}")
     if args.command == "proxy":
         if not args.target:
             _command(parser, "proxy").error(

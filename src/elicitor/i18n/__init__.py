@@ -15,11 +15,23 @@ from typing import TYPE_CHECKING, Any
 from ._message import N_, NP_, Message
 
 if TYPE_CHECKING:
-    from ._language import ENGLISH, Language, available, from_environment, language, negotiate
+    from ._language import ENGLISH, Language, available, chosen, from_environment, language, negotiate, use
 
-__all__ = ["ENGLISH", "NP_", "N_", "Language", "Message", "available", "from_environment", "language", "negotiate"]
+__all__ = [
+    "ENGLISH",
+    "NP_",
+    "N_",
+    "Language",
+    "Message",
+    "available",
+    "chosen",
+    "from_environment",
+    "language",
+    "negotiate",
+    "use",
+]
 
-_LAZY = frozenset({"ENGLISH", "Language", "available", "from_environment", "language", "negotiate"})
+_LAZY = frozenset({"ENGLISH", "Language", "available", "chosen", "from_environment", "language", "negotiate", "use"})
 
 
 def __getattr__(name: str) -> Any:

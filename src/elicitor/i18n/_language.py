@@ -119,13 +119,41 @@ def _fill(template: str, english: str, args: Mapping[str, Any]) -> str:
         return english.format(**args)
 
 
+_PROCESS: list[Language] = []  # the language use() chose for this process, if any
+
+
+def use(spec: str | Language | None) -> None:
+    """Choose the language of this process's renderers (what ``elicitor --lang`` does): every handler made
+    afterwards without ``lang=`` speaks it, browser pages included (their switch still works). ``None`` goes back
+    to the environment's.
+
+    Raises:
+        ValueError: elicitor has no catalog for ``spec``.
+    """
+    _PROCESS.clear()
+    if spec is None:
+        return
+    chosen = spec if isinstance(spec, Language) else _chosen(spec)
+    if chosen is None and isinstance(spec, str) and spec.replace("_", "-").split("-")[0].lower() == "en":
+        chosen = _load("en", None)
+    if chosen is None:
+        raise ValueError(f"no catalog for {spec!r}: elicitor speaks {', '.join(available())}")
+    _PROCESS.append(chosen)
+
+
+def chosen() -> Language | None:
+    """The language :func:`use` chose for this process (``None``: none was)."""
+    return _PROCESS[0] if _PROCESS else None
+
+
 def language(spec: str | Language | None = None, environ: Mapping[str, str] | None = None) -> Language:
-    """The language for ``spec`` (``"zh"``, ``"zh_CN.UTF-8"``, ``"ar-EG"``; a :class:`Language` as it is), or the
-    environment's (:func:`from_environment`) when ``None``. One elicitor does not speak falls back to English."""
+    """The language for ``spec`` (``"zh"``, ``"zh_CN.UTF-8"``, ``"ar-EG"``; a :class:`Language` as it is), or, when
+    ``None``, the one :func:`use` chose, else the environment's (:func:`from_environment`). One elicitor does not
+    speak falls back to English."""
     if isinstance(spec, Language):
         return spec
     if spec is None:
-        return from_environment(environ)
+        return chosen() or from_environment(environ)
     return _chosen(spec) or _load("en", None)
 
 

@@ -19,7 +19,7 @@ import anyio.abc
 
 from ..._exceptions import FieldError, InvalidAnswer
 from ..._outcomes import Accepted, Cancelled, Declined
-from ...i18n import Language, available, language
+from ...i18n import Language, available, chosen, language
 from .._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
 from .._present import asker, queue_text, yes_no
 from .._url import UrlElicitationRequest
@@ -67,7 +67,7 @@ class BrowserHandler:
         url_mode: bool = True,
         lang: str | Language | None = None,
     ) -> None:
-        self._lang = language(lang) if lang is not None else None
+        self._lang = language(lang) if lang is not None else chosen()  # else each page its browser's
         self._voice = self._lang or language()  # the terminal's lines ("open this page") in the environment's
         self._open = open_url or webbrowser.open
         self._write = write or (lambda text: print(text, file=sys.stderr, flush=True))
