@@ -686,3 +686,19 @@ async def test_a_call_whose_server_died_is_not_sent_again_to_a_server_that_canno
         assert call.asked == ["lone-1: which item?", "lone-1: how many?"]  # not asked again either
     finally:
         one.stop()
+
+
+async def test_a_task_call_sent_again_finds_its_task_instead_of_starting_another(redis: RedisServer) -> None:
+    """2025-11-25: a task-augmented tools/call sent again under its idempotency key (its session was lost) gets
+    the task the first attempt created: one task, one charge, whatever the retry."""
+    shop = Shop(redis)
+    key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    params: dict[str, Any] = {"name": "order", "arguments": {"item": "oil"}, "task": {"ttl": 60_000}, "_meta": key}
+    async with (
+        shop.replica("a") as a,
+        connected(a.server, elicitation=ScriptedHandler([]), protocol="2025-11-25") as client,
+    ):
+        first = await client.request("tools/call", params)
+        again = await client.request("tools/call", params)
+        other = await client.request("tools/call", {**params, "_meta": {}})  # another call: another key
+    assert first["task"]["taskId"] == again["task"]["taskId"] != other["task"]["taskId"]

@@ -118,6 +118,19 @@ class _KeptAsker(PushAsker):
         return answer
 
 
+def _digest(principal: str | None, key: str, tool: str, arguments: JSONValue) -> str:
+    return hashlib.sha256(_canonical([principal or "", key, tool, arguments])).hexdigest()[:40]
+
+
+def kept_task_id(server: Server, params: JSONObject, tool: str, principal: str | None) -> str | None:
+    """The id of the task a 2025-11-25 task-augmented call creates, when the call is kept (shared store, an
+    idempotency key): derived from the key, so the call sent again finds the task instead of making another."""
+    key = call_key(params)
+    if key is None or not server.store.shared:
+        return None
+    return f"task-{_digest(principal, key, tool, params.get('arguments'))}"
+
+
 async def keep_call(
     server: Server, params: JSONObject, tool: str, arguments: JSONValue, principal: str | None
 ) -> KeptCall | None:
@@ -126,8 +139,7 @@ async def keep_call(
     key = call_key(params)
     if key is None or not server.store.shared:
         return None
-    digest = hashlib.sha256(_canonical([principal or "", key, tool, arguments])).hexdigest()[:40]
-    record_id = f"call-{digest}"
+    record_id = f"call-{_digest(principal, key, tool, arguments)}"
     registry = server.store.tasks
     replica = str(server.store.replica)
     try:

@@ -50,12 +50,12 @@ from ..types import (
     RequestId,
 )
 from ._askers import PushAsker
-from ._calls import call_key, keep_call
+from ._calls import call_key, keep_call, kept_task_id
 from ._context import Context
 from ._features import completion_result
 from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
 from ._sealing import request_binding
-from ._tasks import capabilities_2025, declares_tasks, is_task_method, missing_tasks_extension
+from ._task_wire import capabilities_2025, declares_tasks, is_task_method, missing_tasks_extension
 from ._tools import ToolDef, error_result, to_call_result
 from ._url import UrlElicitationRequired
 
@@ -347,7 +347,7 @@ class ServerSession:
                 token = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
                 return self.server.tasks.create(
                     self, tool, params.get("arguments"), meta, self.parked.task_group, ttl=seconds, notify=notify,
-                    progress_token=token,
+                    progress_token=token, task_id=kept_task_id(self.server, params, tool.name, meta.principal),
                 )  # fmt: skip
         escalate: _Escalation | None = None
         if modern and tool.task != "never" and declares_tasks(meta.capabilities):

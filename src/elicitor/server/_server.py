@@ -24,7 +24,8 @@ from ._features import PromptDef, ResourceDef, make_prompt, make_resource
 from ._pages import PagesApp, PageSite
 from ._rounds import PARKED_RUN_TTL
 from ._sealing import StateSealer
-from ._tasks import TaskEngine, TaskSupport
+from ._task_wire import TaskSupport
+from ._tasks import TaskEngine
 from ._tools import ToolDef, make_tool
 from ._url import UrlElicitations
 

@@ -30,22 +30,19 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 import msgspec
 
 from .._exceptions import JSONRPCError
-from ..protocol import ClientCapabilities, RequestMeta
+from ..protocol import RequestMeta
 from ..state import StoreUnavailable, Subscription, TaskRecord, TaskRegistry
 from ..telemetry import _state as _telemetry
 from ..types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    TASKS_EXTENSION,
     JSONObject,
     JSONValue,
     RequestId,
@@ -54,6 +51,15 @@ from ..types import (
 from ._journal import Apply, change
 from ._rounds import AnswerBook, usable_response
 from ._task_runs import TaskRuns, ToolRunner
+from ._task_wire import (
+    RELATED_TASK,
+    created_result,
+    declares_tasks,
+    legacy_task,
+    missing_tasks_extension,
+    task_channel,
+    wire_task,
+)
 
 if TYPE_CHECKING:
     from ._dispatch import ServerSession
@@ -61,28 +67,6 @@ if TYPE_CHECKING:
     from ._tools import ToolDef
 
 logger = logging.getLogger("elicitor.server")
-
-TaskSupport = Literal["never", "optional", "required"]
-"""Whether a tool runs as a task: never, when the client can (``optional``), or always (``required``: a client
-without the extension gets -32021)."""
-
-_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-_LEGACY_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
-
-
-def declares_tasks(capabilities: ClientCapabilities) -> bool:
-    """Whether this request's client declared the tasks extension (per request on 2026-07-28)."""
-    extensions = capabilities.raw.get("extensions")
-    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
-
-
-def missing_tasks_extension(what: str) -> JSONRPCError:
-    """-32021 naming the extension (ext-tasks "Capability Negotiation")."""
-    return JSONRPCError(
-        MISSING_REQUIRED_CLIENT_CAPABILITY,
-        f"Missing required client capability: {what} needs the {TASKS_EXTENSION} extension",
-        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-    )
 
 
 class TaskEngine:
@@ -130,13 +114,16 @@ class TaskEngine:
         ttl: float | None = None,
         notify: Callable[[str, JSONObject], Awaitable[None]] | None = None,
         progress_token: JSONValue = None,
+        task_id: str | None = None,
     ) -> JSONObject:
         """Create a task for this call, start its run here, and return the ``CreateTaskResult``.
 
         Returns only once the record is stored, so a ``tasks/get`` on any replica finds it (ext-tasks "Task
         Creation": durably created first). On 2025-11-25 (``legacy`` wire shapes) the requestor may ask for a
         shorter ``ttl``, and ``notify`` carries the tool's progress to the requestor (basic/utilities/tasks "Task
-        Progress Notifications"): the progress token of the call stays valid for the task.
+        Progress Notifications"): the progress token of the call stays valid for the task. ``task_id`` (a call
+        sent again under its idempotency key, see ``_calls``): the task's id, derived from the key, so that the call
+        sent again finds the task the first attempt created instead of starting a second one.
         """
         legacy = not is_modern(meta.revision)
         now = time.time()
@@ -150,7 +137,7 @@ class TaskEngine:
             "progress": progress_token if legacy else None,
         }
         record = TaskRecord(
-            id=secrets.token_urlsafe(18),
+            id=task_id or secrets.token_urlsafe(18),
             principal=meta.principal,
             # Without an authenticated user, a 2025-11-25 task is its session's; on 2026-07-28 (no sessions) the
             # unguessable id is the bearer token (ext-tasks "Security Considerations"), and so it is on replicas
@@ -174,12 +161,15 @@ class TaskEngine:
                 _hooks.task_status("working")
         except OverflowError:
             raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
+        except ValueError:  # the same call sent again: the task its first attempt created
+            existing = await self._registry.get(record.id) if task_id is not None else None
+            if existing is None or existing.principal != meta.principal:
+                raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
+            return created_result(existing, legacy=legacy)
         if notify is not None:
             self.runs.forward[record.id] = notify
         self._start(session, record, tg)
-        if legacy:
-            return {"task": legacy_task(record)}
-        return {"resultType": "task", **wire_task(record, detailed=False)}
+        return created_result(record, legacy=legacy)
 
     # ---- the client's requests -----------------------------------------------------------------------------------
 
@@ -447,56 +437,3 @@ class TaskEngine:
             if waiting is not None:
                 waiting.set()
         return stored
-
-
-def task_channel(replica: str) -> str:
-    """The bus channel on which a replica hears about the tasks it runs."""
-    return f"tasks:{replica}"
-
-
-def wire_task(record: TaskRecord, *, detailed: bool) -> JSONObject:
-    """The ``Task`` as the wire has it (``DetailedTask`` with ``detailed``: the questions, result or error)."""
-    task: JSONObject = {
-        "taskId": record.id,
-        "status": record.status,
-        "createdAt": _iso(record.created),
-        "lastUpdatedAt": _iso(record.updated),
-        "ttlMs": None if record.ttl is None else round(record.ttl * 1000),
-        "pollIntervalMs": max(1, round(record.poll_interval * 1000)),
-    }
-    if record.message:
-        task["statusMessage"] = record.message
-    if detailed:
-        if record.status == "input_required":
-            task["inputRequests"] = dict(record.asks)
-        elif record.status == "completed" and record.result is not None:
-            task["result"] = dict(record.result)
-        elif record.status == "failed" and record.error is not None:
-            task["error"] = dict(record.error)
-    return task
-
-
-def is_task_method(method: str, *, legacy: bool = False) -> bool:
-    return method in (_LEGACY_TASK_METHODS if legacy else _TASK_METHODS)
-
-
-def _iso(moment: float) -> str:
-    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def legacy_task(record: TaskRecord) -> JSONObject:
-    """The ``Task`` in 2025-11-25's shape (``ttl``/``pollInterval``; results come from ``tasks/result``)."""
-    task = wire_task(record, detailed=False)
-    task["ttl"] = task.pop("ttlMs")
-    task["pollInterval"] = task.pop("pollIntervalMs")
-    return task
-
-
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-"""``_meta`` key tying a message to its task (2025-11-25 basic/utilities/tasks, "Associating Task-Related Messages")."""
-
-
-def capabilities_2025() -> JSONObject:
-    """The server's ``tasks`` capability on 2025-11-25: task-augmented ``tools/call`` and ``tasks/cancel``.
-    ``tasks/list`` is not offered: a task is found by its id, as on 2026-07-28 (which removed listing)."""
-    return {"cancel": {}, "requests": {"tools": {"call": {}}}}
