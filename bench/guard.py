@@ -37,7 +37,8 @@ def _figures(data: dict[str, Any]) -> dict[str, tuple[float, bool, str, bool]]:
     for title, entry in data.get("run", {}).get("scenarios", {}).items():
         unit = str(entry.get("unit", ""))
         if "ratio" in entry:
-            figures[f"{title}: ratio to the official SDK"] = (float(entry["ratio"]), True, "x", True)
+            peer = entry.get("peer", "the official SDK")
+            figures[f"{title}: ratio to {peer}"] = (float(entry["ratio"]), True, "x", True)
         for key, value in entry.items():
             if key in ("elicitor", "elicitor_cpu_us", "bare uvicorn") and value:
                 shown = "µs" if key.endswith("_us") else unit

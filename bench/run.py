@@ -518,6 +518,8 @@ def report(
         "official_cpu_us": statistics.median([t[1] for t in theirs]),
         "ratio": statistics.median(ratios),
     }
+    if peer != "official mcp":
+        RECORDED[title]["peer"] = peer  # type: ignore[assignment]
     if fast:
         RECORDED[title]["fastmcp"] = statistics.median([f[0] for f in fast])
         RECORDED[title]["fastmcp_cpu_us"] = statistics.median([f[1] for f in fast])
