@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 import anyio
 
@@ -78,6 +79,42 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "httptools", "h11"],
         default="auto",
         help="HTTP: the request parser (default: httptools if installed, as it is with elicitor)",
+    )
+    protect = serve.add_argument_group(
+        "protection (HTTP)",
+        "Require OAuth access tokens (the spec's Authorization section): the endpoint answers 401 with its "
+        "protected resource metadata, and each token's subject becomes the user of the call.",
+    )
+    protect.add_argument("--auth-issuer", metavar="URL", help="the authorization server clients sign in with")
+    protect.add_argument(
+        "--auth-jwks", metavar="URL", help="its JWT signing keys (default: jwks_uri from the issuer's metadata)"
+    )
+    protect.add_argument(
+        "--auth-introspect",
+        metavar="URL",
+        help="check tokens by introspection (RFC 7662) at URL instead of as JWTs; needs --auth-client-id/-secret",
+    )
+    protect.add_argument("--auth-client-id", metavar="ID", help="this server's client id, for introspection")
+    protect.add_argument("--auth-client-secret", metavar="SECRET", help="its secret, for introspection")
+    protect.add_argument(
+        "--auth-audience",
+        metavar="URL",
+        help="this server's resource URL as clients reach it, the audience tokens must name "
+        "(default: http://HOST:PORT/PATH)",
+    )
+    protect.add_argument(
+        "--auth-scope", metavar="SCOPE", action="append", help="a scope every request needs (repeatable)"
+    )
+    dev_auth = commands.add_parser(
+        "dev-auth",
+        help="a development OAuth authorization server on loopback (believes any name: never for real users)",
+        description="Run an OAuth authorization server for development on 127.0.0.1: dynamic registration, PKCE, "
+        "JWT access tokens for the resource asked. It asks for a name and believes it: for trying out a "
+        "protected server (elicitor serve --auth-issuer ...), never for real users.",
+    )
+    dev_auth.add_argument("--port", type=int, default=9000)
+    dev_auth.add_argument(
+        "--scope", action="append", default=None, help="a scope to offer (repeatable), e.g. the server's --auth-scope"
     )
     check = commands.add_parser(
         "check",
@@ -164,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         return _serve(args)
+    if args.command == "dev-auth":
+        from .devauth import main as dev_auth_main
+
+        return dev_auth_main(args.port, args.scope)
     if args.command == "connect":
         if not args.target:
             _command(parser, "connect").error("give a command to run (e.g. python server.py) or an http(s) URL")
@@ -259,12 +300,66 @@ def _serve(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"elicitor serve: not starting: {problem}", file=sys.stderr)
             return 2
+        options: dict[str, Any] = {}
+        if args.auth_issuer or args.auth_introspect:
+            try:
+                options["auth"] = _protection(args)
+            except ValueError as exc:
+                print(f"elicitor serve: {exc}", file=sys.stderr)
+                return 2
         server.run(
             "http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts,
-            loop=args.loop, http=args.http,
+            loop=args.loop, http=args.http, **options,
         )  # fmt: skip
     return 0
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _protection(args: argparse.Namespace) -> object:
+    """``Protection`` from ``elicitor serve``'s ``--auth-*`` options (``ValueError`` saying what is missing)."""
+    from .server.http import IntrospectionVerifier, JwtVerifier, Protection
+
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    resource = args.auth_audience or f"http://{host}:{args.port}{args.path}"
+    scopes = list(args.auth_scope or [])
+    verifier: IntrospectionVerifier | JwtVerifier
+    if args.auth_introspect:
+        if not (args.auth_client_id and args.auth_client_secret):
+            raise ValueError("--auth-introspect needs --auth-client-id and --auth-client-secret")
+        verifier = IntrospectionVerifier(
+            url=args.auth_introspect, client_id=args.auth_client_id, client_secret=args.auth_client_secret,
+            audience=resource,
+        )  # fmt: skip
+        issuer = args.auth_issuer or args.auth_introspect
+    else:
+        issuer = args.auth_issuer
+        verifier = JwtVerifier(issuer=issuer, audience=resource, jwks_url=args.auth_jwks or _jwks_of(issuer))
+    return Protection(verifier, resource, [issuer], scopes_supported=scopes or None, required_scopes=scopes)
+
+
+def _jwks_of(issuer: str) -> str:
+    """The issuer's ``jwks_uri``, from its metadata (RFC 8414 §3, then OpenID discovery)."""
+    from urllib.parse import urlsplit
+
+    import httpx2 as httpx
+
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/")
+    for url in (
+        f"{origin}/.well-known/oauth-authorization-server{path}",
+        f"{origin}{path}/.well-known/openid-configuration",
+    ):
+        try:
+            document = httpx.get(url, timeout=10).json()
+        except (httpx.HTTPError, ValueError):
+            continue
+        if (
+            isinstance(document, dict)
+            and document.get("issuer") == issuer
+            and isinstance(document.get("jwks_uri"), str)
+        ):
+            return str(document["jwks_uri"])
+    raise ValueError(f"cannot read the jwks_uri of {issuer} from its metadata: is it running? (or give --auth-jwks)")

@@ -1,5 +1,5 @@
 """A small server for the ``elicitor connect`` tests: a yes/no question, a plain call with progress, a task with
-progress steps, and a tool whose description is a docstring of several paragraphs.
+progress steps, a tool whose description is a docstring of several paragraphs, and who is calling.
 
 ``python tests/peers/cli_server.py`` serves it on stdio.
 """
@@ -39,6 +39,12 @@ async def pack(ctx: Context) -> str:
         await ctx.report_progress(step, 3, f"box {step} packed")
         await anyio.sleep(0.3)
     return "three boxes packed"
+
+
+@server.tool()
+async def whoami(ctx: Context) -> str:
+    """Say who is calling (the token's subject on a protected server)."""
+    return f"you are {ctx.principal}"
 
 
 if __name__ == "__main__":
