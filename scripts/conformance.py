@@ -36,10 +36,13 @@ NODE_DIR = CACHE / "node22"
 HARNESSES = ("0.1.16", "0.2.0-alpha.12")
 TS_SDK = "1.32.2"
 TS_SDK_DIR = CACHE / f"ts-sdk-{TS_SDK}"
-"""The official TypeScript SDK, a peer for the interop tests (``tests/test_interop_ts.py``)."""
+"""The official TypeScript SDK, a peer for the interop tests (``tests/test_interop_ts.py``, ``tests/test_peers.py``)."""
 AXE = "4.14.1"
 AXE_DIR = CACHE / f"axe-core-{AXE}"
 """axe-core, the accessibility rules ``tests/test_a11y.py`` runs in Chromium on every page state."""
+EVERYTHING = "2026.8.31"
+EVERYTHING_DIR = CACHE / f"server-everything-{EVERYTHING}"
+"""The reference server ``@modelcontextprotocol/server-everything``, a peer for ``tests/test_peers.py``."""
 EXPECTED = ROOT / "scripts" / "conformance-expected-failures.yml"
 
 
@@ -68,6 +71,9 @@ def setup() -> dict[str, str]:
     if not (AXE_DIR / "node_modules" / "axe-core" / "axe.min.js").exists():
         print(f"conformance: installing axe-core@{AXE}", flush=True)
         npm_install(AXE_DIR, f"axe-core@{AXE}")
+    if not (EVERYTHING_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "package.json").exists():
+        print(f"conformance: installing @modelcontextprotocol/server-everything@{EVERYTHING}", flush=True)
+        npm_install(EVERYTHING_DIR, f"@modelcontextprotocol/server-everything@{EVERYTHING}")
     return env
 
 

@@ -93,6 +93,64 @@ async def url_required(ctx: Context) -> str:
     return "connected"
 
 
+EVERY_KIND = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "title": "Name", "minLength": 2},
+        "email": {"type": "string", "format": "email"},
+        "site": {"type": "string", "format": "uri"},
+        "born": {"type": "string", "format": "date"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "height": {"type": "number", "minimum": 0.5},
+        "subscribe": {"type": "boolean", "default": False},
+        "size": {"type": "string", "enum": ["S", "M", "L"]},
+        "tier": {"type": "string", "oneOf": [{"const": "free", "title": "Free"}, {"const": "pro", "title": "Pro"}]},
+        "pet": {"type": "string", "enum": ["cat", "dog"], "enumNames": ["Cat", "Dog"]},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}, "minItems": 1},
+        "langs": {
+            "type": "array",
+            "items": {"anyOf": [{"const": "py", "title": "Python"}, {"const": "ts", "title": "TS"}]},
+        },
+    },
+    "required": ["name", "email", "age"],
+}
+
+
+@app.tool()
+async def every_kind(ctx: Context) -> str:
+    """A form with a field of every kind the spec allows, sent as a raw schema (2025-06-18 and 2025-11-25)."""
+    result = await ctx.session.elicit_form("Tell us everything", EVERY_KIND)
+    return f"{result.action} {sorted((result.content or {}).items())}"
+
+
+class Confirm(BaseModel):
+    confirm: bool = Field(description="Really delete?")
+
+
+@app.tool()
+async def confirm_delete(ctx: Context) -> str:
+    """A confirmation: one boolean."""
+    result = await ctx.elicit("Delete the file?", Confirm)
+    if isinstance(result, AcceptedElicitation):
+        return "deleted" if result.data.confirm else "kept"
+    return result.action
+
+
+GATES: set[str] = set()
+
+
+@app.tool()
+async def url_gate(key: str) -> str:
+    """-32042 on the first call for each ``key``, connected on the retry (one server, many clients)."""
+    if key not in GATES:
+        GATES.add(key)
+        link = ElicitRequestURLParams(
+            mode="url", message="Connect", url=f"https://auth.example.com/gate/{key}", elicitation_id=f"gate-{key}"
+        )
+        raise UrlElicitationRequiredError([link])
+    return f"connected {key}"
+
+
 if __name__ == "__main__":
     import sys
 

@@ -1,16 +1,106 @@
 // A server written with the official TypeScript SDK (npm @modelcontextprotocol/sdk), a peer we did not write.
-// Usage: node ts_server.mjs (stdio). Its tool `ask` pushes one form elicitation mid-call.
+// Usage: node ts_server.mjs (stdio), or node ts_server.mjs --port N (Streamable HTTP at /mcp, a session per client).
+// Its tools push elicitations mid-call: `ask` (one field), `every_kind` (a field of every kind), `confirm_delete`,
+// `sign_in` (URL mode) and `url_gate` (-32042 on the first call for each key).
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
 
-const server = new McpServer({ name: "ts-peer-server", version: "1.0.0" });
-server.registerTool("ask", { description: "Asks a name mid-call" }, async () => {
-  const answer = await server.server.elicitInput({
-    mode: "form",
-    message: "Your name?",
-    requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+const EVERY_KIND = {
+  type: "object",
+  properties: {
+    name: { type: "string", title: "Name", minLength: 2 },
+    email: { type: "string", format: "email" },
+    site: { type: "string", format: "uri" },
+    born: { type: "string", format: "date" },
+    age: { type: "integer", minimum: 0, maximum: 150 },
+    height: { type: "number", minimum: 0.5 },
+    subscribe: { type: "boolean", default: false },
+    size: { type: "string", enum: ["S", "M", "L"] },
+    tier: { type: "string", oneOf: [{ const: "free", title: "Free" }, { const: "pro", title: "Pro" }] },
+    tags: { type: "array", items: { type: "string", enum: ["a", "b", "c"] }, minItems: 1 },
+    langs: { type: "array", items: { anyOf: [{ const: "py", title: "Python" }, { const: "ts", title: "TS" }] } },
+  },
+  required: ["name", "email", "age"],
+};
+const gates = new Set();
+
+function text(value) {
+  return { content: [{ type: "text", text: value }] };
+}
+
+function makeServer() {
+  const server = new McpServer({ name: "ts-peer-server", version: "1.0.0" });
+  const ask = (params) => server.server.elicitInput(params);
+  server.registerTool("ask", { description: "Asks a name mid-call" }, async () => {
+    const answer = await ask({
+      mode: "form",
+      message: "Your name?",
+      requestedSchema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+    });
+    return text(answer.action === "accept" ? `hello ${answer.content.name}` : answer.action);
   });
-  const text = answer.action === "accept" ? `hello ${answer.content.name}` : answer.action;
-  return { content: [{ type: "text", text }] };
-});
-await server.connect(new StdioServerTransport());
+  server.registerTool("every_kind", { description: "A form with a field of every kind" }, async () => {
+    const answer = await ask({ mode: "form", message: "Tell us everything", requestedSchema: EVERY_KIND });
+    const content = answer.content ?? {};
+    const shown = Object.keys(content).sort().map((key) => `${key}=${JSON.stringify(content[key])}`);
+    return text(`${answer.action} ${shown.join(" ")}`.trim());
+  });
+  server.registerTool("confirm_delete", { description: "A confirmation" }, async () => {
+    const answer = await ask({
+      mode: "form",
+      message: "Delete the file?",
+      requestedSchema: { type: "object", properties: { confirm: { type: "boolean" } }, required: ["confirm"] },
+    });
+    if (answer.action !== "accept") return text(answer.action);
+    return text(answer.content.confirm ? "deleted" : "kept");
+  });
+  server.registerTool("sign_in", { description: "URL mode mid-call" }, async () => {
+    const answer = await ask({
+      mode: "url",
+      message: "Sign in to the example service",
+      url: "https://auth.example.com/ts",
+      elicitationId: randomUUID(),
+    });
+    return text(answer.action);
+  });
+  server.registerTool("url_gate", { description: "-32042, then connected", inputSchema: { key: z.string() } }, async ({ key }) => {
+    if (!gates.has(key)) {
+      gates.add(key);
+      throw new UrlElicitationRequiredError([
+        { mode: "url", message: "Connect", url: `https://auth.example.com/ts/${key}`, elicitationId: `ts-${key}` },
+      ]);
+    }
+    return text(`connected ${key}`);
+  });
+  return server;
+}
+
+const at = process.argv.indexOf("--port");
+if (at < 0) {
+  await makeServer().connect(new StdioServerTransport());
+} else {
+  const sessions = new Map();
+  const http = createServer(async (req, res) => {
+    const id = req.headers["mcp-session-id"];
+    let transport = id ? sessions.get(id) : undefined;
+    if (!transport) {
+      if (id) {
+        res.writeHead(404).end();
+        return;
+      }
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => sessions.set(sid, transport),
+      });
+      transport.onclose = () => transport.sessionId && sessions.delete(transport.sessionId);
+      await makeServer().connect(transport);
+    }
+    await transport.handleRequest(req, res);
+  });
+  http.listen(Number(process.argv[at + 1]), "127.0.0.1");
+}

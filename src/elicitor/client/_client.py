@@ -72,18 +72,21 @@ class Client:
             (a server that asks in a loop cannot flood them). Default: no limit.
         handshake_timeout: seconds the server has to complete the handshake (``server/discover`` or
             ``initialize``) on entry; then ``TimeoutError``. ``None`` waits as long as it takes.
-        url_timeout: seconds to wait for a URL-mode elicitation's completion notice when the handler has no
-            ``wait_done`` (no person to say "I'm done": scripts, ``ScriptedHandler``); then the call goes on and the
-            server says whether the interaction is complete. The spec forbids waiting for that notice
-            indefinitely; a handler with ``wait_done`` leaves the person in charge instead.
+        url_timeout: seconds to wait for a URL-mode elicitation's completion notice (2025-11-25, -32042) when the
+            handler has no ``wait_done`` (nobody to say "I'm done"); then the call goes on and the server says
+            whether the interaction is complete. The spec forbids waiting for that notice indefinitely; a handler
+            with ``wait_done`` leaves the person in charge instead, and an automated one (``ScriptedHandler``,
+            ``automated = True``) does not wait at all: its acceptance is final.
         request_timeout: seconds a request (``call_tool`` and every other) may wait while nothing arrives from the
             server: no answer, no progress or log message, no request of its own. Anything the server sends
             starts the clock again, and it stops while a handler answers the server (a person may be filling a
             form: that time is theirs). On expiry the server is sent ``notifications/cancelled`` and the call
             raises ``TimeoutError`` (2025-11-25 basic/lifecycle, "Timeouts"). ``None`` waits as long as the
             connection lasts; bound a call's total time yourself with ``anyio.fail_after``.
-        tasks: declare the tasks extension on 2026-07-28 (``io.modelcontextprotocol/tasks``), so a server may run
-            a long tool call as a task; ``call_tool`` follows it to its result either way (see :meth:`start_tool`).
+        tasks: follow a server's tasks: declare the tasks extension on 2026-07-28 (``io.modelcontextprotocol/tasks``),
+            so a server may run a long tool call as a task; on 2025-11-25 call a tool as a task when its
+            ``execution.taskSupport`` requires it, and declare ``tasks.requests.elicitation.create`` so the server
+            may ask its questions as tasks. ``call_tool`` follows a task to its result (see :meth:`start_tool`).
 
     Once connected, :attr:`protocol_version`, :attr:`server_info`, :attr:`server_capabilities` and
     :attr:`instructions` say what the server told; ``client_info`` and ``elicitation_modes`` are what this client
@@ -133,13 +136,18 @@ class Client:
         self._inbound = inbound = Inbound(
             era, urls, requests.quiet, handler=elicitation, sampling=sampling, roots=roots, limit=limit
         )
-        self._notifications = Notifications(
-            callbacks=callbacks, progress=progress, urls=urls, quiet=requests.quiet, on_log=on_log
-        )
         self._rounds = rounds = Rounds(
             era, requests, inbound, urls, callbacks, handler=elicitation, max_rounds=max_rounds
         )
-        self._tools = Tools(era, requests, rounds, inbound, progress)
+        self._tools = tools = Tools(era, requests, rounds, inbound, progress)
+        self._notifications = Notifications(
+            callbacks=callbacks,
+            progress=progress,
+            urls=urls,
+            quiet=requests.quiet,
+            on_log=on_log,
+            tools_changed=tools.list_changed,
+        )
         self._stack: AsyncExitStack | None = None
 
     # ---- what the handshake (or server/discover) told us -----------------------------------------------------
@@ -248,6 +256,9 @@ class Client:
             stack.callback(deliveries.cancel_scope.cancel)
             session = await stack.enter_async_context(open_session(transport, self._inbound, self._notifications))
             self._requests.session = session
+            asked = await stack.enter_async_context(anyio.create_task_group())  # elicitations asked as tasks
+            self._inbound.tasks.group = asked
+            stack.callback(asked.cancel_scope.cancel)
             quiet = self._requests.quiet
             if quiet is not None:
                 watchdog = await stack.enter_async_context(anyio.create_task_group())

@@ -32,6 +32,7 @@ from ..types import (
     META_SERVER_INFO,
     MODERN_REVISIONS,
     REV_2025_06_18,
+    REV_2025_11_25,
     TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     Implementation,
@@ -54,22 +55,35 @@ class Declared:
     sampling: bool = False
     roots: bool = False
     tasks: bool = True
-    """Follow a server's tasks (declares the 2026-07-28 tasks extension)."""
+    """Follow a server's tasks (declares the 2026-07-28 tasks extension) and, on 2025-11-25, run the server's
+    elicitations as tasks when it asks (``tasks.requests.elicitation.create``)."""
+
+    def modes_for(self, version: str | None) -> frozenset[str]:
+        """The elicitation modes declared on ``version``, which are exactly the modes accepted: 2025-06-18 knows
+        form mode only (its capability is a bare ``elicitation: {}``), so a URL request there is refused (-32602)
+        before any handler sees it."""
+        if version == REV_2025_06_18:
+            return self.modes & {"form"}
+        return self.modes
 
     def capabilities(self, version: str) -> JSONObject:
         """The ``capabilities`` object for ``version``."""
         capabilities: JSONObject = {}
-        if self.modes:
+        modes = self.modes_for(version)
+        if modes:
             if version == REV_2025_06_18:
                 capabilities["elicitation"] = {}
             else:
-                capabilities["elicitation"] = {mode: {} for mode in sorted(self.modes)}
+                capabilities["elicitation"] = {mode: {} for mode in sorted(modes)}
         if self.sampling:
             capabilities["sampling"] = {}
         if self.roots:
             capabilities["roots"] = {}
         if self.tasks and is_modern(version):
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        elif self.tasks and modes and version == REV_2025_11_25:
+            # The server may ask its questions as tasks this client runs (client/_elicitation_tasks.py).
+            capabilities["tasks"] = {"cancel": {}, "requests": {"elicitation": {"create": {}}}}
         return capabilities
 
 

@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, runtime_checkable
 
 import anyio
 
@@ -62,7 +62,15 @@ class ElicitationHandler(Protocol):
     does). A handler may also offer ``async wait_done(request)``, returning when the person says an out-of-band
     interaction is finished (the server's completion notification is optional).
 
-    A handler may set ``modes`` (default ``{"form"}``): the client declares exactly those modes.
+    A handler may set ``modes`` (default ``{"form"}``): the client declares exactly those modes (on 2025-06-18,
+    which has no URL mode, form mode alone), and a request in any other mode is refused with -32602 before it reaches
+    the handler.
+
+    Who is behind a handler decides how a URL interaction ends (2025-11-25, -32042): a person's handler offers
+    ``wait_done``, and the call waits until the server's completion notice or the person says they are done; an
+    automated handler sets ``automated = True`` (as :class:`ScriptedHandler` does), and its acceptance is final: the
+    call is retried at once, with nobody to wait for. Any other handler waits for the notice at most
+    ``Client(url_timeout=...)``.
 
     Example::
 
@@ -142,6 +150,9 @@ class ScriptedHandler:
         assert handler.requests[0].message == "Your name?"
     """
 
+    automated: ClassVar[bool] = True
+    """Answers come from a script: a URL acceptance is final, and no call waits for a person to finish one."""
+
     answers: Iterable[Answer] = ()
     otherwise: Answer | None = None
     modes: frozenset[str] = frozenset({"form"})
@@ -163,7 +174,8 @@ class ScriptedHandler:
         return await self._next(request)
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
-        """URL mode (when ``modes`` include ``"url"``): answered from the same queue; nothing is opened."""
+        """URL mode (when ``modes`` include ``"url"``): answered from the same queue; nothing is opened, and an
+        acceptance is final (the call does not wait for the server's completion notice: see ``automated``)."""
         self.url_requests.append(request)
         outcome = await self._next(request)
         return Accepted(None) if isinstance(outcome, Accepted) else outcome

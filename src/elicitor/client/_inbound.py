@@ -20,8 +20,9 @@ import anyio
 
 from .._exceptions import JSONRPCError, RemoteProtocolError
 from ..protocol import RequestReceived
-from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, JSONObject
+from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, REV_2025_11_25, JSONObject
 from ._answer import answer_elicitation
+from ._elicitation_tasks import ElicitationTasks
 from ._era import Era
 from ._handlers import ElicitationHandler
 from ._quiet import QuietClock
@@ -82,6 +83,8 @@ class Inbound:
         self._roots = list(roots) if roots is not None else None
         self._limit = limit
         self._waiting: list[list[Exception]] = []  # handshake era: each call waiting on the server, its failures
+        self.tasks = ElicitationTasks()
+        """Elicitations the server asked for as tasks (2025-11-25)."""
 
     @contextmanager
     def waiting_call(self) -> Iterator[list[Exception]]:
@@ -106,25 +109,58 @@ class Inbound:
             quiet.heard_from_server()
 
     async def _answer_request(self, request: RequestReceived) -> JSONObject:
-        if request.method == "elicitation/create":
+        method, params = request.method, request.params or {}
+        if method == "elicitation/create":
+            if "task" in params and self._runs_tasks():
+                return self.tasks.create(params, self._answer_in_task)
             try:
-                return await self.answer_elicitation(request.params or {})
+                return await self.answer_elicitation(params)
             except JSONRPCError:
                 raise
             except Exception as exc:
-                if not self._waiting:
-                    raise  # no call to report it to (a raw request, a task): logged, and -32603 to the server
-                # The handler failed (a script ran out of answers, a renderer broke): the call waiting on the
-                # server raises it, as on 2026-07-28 where the handler runs inside the call; the server gets an
-                # error answer, so its tool stops. With several calls waiting, the oldest is told.
-                self._waiting[0].append(exc)
-                failed = JSONRPCError(INTERNAL_ERROR, "Internal error: the client could not answer this elicitation")
-                raise failed from None
-        if request.method == "ping":
+                raise self._report(exc) from None
+        if method == "ping":
             return {}
-        if request.method in ("sampling/createMessage", "roots/list"):
-            return await self.answer_other(request.method, request.params or {})
-        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
+        if method in ("sampling/createMessage", "roots/list"):
+            return await self.answer_other(method, params)
+        if method in ("tasks/get", "tasks/result", "tasks/cancel") and self._runs_tasks():
+            if method == "tasks/get":
+                return self.tasks.get(params)
+            if method == "tasks/cancel":
+                return self.tasks.cancel(params)
+            return await self.tasks.result(params)
+        raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _runs_tasks(self) -> bool:
+        """Whether this client declared ``tasks.requests.elicitation.create`` (2025-11-25, with a handler)."""
+        version = self._era.protocol_version
+        declared = self._era.declared
+        return version == REV_2025_11_25 and declared.tasks and bool(declared.modes_for(version))
+
+    def _report(self, exc: Exception) -> Exception:
+        """A handler failed (a script ran out of answers, a renderer broke): the call waiting on the server raises
+        it, as on 2026-07-28 where the handler runs inside the call; the server gets an error answer, so its tool
+        stops. With several calls waiting, the oldest is told. Without one, ``exc`` itself (logged, and -32603)."""
+        if not self._waiting:
+            return exc
+        self._waiting[0].append(exc)
+        return JSONRPCError(INTERNAL_ERROR, "Internal error: the client could not answer this elicitation")
+
+    async def _answer_in_task(self, params: JSONObject) -> JSONObject:
+        """An elicitation asked as a task, answered in the background (no request's clock runs meanwhile)."""
+        quiet = self._quiet
+        if quiet is not None:
+            quiet.answering += 1
+        try:
+            return await self.answer_elicitation(params)
+        except JSONRPCError:
+            raise
+        except Exception as exc:
+            raise self._report(exc) from None
+        finally:
+            if quiet is not None:
+                quiet.answering -= 1
+                quiet.heard_from_server()
 
     async def answer_elicitation(self, params: JSONObject) -> JSONObject:
         """The ``ElicitResult`` for one ``elicitation/create``'s params.
@@ -137,7 +173,7 @@ class Inbound:
             self._handler,
             params,
             era.server_info,
-            modes=era.declared.modes,
+            modes=era.declared.modes_for(era.protocol_version),
             modern=era.modern,
             urls=self._urls,
             admit=self._limit.admit if self._limit is not None else None,

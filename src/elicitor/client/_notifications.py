@@ -2,8 +2,9 @@
 
 ``notifications/message`` goes to ``on_log`` (or Python logging), ``notifications/progress`` to the progress
 callback of the call whose token it names (2025-11-25 basic/utilities/progress; tokens are ours, one per call that
-asked for progress), ``notifications/elicitation/complete`` to the URL flow. Anything heard restarts the request
-clock (``request_timeout``). Callbacks run off the connection's read loop, in order, through :class:`CallbackQueue`.
+asked for progress), ``notifications/elicitation/complete`` to the URL flow, ``notifications/tools/list_changed``
+to the tools (what they declare is listed again when next needed). Anything heard restarts the request clock
+(``request_timeout``). Callbacks run off the connection's read loop, in order, through :class:`CallbackQueue`.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Progress:
 class Notifications:
     """Routes each notification from the server to where it belongs."""
 
-    __slots__ = ("_callbacks", "_on_log", "_progress", "_quiet", "_urls")
+    __slots__ = ("_callbacks", "_on_log", "_progress", "_quiet", "_tools_changed", "_urls")
 
     def __init__(
         self,
@@ -75,8 +76,10 @@ class Notifications:
         urls: UrlFlow,
         quiet: QuietClock | None,
         on_log: LogCallback | None,
+        tools_changed: Callable[[], None] | None = None,
     ) -> None:
         self._callbacks = callbacks
+        self._tools_changed = tools_changed
         self._progress = progress
         self._urls = urls
         self._quiet = quiet
@@ -96,6 +99,9 @@ class Notifications:
                 logging.getLogger("elicitor.server_log").info("%s: %s", level, data)
         elif note.method == "notifications/elicitation/complete":
             self._urls.completed(str(params.get("elicitationId")))
+        elif note.method == "notifications/tools/list_changed":
+            if self._tools_changed is not None:
+                self._tools_changed()
         elif note.method == "notifications/progress":
             key = str(params.get("progressToken"))
             callback = self._progress.by_token.get(key)

@@ -161,5 +161,5 @@ class Rounds:
             if answer["action"] != "accept":
                 return str(params.get("message", ""))  # declined or cancelled: the call cannot go on
             request = UrlElicitationRequest.from_params(params, self._era.server_info)
-            await self._urls.wait_done(request, getattr(self._handler, "wait_done", None))
+            await self._urls.wait_done(request, self._handler)
         return None

@@ -18,6 +18,7 @@ basic/utilities/tasks, "Input Required Status", "Result Retrieval".
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,10 @@ import msgspec
 from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
 from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
 
+logger = logging.getLogger("elicitor.client")
+
+MAX_UPDATE_ATTEMPTS = 5
+"""``tasks/update`` failures in a row after which following a task gives up with the last error."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 MIN_POLL = 0.05
 """Seconds: a server suggesting less is polled this often."""
@@ -70,6 +75,10 @@ class TaskHandle:
         self._final: JSONObject | JSONRPCError | None = None
         """2025-11-25: what ``tasks/result`` returned (or raised)."""
         self._answered: set[str] = set()
+        """Keys of input requests whose answers the server acknowledged."""
+        self._unsent: JSONObject = {}
+        """Answers given by the person but not yet acknowledged by the server (sent again until they are)."""
+        self._failed_updates = 0
         self._progress_token = progress_token
         """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
         self.id: str | None = None
@@ -113,18 +122,35 @@ class TaskHandle:
         return self.status
 
     async def _answer(self) -> None:
+        """Answer the task's open questions: each asked of the person once, and counted as answered only once the
+        server has acknowledged the ``tasks/update`` carrying it. An update that fails (an error from the server,
+        ``request_timeout``) is sent again at the next poll with the same answers, while the task still asks for
+        them; after ``MAX_UPDATE_ATTEMPTS`` failures in a row its error is raised."""
         requests = self._task.get("inputRequests")
         if not isinstance(requests, dict):
             raise RemoteProtocolError("the server sent an input_required task without inputRequests")
-        responses: JSONObject = {}
+        for key in [key for key in self._unsent if key not in requests]:
+            del self._unsent[key]  # no longer asked: the server has it (or gave up on it)
         for key, request in requests.items():
-            if key in self._answered:
+            if key in self._answered or key in self._unsent:
                 continue  # shown once: a poll repeats the open questions until the server has the answer
-            self._answered.add(key)
-            responses[key] = await self._port.answer_input(request)
-        if responses:
-            assert self.id is not None
+            self._unsent[key] = await self._port.answer_input(request)
+        if not self._unsent:
+            return
+        assert self.id is not None
+        responses = dict(self._unsent)
+        try:
             await self._port.request("tasks/update", {"taskId": self.id, "inputResponses": responses})
+        except (JSONRPCError, TimeoutError) as exc:
+            self._failed_updates += 1
+            if self._failed_updates >= MAX_UPDATE_ATTEMPTS:
+                raise
+            logger.warning("tasks/update for task %s failed (%s); sending the answers again", self.id, exc)
+            return
+        self._failed_updates = 0
+        self._answered.update(responses)
+        for key in responses:
+            self._unsent.pop(key, None)
 
     async def wait(self, *, on_status: Callable[[TaskHandle], Awaitable[None] | None] | None = None) -> CallToolResult:
         """Follow the task to its end, answering its questions through the client's handlers (each once), and

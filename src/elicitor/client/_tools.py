@@ -1,9 +1,15 @@
 """Listing and calling a server's tools, and choosing when a call runs as a task.
 
 On 2026-07-28 the server decides: a client that declared the tasks extension may get ``resultType: "task"`` back.
-On 2025-11-25 the client asks, with ``task`` in the ``tools/call`` params, when the server declared task-augmented
-``tools/call`` (basic/utilities/tasks). Either way the result is followed by a :class:`~._tasks.TaskHandle`, which
-reaches the client only through a :class:`~._tasks.TaskPort`.
+On 2025-11-25 the client decides, by the rules of basic/utilities/tasks ("Tool-Level Negotiation"): only when the
+server declared ``tasks.requests.tools.call``, and then by the tool's ``execution.taskSupport`` — ``"required"``:
+the call MUST be a task (``task`` in the ``tools/call`` params); ``"optional"``: :meth:`Tools.call` calls it
+directly (it waits for the result either way) and :meth:`Tools.start` as a task; absent or ``"forbidden"``: never
+a task. What each tool declares comes from ``tools/list``, listed once when first needed and cached per tool until
+the server says the list changed (``notifications/tools/list_changed``) or the application lists again. A tool
+the listing did not name keeps the old fallback: a -32601 from a server with task-augmented calls means "only as a
+task", and the call is sent again as one. Either way the result is followed by a :class:`~._tasks.TaskHandle`,
+which reaches the client only through a :class:`~._tasks.TaskPort`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import msgspec
 
 from .._exceptions import JSONRPCError, RemoteProtocolError
 from ..telemetry import _state as _telemetry
-from ..types import METHOD_NOT_FOUND, REV_2025_11_25, CallToolResult, JSONObject, Tool
+from ..types import METHOD_NOT_FOUND, REV_2025_11_25, CallToolResult, JSONObject, TaskSupport, Tool
 from ._era import Era
 from ._headers import header_params
 from ._inbound import Inbound
@@ -37,11 +43,14 @@ class Tools:
         self._requests = requests
         self._rounds = rounds
         self._progress = progress
+        self._support: dict[str, TaskSupport] | None = None
+        """Each listed tool's ``execution.taskSupport`` (2025-11-25); ``None`` until listed."""
         self.port = TaskPort(request=requests.request, answer_input=inbound.answer_input, end_progress=progress.end)
 
     async def list(self) -> list[Tool]:
         """Every tool the server offers (all pages), leaving out those whose ``x-mcp-header`` is invalid."""
         tools: list[Tool] = []
+        support: dict[str, TaskSupport] = {}
         for raw in await self._requests.list_all("tools/list", "tools"):
             try:
                 tool = msgspec.convert(raw, Tool)
@@ -54,8 +63,33 @@ class Tools:
             transport = self._era.transport
             if mirrored and isinstance(transport, HttpAware):
                 transport.mirror(tool.name, mirrored)
+            support[tool.name] = tool.task_support
             tools.append(tool)
+        self._support = support
         return tools
+
+    def list_changed(self) -> None:
+        """``notifications/tools/list_changed``: what the tools declared is listed again when next needed."""
+        self._support = None
+
+    async def task_support(self, name: str) -> TaskSupport | None:
+        """What tool ``name`` declared, listing the tools first if they have not been (``None``: not listed)."""
+        if self._support is None:
+            await self.list()
+        assert self._support is not None
+        return self._support.get(name)
+
+    async def _as_task(self, name: str, *, wanted: bool) -> tuple[bool, bool]:
+        """Whether to send this call as a task (2025-11-25) and whether a -32601 may still mean "only as a task".
+
+        ``wanted``: the caller would rather have a task where the tool allows one (:meth:`start`).
+        """
+        if not self.legacy_tasks():
+            return False, False
+        support = await self.task_support(name)
+        if support is None:  # not in the listing: the server's -32601 decides
+            return wanted, not wanted
+        return support == "required" or (wanted and support == "optional"), False
 
     def call(
         self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None
@@ -79,10 +113,11 @@ class Tools:
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         token = self._progress.attach(params, progress)
         try:
+            as_task, fallback = await self._as_task(name, wanted=False)
             try:
-                result = await self._rounds.drive("tools/call", params)
+                result = await self._rounds.drive("tools/call", {**params, "task": {}} if as_task else params)
             except JSONRPCError as exc:
-                if exc.code != METHOD_NOT_FOUND or not self.legacy_tasks():
+                if exc.code != METHOD_NOT_FOUND or not fallback:
                     raise
                 # 2025-11-25: -32601 from a server with task-augmented tools/call: this tool runs only as a task.
                 result = await self._rounds.drive("tools/call", {**params, "task": {}})
@@ -103,15 +138,16 @@ class Tools:
         params: JSONObject = {"name": name, "arguments": dict(arguments or {})}
         token = self._progress.attach(params, progress)
         try:
-            if self.legacy_tasks():
-                try:  # 2025-11-25: the client asks for the task; a tool that does not run as one says -32601
+            as_task, _ = await self._as_task(name, wanted=True)
+            if as_task and await self.task_support(name) is None:
+                try:  # 2025-11-25, a tool the listing did not name: one that does not run as a task says -32601
                     result = await self._rounds.drive("tools/call", {**params, "task": {}})
                 except JSONRPCError as exc:
                     if exc.code != METHOD_NOT_FOUND:
                         raise
                     result = await self._rounds.drive("tools/call", params)
             else:
-                result = await self._rounds.drive("tools/call", params)
+                result = await self._rounds.drive("tools/call", {**params, "task": {}} if as_task else params)
             handle = self.task_of(result, token)  # the token is ended when the handle's wait ends
         except BaseException:
             self._progress.end(token)

@@ -5,7 +5,8 @@ MAY send ``notifications/elicitation/complete`` naming it (client/elicitation, "
 client listens for that id before the handler shows the URL (the page may finish before the handler returns) and,
 where the call cannot go on until the interaction ends (-32042, "URL Elicitation Required Error"), waits for the
 first of: the notice, the person saying they are done (a handler's ``wait_done``), or ``url_timeout`` for a handler
-with no person behind it. Clients MUST NOT wait for the notice indefinitely; ids nobody waits for are bounded.
+that offers neither; an automated handler (a script) has nobody to wait for, and the call is retried at once.
+Clients MUST NOT wait for the notice indefinitely; ids nobody waits for are bounded.
 """
 
 from __future__ import annotations
@@ -56,13 +57,16 @@ class UrlFlow:
         """Until the server's completion notice for ``elicitation_id`` (unbounded: the caller bounds it)."""
         await self._pending.setdefault(elicitation_id, anyio.Event()).wait()
 
-    async def wait_done(self, request: UrlElicitationRequest, wait_done: WaitDone | None) -> None:
-        """Until the server says the interaction is complete, or the person says so (``wait_done``, if the handler
-        has one; without one, at most :attr:`timeout` seconds)."""
+    async def wait_done(self, request: UrlElicitationRequest, handler: object) -> None:
+        """Until the server says the interaction is complete, or the person says so (``handler.wait_done``, if the
+        handler has one; without one, at most :attr:`timeout` seconds). An automated handler (``automated = True``,
+        :class:`~elicitor.ScriptedHandler`) has nobody to wait for: its acceptance is final, and this returns at
+        once."""
         elicitation_id = str(request.elicitation_id)
-        if self._pending.setdefault(elicitation_id, anyio.Event()).is_set():
+        if getattr(handler, "automated", False) or self._pending.setdefault(elicitation_id, anyio.Event()).is_set():
             self.forget(elicitation_id)
             return
+        wait_done: WaitDone | None = getattr(handler, "wait_done", None)
         limit = self.timeout if wait_done is None else None
         with anyio.move_on_after(limit):
             async with anyio.create_task_group() as tg:

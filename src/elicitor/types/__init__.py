@@ -27,8 +27,10 @@ from ._mcp import (
     Implementation,
     LoggingLevel,
     ResourceLink,
+    TaskSupport,
     TextContent,
     Tool,
+    ToolExecution,
 )
 from ._revisions import (
     ACCEPTED_OLDER_REVISIONS,
@@ -94,7 +96,9 @@ __all__ = [
     "ResourceLink",
     "Revision",
     "TextContent",
+    "TaskSupport",
     "Tool",
+    "ToolExecution",
     "is_modern",
     "supports_rich_enums",
     "supports_url_mode",

@@ -80,6 +80,17 @@ ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | EmbeddedRe
 """A content block of a tool result or prompt message, tagged by ``type``."""
 
 
+TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
+
+
+class ToolExecution(_Wire, frozen=True):
+    """A tool's ``execution`` (2025-11-25 server/tools): how it may be run."""
+
+    task_support: str | None = None
+    """``"forbidden"`` (the default), ``"optional"`` or ``"required"``: whether a call may, or must, run as a task
+    (basic/utilities/tasks, "Tool-Level Negotiation")."""
+
+
 class Tool(_Wire, frozen=True):
     """A tool as ``tools/list`` describes it."""
 
@@ -89,6 +100,16 @@ class Tool(_Wire, frozen=True):
     description: str | None = None
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
+    execution: ToolExecution | None = None
+
+    @property
+    def task_support(self) -> TaskSupport:
+        """Whether a call of this tool may (``"optional"``) or must (``"required"``) run as a task; a value this
+        client does not know counts as the default, ``"forbidden"``."""
+        support = self.execution.task_support if self.execution is not None else None
+        if support == "optional":
+            return "optional"
+        return "required" if support == "required" else "forbidden"
 
 
 class CallToolResult(_Wire, frozen=True):
