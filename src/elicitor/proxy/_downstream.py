@@ -79,12 +79,17 @@ class Downstream:
         return mode in self.ui_modes()
 
     def upstream_capabilities(self) -> JSONObject:
-        """What the client declared, plus the elicitation modes the proxy renders itself: never wider."""
+        """What the client declared, plus the elicitation modes the proxy renders itself: never wider.
+
+        A 2025-11-25 client's ``tasks`` (``tasks.requests.elicitation.create``: the server may run its questions as
+        tasks on the client) stays downstream: the proxy relays questions, not the ``tasks/*`` requests to a client.
+        """
+        declared = {key: value for key, value in self.capabilities.items() if key != "tasks"}
         extra = self.ui_modes()
         if not extra:
-            return dict(self.capabilities)
+            return declared
         modes = self.modes() | extra
-        return {**self.capabilities, "elicitation": {mode: {} for mode in sorted(modes)}}
+        return {**declared, "elicitation": {mode: {} for mode in sorted(modes)}}
 
     def with_meta(self, params: JSONObject, version: str) -> JSONObject:
         """``params`` with the 2026-07-28 per-request fields for the upstream server, from this client's."""
