@@ -239,6 +239,14 @@ async def typescript_cases(client: Client, answers: ScriptedHandler, era: str) -
         with anyio.fail_after(60):  # -32042 and no completion notice: a script's acceptance is final
             assert text(await client.call_tool("url_gate", {"key": key})) == f"connected {key}"
         assert text(await client.call_tool("sign_in")) == "cancel"
+        # taskSupport "optional": call_tool calls it directly or as a task; start_tool asks for the task.
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        assert tools["slow_report"].task_support == "optional"
+        with anyio.fail_after(60):
+            assert text(await client.call_tool("slow_report", {"topic": "a"})).startswith("report on a")
+            handle = await client.start_tool("slow_report", {"topic": "b"})
+            assert handle.id is not None
+            assert text(await handle.wait()) == "report on b (task)"
     else:  # the SDK itself refuses URL mode to a client that did not declare it; -32042 is not on 2025-06-18
         assert (await client.call_tool("sign_in")).is_error
         with pytest.raises(JSONRPCError) as caught:
@@ -353,6 +361,7 @@ async def connect(
 ) -> AsyncIterator[Client]:
     options: dict[str, Any] = {
         "elicitation": answers, "protocol": era, "request_timeout": 60.0, "handshake_timeout": 120.0,
+        "probe_timeout": 60.0,  # a peer starting on a loaded machine may take seconds to answer server/discover
     }  # fmt: skip
     if transport == "stdio":
         client = Client.stdio(peer.stdio(), cwd=peer.cwd, stderr=subprocess.DEVNULL, **options)

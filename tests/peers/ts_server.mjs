@@ -1,9 +1,11 @@
 // A server written with the official TypeScript SDK (npm @modelcontextprotocol/sdk), a peer we did not write.
 // Usage: node ts_server.mjs (stdio), or node ts_server.mjs --port N (Streamable HTTP at /mcp, a session per client).
 // Its tools push elicitations mid-call: `ask` (one field), `every_kind` (a field of every kind), `confirm_delete`,
-// `sign_in` (URL mode) and `url_gate` (-32042 on the first call for each key).
+// `sign_in` (URL mode), `url_gate` (-32042 on the first call for each key) and `slow_report` (a task tool with
+// execution.taskSupport "optional", through the SDK's experimental tasks: 2025-11-25).
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
+import { InMemoryTaskMessageQueue, InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
@@ -34,7 +36,15 @@ function text(value) {
 }
 
 function makeServer() {
-  const server = new McpServer({ name: "ts-peer-server", version: "1.0.0" });
+  const taskStore = new InMemoryTaskStore();
+  const server = new McpServer(
+    { name: "ts-peer-server", version: "1.0.0" },
+    {
+      capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore,
+      taskMessageQueue: new InMemoryTaskMessageQueue(),
+    },
+  );
   const ask = (params) => server.server.elicitInput(params);
   server.registerTool("ask", { description: "Asks a name mid-call" }, async () => {
     const answer = await ask({
@@ -77,6 +87,21 @@ function makeServer() {
     }
     return text(`connected ${key}`);
   });
+  server.experimental.tasks.registerToolTask(
+    "slow_report",
+    { description: "A report that may run as a task", inputSchema: { topic: z.string() }, execution: { taskSupport: "optional" } },
+    {
+      createTask: async ({ topic }, extra) => {
+        const task = await extra.taskStore.createTask({ ttl: 60000, pollInterval: 100 });
+        setTimeout(() => {
+          extra.taskStore.storeTaskResult(task.taskId, "completed", text(`report on ${topic} (task)`)).catch(() => {});
+        }, 300);
+        return { task };
+      },
+      getTask: async (args, extra) => await extra.taskStore.getTask(extra.taskId),
+      getTaskResult: async (args, extra) => await extra.taskStore.getTaskResult(extra.taskId),
+    },
+  );
   return server;
 }
 
