@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -98,6 +99,29 @@ def otel() -> Iterator[Otel]:
         telemetry.configure("native")  # back to the global providers: none in this suite
 
 
+@contextmanager
+def every_log_line() -> Iterator[list[str]]:
+    """Every record elicitor logs meanwhile, at every level, as the JSON formatter writes it."""
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    keep = Keep(logging.DEBUG)
+    keep.addFilter(telemetry.TraceContextFilter())
+    keep.setFormatter(telemetry.JsonFormatter())
+    logger = logging.getLogger("elicitor")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(keep)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(level)
+
+
 def by_id(spans: list[ReadableSpan]) -> dict[int, ReadableSpan]:
     return {s.context.span_id: s for s in spans}
 
@@ -117,9 +141,11 @@ def ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[str]:
 @pytest.mark.parametrize("protocol", ["2025-06-18", "2025-11-25", "2026-07-28"])
 async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, protocol: str) -> None:
     handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
-    async with connected(server, elicitation=handler, protocol=protocol) as client:
-        result = await client.call_tool("introduce")
+    with every_log_line() as logged:
+        async with connected(server, elicitation=handler, protocol=protocol) as client:
+            result = await client.call_tool("introduce")
     assert SECRET_NAME in result.text
+    assert not any(SECRET_NAME in line or SECRET_CITY in line for line in logged)  # at DEBUG, both sides
     spans = [s for s in otel.finished() if s.name not in SETUP]
     calls = [s for s in spans if s.name == "tools/call introduce"]
     servers = [s for s in calls if s.kind == SpanKind.SERVER]
@@ -414,3 +440,19 @@ async def test_a_mistyped_mode_in_the_environment_is_said_and_native_used() -> N
     done = await anyio.run_process([sys.executable, "-c", code], env=env, check=True)
     assert done.stdout.decode().strip() == "native"
     assert "ELICITOR_TELEMETRY_MODE must be one of native, propagation_only, off, not 'loud'" in done.stderr.decode()
+
+
+async def test_a_store_operation_that_fails_is_timed_with_its_error(otel: Otel, anyio_backend: str) -> None:
+    """``elicitor.store.operation.duration`` times every Redis operation; one that fails says why."""
+    if anyio_backend != "asyncio":
+        pytest.skip("redis-py runs on asyncio")
+    from elicitor.state import RedisStore, StoreUnavailable
+
+    from .conftest import free_port
+
+    store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", timeout=0.5)  # nothing listens there
+    with pytest.raises(StoreUnavailable):
+        await store.sessions.lookup("a-session")
+    [point] = otel.metric_points()["elicitor.store.operation.duration"]
+    assert point.attributes["elicitor.store.operation"] == "looking up a session"
+    assert point.attributes["error.type"] and point.count == 1

@@ -131,6 +131,7 @@ async def test_a_running_replica_is_scraped_once(traced_cluster: tuple[Deploymen
     assert 'mcp_method_name="tools/call"' in scraped
     assert "elicitor_rounds_total" in scraped and "elicitor_runs_parked" in scraped
     assert "elicitor_elicitation_pending" in scraped
+    assert 'elicitor_store_operation_duration_seconds_count{elicitor_store_operation="' in scraped  # Redis, timed
     assert "Ada" not in scraped
 
 

@@ -88,6 +88,7 @@ from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
+from ..telemetry import _state as _telemetry
 from ._ports import Sealer, SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
 from ._supervise import supervised
 
@@ -150,11 +151,27 @@ class _Shared:
 
     @contextmanager
     def failing(self, doing: str) -> Iterator[None]:
-        """Turn every Redis failure while ``doing`` into :class:`StoreUnavailable`."""
+        """Turn every Redis failure while ``doing`` into :class:`StoreUnavailable` (and time it, for telemetry)."""
+        if _telemetry.state.on:  # elicitor.store.operation.duration, by what was being done
+            with self._timed(doing):
+                yield
+            return
         try:
             yield
         except _FAILURES as exc:
             raise StoreUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+
+    @contextmanager
+    def _timed(self, doing: str) -> Iterator[None]:
+        from ..telemetry import _hooks
+
+        start = time.perf_counter()
+        try:
+            yield
+        except _FAILURES as exc:
+            _hooks.store_operation(doing, time.perf_counter() - start, exc)
+            raise StoreUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+        _hooks.store_operation(doing, time.perf_counter() - start, None)
 
 
 _LOOKUP = """

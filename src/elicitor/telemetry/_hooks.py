@@ -75,6 +75,7 @@ class Instruments:
         "round_paths",
         "rounds",
         "server_duration",
+        "store_duration",
         "tasks",
     )
 
@@ -104,6 +105,11 @@ class Instruments:
             "elicitor.call.rounds", unit="{round}",
             description="Rounds a 2026-07-28 call took until its result (1: no question asked).",
             explicit_bucket_boundaries_advisory=(1, 2, 3, 4, 5, 8, 13, 21, 34),
+        )  # fmt: skip
+        self.store_duration: Histogram = meter.create_histogram(
+            "elicitor.store.operation.duration", unit="s",
+            description="Operations on the shared store (Redis), by operation, and error.type when one failed.",
+            explicit_bucket_boundaries_advisory=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
         )  # fmt: skip
         self.round_paths = meter.create_counter(
             "elicitor.rounds",
@@ -485,6 +491,16 @@ def task_status(status: str) -> None:
     instruments = state.instruments
     if instruments is not None:
         instruments.tasks.add(1, {"elicitor.task.status": status})
+
+
+def store_operation(operation: str, seconds: float, error: BaseException | None) -> None:
+    """One operation on the shared store took ``seconds`` (and failed with ``error``)."""
+    instruments = state.instruments
+    if instruments is not None:
+        attributes = {"elicitor.store.operation": operation}
+        if error is not None:
+            attributes["error.type"] = type(error).__qualname__
+        instruments.store_duration.record(seconds, attributes)
 
 
 class Call:
