@@ -456,3 +456,27 @@ async def test_a_store_operation_that_fails_is_timed_with_its_error(otel: Otel, 
     [point] = otel.metric_points()["elicitor.store.operation.duration"]
     assert point.attributes["elicitor.store.operation"] == "looking up a session"
     assert point.attributes["error.type"] and point.count == 1
+
+
+async def test_setup_configures_the_sdk_for_a_prometheus_scrape() -> None:
+    """``telemetry.setup(prometheus=True)`` (global providers: a process of its own) and a call: the scrape has it."""
+    import sys
+
+    code = (
+        "import anyio, prometheus_client\n"
+        "from elicitor import Server, telemetry\n"
+        "from elicitor.testing import connected\n"
+        "telemetry.setup('scraped', otlp=False, prometheus=True)\n"
+        "server = Server('s', '1')\n"
+        "@server.tool()\n"
+        "async def t() -> str:\n"
+        "    return 'ok'\n"
+        "async def main():\n"
+        "    async with connected(server) as client:\n"
+        "        await client.call_tool('t')\n"
+        "anyio.run(main)\n"
+        "print(prometheus_client.generate_latest().decode())\n"
+    )
+    done = await anyio.run_process([sys.executable, "-c", code], check=True)
+    scraped = done.stdout.decode()
+    assert 'mcp_server_operation_duration_seconds_count{gen_ai_tool_name="t",mcp_method_name="tools/call"' in scraped

@@ -73,12 +73,15 @@ def mode() -> Mode:
     return state.mode
 
 
-def setup(service_name: str = "elicitor", *, otlp: bool = True, console: bool = False) -> None:
+def setup(
+    service_name: str = "elicitor", *, otlp: bool = True, prometheus: bool = False, console: bool = False
+) -> None:
     """Batteries: an SDK tracer and meter provider exporting over OTLP/HTTP (``pip install 'elicitor[otel]'``).
 
     The exporters read the standard variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, default ``http://localhost:4318``;
     ``OTEL_SERVICE_NAME`` overrides ``service_name``). Spans go through a batch processor; metrics are exported
-    every minute (``OTEL_METRIC_EXPORT_INTERVAL``). ``console=True`` also prints spans, for a first look.
+    every minute (``OTEL_METRIC_EXPORT_INTERVAL``). ``prometheus=True`` also keeps the metrics for a Prometheus
+    scrape (serve them with :func:`with_metrics`). ``console=True`` also prints spans, for a first look.
 
     Raises:
         ImportError: the SDK or the OTLP exporter is not installed (the ``[otel]`` extra).
@@ -101,6 +104,10 @@ def setup(service_name: str = "elicitor", *, otlp: bool = True, console: bool = 
 
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+    if prometheus:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+        readers.append(PrometheusMetricReader())
     if console:
         tracer_provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     trace.set_tracer_provider(tracer_provider)
@@ -113,7 +120,8 @@ def with_metrics(app: ASGIApp, path: str = "/metrics") -> ASGIApp:
     """``app`` with a Prometheus scrape endpoint at ``path`` (``pip install 'elicitor[otel]'``).
 
     Installs an SDK meter provider whose reader is the Prometheus exporter, unless a meter provider is already set
-    (then add ``opentelemetry.exporter.prometheus.PrometheusMetricReader`` to it yourself). Every other path goes
+    (``setup(prometheus=True)`` sets one with that reader; with a provider of your own, give it an
+    ``opentelemetry.exporter.prometheus.PrometheusMetricReader``). Every other path goes
     to ``app``. Bind the endpoint where only your scraper reaches it: it tells request counts and durations.
 
     Example::
