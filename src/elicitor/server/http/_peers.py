@@ -416,14 +416,23 @@ class Peers:
 
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
         """End ``stream`` when its owner is gone: its lease lapsed on two checks in a row (a single miss can be a
-        Redis restart that the owner has not yet renewed its lease after)."""
+        Redis restart that the owner has not yet renewed its lease after). Also end it (503: the client resumes
+        from the event store) when the store has been away longer than an owner keeps trying to send (``send_for``):
+        the owner may have stopped pumping, and the client must not wait on a stream nobody feeds."""
         misses = 0
+        away_since: float | None = None
         while not stream.finished:
             await anyio.sleep(self.check_every)
             try:
                 record = await self._store.sessions.lookup(session_id)
             except StoreUnavailable:
+                now = anyio.current_time()
+                away_since = away_since if away_since is not None else now
+                if now - away_since > self.send_for:
+                    stream.lost(503, "Service unavailable: the shared state was away; resume the stream")
+                    return
                 continue
+            away_since = None
             if record is not None and record.alive and record.owner == owner:
                 misses = 0
                 continue
