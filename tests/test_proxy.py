@@ -612,3 +612,28 @@ async def test_url_steps_a_client_cannot_open_are_asked_by_the_proxys_renderer(
             assert (await client.call_tool("open_page")).text == "action=accept"
             assert (await client.call_tool("needs_connection")).text == "connected"
     assert person.seen == ["Sign in", "Connect your calendar"]
+
+
+EVERYTHING = ROOT / ".cache" / "server-everything-2026.8.31" / "node_modules" / "@modelcontextprotocol"
+
+
+async def test_a_task_required_tool_of_server_everything_through_the_proxy(anyio_backend: str) -> None:
+    """The reference server-everything's ``simulate-research-query`` runs only as a 2025-11-25 task and asks its
+    question on the task's ``tasks/result`` stream. A 2026-07-28 client cannot create that task itself: the
+    proxy learns from the server's tool list that the tool requires a task (the server refused the plain call
+    without running it), creates the task, follows it, and asks the question in the client's rounds."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    from .test_interop_ts import node
+
+    script = EVERYTHING / "server-everything" / "dist" / "index.js"
+    if not script.exists():
+        pytest.skip("server-everything is not installed: run `make test` (or scripts/conformance.py --install-only)")
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", node(), str(script), "stdio"]
+    handler = ScriptedHandler([{"interpretation": "historical"}])
+    with anyio.fail_after(90):
+        async with Client.stdio(command, elicitation=handler, protocol="2026-07-28", probe_timeout=30) as client:
+            result = await client.call_tool("simulate-research-query", {"topic": "tea", "ambiguous": True})
+    assert not result.is_error, result.text
+    assert "historical" in result.text
+    assert [r.message[:24] for r in handler.requests] == ['The research query "tea"']

@@ -119,6 +119,8 @@ class HeldCalls:
         self._timeout = elicitation_timeout
         self._sealer = StateSealer()  # the proxy's own: held calls live in this process only
         self._held: dict[str, _Held] = {}
+        self._task_ttl = int((elicitation_timeout or 3600.0) * 1000)
+        """A task the proxy creates upstream lives as long as a held call may go without progress."""
 
     async def serve(self, down: Downstream, method: str, params: JSONObject, notify: Notify | None) -> JSONObject:
         """One 2026-07-28 request: a new call held upstream, or the retry of one that answers its questions."""
@@ -187,7 +189,10 @@ class HeldCalls:
                         return await self._pushed(held, upstream, request)
 
                     upstream.on_push = pushed
-                    held.result = await upstream.request(held.method, held.params or None, route=held.route)
+                    if held.method == "tools/call":
+                        held.result = await upstream.call_tool(held.params, held.route, ttl_ms=self._task_ttl)
+                    else:
+                        held.result = await upstream.request(held.method, held.params or None, route=held.route)
             if held.result is None and held.error is None:
                 if held.dropped:
                     held.error = ConnectionClosed("the call was cancelled: too many calls are held")

@@ -91,13 +91,17 @@ class Lanes:
         self._learning = anyio.Lock()
         self._idle: dict[str, list[Upstream]] = {}
         self._open = 0
+        self.task_support: dict[str, str] = {}
+        """What the connections learnt of the tools' task support, shared (see :class:`Upstream`)."""
         self.no_handshake = False
         """The server refused ``initialize`` on a new connection: it speaks 2026-07-28 only."""
         self.ended = anyio.Event()
         """Set when the first connection ends (a stdio proxy ends with its server)."""
 
     def _new(self) -> Upstream:
-        return Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored)
+        upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored)
+        upstream.task_support = self.task_support
+        return upstream
 
     async def _start(self) -> Upstream:
         if self._open >= MAX_LANES:
@@ -123,6 +127,7 @@ class Lanes:
                 self._first = None
                 if self._opened_first is not None:
                     upstream = await self._opened_first()
+                    upstream.task_support = self.task_support
                     self._opened_first = None
                 else:
                     upstream = await self._start()

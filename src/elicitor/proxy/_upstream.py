@@ -18,6 +18,7 @@ Everything the server sends back is routed by the upstream call it belongs to, n
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +34,7 @@ from ..session import Session, open_session
 from ..transports import Transport
 from ..types import (
     HANDSHAKE_REVISIONS,
+    INTERNAL_ERROR,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MODERN_REVISIONS,
@@ -89,6 +91,9 @@ class Upstream:
         """Who answers the requests the server pushes (the holder of this connection)."""
         self.on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None
         """Where notifications that name no call go (only when one client owns the connection)."""
+        self.task_support: dict[str, str] = {}
+        """Tool name to its ``execution.taskSupport`` (2025-11-25), learnt from ``tools/list``; shared by a proxy's
+        connections to one server."""
         self._progress: dict[RequestId, Route] = {}
         self._listens: dict[RequestId, Route] = {}
         self._tokens = itertools.count(1)
@@ -147,6 +152,44 @@ class Upstream:
             self._learn_tools(result)
         return result
 
+    async def call_tool(self, params: JSONObject, route: Route, *, ttl_ms: int) -> JSONObject:
+        """``tools/call`` on a handshake-era server, as a task when the tool requires one (2025-11-25 tasks: the
+        proxy creates the task and follows it with ``tasks/result``, during which the server asks its questions).
+        A tool not yet known is learnt from ``tools/list`` when the plain call is refused: a server refuses a call
+        of a task-required tool before running it, so calling again as a task runs it once."""
+        name = str(params.get("name"))
+        if name not in self.task_support:
+            try:
+                result = await self.request("tools/call", params, route=route)
+            except JSONRPCError:
+                if not await self._requires_task(name):
+                    raise
+            else:
+                # The TypeScript SDK refuses with an isError result ("requires task augmentation").
+                if not result.get("isError") or not await self._requires_task(name):
+                    return result
+        if self.task_support.get(name) != "required":
+            return await self.request("tools/call", params, route=route)
+        created = await self.request("tools/call", {**params, "task": {"ttl": ttl_ms}}, route=route)
+        task = created.get("task")
+        task_id = task.get("taskId") if isinstance(task, dict) else None
+        if not isinstance(task_id, str):
+            raise JSONRPCError(INTERNAL_ERROR, "Internal error: the server created no task for a task-required tool")
+        try:
+            return await self.request("tasks/result", {"taskId": task_id}, route=route)
+        except BaseException:
+            with anyio.move_on_after(5, shield=True):  # the call was given up: so is its task
+                with contextlib.suppress(Exception):
+                    await self.request("tasks/cancel", {"taskId": task_id})
+            raise
+
+    async def _requires_task(self, name: str) -> bool:
+        """Whether the server lists ``name`` as requiring a task (learnt once, from ``tools/list``)."""
+        self.task_support.setdefault(name, "unknown")
+        with contextlib.suppress(JSONRPCError):
+            await self.request("tools/list", None)
+        return self.task_support.get(name) == "required"
+
     async def listen(self, params: JSONObject, route: Route) -> JSONObject:
         """``subscriptions/listen``: the server tags the stream's notifications with the id it saw (ours); the
         client must see its own (``route.token``)."""
@@ -188,6 +231,9 @@ class Upstream:
         if not isinstance(tools, list):
             return
         for tool in tools:
+            execution = tool.get("execution") if isinstance(tool, dict) else None
+            if isinstance(execution, dict) and isinstance(execution.get("taskSupport"), str):
+                self.task_support[tool["name"]] = execution["taskSupport"]
             if isinstance(tool, dict) and isinstance(tool.get("name"), str):
                 mirrored = header_params(tool.get("inputSchema"))
                 if isinstance(mirrored, dict):
