@@ -65,3 +65,50 @@ def test_the_interface_is_on_the_terminal_when_stderr_and_stdout_are_redirected(
     tmux.wait_for("[connect exited 0]")
     assert out.read_text() == "Result: shipped\n"
     assert "Tool to call" not in err.read_text() and "ship" not in err.read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_official_sdk_client_gets_through_32042_with_the_adapter(anyio_backend: str) -> None:
+    """The official SDK raises -32042 (URL elicitation required) as MCPError; ``sdk_call_tool`` shows each step
+    through the handler, whose person finishes it on the page, and calls again."""
+    from mcp import Client as McpClient
+    from mcp.shared.exceptions import MCPError
+
+    from elicitor import Accepted, Cancelled
+    from elicitor.client import ElicitationRequest, UrlElicitationRequest, sdk_call_tool, sdk_elicitation_callback
+
+    from .conftest import serving
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from everything_server import fixture_pages, server
+    finally:
+        sys.path.pop(0)
+    opened: list[str] = []
+
+    class Person:
+        modes = frozenset({"form", "url"})
+
+        async def __call__(self, request: ElicitationRequest) -> Cancelled:
+            return Cancelled()
+
+        async def url(self, request: UrlElicitationRequest) -> Accepted[None]:
+            opened.append(request.url)
+            assert request.elicitation_id is not None
+            assert await server.complete_url_elicitation(request.elicitation_id)  # the person, on the page
+            return Accepted(None)
+
+    person = Person()
+    app = server.http_app(fallback=fixture_pages)
+    async with (
+        serving(app) as url,
+        McpClient(url, elicitation_callback=sdk_elicitation_callback(person), mode="legacy") as client,
+    ):
+        with pytest.raises(MCPError) as required:
+            await client.call_tool("test_elicitation_url_required", {})
+        assert required.value.code == -32042  # what the SDK alone does
+        opened.clear()
+        result = await sdk_call_tool(client, "test_elicitation_url_required", {}, person)
+    assert result.content[0].text == "connected: the URL elicitation was completed"
+    assert len(opened) == 1
