@@ -49,8 +49,11 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
         attributes = span.attributes or {}
         assert attributes["network.transport"] == "tcp" and attributes["network.protocol.name"] == "http"
         assert attributes["mcp.protocol.version"] == protocol
-        if protocol == "2025-11-25":  # a session: its Mcp-Session-Id
+        if protocol == "2025-11-25":  # a session: its Mcp-Session-Id, on both sides
             assert len(str(attributes["mcp.session.id"])) >= 16
+            [sent] = [s for s in spans if span.parent is not None and s.context.span_id == span.parent.span_id]
+            assert (sent.attributes or {})["mcp.session.id"] == attributes["mcp.session.id"]
+            assert (sent.attributes or {})["network.protocol.name"] == "http"
         else:
             assert "mcp.session.id" not in attributes
     exported = otel.exported_bytes()

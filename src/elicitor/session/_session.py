@@ -171,7 +171,9 @@ class Session:
 
             return self._request(method, params, related, timeout, both)
 
-        return await _hooks.send_request(send, method, params)
+        transport = self.transport
+        network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
+        return await _hooks.send_request(send, method, params, network, getattr(transport, "session_id", None))
 
     async def _request(
         self,

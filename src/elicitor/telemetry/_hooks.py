@@ -344,6 +344,8 @@ async def send_request(
     send: Callable[[JSONObject | None, Callable[[RequestId], None]], Awaitable[JSONObject]],
     method: str,
     params: JSONObject | None,
+    transport: str = "pipe",
+    session_id: str | None = None,
 ) -> JSONObject:
     """Send a request inside a ``CLIENT`` span, its context written into ``params._meta``.
 
@@ -357,6 +359,11 @@ async def send_request(
             params = _inject(params, None)
         return await send(params, _ignore)
     attributes = request_attributes(method, params, None)
+    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
+    if transport != "pipe":
+        attributes["network.protocol.name"] = transport
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
     span: Span | None = None
     if tracer is not None:
         span = tracer.start_span(_span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
