@@ -637,3 +637,33 @@ async def test_a_task_required_tool_of_server_everything_through_the_proxy(anyio
     assert not result.is_error, result.text
     assert "historical" in result.text
     assert [r.message[:24] for r in handler.requests] == ['The research query "tea"']
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_official_sdk_client_and_server_through_a_default_proxy(anyio_backend: str, mode: str) -> None:
+    """Neither side ours: the official SDK's client, of either era, through a plain ``elicitor proxy`` to the
+    official SDK's server, which speaks both eras: the tool that pushes and the tool that asks in rounds both
+    answer."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    import mcp_types as types
+    from mcp import Client as McpClient
+    from mcp.client.stdio import StdioServerParameters
+
+    server = str(ROOT / "tests" / "peers" / "mcp_server.py")
+    proxy = StdioServerParameters(
+        command=sys.executable, args=["-m", "elicitor", "proxy", "--ui", "none", sys.executable, server], cwd=str(ROOT)
+    )
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada", "age": 36})
+
+    with anyio.fail_after(90):
+        async with McpClient(proxy, elicitation_callback=callback, mode=mode) as client:
+            pushed = await client.call_tool("push_ask", {})
+            assert pushed.content[0].text == "hello Ada, 36"  # type: ignore[union-attr]
+            rounds = await client.call_tool("rounds_ask", {})
+            assert rounds.content[0].text == "rounds Ada"  # type: ignore[union-attr]
+    assert asked == ["Who are you?", "Who are you (rounds)?"]
