@@ -667,3 +667,19 @@ async def test_the_official_sdk_client_and_server_through_a_default_proxy(anyio_
             rounds = await client.call_tool("rounds_ask", {})
             assert rounds.content[0].text == "rounds Ada"  # type: ignore[union-attr]
     assert asked == ["Who are you?", "Who are you (rounds)?"]
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_a_fastmcp_server_through_a_default_proxy(anyio_backend: str, downstream: str) -> None:
+    """FastMCP's ``ctx.elicit`` asks by pushing (handshake era only): through a plain ``elicitor proxy`` our client
+    of either era gets its confirmation and its titled choice."""
+    if anyio_backend != "asyncio":
+        pytest.skip("one backend is enough for subprocesses")
+    server = [sys.executable, str(ROOT / "tests" / "peers" / "fastmcp_server.py")]
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *server]
+    handler = ScriptedHandler([{"value": True}, {"value": "pro"}])
+    with anyio.fail_after(90):
+        async with Client.stdio(command, elicitation=handler, protocol=downstream, probe_timeout=30) as client:
+            assert (await client.call_tool("confirm_delete")).text == "deleted"
+            assert (await client.call_tool("tier")).text == "accept pro"
+    assert [r.message for r in handler.requests] == ["Delete the file?", "Which tier?"]
