@@ -278,7 +278,7 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
         assert "You are signed in" in _sign_in(link, "grace")
         connect.stdin.write("whoami\n\nblue\n\nconnect_calendar\ny\n")
         connect.stdin.flush()
-        page = _until(connect.stderr, rf"(http://127\.0\.0\.1:{port}/connect/\S+)", seen)
+        page = _until(connect.stderr, rf"(http://127\.0\.0\.1:{port}/connect/[^\s\u2069]+)", seen)
         assert httpx.get(page, params={"user": "mallory"}).status_code == 403  # not hers to complete
         assert httpx.get(page, params={"user": "grace"}).status_code == 200
         connect.stdin.write("\nadmin_report\n")
