@@ -15,7 +15,7 @@ import anyio
 import pytest
 from playwright.async_api import Page
 
-from elicitor import Accepted, Declined, Form
+from elicitor import Accepted, AuthError, Declined, Form
 from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.types import Implementation
 
@@ -195,3 +195,42 @@ async def test_the_rules_do_find_a_violation() -> None:
         await page.set_content("<!doctype html><title>x</title><input>")
         found = await violations(page, "control")
         assert any("label" in line for line in found) and any("html-has-lang" in line for line in found)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+async def test_the_sign_in_pages_have_no_wcag_violation(lang: str) -> None:
+    """The page the browser comes back to after signing in (and the ones for a stray or refused answer)."""
+    from elicitor.client.auth import LoopbackAuthorizer
+
+    problems: list[str] = []
+    shown: list[str] = []
+    async with chromium() as browser, LoopbackAuthorizer(write=shown.append, open_browser=False, lang=lang) as auth:
+        context = await browser.new_context(bypass_csp=True)
+
+        async def person() -> None:
+            with anyio.fail_after(20):
+                while not shown:
+                    await anyio.sleep(0.02)
+            base = auth.redirect_uri
+            for query, state in (("?state=other&code=x", "stray"), ("?state=s1&error=access_denied", "refused")):
+                page = await context.new_page()
+                await page.goto(base + query)
+                problems.extend(await violations(page, f"sign-in {state}"))
+                assert await page.get_attribute("html", "lang") == lang
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person)
+            with pytest.raises(AuthError, match="access_denied"):
+                await auth.authorize("https://auth.example/authorize?x=1", "s1")
+        async with anyio.create_task_group() as tg:
+            shown.clear()
+            done = later(tg, auth.authorize, "https://auth.example/authorize?x=1", "s2")
+            with anyio.fail_after(20):
+                while not shown:
+                    await anyio.sleep(0.02)
+            page = await context.new_page()
+            await page.goto(auth.redirect_uri + "?state=s2&code=abc")
+            problems.extend(await violations(page, "signed in"))
+            assert (await done.value()).code == "abc"
+        await context.close()
+    assert problems == []

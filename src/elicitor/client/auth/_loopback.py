@@ -22,15 +22,18 @@ import anyio.to_thread
 import h11
 
 from ..._exceptions import AuthError
+from ...i18n import Language, language
+from .._present import printable
 from .._url import url_warnings
 from ._types import AuthorizationResponse
 
 logger = logging.getLogger("elicitor.auth")
 
 _MAX_REQUEST = 16 * 1024
-_PAGE = """<!doctype html><html lang="en"><meta charset="utf-8"><title>{title}</title>
-<body style="font-family:system-ui,sans-serif;max-width:36em;margin:4em auto">
-<h1>{title}</h1><p>{text}</p></body></html>
+_PAGE = """<!doctype html><html lang="{lang}" dir="{dir}"><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>{title}</title>
+<body style="font-family:system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;color:#1a1a1a">
+<main><h1>{title}</h1><p role="status">{text}</p></main></body></html>
 """
 
 
@@ -47,6 +50,8 @@ class LoopbackAuthorizer:
         timeout: seconds to wait for the person (default five minutes).
         path: the callback path on the loopback listener.
         on_wait: called when the wait for the person begins (a caller's own deadline can stop running then).
+        lang: the language of the instructions and of the page the browser comes back to (default: the
+            process's, :func:`elicitor.i18n.language`); what the authorization server says is shown as sent.
     """
 
     def __init__(
@@ -57,7 +62,9 @@ class LoopbackAuthorizer:
         timeout: float = 300.0,
         path: str = "/callback",
         on_wait: Callable[[], None] | None = None,
+        lang: str | Language | None = None,
     ) -> None:
+        self._lang = language(lang)
         self._write = write
         self._open_browser = open_browser
         self._timeout = timeout
@@ -96,15 +103,16 @@ class LoopbackAuthorizer:
             host = urlsplit(url).hostname or "?"
         except ValueError:
             raise AuthError(f"the authorization URL is not valid: {url[:200]!r}") from None
-        self._write(f"Sign in to continue, at {host}:")
+        t = self._lang._
+        self._write(t("Sign in to continue, at {host}:", host=host))
         self._write(f"  {url}")
         for warning in url_warnings(url):
-            self._write(f"  ! {warning}")
+            self._write(f"  ! {self._lang.text(warning)}")
         if self._open_browser:
             opened = await anyio.to_thread.run_sync(webbrowser.open, url)
-            self._write("Your browser should be open at that page." if opened else "Open that link in a browser.")
+            self._write(t("Your browser should be open at that page.") if opened else t("Open that link in a browser."))
         else:
-            self._write("Open that link in a browser.")
+            self._write(t("Open that link in a browser."))
         if self.on_wait is not None:
             self.on_wait()
         outcome: list[AuthorizationResponse | AuthError] = []
@@ -153,21 +161,26 @@ class LoopbackAuthorizer:
             parts = urlsplit("/")  # not a path this listener answers: a 404 below
         query = {k: v[0] for k, v in parse_qs(parts.query).items() if v}
         result: AuthorizationResponse | AuthError | None = None
+        t, e = self._lang._, html.escape
         if event.method != b"GET" or parts.path != self._path:
-            status, title, text = 404, "Not found", "This address only receives the sign-in."
+            status, title, text = 404, t("Not found"), e(t("This address only receives the sign-in."))
         elif query.get("state") != state:
-            status, title, text = 400, "Not this sign-in", "This answer is not for the sign-in that is waiting."
+            status, title = 400, t("Not this sign-in")
+            text = e(t("This answer is not for the sign-in that is waiting."))
         elif "error" in query:
             detail = query.get("error_description", "")
-            status, title, text = 200, "Sign-in refused", f"{query['error']} {detail}".strip()
+            said = f"{query['error']} {detail}".strip()  # the authorization server's words, as sent
+            status, title, text = 200, t("Sign-in refused"), f'<bdi dir="auto">{e(printable(said))}</bdi>'
             message = f"authorization refused: {query['error']}" + (f" ({detail})" if detail else "")
             result = AuthError(message, query["error"])
         elif not query.get("code"):
-            status, title, text = 400, "No code", "The answer has no authorization code."
+            status, title, text = 400, t("No code"), e(t("The answer has no authorization code."))
         else:
-            status, title, text = 200, "Signed in", "You are signed in. You can close this tab."
+            status, title = 200, t("Signed in")
+            text = e(t("You are signed in.") + " " + t("You can close this tab."))
             result = AuthorizationResponse(code=query["code"], state=state, iss=query.get("iss"))
-        body = _PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
+        lang = self._lang
+        body = _PAGE.format(lang=lang.tag, dir=lang.direction, title=e(title), text=text).encode()
         headers = [
             ("content-type", "text/html; charset=utf-8"),
             ("content-length", str(len(body))),
