@@ -339,3 +339,31 @@ def test_elicitor_lang_puts_connect_in_chinese() -> None:
     out = unisolated(run.stderr)
     assert "── elicitor conformance fixtures 1.0.0 提问（服务器名称：elicitor-everything）──\nWho are you?" in out
     assert "现在回答吗？[Enter] 是，d = 拒绝，c = 取消：" in out and "检查：" in out
+
+
+def connect_in(lang: str, lines: list[str]) -> subprocess.CompletedProcess[str]:
+    """``elicitor --lang LANG connect`` to the example server, a person typing ``lines`` (line mode)."""
+    server = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    return subprocess.run(
+        [sys.executable, "-m", "elicitor", "--lang", lang, "connect", "--ui", "lines", "--protocol", "2025-11-25",
+         *server],
+        input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+
+
+def test_connects_own_lines_are_in_chinese_and_arabic() -> None:
+    """connect's own lines (connected, the menu's prompt, an unknown tool, progress, a result) in the person's
+    language; the server's words (its title, tool names and descriptions, the result's text) as sent."""
+    run = connect_in("zh", ["nope", "test_tool_with_progress", "q"])
+    assert run.returncode == 0, run.stderr
+    out = unisolated(run.stderr)
+    assert "已连接到 elicitor conformance fixtures 1.0.0，协议版本 2025-11-25。" in out
+    assert "要调用的工具（输入编号或名称；按 Enter 或 q 退出）：" in out and "Tool to call" not in out
+    assert "没有名为 'nope' 的工具。" in out and "进度 50/100" in out
+    assert "结果：Tool with progress executed successfully" in run.stdout
+    run = connect_in("ar", ["nope", "q"])
+    assert run.returncode == 0, run.stderr
+    assert "تم الاتصال بـ elicitor conformance fixtures 1.0.0، البروتوكول 2025-11-25." in run.stderr
+    assert "الأداة المراد استدعاؤها (رقمها أو اسمها؛ Enter أو q للخروج): " in run.stderr
+    assert "لا توجد أداة باسم 'nope'." in run.stderr

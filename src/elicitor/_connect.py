@@ -26,6 +26,7 @@ from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable
+from .i18n import Language, language
 from .types import JSONValue, Tool
 
 if TYPE_CHECKING:
@@ -59,6 +60,11 @@ class Console:
             else:
                 options = {"screen": False}
             self.terminal = TerminalHandler(_tty_reader(tty), _tty_writer(tty), **options)
+
+    @property
+    def lang(self) -> Language:
+        """The person's language (``--lang``, else their environment's), for elicitor's own words."""
+        return self.terminal.lang
 
     @property
     def write(self) -> Callable[[str], None]:
@@ -191,8 +197,9 @@ async def _connected(client: Client, console: Console) -> int:
     """Run the tool menu on ``client`` once it completes the handshake (within its ``handshake_timeout``, the time
     a person takes to sign in not counted: see ``client/_pace.py``)."""
     async with client:
-        label = printable(client.server_info.display()) if client.server_info else "the server"
-        console.write(f"Connected to {label}, protocol {client.protocol_version}.")
+        t = console.lang._
+        label = printable(client.server_info.display()) if client.server_info else t("the server")
+        console.write(t("Connected to {server}, protocol {version}.", server=label, version=client.protocol_version))
         return await tool_menu(client, console)
 
 
@@ -221,24 +228,25 @@ def summary(description: str | None) -> str:
 async def tool_menu(client: Client, console: Console) -> int:
     """Offer the server's tools until the person quits: pick one, give its arguments, see what it returns."""
     terminal = console.terminal
-    write = console.write
+    write, lang = console.write, console.lang
+    t = lang._
     tools = await client.list_tools()
     if not tools:
-        write("It offers no tools.")
+        write(t("It offers no tools."))
         return 0
     while True:
         write("")
         for i, tool in enumerate(tools, 1):
             write(menu_line(i, tool))
         try:
-            choice = await _read(terminal, "Tool to call (number or name; Enter or q to quit): ")
+            choice = await _read(terminal, t("Tool to call (number or name; Enter or q to quit): "))
         except EOFError:
             return 0
-        if choice in ("", "q", "quit"):
+        if choice in ("", "q", "quit", t("quit")):
             return 0
         picked = _pick(tools, choice)
         if picked is None:
-            write(f"No tool {choice!r}.")
+            write(t("No tool {name}.", name=repr(choice)))
             continue
         try:
             arguments = await _arguments(terminal, picked)
@@ -247,18 +255,23 @@ async def tool_menu(client: Client, console: Console) -> int:
         if arguments is None:
             continue
 
-        follow = Progress(write)
+        follow = Progress(write, lang)
         try:
             handle = await client.start_tool(picked.name, arguments, progress=follow.progress)
             if handle.id is not None:
                 name = printable(picked.name)
-                write(f"  {name} runs as a task ({printable(handle.id)}); its questions come as it needs them.")
+                task = printable(handle.id)
+                write(
+                    "  "
+                    + t("{tool} runs as a task ({task}); its questions come as it needs them.", tool=name, task=task)
+                )
             result = await handle.wait(on_status=follow.status if handle.id is not None else None)
         except (JSONRPCError, ElicitorError) as exc:
-            write(f"Error: {printable(str(exc))}")
+            write(t("Error: {reason}", reason=printable(str(exc))))
             continue
         write("")
-        console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+        text = printable(result.text, newlines=True)
+        console.result(t("Error: {reason}", reason=text) if result.is_error else t("Result: {result}", result=text))
         if result.structured_content is not None:
             console.result(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
@@ -267,32 +280,36 @@ class Progress:
     """A call's progress and, for a task, its status, each said once: on 2025-11-25 a task's step arrives both as
     a progress notification and as the task's status message, and is shown as the progress line alone."""
 
-    def __init__(self, write: Callable[[str], None]) -> None:
+    def __init__(self, write: Callable[[str], None], lang: Language | None = None) -> None:
         self._write = write
+        self._lang = language(lang)
         self._said: str | None = None
         self._status: str | None = None
 
     async def progress(self, done: float, total: float | None, message: str | None) -> None:
-        about = " " + printable(message) if message else ""
-        self._write(f"  progress {done:g}{'/' + format(total, 'g') if total else ''}{about}")
+        t, number = self._lang._, self._lang.number
+        count = f"{number(done)}/{number(total)}" if total else number(done)
+        line = t("progress {count}", count=count)
+        self._write(f"  {line} {printable(message)}" if message else f"  {line}")
         self._said = message
 
     def status(self, task: TaskHandle) -> None:
         changed = task.status != self._status
         self._status = task.status
         if changed or (task.status_message and task.status_message != self._said):
-            self._write(f"  {task_status(task)}")
+            self._write(f"  {task_status(task, self._lang)}")
         self._said = task.status_message
 
 
-def task_status(task: TaskHandle) -> str:
+def task_status(task: TaskHandle, lang: Language | None = None) -> str:
     """One line about a running task, for a person: its status in words and the server's message."""
+    t = language(lang)._
     words = {
-        "working": "working", "input_required": "waiting for your answer", "completed": "done",
-        "failed": "failed", "cancelled": "cancelled",
+        "working": t("task working"), "input_required": t("task waiting for your answer"),
+        "completed": t("task done"), "failed": t("task failed"), "cancelled": t("task cancelled"),
     }  # fmt: skip
-    line = f"task {words.get(task.status, task.status)}"
-    return f"{line}: {printable(task.status_message)}" if task.status_message else line
+    line = words.get(task.status) or t("task {status}", status=printable(task.status))
+    return t("{line}: {message}", line=line, message=printable(task.status_message)) if task.status_message else line
 
 
 async def _read(terminal: TerminalHandler, prompt: str) -> str:
@@ -309,25 +326,27 @@ def _pick(tools: list[Tool], choice: str) -> Tool | None:
 async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | None:
     """The tool's arguments: field by field for a flat schema (optional values and enums included, see
     :mod:`elicitor._arguments`), else one JSON object. None: the person gave up."""
+    t, name = terminal.lang._, printable(tool.name)
     flat = argument_form(tool.input_schema)
     if flat is None:
         while True:
-            text = await _read(terminal, f"Arguments for {tool.name} as a JSON object (Enter for {{}}, c to cancel): ")
-            if text == "c":
+            prompt = t("Arguments for {tool} as a JSON object (Enter for {{}}, c to cancel): ", tool=name)
+            text = await _read(terminal, prompt)
+            if text in ("c", t("cancel")):
                 return None
             try:
                 value = json.loads(text or "{}")
             except json.JSONDecodeError as exc:
-                terminal._write(f"  Not JSON: {exc}")
+                terminal._write("  " + t("Not JSON: {reason}", reason=str(exc)))
                 continue
             if isinstance(value, dict):
                 return value
-            terminal._write("  The arguments must be a JSON object.")
+            terminal._write("  " + t("The arguments must be a JSON object."))
     form, nulls = flat
     if not form.fields:
         return {}
-    about = tool.description.splitlines()[0] if tool.description else f"Call {tool.name}."
-    outcome = await terminal.fill_in(about, form, banner=f"Arguments for {printable(tool.name)}")
+    about = tool.description.splitlines()[0] if tool.description else t("Call {tool}.", tool=tool.name)
+    outcome = await terminal.fill_in(about, form, banner=t("Arguments for {tool}", tool=name))
     if not isinstance(outcome, Accepted):
         return None  # the person gave up on this call: back to the menu
     return arguments_from(outcome.data, nulls)
@@ -337,26 +356,27 @@ def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float 
     shown = " ".join(target)
     is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
     console = Console(ui)
+    t = console.lang._
     try:
         return anyio.run(
             lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console)
         )
     except KeyboardInterrupt:
-        console.write("\nBye.")
+        console.write("\n" + t("Bye."))
         return 130
     except FileNotFoundError:
-        console.write(
-            f"elicitor connect: no program {target[0]!r}: check the command (or give the server's http(s) URL)."
-        )
+        problem = t("no program {name}: check the command (or give the server's http(s) URL).", name=repr(target[0]))
+        console.write(f"elicitor connect: {problem}")
         return 1
     except (OSError, ElicitorError) as exc:  # TimeoutError (no handshake within --timeout) is an OSError
         advice = (
-            "Is the server running, at that address and path?"
+            t("Is the server running, at that address and path?")
             if is_url
-            else "Run the command alone to see its own errors: it must speak MCP on stdin and stdout."
+            else t("Run the command alone to see its own errors: it must speak MCP on stdin and stdout.")
         )
         reason = printable(str(exc)) or type(exc).__name__
-        console.write(f"elicitor connect: cannot connect to {shown}: {reason}. {advice}")
+        problem = t("cannot connect to {target}: {reason}.", target=shown, reason=reason)
+        console.write(f"elicitor connect: {problem} {advice}")
         return 1
     finally:
         console.close()
