@@ -264,6 +264,79 @@ async def test_a_step_whose_run_stopped_midway_is_never_run_again(redis: RedisSe
     assert record is not None and record.answers["m"] == {"charge": "salt charged by a"}
 
 
+def _order_for(name: str) -> Callable[[Context, str], Awaitable[str]]:
+    async def order(ctx: Context, item: str) -> str:
+        answer = await ctx.elicit(f"How many {item}?", Quantity)
+        return f"{item} by {name}: {answer.data.count if isinstance(answer, Accepted) else '?'}"
+
+    return order
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_a_resume_told_while_the_runner_is_cut_off_from_the_store_still_arrives(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A runs the task and keeps its run waiting for the answer, which lands on B; B tells A while A's reading of
+    its tasks queue is cut off (Redis: every connection of A killed, again and again; memory: A's reader stopped).
+    A's run never re-reads its record here, so only the message can wake it: it waits in A's queue, A reads it
+    when it is back, and the task completes on A (a pub/sub message would have been lost, the task stuck)."""
+    from elicitor.state import MemoryStore
+
+    from .test_replicas import kill_connections
+
+    async with AsyncExitStack() as stack:
+        if backend == "redis":
+            redis_server: RedisServer = request.getfixturevalue("redis")
+            prefix = f"faults-{secrets.token_hex(4)}:"
+            stores: list[Any] = [RedisStore(redis_server.url, prefix=prefix, lease=1.0) for _ in "ab"]
+            for store in stores:
+                await stack.enter_async_context(store.running())
+                stack.push_async_callback(store.aclose)
+        else:
+            stores = [MemoryStore(), MemoryStore()]  # one deployment's state, two replicas' ids
+            stores[1].bus, stores[1].tasks = stores[0].bus, stores[0].tasks
+        servers = [Server(f"shop-{name}", "1.0.0", store=store) for name, store in zip("ab", stores, strict=True)]
+        for name, server in zip("ab", servers, strict=True):
+            server.tool(task="required", name="order")(_order_for(name))
+        a, b = servers
+        a.tasks.runs.watch_every = 3600.0
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+        listener = anyio.CancelScope()
+
+        async def listen() -> None:
+            with listener:
+                await a.tasks.listen(a.http_app()._stateless, tg)
+
+        tg.start_soon(listen)
+        via_a, via_b = [
+            await stack.enter_async_context(connected(server, elicitation=ScriptedHandler([]), protocol=MODERN))
+            for server in servers
+        ]
+        with anyio.fail_after(10):
+            while not a.tasks.subscription.listening:
+                await anyio.sleep(0.01)
+        task_id = (await via_a.start_tool("order", {"item": "tea"})).id
+        assert task_id is not None
+        if backend == "redis":
+            for _ in range(3):
+                assert await kill_connections(redis_server.url, stores[0].replica) >= 1
+                await anyio.sleep(0.05)
+            await answer(via_b, task_id, 2)
+            await kill_connections(redis_server.url, stores[0].replica)
+        else:
+            listener.cancel()
+            await answer(via_b, task_id, 2)
+            await anyio.sleep(0.3)
+            record = await b.store.tasks.get(task_id)
+            assert record is not None and record.status == "working"  # nobody took it: A's lease is current
+            listener = anyio.CancelScope()
+            tg.start_soon(listen)  # A reads its queue again, from where it stopped
+        with anyio.fail_after(20):
+            result = await (await via_a.task(task_id)).wait()
+        assert result.text == "tea by a: 2"
+
+
 # ---- three replicas behind nginx, a real redis-server, faults one at a time -----------------------------------------
 
 FAULT_SERVER = [sys.executable, "-m", "tests.peers.fault_server"]

@@ -42,7 +42,7 @@ def created_result(record: TaskRecord, *, legacy: bool) -> JSONObject:
 
 
 def task_channel(replica: str) -> str:
-    """The bus channel on which a replica hears about the tasks it runs."""
+    """The bus queue from which a replica hears about the tasks it runs."""
     return f"tasks:{replica}"
 
 

@@ -89,7 +89,9 @@ class TaskEngine:
         self.runs = TaskRuns(server, self._change, max_parked=max_parked)
         """The runs of tasks in this replica."""
         self.subscription = Subscription("tasks")
-        """This replica's tasks channel (replicas sharing a store), as ``/healthz`` reports it."""
+        """This replica's tasks queue (replicas sharing a store), as ``/healthz`` reports it."""
+        self._offset = "0"
+        """The offset of the last message handled from this replica's tasks queue (its id is new: from the start)."""
 
     @property
     def _registry(self) -> TaskRegistry:
@@ -356,9 +358,9 @@ class TaskEngine:
     async def _resume(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
         """Answers are in: wake the run, here or on its replica, or replay the task here.
 
-        A runner whose lease is current keeps the task even if it did not hear the message (the bus may lose one):
-        its run re-reads the record on its own (:meth:`_watch`). Only a lapsed lease, or a runner that let the
-        task go, lets another replica take it over."""
+        A runner whose lease is current keeps the task: the message waits in its tasks queue until it reads it
+        (however long it was cut off from the store), and its run re-reads the record on its own besides. Only a
+        lapsed lease, or a runner that let the task go, lets another replica take it over."""
         parked = self.runs.table.get(record.id)
         if parked is not None:
             parked.wake.set()
@@ -369,7 +371,9 @@ class TaskEngine:
         runner = current.runner
         if runner is not None and runner != self.replica and current.runner_alive:
             if not await self._tell(runner, record.id):
-                logger.info("task %s: its replica %s did not hear the answers; it reads them itself", record.id, runner)
+                logger.info(
+                    "task %s: its replica %s could not be told; its run reads the answers itself", record.id, runner
+                )
             return
         await self._take_over(session, current, tg)
 
@@ -392,26 +396,44 @@ class TaskEngine:
         return claimed
 
     async def _tell(self, replica: str, task_id: str) -> bool:
-        """Ask the replica running a task to look at its record again; whether anyone heard."""
+        """Ask the replica running a task to look at its record again, through that replica's tasks queue: once
+        this returns ``True`` the message is in the store and the replica reads it, however long it was cut off
+        from it meanwhile (pub/sub would drop it); ``False`` if the store was away."""
         try:
-            return bool(await self._server.store.bus.publish(task_channel(replica), task_id.encode()))
+            await self._server.store.bus.append(task_channel(replica), task_id.encode())
         except StoreUnavailable:
             return False
+        return True
 
     async def listen(self, session: ServerSession, tg: anyio.abc.TaskGroup) -> None:
-        """Replicas sharing a store: take the messages other replicas send about tasks this one runs."""
+        """Replicas sharing a store: read this replica's tasks queue until cancelled, from the last offset handled
+        after every reconnect, so no message about a task it runs is missed. A parked run is woken at once;
+        anything that needs the store runs off the reader, in ``tg``."""
 
-        async def handle(message: bytes) -> None:
+        async def handle(item: tuple[str, bytes]) -> None:
+            self._offset, message = item
             task_id = message.decode(errors="replace")
             parked = self.runs.table.get(task_id)
             if parked is not None:
                 parked.wake.set()
                 return
+            tg.start_soon(self._look_again, session, task_id, tg)
+
+        await self.subscription.run(
+            lambda: self._server.store.bus.read(task_channel(self.replica), self._offset), handle
+        )
+
+    async def _look_again(self, session: ServerSession, task_id: str, tg: anyio.abc.TaskGroup) -> None:
+        """A message about a task this replica holds no run of: take it over if it is still ``working`` and its
+        runner let it go. Nothing it raises may end ``tg`` (the replica's lifespan)."""
+        try:
             record = await self._registry.get(task_id)
             if record is not None and record.status == "working":
                 await self._take_over(session, record, tg)
-
-        await self.subscription.run(lambda: self._server.store.bus.subscribe(task_channel(self.replica)), handle)
+        except StoreUnavailable as exc:
+            logger.warning("task %s: not looked at again (%s); its next request does", task_id, exc)
+        except Exception:
+            logger.exception("task %s: not looked at again", task_id)
 
     # ---- running ----------------------------------------------------------------------------------------------
 

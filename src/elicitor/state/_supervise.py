@@ -1,12 +1,12 @@
 """Background work that outlives faults: one reconnect-with-backoff rule for every subscription, and loops that
 log their failures and start again instead of ending the task group they run in.
 
-A replica's background work — the listener on its own channel, the change relay, the tasks channel, the sweep of
-idle sessions — runs in the HTTP app's lifespan task group. An exception escaping any of them would cancel that
-group, and with it every session and parked call of the replica, which then answers 503 until somebody restarts
-it. So none may escape: a store that is away is waited out (backing off, each subscription reporting whether it
-listens now, which ``/healthz`` shows), and anything unexpected is logged at ERROR with its traceback and the loop
-started again.
+A replica's background work — the readers of its queues (from the other replicas, about its tasks), the change
+relay, the sweep of idle sessions — runs in the HTTP app's lifespan task group. An exception escaping any of them
+would cancel that group, and with it every session and parked call of the replica, which then answers 503 until
+somebody restarts it. So none may escape: a store that is away is waited out (backing off, each subscription
+reporting whether it listens now, which ``/healthz`` shows), and anything unexpected is logged at ERROR with its
+traceback and the loop started again.
 """
 
 from __future__ import annotations
