@@ -337,6 +337,47 @@ async def test_a_resume_told_while_the_runner_is_cut_off_from_the_store_still_ar
         assert result.text == "tea by a: 2"
 
 
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+async def test_a_write_tried_on_the_record_as_last_stored_is_fenced_all_the_same(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A kept call writes an answer on the record as it last stored it, without reading it again. If a newer run
+    claimed the record meanwhile, that swap is refused (the version moved) and the write is decided again on the
+    stored record: fenced, it writes nothing and the run loses."""
+    import dataclasses
+    import time
+
+    from elicitor.server._journal import Claim, act, change
+    from elicitor.state import MemoryStore, TaskRecord
+
+    async with AsyncExitStack() as stack:
+        if backend == "redis":
+            redis_server: RedisServer = request.getfixturevalue("redis")
+            store: Any = RedisStore(redis_server.url, prefix=f"faults-{secrets.token_hex(4)}:")
+            stack.push_async_callback(store.aclose)
+        else:
+            store = MemoryStore()
+        registry = store.tasks
+        now = time.time()
+        record = TaskRecord(
+            id="call-1", principal=None, connection=None, status="working", created=now, updated=now, ttl=60.0,
+            poll_interval=1.0, call={"kind": "call", "name": "order"}, runner="a", epoch=0,
+        )  # fmt: skip
+        await registry.create(record)
+        mine = await registry.get("call-1")
+        assert mine is not None
+        claim = Claim("call-1", mine.epoch)
+        assert await change(registry, "call-1", lambda current: dataclasses.replace(current, epoch=current.epoch + 1))
+
+        async def from_last(record_id: str, apply: Callable[[TaskRecord], TaskRecord | None]) -> TaskRecord | None:
+            return await change(registry, record_id, apply, known=mine)
+
+        late = await act(from_last, claim, lambda current: dataclasses.replace(current, message="late"))
+        stored = await registry.get("call-1")
+    assert late is None and claim.lost
+    assert stored is not None and stored.message is None and stored.epoch == 1
+
+
 # ---- three replicas behind nginx, a real redis-server, faults one at a time -----------------------------------------
 
 FAULT_SERVER = [sys.executable, "-m", "tests.peers.fault_server"]

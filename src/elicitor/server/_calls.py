@@ -54,20 +54,33 @@ def call_key(params: JSONObject) -> str | None:
 class KeptCall:
     """One attempt of a kept call: its claim on the record, the answers known when it started."""
 
-    __slots__ = ("_registry", "answers", "claim", "result")
+    __slots__ = ("_last", "_registry", "answers", "claim", "result")
 
     def __init__(self, registry: TaskRegistry, claim: Claim, record: TaskRecord) -> None:
         self._registry = registry
         self.claim = claim
         self.answers = AnswerBook.unpack(record.answers.get("a"))
+        """Every answer this attempt knows: the record's as it claimed it, and each one given since."""
         self.result: JSONObject | None = dict(record.result) if record.status == "completed" and record.result else None
         """The call's result, if an earlier attempt finished it."""
+        self._last = record
+        """The record as this attempt last stored or read it: its next write is tried on it first (a question's
+        answer costs one round trip, not a read and a write), and checked against the stored version."""
 
     async def write(self, record_id: str, apply: Apply) -> TaskRecord | None:
-        return await change(self._registry, record_id, apply)
+        stored = await change(self._registry, record_id, apply)
+        if stored is not None:
+            self._last = stored
+        return stored
+
+    async def _write_from_last(self, record_id: str, apply: Apply) -> TaskRecord | None:
+        stored = await change(self._registry, record_id, apply, known=self._last)
+        if stored is not None:
+            self._last = stored
+        return stored
 
     async def _act(self, apply: Apply) -> TaskRecord | None:
-        return await act(patient(self.write), self.claim, apply)
+        return await act(patient(self._write_from_last), self.claim, apply)
 
     def asker(self, session: Session, related: RequestId, timeout: float | None) -> PushAsker:
         """The attempt's asker: answers known return at once, new ones are recorded; ``ctx.once`` is journaled."""
@@ -81,11 +94,16 @@ class KeptCall:
         self.answers.add(key, answer)
 
         def apply(current: TaskRecord) -> TaskRecord | None:
-            book = AnswerBook.unpack(current.answers.get("a"))
-            if book.get(key) is not None:
-                return None
-            book.add(key, answer)
-            return dataclasses.replace(current, answers={**current.answers, "a": book.pack()}, updated=time.time())
+            if current is self._last:  # the record as this attempt stored it: its answers are all in self.answers
+                book_now = self.answers.pack()  # copied: the stored record must not change with the book
+                packed = {"v": list(book_now["v"]), "k": {base: list(runs) for base, runs in book_now["k"].items()}}
+            else:  # written by someone else since: merge into what is stored
+                book = AnswerBook.unpack(current.answers.get("a"))
+                if book.get(key) is not None:
+                    return None
+                book.add(key, answer)
+                packed = book.pack()
+            return dataclasses.replace(current, answers={**current.answers, "a": packed}, updated=time.time())
 
         with suppress(StoreUnavailable):  # the call goes on; a retry after a loss now would ask this again
             await self._act(apply)

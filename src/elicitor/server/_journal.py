@@ -59,8 +59,24 @@ class Claim:
         self.scope.cancel()
 
 
-async def change(registry: TaskRegistry, record_id: str, apply: Apply) -> TaskRecord | None:
-    """Compare-and-swap ``apply`` onto the record until it sticks; ``None`` if it declined or the record is gone."""
+async def change(
+    registry: TaskRegistry, record_id: str, apply: Apply, *, known: TaskRecord | None = None
+) -> TaskRecord | None:
+    """Compare-and-swap ``apply`` onto the record until it sticks; ``None`` if it declined or the record is gone.
+
+    ``known``: the record as the caller last stored or read it, tried first without reading it again (one round
+    trip instead of two when nobody else wrote meanwhile). Only a swap of ``apply(known)`` that sticks counts: the
+    swap is checked against the stored version, so it sticks only if ``known`` is still the record; anything else
+    (the swap refused, ``apply`` declining or raising on it) is decided again on the record read afresh."""
+    if known is not None:
+        try:
+            guess = apply(known)
+        except Exception:
+            guess = None
+        if guess is not None:
+            stored = await registry.swap(guess)
+            if stored is not None:
+                return stored
     for _ in range(64):
         current = await registry.get(record_id)
         if current is None:
