@@ -22,7 +22,7 @@ import pytest
 from elicitor import Accepted, Client, Declined, ElicitorError, Server, UrlElicitationRequest
 from elicitor.server import PagesNotServed
 
-from .conftest import ROOT, free_port, serving
+from .conftest import ROOT, free_port, serving, unisolated
 from .replicas import wait_for_port
 
 pytestmark = pytest.mark.anyio
@@ -181,12 +181,12 @@ def test_elicitor_connect_through_the_sign_in_page(protocol: str) -> None:
     link = None
     for line in connect.stderr:
         shown.append(line)
-        found = re.search(r"URL:\s+(http://127\.0\.0\.1:\d+/sign-in/\S+)", line)
+        found = re.search(r"URL:\s+(http://127\.0\.0\.1:\d+/sign-in/\S+)", unisolated(line))
         if found:
             link = found.group(1)
             break
     assert link is not None, "".join(shown)
     assert httpx2.post(link, data={"user": "grace"}).status_code == 200
-    _, rest = connect.communicate("\nq\n" if protocol == "2026-07-28" else "q\n", timeout=60)
+    out, rest = connect.communicate("\nq\n" if protocol == "2026-07-28" else "q\n", timeout=60)
     assert connect.returncode == 0, rest
-    assert "Result: Connected as grace." in rest, "".join(shown) + rest
+    assert "Result: Connected as grace." in out, "".join(shown) + rest + out  # results on stdout, the rest on stderr

@@ -306,11 +306,11 @@ async def test_a_parked_run_the_client_never_comes_back_for_expires_and_a_late_r
 
 @asynccontextmanager
 async def raw_server(
-    on_call: Callable[[RawPeer, dict[str, Any]], Any], *, modern: bool = False
+    on_call: Callable[[RawPeer, dict[str, Any]], Any], *, modern: bool = False, discover_delay: float = 0.0
 ) -> AsyncIterator[tuple[MemoryTransport, RawPeer]]:
     """A :class:`RawPeer` playing the server: it completes the handshake (``initialize`` on 2025-11-25, or
-    ``server/discover``), answers ``ping``, and hands each ``tools/call`` to ``on_call`` in a task of its own,
-    which reads the client's replies with ``peer.reply(id)``."""
+    ``server/discover``, answered after ``discover_delay`` seconds), answers ``ping``, and hands each
+    ``tools/call`` to ``on_call`` in a task of its own, which reads the client's replies with ``peer.reply(id)``."""
     server_end, client_end = memory_pair()
     peer = RawPeer(server_end)
 
@@ -331,6 +331,7 @@ async def raw_server(
                     }  # fmt: skip
                     await peer.send({"jsonrpc": "2.0", "id": request_id, "result": result})
                 elif method == "server/discover":
+                    await anyio.sleep(discover_delay)
                     if not modern:
                         error = {"code": -32601, "message": "Method not found"}
                         await peer.send({"jsonrpc": "2.0", "id": request_id, "error": error})
@@ -365,6 +366,26 @@ async def test_a_server_that_never_answers_a_call_is_a_timeout_and_is_told(anyio
             await client.ping()  # the notice went before this request: it is in `seen` now
         calls = [m["id"] for m in peer.seen if m.get("method") == "tools/call"]
         assert peer.cancelled() == calls
+
+
+async def test_a_revision_asked_for_by_name_waits_past_the_probe_limit(anyio_backend: str) -> None:
+    """The probe's limit tells a handshake-era server from a slow one only when the client may fall back: with
+    ``protocol="2026-07-28"`` a server slow to answer (a stdio server still starting on a loaded machine) is
+    waited for within ``handshake_timeout``; with ``"auto"`` the same server is taken for a handshake-era one."""
+
+    async def unused(peer: RawPeer, message: dict[str, Any]) -> None:
+        raise AssertionError("no call is made")
+
+    async with (
+        raw_server(unused, modern=True, discover_delay=0.3) as (transport, _),
+        Client(transport, protocol="2026-07-28", probe_timeout=0.05, handshake_timeout=30) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+    async with (
+        raw_server(unused, modern=True, discover_delay=0.3) as (transport, _),
+        Client(transport, protocol="auto", probe_timeout=0.05, handshake_timeout=30) as client,
+    ):
+        assert client.protocol_version == "2025-11-25"
 
 
 async def test_the_clock_stops_while_a_handler_answers_the_server(anyio_backend: str) -> None:

@@ -64,7 +64,9 @@ class Client:
         client_info: how this client introduces itself.
         max_rounds: the cap on ``input_required`` rounds per call (2026-07-28).
         on_log: receives the server's log messages (default: Python logging, logger ``elicitor.server_log``).
-        probe_timeout: how long the ``server/discover`` probe waits before assuming a handshake-era server.
+        probe_timeout: with ``protocol="auto"``, how long the ``server/discover`` probe waits before assuming a
+            handshake-era server (a revision asked for by name has nothing to fall back to: only
+            ``handshake_timeout`` bounds it).
         sampling: answers the server's ``sampling/createMessage`` (declares the ``sampling`` capability).
         roots: the roots to report for ``roots/list`` (declares the ``roots`` capability).
         elicitation_limit: ``(count, seconds)``: at most ``count`` elicitations from this server in any
