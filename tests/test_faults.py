@@ -361,7 +361,7 @@ async def test_a_write_tried_on_the_record_as_last_stored_is_fenced_all_the_same
         now = time.time()
         record = TaskRecord(
             id="call-1", principal=None, connection=None, status="working", created=now, updated=now, ttl=60.0,
-            poll_interval=1.0, call={"kind": "call", "name": "order"}, runner="a", epoch=0,
+            poll_interval=1.0, call={"kind": "call", "name": "order"}, owner="a", epoch=0,
         )  # fmt: skip
         await registry.create(record)
         mine = await registry.get("call-1")

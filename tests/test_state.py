@@ -366,10 +366,10 @@ def task(task_id: str = "t1", **changes: Any) -> TaskRecord:
 async def test_tasks_create_get_swap(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     assert await b.tasks.get("t1") is None
-    await a.tasks.create(task(runner=a.replica))
+    await a.tasks.create(task(owner=a.replica))
     seen = await b.tasks.get("t1")
     assert seen is not None
-    assert (seen.status, seen.principal, seen.version, seen.runner, seen.runner_alive) == (
+    assert (seen.status, seen.principal, seen.version, seen.owner, seen.owner_alive) == (
         "working", "alice", 0, a.replica, True
     )  # fmt: skip
     assert seen.call == {"name": "deploy", "arguments": {"env": "prod"}}
@@ -377,12 +377,12 @@ async def test_tasks_create_get_swap(replicas: tuple[Store, Store]) -> None:
         await b.tasks.create(task())
 
     asks = {"pick": {"method": "elicitation/create", "params": {"message": "Which?"}}}
-    waiting = await b.tasks.swap(replace(seen, status="input_required", asks=asks, runner=None))
+    waiting = await b.tasks.swap(replace(seen, status="input_required", asks=asks, owner=None))
     assert waiting is not None and waiting.version == 1
     assert await a.tasks.swap(replace(seen, status="cancelled")) is None  # version 0 is gone: nothing changes
     now = await a.tasks.get("t1")
     assert now is not None
-    assert (now.status, now.asks, now.runner, now.runner_alive, now.version) == ("input_required", asks, None, False, 1)
+    assert (now.status, now.asks, now.owner, now.owner_alive, now.version) == ("input_required", asks, None, False, 1)
 
     inbox = {"pick": {"action": "accept", "content": {"v": "b"}}}
     answered = await a.tasks.swap(replace(now, inbox=inbox))
@@ -793,15 +793,40 @@ async def test_redis_errors_never_show_the_password() -> None:
 
 
 @redis_only
-async def test_redis_task_runner_dead(redis_server: RedisServer) -> None:
+async def test_redis_task_owner_dead(redis_server: RedisServer) -> None:
     prefix = fresh_prefix()
     async with replica(redis_server, prefix) as b:
         async with replica(redis_server, prefix) as a:
-            await a.tasks.create(task("job", runner=a.replica))
+            await a.tasks.create(task("job", owner=a.replica))
             seen = await b.tasks.get("job")
-            assert seen is not None and seen.runner == a.replica and seen.runner_alive
+            assert seen is not None and seen.owner == a.replica and seen.owner_alive
         seen = await b.tasks.get("job")  # a stopped: whoever polls next knows to go on with the task
-        assert seen is not None and seen.runner == a.replica and not seen.runner_alive
+        assert seen is not None and seen.owner == a.replica and not seen.owner_alive
+
+
+@redis_only
+async def test_redis_a_task_record_written_before_owner_was_named_so_still_reads(redis_server: RedisServer) -> None:
+    """A record stored by an older replica names its owner ``runner`` (in the hash and in the record's data): read
+    as the owner, its lease checked, and the next swap stores it under ``owner``."""
+    from redis.asyncio import Redis
+
+    prefix = fresh_prefix()
+    assert TaskRecord.from_dict({**task().to_dict(), "runner": "old"}).owner is None  # "owner" present: it wins
+    legacy = {key: value for key, value in task().to_dict().items() if key != "owner"}
+    assert TaskRecord.from_dict({**legacy, "runner": "old"}).owner == "old"
+    admin = Redis.from_url(redis_server.url)
+    try:
+        async with replica(redis_server, prefix) as a:
+            await a.tasks.create(task("job", owner=a.replica))
+            key = f"{prefix}task:job"
+            await admin.hdel(key, "owner")
+            await admin.hset(key, "runner", a.replica)
+            seen = await a.tasks.get("job")
+            assert seen is not None and seen.owner == a.replica and seen.owner_alive
+            assert await a.tasks.swap(replace(seen, status="input_required")) is not None
+            assert await admin.hget(key, "owner") == a.replica.encode() and not await admin.hexists(key, "runner")
+    finally:
+        await admin.aclose()
 
 
 async def test_memory_tasks_bounded_without_dropping_work() -> None:

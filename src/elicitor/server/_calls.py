@@ -114,7 +114,7 @@ class KeptCall:
         def apply(current: TaskRecord) -> TaskRecord | None:
             if current.terminal:
                 return None
-            return dataclasses.replace(current, status="completed", result=result, updated=time.time(), runner=None)
+            return dataclasses.replace(current, status="completed", result=result, updated=time.time(), owner=None)
 
         with suppress(StoreUnavailable):  # a retry would run the call again (its steps kept)
             await self._act(apply)
@@ -164,7 +164,7 @@ async def keep_call(
         now = time.time()
         record = TaskRecord(
             id=record_id, principal=principal, connection=None, status="working", created=now, updated=now,
-            ttl=CALL_TTL, poll_interval=1.0, call={"kind": KIND, "name": tool}, runner=replica, epoch=0,
+            ttl=CALL_TTL, poll_interval=1.0, call={"kind": KIND, "name": tool}, owner=replica, epoch=0,
         )  # fmt: skip
         try:
             await registry.create(record)
@@ -183,4 +183,4 @@ def _claim(current: TaskRecord, principal: str | None, replica: str) -> TaskReco
         raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call's idempotency key belongs to another call")
     if current.terminal:
         return dataclasses.replace(current, epoch=current.epoch + 1)  # fences a stalled first attempt all the same
-    return dataclasses.replace(current, runner=replica, epoch=current.epoch + 1)
+    return dataclasses.replace(current, owner=replica, epoch=current.epoch + 1)

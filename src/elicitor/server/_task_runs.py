@@ -247,12 +247,12 @@ class TaskRuns:
 
     async def _let_go(self, parked: _Parked) -> None:
         """The run stopped without ending the task: clear its claim (if still its own), so that whichever replica
-        next sees the task answered or polled runs it. Best effort: a runner whose lease lapses lets go too."""
+        next sees the task answered or polled runs it. Best effort: an owner whose lease lapses lets go too."""
 
         def apply(current: TaskRecord) -> TaskRecord | None:
-            if current.terminal or current.epoch != parked.epoch or current.runner != self.replica:
+            if current.terminal or current.epoch != parked.epoch or current.owner != self.replica:
                 return None
-            return dataclasses.replace(current, runner=None)
+            return dataclasses.replace(current, owner=None)
 
         try:
             await self._change(parked.task_id, apply)
@@ -269,7 +269,7 @@ class TaskRuns:
                 return None  # cancelled meanwhile: the cancel stands
             message = error.get("message") if error is not None else None
             return dataclasses.replace(
-                current, status=status, result=result, error=error, asks={}, updated=time.time(), runner=None,
+                current, status=status, result=result, error=error, asks={}, updated=time.time(), owner=None,
                 message=str(message) if message is not None else None,
             )  # fmt: skip
 

@@ -13,7 +13,7 @@ Spec: ../spec/ext-tasks/tasks.md (SEP-2663). The design (docs/architecture.md, "
 * **A parked coroutine is a cache, the record suffices.** While it waits for a person, the run is kept in this
   replica (bounded by ``Server(max_parked_tasks=...)``) so answering costs nothing; evicted, on another replica,
   or after a replica died, the task is resumed by *replaying* the tool from the record: answered questions return
-  at once, ``ctx.once`` steps are not run again. A task whose runner's lease lapsed while ``working`` is taken
+  at once, ``ctx.once`` steps are not run again. A task whose owner's lease lapsed while ``working`` is taken
   over by the replica that next sees it, so nothing stays ``working`` forever; the takeover raises the record's
   epoch, which fences the old run (:mod:`._journal`). The runs themselves, and the one port through which they
   reach the server (``ToolRunner.run_tool``), are in :mod:`._task_runs`; this module creates tasks, serves the
@@ -153,7 +153,7 @@ class TaskEngine:
             poll_interval=self.poll_interval,
             call=call,
             answers={"a": answers or AnswerBook().pack(), "m": memo or {}},
-            runner=self.replica,
+            owner=self.replica,
         )
         try:
             await self._registry.create(record)
@@ -347,47 +347,47 @@ class TaskEngine:
         parked = self.runs.table.get(record.id)
         if parked is not None:
             parked.scope.cancel()
-        elif changed.runner is not None and changed.runner != self.replica:
-            await self._tell(changed.runner, record.id)
+        elif changed.owner is not None and changed.owner != self.replica:
+            await self._tell(changed.owner, record.id)
 
     # ---- resuming ---------------------------------------------------------------------------------------------
 
     def _runs_here(self, record: TaskRecord) -> bool:
-        return record.id in self.runs.table or (record.runner not in (None, self.replica) and record.runner_alive)
+        return record.id in self.runs.table or (record.owner not in (None, self.replica) and record.owner_alive)
 
     async def _resume(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
         """Answers are in: wake the run, here or on its replica, or replay the task here.
 
-        A runner whose lease is current keeps the task: the message waits in its tasks queue until it reads it
+        An owner whose lease is current keeps the task: the message waits in its tasks queue until it reads it
         (however long it was cut off from the store), and its run re-reads the record on its own besides. Only a
-        lapsed lease, or a runner that let the task go, lets another replica take it over."""
+        lapsed lease, or an owner that let the task go, lets another replica take it over."""
         parked = self.runs.table.get(record.id)
         if parked is not None:
             parked.wake.set()
             return
-        current = await self._registry.get(record.id)  # with the runner's liveness as of now
+        current = await self._registry.get(record.id)  # with the owner's liveness as of now
         if current is None or current.status != "working":
             return
-        runner = current.runner
-        if runner is not None and runner != self.replica and current.runner_alive:
-            if not await self._tell(runner, record.id):
+        owner = current.owner
+        if owner is not None and owner != self.replica and current.owner_alive:
+            if not await self._tell(owner, record.id):
                 logger.info(
-                    "task %s: its replica %s could not be told; its run reads the answers itself", record.id, runner
+                    "task %s: its replica %s could not be told; its run reads the answers itself", record.id, owner
                 )
             return
         await self._take_over(session, current, tg)
 
     async def _take_over(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> TaskRecord:
-        """Run the task here from its record: its runner died (its lease lapsed), let it go, or never had it.
+        """Run the task here from its record: its owner died (its lease lapsed), let it go, or never had it.
 
         The claim raises the task's epoch: every write of an older run is refused from then on."""
 
         def apply(current: TaskRecord) -> TaskRecord | None:
             if current.terminal or current.status != "working" or current.id in self.runs.table:
                 return None
-            if current.runner not in (None, self.replica) and current.runner_alive:
+            if current.owner not in (None, self.replica) and current.owner_alive:
                 return None  # someone else runs it
-            return dataclasses.replace(current, runner=self.replica, epoch=current.epoch + 1)
+            return dataclasses.replace(current, owner=self.replica, epoch=current.epoch + 1)
 
         claimed = await self._change(record.id, apply)
         if claimed is None:
@@ -425,7 +425,7 @@ class TaskEngine:
 
     async def _look_again(self, session: ServerSession, task_id: str, tg: anyio.abc.TaskGroup) -> None:
         """A message about a task this replica holds no run of: take it over if it is still ``working`` and its
-        runner let it go. Nothing it raises may end ``tg`` (the replica's lifespan)."""
+        owner let it go. Nothing it raises may end ``tg`` (the replica's lifespan)."""
         try:
             record = await self._registry.get(task_id)
             if record is not None and record.status == "working":

@@ -170,7 +170,7 @@ class MemoryTaskRegistry(TaskRegistry):
             if finished is None:
                 raise OverflowError(f"{self._limit} tasks are running: finish or cancel some first")
             del self._records[finished]
-        self._records[record.id] = replace(record, version=0, runner_alive=False)
+        self._records[record.id] = replace(record, version=0, owner_alive=False)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         record = self._records.get(task_id)
@@ -179,15 +179,15 @@ class MemoryTaskRegistry(TaskRegistry):
         if record.expired(self._clock()):
             del self._records[task_id]
             return None
-        return replace(record, runner_alive=record.runner == self._replica)
+        return replace(record, owner_alive=record.owner == self._replica)
 
     async def swap(self, record: TaskRecord) -> TaskRecord | None:
         known = await self.get(record.id)
         if known is None or known.version != record.version:
             return None
-        stored = replace(record, version=record.version + 1, runner_alive=False)
+        stored = replace(record, version=record.version + 1, owner_alive=False)
         self._records[record.id] = stored
-        return replace(stored, runner_alive=stored.runner == self._replica)
+        return replace(stored, owner_alive=stored.owner == self._replica)
 
     def _expire(self) -> None:
         now = self._clock()

@@ -169,10 +169,11 @@ class TaskRecord:
     """The final result (``completed``)."""
     error: Mapping[str, Any] | None = None
     """The JSON-RPC error (``failed``)."""
-    runner: str | None = None
-    """The replica running the task now, if any."""
-    runner_alive: bool = False
-    """Whether that replica's lease is current (filled in by :meth:`TaskRegistry.get`)."""
+    owner: str | None = None
+    """The replica running the task now (its owner), if any. Records written before this name read theirs from
+    ``runner``."""
+    owner_alive: bool = False
+    """Whether the owner's lease is current (filled in by :meth:`TaskRegistry.get`)."""
     epoch: int = 0
     """The fencing token of the one run allowed to act for the task: raised by every claim (a takeover, a replay),
     checked by every write of a run in the same compare-and-swap, so a run that stalled past its claim cannot write
@@ -189,15 +190,18 @@ class TaskRecord:
         return self.ttl is not None and now >= self.created + self.ttl
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as JSON-able data (``runner_alive`` is not stored: it is read from the runner's lease)."""
+        """The record as JSON-able data (``owner_alive`` is not stored: it is read from the owner's lease)."""
         data = {name: getattr(self, name) for name in _TASK_FIELDS}
-        del data["runner_alive"]
+        del data["owner_alive"]
         return data
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, runner_alive: bool = False) -> TaskRecord:
-        known = {name: data[name] for name in _TASK_FIELDS if name in data and name != "runner_alive"}
-        return cls(**known, runner_alive=runner_alive)
+    def from_dict(cls, data: Mapping[str, Any], *, owner_alive: bool = False) -> TaskRecord:
+        """A record from :meth:`to_dict`'s data, or from a record stored before ``owner`` was named so (``runner``)."""
+        known = {name: data[name] for name in _TASK_FIELDS if name in data and name != "owner_alive"}
+        if "owner" not in known and "runner" in data:
+            known["owner"] = data["runner"]
+        return cls(**known, owner_alive=owner_alive)
 
 
 TERMINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
@@ -212,7 +216,7 @@ class TaskRegistry(Protocol):
         ...
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        """The record, with ``runner_alive`` read at the same moment; ``None`` if unknown or expired."""
+        """The record, with ``owner_alive`` read at the same moment; ``None`` if unknown or expired."""
         ...
 
     async def swap(self, record: TaskRecord) -> TaskRecord | None:

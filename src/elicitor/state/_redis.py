@@ -23,8 +23,9 @@ nothing behind for long):
   ``url_ttl``, renewed by each registration of that connection.
 * ``P started:<connection>`` — set: every elicitation id the connection registered, for ``forget_connection``. TTL
   as ``asked``.
-* ``P task:<task id>`` — hash: ``v`` (the record's version), ``d`` (the record as JSON), ``runner`` (the replica
-  running it, absent when none). Expires at creation + the task's TTL (none without one).
+* ``P task:<task id>`` — hash: ``v`` (the record's version), ``d`` (the record as JSON), ``owner`` (the replica
+  running it, absent when none; ``runner`` in records written before that name, still read). Expires at
+  creation + the task's TTL (none without one).
 * ``P queue:<queue>`` — stream: a replica's queue (``P queue:replica:<replica id>``), entries ``m`` → message,
   capped near ``queue_limit``, trimmed to what its reader has not handled yet. TTL ``queue_ttl``, renewed by
   each message.
@@ -515,29 +516,32 @@ class RedisUrlRegistry:
 _TASK_CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'v', 0, 'd', ARGV[1])
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'runner', ARGV[2]) end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'owner', ARGV[2]) end
 if ARGV[3] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[3]) end
 return 1
 """
-"""KEYS: the task hash. ARGV: the record's JSON, its runner or '', its expiry (Unix ms) or ''. 0 if it exists."""
+"""KEYS: the task hash. ARGV: the record's JSON, its owner or '', its expiry (Unix ms) or ''. 0 if it exists."""
 
 _TASK_GET = """
-local found = redis.call('HMGET', KEYS[1], 'v', 'd', 'runner')
+local found = redis.call('HMGET', KEYS[1], 'v', 'd', 'owner', 'runner')
 if not found[1] then return false end
+local owner = found[3] or found[4]
 local alive = 0
-if found[3] then alive = redis.call('EXISTS', ARGV[1] .. found[3]) end
+if owner then alive = redis.call('EXISTS', ARGV[1] .. owner) end
 return {found[1], found[2], alive}
 """
-"""KEYS: the task hash. ARGV: the prefix of lease keys. Returns ``[version, JSON, runner alive 0/1]`` or nil."""
+"""KEYS: the task hash. ARGV: the prefix of lease keys. Returns ``[version, JSON, owner alive 0/1]`` or nil
+(the owner from ``runner`` in a record written before ``owner`` was named so)."""
 
 _TASK_SWAP = """
 local version = redis.call('HGET', KEYS[1], 'v')
 if version ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', tonumber(version) + 1, 'd', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'runner', ARGV[3]) else redis.call('HDEL', KEYS[1], 'runner') end
+redis.call('HDEL', KEYS[1], 'runner')
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'owner', ARGV[3]) else redis.call('HDEL', KEYS[1], 'owner') end
 return 1
 """
-"""KEYS: the task hash. ARGV: the expected version, the new JSON, the runner or ''. 0 if the version moved on."""
+"""KEYS: the task hash. ARGV: the expected version, the new JSON, the owner or ''. 0 if the version moved on."""
 
 
 class RedisTaskRegistry:
@@ -554,7 +558,7 @@ class RedisTaskRegistry:
     async def create(self, record: TaskRecord) -> None:
         expires = "" if record.ttl is None else str(_ms(record.created + record.ttl))
         key = self._shared.key("task", record.id)
-        args: list[EncodableT] = [self._shared.seal(_task_json(record, 0), key), record.runner or "", expires]
+        args: list[EncodableT] = [self._shared.seal(_task_json(record, 0), key), record.owner or "", expires]
         with self._shared.failing("creating a task"):
             created = await self._create(keys=[key], args=args)
         if not created:
@@ -569,17 +573,17 @@ class RedisTaskRegistry:
         opened = self._shared.unseal(data, self._shared.key("task", task_id))
         if opened is None:
             raise StoreUnavailable(f"task record {task_id!r} does not open with this deployment's keys")
-        return TaskRecord.from_dict({**_task_decode(opened), "version": int(version)}, runner_alive=bool(alive))
+        return TaskRecord.from_dict({**_task_decode(opened), "version": int(version)}, owner_alive=bool(alive))
 
     async def swap(self, record: TaskRecord) -> TaskRecord | None:
         key = self._shared.key("task", record.id)
         data = self._shared.seal(_task_json(record, record.version + 1), key)
-        args: list[EncodableT] = [str(record.version), data, record.runner or ""]
+        args: list[EncodableT] = [str(record.version), data, record.owner or ""]
         with self._shared.failing("updating a task"):
             swapped = await self._swap(keys=[key], args=args)
         if not swapped:
             return None
-        return replace(record, version=record.version + 1, runner_alive=record.runner == self._replica)
+        return replace(record, version=record.version + 1, owner_alive=record.owner == self._replica)
 
 
 _task_encode = msgspec.json.Encoder().encode
