@@ -58,6 +58,48 @@ def test_every_sentence_the_source_marks_is_in_the_catalogs_and_nothing_else() -
     assert {text: where for text, where in marked.items() if text not in template} == {}
 
 
+SAYING = {"write", "_write", "say", "print", "result", "error"}
+"""What puts a line in front of the person in the command's own modules (the terminal, stderr, a usage error)."""
+SAYS_ITSELF = ("src/elicitor/_connect.py", "src/elicitor/demo.py", "src/elicitor/cli.py", "src/elicitor/proxy/_run.py")
+NOT_WORDS = re.compile(r"^elicitor (connect|serve|proxy)(: --ui terminal)?: |^elicitor $|^--lang: $|\[server\]")
+"""Not sentences: the program's name before what it says (and before its version), an option's, a tag."""
+
+
+def english_said(path: Path) -> list[str]:
+    """The English words a module hands to something that shows them (``write``, ``print``...) without the
+    catalogs: literal text in the line itself, outside every call (``t(...)`` marks a sentence for them)."""
+    import ast
+
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.Call):
+            return  # marked (the catalogs have it), or computed: what a call returns is no literal of this line
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and re.search(r"[A-Za-z]{2,}", NOT_WORDS.sub("", node.value))
+        ):
+            found.append(f"{path.name}:{node.lineno}: {node.value!r}")
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in SAYING:
+                for arg in node.args:
+                    visit(arg)
+    return found
+
+
+@pytest.mark.parametrize("module", SAYS_ITSELF)
+def test_the_commands_say_nothing_to_a_person_outside_the_catalogs(module: str) -> None:
+    """connect, the demo's client, the command line and the proxy: every line of their own goes through the
+    catalogs (what a server says, its tools' names and results, is passed on as sent)."""
+    assert english_said(ROOT / module) == []
+
+
 @pytest.mark.parametrize("folder", ["zh_Hans", "ar"])
 def test_each_translated_catalog_is_complete_with_the_same_placeholders(folder: str) -> None:
     with catalogs.TEMPLATE.open("rb") as file:

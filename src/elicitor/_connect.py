@@ -27,7 +27,7 @@ from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable
 from .i18n import Language, language
-from .types import JSONValue, Tool
+from .types import CallToolResult, JSONValue, Tool
 
 if TYPE_CHECKING:
     pass
@@ -74,6 +74,14 @@ class Console:
     def result(self, text: str) -> None:
         """A result, on standard output."""
         print(text, flush=True)
+
+    def tool_result(self, result: CallToolResult) -> None:
+        """A tool's answer, on standard output: its text (``Result:`` or ``Error:`` in the person's language, the
+        server's words as sent), then its structured content as indented JSON."""
+        t, text = self.lang._, printable(result.text, newlines=True)
+        self.result(t("Error: {reason}", reason=text) if result.is_error else t("Result: {result}", result=text))
+        if result.structured_content is not None:
+            self.result(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
 
     def close(self) -> None:
         if self._tty is not None:
@@ -270,10 +278,7 @@ async def tool_menu(client: Client, console: Console) -> int:
             write(t("Error: {reason}", reason=printable(str(exc))))
             continue
         write("")
-        text = printable(result.text, newlines=True)
-        console.result(t("Error: {reason}", reason=text) if result.is_error else t("Result: {result}", result=text))
-        if result.structured_content is not None:
-            console.result(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+        console.tool_result(result)
 
 
 class Progress:

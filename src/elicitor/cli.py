@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "proxy":
         if not args.target:
             _command(parser, "proxy").error(
-                "give the upstream server: a command to run (e.g. python server.py) or an http(s) URL"
+                t("give the upstream server: a command to run (e.g. python server.py) or an http(s) URL")
             )
         from .proxy._run import main as proxy_main
 
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         return dev_auth_main(args.port, args.scope)
     if args.command == "connect":
         if not args.target:
-            _command(parser, "connect").error("give a command to run (e.g. python server.py) or an http(s) URL")
+            _command(parser, "connect").error(t("give a command to run (e.g. python server.py) or an http(s) URL"))
         from ._connect import main as connect_main
 
         return connect_main(args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser)
@@ -216,9 +216,9 @@ def main(argv: list[str] | None = None) -> int:
 
         store = default_token_store()
         if anyio.run(store.delete, args.url):
-            print(f"Signed out of {args.url} (its tokens are deleted from {store!r}).")
+            print(t("Signed out of {url} (its tokens are deleted from {store}).", url=args.url, store=repr(store)))
         else:
-            print(f"No sign-in was kept for {args.url}.")
+            print(t("No sign-in was kept for {url}.", url=args.url))
         return 0
     if args.command == "check":
         from ._check import main as check_main
@@ -226,6 +226,14 @@ def main(argv: list[str] | None = None) -> int:
         return check_main(args.target)
     parser.print_help(sys.stderr)
     return 2
+
+
+def t(msgid: str, /, **args: Any) -> str:
+    """One of the command's own sentences in the person's language (``--lang``, else their environment's); the
+    catalogs are read only when there is something to say."""
+    from .i18n import language
+
+    return language()._(msgid, **args)
 
 
 def _command(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -265,23 +273,30 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         target = getattr(importlib.import_module(module_name), attribute or "server")
     except (ImportError, AttributeError) as exc:
-        print(f"elicitor serve: cannot load {args.target!r}: {exc}", file=sys.stderr)
+        print(
+            "elicitor serve: " + t("cannot load {target}: {reason}", target=repr(args.target), reason=exc),
+            file=sys.stderr,
+        )
         return 2
     server = target
     if not isinstance(server, Server) and callable(server):
         try:
             server = server()  # a factory returning the Server
         except Exception as exc:
-            print(
-                f"elicitor serve: {args.target!r} is not an elicitor Server (calling it failed: {exc})", file=sys.stderr
+            failed = t(
+                "{target} is not an elicitor Server (calling it failed: {reason})", target=repr(args.target), reason=exc
             )
+            print(f"elicitor serve: {failed}", file=sys.stderr)
             return 2
     if not isinstance(server, Server):
-        print(f"elicitor serve: {args.target!r} is not an elicitor Server", file=sys.stderr)
+        print("elicitor serve: " + t("{target} is not an elicitor Server", target=repr(args.target)), file=sys.stderr)
         return 2
     if args.pages_url:
         if server.pages is None:
-            print(f"elicitor serve: --pages-url given, but {args.target!r} serves no pages", file=sys.stderr)
+            print(
+                "elicitor serve: " + t("--pages-url given, but {target} serves no pages", target=repr(args.target)),
+                file=sys.stderr,
+            )
             return 2
         server.serve_pages(server.pages, url=args.pages_url)
     if args.transport == "stdio":
@@ -298,7 +313,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 2
         problem = server.misconfiguration()
         if problem is not None:
-            print(f"elicitor serve: not starting: {problem}", file=sys.stderr)
+            print("elicitor serve: " + t("not starting: {reason}", reason=problem), file=sys.stderr)
             return 2
         options: dict[str, Any] = {}
         if args.auth_issuer or args.auth_introspect:

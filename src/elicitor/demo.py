@@ -273,38 +273,42 @@ async def run_client(protocol: str, ui: str = "terminal") -> None:
             with server_stderr(console.write) as stderr:
                 async with Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr) as client:
                     await _tour(client, console)
-                    console.write("\nNow try the tools yourself (update_profile asks with every kind of field).")
+                    t = console.lang._
+                    console.write(
+                        "\n" + t("Now try the tools yourself (update_profile asks with every kind of field).")
+                    )
                     await tool_menu(client, console)
     finally:
         console.close()
 
 
 async def _tour(client: Client, console: Console) -> None:
-    say = console.write
-    label = printable(client.server_info.display()) if client.server_info else "the server"
-    say(f"Connected to {label} over stdio, protocol {client.protocol_version}.")
+    say, t = console.write, console.lang._
+
+    label = printable(client.server_info.display()) if client.server_info else t("the server")
+    version = client.protocol_version
+    say(t("Connected to {server} over stdio, protocol {version}.", server=label, version=version))
     for number, tool in enumerate(await client.list_tools(), 1):
         say(menu_line(number, tool))
-    say("Calling book_table ...")
+    say(t("Calling {tool} ...", tool="book_table"))
     result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
     say("")
-    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    console.tool_result(result)
     if result.is_error or not result.text.startswith("Booked"):
         return
-    say("\nCalling plan_tasting_menu (a long call that asks half-way) ...")
-    follow = Progress(say)
+    say("\n" + t("Calling {tool} (a long call that asks half-way) ...", tool="plan_tasting_menu"))
+    follow = Progress(say, console.lang)
     handle = await client.start_tool("plan_tasting_menu", {"guests": 2}, progress=follow.progress)
-    result = await handle.wait(on_status=follow.status if handle.id is not None else None)
-    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    console.tool_result(await handle.wait(on_status=follow.status if handle.id is not None else None))
     if "url" not in client.elicitation_modes:
         return
-    say("\nCalling add_to_calendar ...")
+    say("\n" + t("Calling {tool} ...", tool="add_to_calendar"))
     try:
         result = await client.call_tool("add_to_calendar")
     except (JSONRPCError, TooManyRounds) as exc:
-        say(f"Not added to the calendar: {printable(str(exc))}")
+        say(t("Not added to the calendar: {reason}", reason=printable(str(exc))))
         return
-    console.result(("Error: " if result.is_error else "Result: ") + printable(result.text, newlines=True))
+    console.tool_result(result)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -319,7 +323,9 @@ def main(argv: list[str] | None = None) -> None:
         try:
             anyio.run(run_client, args.protocol, args.ui)
         except KeyboardInterrupt:
-            print("\nBye.", file=sys.stderr)  # the console is closed by now
+            from .i18n import language
+
+            print("\n" + language()._("Bye."), file=sys.stderr)  # the console is closed by now
 
 
 if __name__ == "__main__":

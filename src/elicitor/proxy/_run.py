@@ -17,6 +17,7 @@ import anyio
 
 from ..client import BrowserHandler, TerminalHandler
 from ..client._handlers import ElicitationHandler
+from ..i18n import language
 from ..transports import StdioClientTransport, StdioServerTransport, Transport
 from ._bridge import Bridge
 from ._upstream import Connect
@@ -100,12 +101,12 @@ async def renderer(ui: UI) -> AsyncIterator[ElicitationHandler | None]:
                 reading.close()
                 writing.close()
             return
-        print(
-            "elicitor proxy: --ui terminal: this process has no controlling terminal (its host started it in a new "
-            "session, or as a service), so questions cannot reach a person there; asking in the browser instead "
-            "(each question's link is printed here and opened in the default browser)",
-            file=sys.stderr,
+        problem = language()._(
+            "this process has no controlling terminal (its host started it in a new session, or as a service), so "
+            "questions cannot reach a person there; asking in the browser instead (each question's link is printed "
+            "here and opened in the default browser)"
         )
+        print(f"elicitor proxy: --ui terminal: {problem}", file=sys.stderr)
         ui = "browser"
     if ui == "browser":
         async with BrowserHandler() as browser:
@@ -134,7 +135,8 @@ async def serve_http(
     async with renderer(ui) as handler:
         proxy = ProxyServer(upstream(target), ui=handler, upstream_protocol=upstream_protocol)
         shown = f"[{host}]" if ":" in host else host
-        print(f"elicitor proxy: at http://{shown}:{port}/mcp, forwarding to {' '.join(target)}", file=sys.stderr)
+        at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
+        print(f"elicitor proxy: {at}", file=sys.stderr)
         config = uvicorn.Config(proxy.http_app(), host=host, port=port, log_level="warning", lifespan="on")
         await uvicorn.Server(config).serve()
 
@@ -146,7 +148,8 @@ def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "au
         else:
             host, _, port = listen.rpartition(":")
             if not host or not port.isdigit():
-                print(f"elicitor proxy: --listen takes HOST:PORT, not {listen!r}", file=sys.stderr)
+                wrong = language()._("--listen takes HOST:PORT, not {value}", value=repr(listen))
+                print(f"elicitor proxy: {wrong}", file=sys.stderr)
                 return 2
             anyio.run(
                 lambda: serve_http(target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol)
