@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -229,14 +231,46 @@ def _until(stream: Any, pattern: str, seen: list[str]) -> str:
 
 
 def _sign_in(link: str, user: str) -> str:
-    """A person in a browser: open the development server's sign-in page, type a name, follow the redirects."""
+    """A person in a browser: open ``elicitor dev-auth``'s sign-in page, type a name, follow the redirects."""
+    import html
     import re
 
     with httpx.Client(follow_redirects=True) as browser:
         page = browser.get(link)
         fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page.text))
-        fields = {k: v.replace("&amp;", "&").replace("&quot;", '"') for k, v in fields.items()}
+        fields = {html.unescape(k): html.unescape(v) for k, v in fields.items()}
         return browser.post(link.split("?")[0], data={**fields, "user": user}).text
+
+
+@contextmanager
+def _protected_example() -> Iterator[tuple[str, int, int]]:
+    """``elicitor dev-auth`` and examples/protected_server.py trusting it, as the example's docstring says to run
+    them: the MCP endpoint's URL, its port and the authorization server's port."""
+    import subprocess
+    import sys
+
+    from .replicas import free_port, wait_for_port
+
+    root = Path(__file__).resolve().parent.parent
+    auth_port, port = free_port(), free_port()
+    commands = [
+        [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(auth_port), "--scope", "demo",
+         "--scope", "demo:admin"],
+        [sys.executable, str(root / "examples" / "protected_server.py"), "--port", str(port),
+         "--issuer", f"http://127.0.0.1:{auth_port}"],
+    ]  # fmt: skip
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for command, listens in zip(commands, (auth_port, port), strict=True):
+            process = subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started.append(process)
+            wait_for_port(listens, process)
+        yield f"http://127.0.0.1:{port}/mcp", port, auth_port
+    finally:
+        for process in started:
+            process.terminate()
+        for process in started:
+            process.wait(timeout=10)
 
 
 def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
@@ -244,29 +278,11 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
     elicitation answered by her, a URL elicitation that mallory's visit cannot complete and grace's does, and a
     tool needing more scope, for which the client asks again."""
     import os
-    import socket
     import subprocess
     import sys
-    import time
 
     root = Path(__file__).resolve().parent.parent
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    example = subprocess.Popen(
-        [sys.executable, str(root / "examples" / "protected_server.py"), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the example did not start"
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/mcp"
+    with _protected_example() as (url, port, auth_port):
         env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "BROWSER": "/nonexistent/browser"}
         connect = subprocess.Popen(
             [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--no-browser", url], cwd=root, env=env,
@@ -274,7 +290,7 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
         )  # fmt: skip
         assert connect.stdin is not None and connect.stderr is not None
         seen: list[str] = []
-        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
+        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{auth_port}/authorize\?\S+)", seen)
         assert "You are signed in" in _sign_in(link, "grace")
         connect.stdin.write("whoami\n\nblue\n\nconnect_calendar\ny\n")
         connect.stdin.flush()
@@ -283,7 +299,7 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
         assert httpx.get(page, params={"user": "grace"}).status_code == 200
         connect.stdin.write("\nadmin_report\n")
         connect.stdin.flush()
-        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
+        link = _until(connect.stderr, rf"^\s+(http://127\.0\.0\.1:{auth_port}/authorize\?\S+)", seen)
         assert "demo%3Aadmin" in link  # the step-up asks for the tool's scope
         assert "You are signed in" in _sign_in(link, "grace")
         out, rest = connect.communicate("\n", timeout=60)
@@ -292,9 +308,6 @@ def test_the_protected_example_the_whole_loop(tmp_path: Path) -> None:
         assert "Result: grace likes blue" in out
         assert "Result: grace's calendar is connected" in out
         assert "Result: report for grace: all is well" in out
-    finally:
-        example.terminate()
-        example.wait(timeout=10)
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
@@ -304,55 +317,36 @@ async def test_elicitor_proxy_signs_in_to_a_protected_upstream(
     """``elicitor proxy URL`` in front of the protected example: the person at the proxy signs in through the link
     it prints on stderr (stdout is the protocol); the client behind it never sees a token."""
     import os
-    import socket
-    import subprocess
     import sys
-    import time
 
     from elicitor import Client, ScriptedHandler
 
-    root = Path(__file__).resolve().parent.parent
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    example = subprocess.Popen(
-        [sys.executable, str(root / "examples" / "protected_server.py"), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     read, write = os.pipe()
     stderr = None
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the example did not start"
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/mcp"
-        env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "BROWSER": "/nonexistent/browser"}
-        command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
-        seen: list[str] = []
-        stderr = os.fdopen(read, "r")
-        read = -1
+        with _protected_example() as (url, _, auth_port):
+            env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "BROWSER": "/nonexistent/browser"}
+            command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+            seen: list[str] = []
+            stderr = os.fdopen(read, "r")
+            read = -1
 
-        def person() -> None:
-            link = _until(stderr, rf"^\s+(http://127\.0\.0\.1:{port}/auth/authorize\?\S+)", seen)
-            assert "You are signed in" in _sign_in(link, "noor")
+            def person() -> None:
+                link = _until(stderr, rf"^\s+(http://127\.0\.0\.1:{auth_port}/authorize\?\S+)", seen)
+                assert "You are signed in" in _sign_in(link, "noor")
 
-        handler = ScriptedHandler([{"colour": "green"}])
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(anyio.to_thread.run_sync, person)
-            async with Client.stdio(command, env=env, stderr=write, elicitation=handler, protocol="2025-11-25") as c:
-                with anyio.fail_after(60):
-                    assert (await c.call_tool("whoami")).text == "noor likes green"
-        assert url in json.loads((tmp_path / "elicitor" / "tokens.json").read_text())  # kept for the next run
+            handler = ScriptedHandler([{"colour": "green"}])
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, person)
+                async with Client.stdio(
+                    command, env=env, stderr=write, elicitation=handler, protocol="2025-11-25"
+                ) as client:
+                    with anyio.fail_after(60):
+                        assert (await client.call_tool("whoami")).text == "noor likes green"
+            assert url in json.loads((tmp_path / "elicitor" / "tokens.json").read_text())  # kept for the next run
     finally:
         os.close(write)
         if stderr is not None:
             stderr.close()
         elif read != -1:
             os.close(read)
-        example.terminate()
-        example.wait(timeout=10)
