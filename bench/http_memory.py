@@ -16,46 +16,33 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import ANSWER, http_server
+from holding import Holding
+from run import http_server
 
-from elicitor import Accepted, Client, ElicitationRequest
+from elicitor import Client
 
 
 async def main(pending: int, top: int) -> None:
     os.environ["BENCH_TRACEMALLOC"] = "1"
-    release = anyio.Event()
-    all_in = anyio.Event()
-    arrived = 0
-    armed = False
-
-    async def handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
-        nonlocal arrived
-        if armed:
-            arrived += 1
-            if arrived == pending:
-                all_in.set()
-            await release.wait()
-        return Accepted(ANSWER)
-
+    held = Holding(pending)
     async with (
         http_server("elicitor_server.py") as url,
-        Client.http(url, elicitation=handler, protocol="2025-11-25") as client,
+        Client.http(url, elicitation=held.handler, protocol="2025-11-25") as client,
     ):
         await client.call_tool("ask", {"n": 10})
         await client.call_tool("allocations", {"mark": True})
-        armed = True
+        held.armed = True
         async with anyio.create_task_group() as tg:
             for _ in range(pending):
                 tg.start_soon(client.call_tool, "ask", {"n": 1})
-            await all_in.wait()
+            await held.all_in.wait()
             await anyio.sleep(0.5)  # every response is open and waiting
             grown: dict[str, list[int]] = json.loads((await client.call_tool("allocations")).text)
-            release.set()
+            held.release.set()
     os.environ.pop("BENCH_TRACEMALLOC")
     ours = {site: v for site, v in grown.items() if site.startswith("elicitor/")}
     total = sum(v[0] for v in grown.values()) / pending / 1024

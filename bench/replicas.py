@@ -60,13 +60,13 @@ from redis.asyncio import Redis
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the replica tests' harness: tests/replicas.py
 
+from bench.holding import ANSWER, Holding  # noqa: E402
 from bench.results import record  # noqa: E402
 from tests.replicas import MISSING, Deployment, deployment  # noqa: E402
 
 from elicitor import Accepted, Client, ElicitationRequest  # noqa: E402
 
 SERVER = [sys.executable, str(ROOT / "bench" / "servers" / "elicitor_server.py")]
-ANSWER = {"name": "x", "age": 1}
 ERAS = ("2025-11-25", "2026-07-28")
 PER_SESSION = 50
 """Pending calls per client session in the memory measurement (an HTTP client keeps at most 100 connections, and
@@ -274,26 +274,13 @@ async def _redis_usage(redis: Redis | None) -> tuple[int, int]:
 
 async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
     """``count`` calls each waiting on its question in the client's handler; what that holds, per call."""
-    release = anyio.Event()
-    all_in = anyio.Event()
-    arrived = 0
-    armed = False
-
-    async def handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
-        nonlocal arrived
-        if armed:
-            arrived += 1
-            if arrived == count:
-                all_in.set()
-            await release.wait()
-        return Accepted(ANSWER)
-
+    held = Holding(count)
     redis = await running.redis()
     pids = running.deployed.replicas.pids()
     sessions = math.ceil(count / PER_SESSION)
     async with AsyncExitStack() as stack:
         clients = [
-            await stack.enter_async_context(Client.http(running.url, elicitation=handler, protocol=protocol))
+            await stack.enter_async_context(Client.http(running.url, elicitation=held.handler, protocol=protocol))
             for _ in range(sessions)
         ]
         async with anyio.create_task_group() as tg:
@@ -303,16 +290,16 @@ async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
         await anyio.sleep(0.5)  # let the warm-up's writes and releases settle
         redis0, keys0 = await _redis_usage(redis)
         rss0 = [rss_kib(pid) for pid in pids]
-        armed = True
+        held.armed = True
         async with anyio.create_task_group() as tg:
             for i in range(count):
                 tg.start_soon(clients[i % sessions].call_tool, "ask", {"n": 1})
             with anyio.fail_after(120):
-                await all_in.wait()
+                await held.all_in.wait()
             await anyio.sleep(0.5)  # writes that follow the question (its event's history) land
             redis1, keys1 = await _redis_usage(redis)
             rss1 = [rss_kib(pid) for pid in pids]
-            release.set()
+            held.release.set()
     return Memory(
         redis_bytes=(redis1 - redis0) / count,
         redis_keys=(keys1 - keys0) / count,

@@ -44,12 +44,12 @@ from mcp.client.streamable_http import streamable_http_client
 from elicitor import Accepted, Client, ElicitationRequest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from holding import ANSWER, Holding
 from results import record
 
 HERE = Path(__file__).resolve().parent
 OURS = [sys.executable, str(HERE / "servers" / "elicitor_server.py")]
 THEIRS = StdioServerParameters(command=sys.executable, args=[str(HERE / "servers" / "mcp_server.py")])
-ANSWER = {"name": "x", "age": 1}
 
 Result = tuple[float, float]  # (rate or KiB, server CPU µs per elicitation)
 
@@ -250,59 +250,34 @@ growth (MiB) from all pending to all drained (a server that holds on to what it 
 
 async def ours_memory(count: int, http: bool = False) -> Memory:
     """(d): see :data:`Memory`."""
-    release = anyio.Event()
-    arrived = 0
-    all_in = anyio.Event()
-
-    armed = False
-
-    async def handler(request: ElicitationRequest) -> Accepted[dict[str, Any]]:
-        nonlocal arrived
-        if not armed:
-            return Accepted(ANSWER)
-        arrived += 1
-        if arrived == count:
-            all_in.set()
-        await release.wait()
-        return Accepted(ANSWER)
-
+    held = Holding(count)
     async with AsyncExitStack() as stack:
         if http:
             url = await stack.enter_async_context(http_server("elicitor_server.py"))
-            client = Client.http(url, elicitation=handler, protocol="2025-11-25")
+            client = Client.http(url, elicitation=held.handler, protocol="2025-11-25")
         else:
-            client = Client.stdio(OURS, elicitation=handler, protocol="2025-11-25")
+            client = Client.stdio(OURS, elicitation=held.handler, protocol="2025-11-25")
         await stack.enter_async_context(client)
         await client.call_tool("ask", {"n": 10})
         _, rss0 = _probe((await client.call_tool("probe")).text)
-        armed = True
+        held.armed = True
         async with anyio.create_task_group() as tg:
             for _ in range(count):
                 tg.start_soon(client.call_tool, "ask", {"n": 1})
-            await all_in.wait()
+            await held.all_in.wait()
             _, rss1 = _probe((await client.call_tool("probe")).text)
             start = time.perf_counter()
-            release.set()
+            held.release.set()
         drained = time.perf_counter() - start
         _, rss2 = _probe((await client.call_tool("probe")).text)
     return (rss1 - rss0) / count, drained, (rss2 - rss1) / 1024
 
 
 async def theirs_memory(count: int, http: bool = False) -> Memory:
-    release = anyio.Event()
-    arrived = 0
-    all_in = anyio.Event()
-
-    armed = False
+    held = Holding(count)
 
     async def handler(context: Any, params: mt.ElicitRequestParams) -> mt.ElicitResult:
-        nonlocal arrived
-        if not armed:
-            return mt.ElicitResult(action="accept", content=ANSWER)
-        arrived += 1
-        if arrived == count:
-            all_in.set()
-        await release.wait()
+        await held.hold()
         return mt.ElicitResult(action="accept", content=ANSWER)
 
     async with AsyncExitStack() as stack:
@@ -315,14 +290,14 @@ async def theirs_memory(count: int, http: bool = False) -> Memory:
         client = await stack.enter_async_context(McpClient(target, elicitation_callback=handler, mode="legacy"))
         await client.call_tool("ask", {"n": 10})
         _, rss0 = _probe(_text(await client.call_tool("probe", {})))
-        armed = True
+        held.armed = True
         async with anyio.create_task_group() as tg:
             for _ in range(count):
                 tg.start_soon(client.call_tool, "ask", {"n": 1})
-            await all_in.wait()
+            await held.all_in.wait()
             _, rss1 = _probe(_text(await client.call_tool("probe", {})))
             start = time.perf_counter()
-            release.set()
+            held.release.set()
         drained = time.perf_counter() - start
         _, rss2 = _probe(_text(await client.call_tool("probe", {})))
     return (rss1 - rss0) / count, drained, (rss2 - rss1) / 1024
