@@ -34,7 +34,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
@@ -62,6 +63,7 @@ PERSON_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.
 """A person answering takes seconds to an hour."""
 
 _T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 
 class Instruments:
@@ -191,6 +193,16 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
     return attributes
 
 
+def _network(attributes: dict[str, Any], transport: str, session_id: str | None) -> None:
+    """The connection's attributes: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP) and
+    ``network.protocol.name``, per the conventions' "Recording MCP transport"; the HTTP session's ``mcp.session.id``."""
+    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
+    if transport != "pipe":
+        attributes["network.protocol.name"] = transport
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
+
+
 def _span_name(method: str, attributes: Mapping[str, Any]) -> str:
     target = attributes.get("gen_ai.tool.name") or attributes.get("gen_ai.prompt.name")
     return f"{method} {target}" if target else method
@@ -304,11 +316,7 @@ async def serve_request(
         finally:
             otel_context.detach(carried)
     attributes = request_attributes(method, params, request_id)
-    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
-    if transport != "pipe":
-        attributes["network.protocol.name"] = transport
-    if session_id is not None:
-        attributes["mcp.session.id"] = session_id
+    _network(attributes, transport, session_id)
     span: Span | None = None
     token: object = None
     if tracer is not None:
@@ -322,22 +330,8 @@ async def serve_request(
         token = otel_context.attach(trace.set_span_in_context(span, parent))
     elif parent is not None:
         token = otel_context.attach(parent)
-    start = time.perf_counter()
-    try:
-        result = await handle(request)
-    except BaseException as exc:
-        _fail(span, attributes, exc)
-        raise
-    else:
-        _result(span, attributes, result)
-        return result
-    finally:
-        if instruments is not None:
-            instruments.server_duration.record(time.perf_counter() - start, _metric_attributes(attributes))
-        if token is not None:
-            otel_context.detach(token)  # type: ignore[arg-type]
-        if span is not None:
-            span.end()
+    ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
+    return await _measured(span, token, attributes, _result, ended, handle, request)
 
 
 async def send_request(
@@ -359,11 +353,7 @@ async def send_request(
             params = _inject(params, None)
         return await send(params, _ignore)
     attributes = request_attributes(method, params, None)
-    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
-    if transport != "pipe":
-        attributes["network.protocol.name"] = transport
-    if session_id is not None:
-        attributes["mcp.session.id"] = session_id
+    _network(attributes, transport, session_id)
     span: Span | None = None
     if tracer is not None:
         span = tracer.start_span(_span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
@@ -375,20 +365,47 @@ async def send_request(
         if span is not None:
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
+    ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
+    return await _measured(span, None, attributes, _result, ended, send, params, sent)
+
+
+async def _measured(
+    span: Span | None,
+    token: object,
+    attributes: dict[str, Any],
+    settle: Callable[[Span | None, dict[str, Any], JSONObject], None],
+    ended: Callable[[float], None] | None,
+    work: Callable[_P, Awaitable[JSONObject]],
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> JSONObject:
+    """Await ``work(*args, **kwargs)`` and close what was opened for it: every hook that times a request or a
+    question ends here (``work`` is called inside, since a dispatch may refuse a request before returning an awaitable).
+
+    A failure sets ``error.type`` (and the span's status) through :func:`_fail`; a result is read by ``settle``;
+    then, whatever happened, ``ended`` is told the seconds it took (the metrics), the context attached for it
+    (``token``) is detached and the span ended.
+    """
     start = time.perf_counter()
     try:
-        result = await send(params, sent)
+        result = await work(*args, **kwargs)
     except BaseException as exc:
         _fail(span, attributes, exc)
         raise
     else:
-        _result(span, attributes, result)
+        settle(span, attributes, result)
         return result
     finally:
-        if instruments is not None:
-            instruments.client_duration.record(time.perf_counter() - start, _metric_attributes(attributes))
+        if ended is not None:
+            ended(time.perf_counter() - start)
+        if token is not None:
+            otel_context.detach(token)  # type: ignore[arg-type]
         if span is not None:
             span.end()
+
+
+def _record(histogram: Histogram, attributes: dict[str, Any], seconds: float) -> None:
+    histogram.record(seconds, _metric_attributes(attributes))
 
 
 def _ignore(_request_id: RequestId) -> None:
@@ -423,33 +440,31 @@ async def elicitation(side: Literal["server", "client"], params: JSONObject, ask
     if tracer is not None:
         span = tracer.start_span("elicitation", kind=SpanKind.INTERNAL, attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
+    ended: Callable[[float], None] | None = None
     if instruments is not None:
         instruments.pending.add(1, attributes)
-    start = time.perf_counter()
-    try:
-        answer = await ask
-    except BaseException as exc:
-        _fail(span, attributes, exc)
-        raise
-    else:
-        action = answer.get("action")
-        attributes["elicitor.elicitation.outcome"] = action if action in ("accept", "decline", "cancel") else "_OTHER"
-        if span is not None:
-            span.set_attribute("elicitor.elicitation.outcome", attributes["elicitor.elicitation.outcome"])
-        return answer
-    finally:
-        elapsed = time.perf_counter() - start
-        if token is not None:
-            otel_context.detach(token)
-        if span is not None:
-            span.end()
-        if instruments is not None:
-            instruments.pending.add(-1, {"elicitor.elicitation.mode": mode, "elicitor.side": side})
+        asked = {"elicitor.elicitation.mode": mode, "elicitor.side": side}
+
+        def ended(elapsed: float) -> None:
+            instruments.pending.add(-1, asked)
             # A wait cancelled is no outcome: the call ended, or (2026-07-28) the round did and the answer comes to
             # whichever run the next round finds; it is counted there.
             if attributes.get("error.type") != "cancelled":
                 instruments.elicitation_duration.record(elapsed, attributes)
                 instruments.elicitations.add(1, attributes)
+
+    return await _measured(span, token, attributes, _outcome, ended, _given, ask)
+
+
+def _given(ask: Awaitable[JSONObject]) -> Awaitable[JSONObject]:
+    return ask
+
+
+def _outcome(span: Span | None, attributes: dict[str, Any], answer: JSONObject) -> None:
+    action = answer.get("action")
+    attributes["elicitor.elicitation.outcome"] = action if action in ("accept", "decline", "cancel") else "_OTHER"
+    if span is not None:
+        span.set_attribute("elicitor.elicitation.outcome", attributes["elicitor.elicitation.outcome"])
 
 
 def answered_elsewhere(params: JSONObject, answer: JSONObject) -> None:
