@@ -529,7 +529,7 @@ async def test_a_gateway_error_on_the_first_request_is_retried_and_no_other_requ
 async def test_a_streams_queue_delivers_in_order_and_ends_on_close(anyio_backend: str) -> None:
     """The per-request queue of a handshake-era stream (server/http/_handshake.py): FIFO, one waiting reader woken
     by a put, close drops what is undelivered and ends the reader, a put after close is refused."""
-    from elicitor.server.http._handshake import _Queue
+    from elicitor.server.http._streams import _Queue
 
     queue = _Queue()
     queue.put((1, b"a", False))

@@ -540,6 +540,45 @@ async def test_two_resumes_of_one_stream_at_once_cannot_both_pump_it() -> None:
         assert sorted(statuses) == [200, 409]
 
 
+async def resume_while_held(http: httpx.AsyncClient, post_to: str, resume_at: str, headers: dict[str, str]) -> None:
+    """Call ``pick`` on ``post_to`` and, its response still open, resume the stream at ``resume_at``: the resume
+    delivers the rest; the response it superseded ends without the result (no event reaches both)."""
+    with anyio.fail_after(20):
+        async with http.stream("POST", post_to, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as old:
+            superseded = events(old)
+            event_id, question = await anext(superseded)
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": event_id or ""}
+            async with http.stream("GET", resume_at, headers=resume) as resumed:
+                assert resumed.status_code == 200, await resumed.aread()
+                left_on_old = [message async for _, message in superseded]  # it ends: the resume holds the stream
+                assert left_on_old == []
+                accepted = {"action": "accept", "content": {"name": "Ada"}}
+                answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
+                assert (await http.post(resume_at, json=answer, headers=headers)).status_code == 202
+                async for _, message in events(resumed):
+                    if message.get("id") == 7:
+                        assert message["result"]["content"][0]["text"] == "Ada"
+                        return
+    raise AssertionError("the resumed stream ended without the result")
+
+
+async def test_a_resume_takes_the_stream_from_a_connection_the_server_still_holds() -> None:
+    """A client that resumes has given up on its old connection, which the server may still hold (a half-open
+    connection lasts minutes): the resume is served at once, not refused with 409 until the server notices."""
+    app = in_process.http_app()
+    async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:
+        await resume_while_held(http, url, url, await open_session(http, url))
+
+
+async def test_a_resume_on_one_replica_takes_the_stream_from_a_relay_on_another(redis: RedisServer) -> None:
+    """The same across replicas, both ways: the owner's own connection superseded by a resume landing on the other
+    replica, and a relay through the other replica superseded by a resume at the owner."""
+    async with two_replicas(redis.url) as (a, b, _), httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, a)  # a owns the session
+        await resume_while_held(http, a, b, headers)
+        await resume_while_held(http, b, a, headers)
+
+
 async def kill_connections(redis_url: str, replica: str) -> int:
     """``CLIENT KILL`` every connection of ``replica`` to Redis (a network cut, as the replica sees it)."""
     from redis.asyncio import Redis

@@ -29,9 +29,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.abc
 
-from ..._loop import running_asyncio_loop
 from ...protocol import Connection, InvalidMessage, Oversized
-from ...session import Waiter
 from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
@@ -47,6 +45,7 @@ from ._asgi import (
     until_disconnect,
 )
 from ._peers import Attach, Open, Peers, RemoteStream
+from ._streams import Claim, Stream
 
 if TYPE_CHECKING:
     from .._server import Server
@@ -56,140 +55,11 @@ Respond = Callable[[Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("elicitor.http")
 
-MAX_QUEUED = 256
-"""Messages a stream keeps for a reader that does not read (the event store keeps as many for a resume)."""
-
 MAX_BACKLOG = 4096
 """Messages from other replicas a session may be behind on, past its inbox, before it is ended."""
 
 HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
 """MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
-
-
-class Stream:
-    """One logical SSE stream of a handshake session: what the server sends about one request (or none).
-
-    Messages are numbered and kept in the event store, so a client whose connection dropped can resume it; the
-    connection currently delivering the stream reads them from a queue and skips what it already delivered.
-    """
-
-    def __init__(self, key: str, events: EventStore, on_kept: Callable[[str], None] | None = None) -> None:
-        self.key = key
-        self.sequence = 0
-        self.done = False
-        self._events = events
-        self._on_kept = on_kept
-        self.out = _Queue()
-        self.attached = False
-        self._unsent: list[tuple[int, bytes, bool]] | None = None
-
-    async def put(self, message: bytes, final: bool) -> None:
-        """Number ``message``, queue it for delivery, then keep it for resumption.
-
-        Numbering and queueing happen before the first await, so messages sent concurrently (two questions asked
-        at once) keep their order live even while a networked store's writes complete out of order; the store
-        orders what it keeps by sequence.
-        """
-        self.sequence += 1
-        sequence = self.sequence
-        self.out.put((sequence, message, final))
-        if final:
-            self.done = True
-        try:
-            await self._events.store(self.key, sequence, message)
-        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
-            logger.warning("event %s.%d not kept for resumption: %s", self.key, sequence, exc)
-            return
-        if final and self._on_kept is not None:
-            self._on_kept(self.key)  # the whole stream is in the event store: a resume is served from there
-
-    @classmethod
-    def finished(cls, key: str, events: EventStore) -> Stream:
-        """A stream whose final event was sent and kept, as a resume sees it: its events are in the store."""
-        stream = cls(key, events)
-        stream.done = True
-        stream.out.close()
-        return stream
-
-    async def take(self) -> tuple[int, bytes, bool]:
-        """The next event to deliver: one a pump could not deliver first, else the next one sent."""
-        if self._unsent:
-            return self._unsent.pop()
-        return await self.out.receive()
-
-    def give_back(self, item: tuple[int, bytes, bool]) -> None:
-        """A pump took ``item`` but may not have delivered it: the next pump starts with it.
-
-        The event store keeps it too, but a store restarted without persistence would not; a resuming client
-        skips what it had already received (its ``Last-Event-ID``).
-        """
-        if self._unsent is None:
-            self._unsent = []
-        self._unsent.append(item)
-
-    def event_id(self, sequence: int) -> str:
-        return f"{self.key}.{sequence}"
-
-    @property
-    def dropped(self) -> int:
-        """The highest sequence the live queue dropped unread (its reader was too slow); 0 if none."""
-        return self.out.dropped
-
-    def close(self) -> None:
-        self.out.close()
-
-
-class _Queue:
-    """What a :class:`Stream` holds for its pump: a FIFO with at most one waiting reader, bounded.
-
-    The policy for a reader that falls behind: past ``MAX_QUEUED`` undelivered messages the oldest is dropped (it
-    is kept in the event store) and ``dropped`` says so; the pump then ends the response, and the client resumes
-    with ``Last-Event-ID``, served from the event store. Memory stays bounded, and nothing is skipped unseen.
-
-    The same contract as an anyio memory object stream for this use (``receive`` waits, ``close`` drops what is
-    undelivered and wakes the reader with ``ClosedResourceError``), at a tenth of its memory: a stream exists for
-    every request in flight, and most never hold more than one message. Its reader waits on a :class:`Waiter` (a
-    bare future on asyncio), made when it waits: an ``anyio.Event`` there cost 1.5 KiB per waiting call.
-    """
-
-    __slots__ = ("_closed", "_items", "_waiter", "dropped")
-
-    def __init__(self) -> None:
-        self._items: list[tuple[int, bytes, bool]] = []
-        self._waiter: Waiter | None = None
-        self._closed = False
-        self.dropped = 0
-        """The highest sequence dropped unread (the queue was full)."""
-
-    def put(self, item: tuple[int, bytes, bool]) -> None:
-        if self._closed:
-            raise anyio.ClosedResourceError
-        if len(self._items) >= MAX_QUEUED:  # nobody reads (a slow or gone client): the event store has them
-            self.dropped = self._items.pop(0)[0]
-        self._items.append(item)
-        self._wake()
-
-    async def receive(self) -> tuple[int, bytes, bool]:
-        while not self._items:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            waiter = self._waiter = Waiter(running_asyncio_loop())
-            try:
-                await waiter.wait()
-            finally:
-                if self._waiter is waiter:  # cancelled, not woken: the next wait makes its own
-                    self._waiter = None
-        return self._items.pop(0)
-
-    def close(self) -> None:
-        self._closed = True
-        self._items.clear()
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None:
-            waiter.set()
 
 
 class SessionTransport:
@@ -579,7 +449,15 @@ class HandshakeSessions:
         await send(
             {"type": "http.response.body", "body": priming_event(stream.event_id(0), self._retry), "more_body": True}
         )
-        await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
+        if isinstance(stream, RemoteStream):  # the owner holds its stream for this relay
+            await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
+            return
+        claim = stream.claim(supersede=True)
+        assert claim is not None
+        try:
+            await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final), claim=claim)
+        finally:
+            stream.release(claim)
 
     async def _pump(
         self,
@@ -588,15 +466,18 @@ class HandshakeSessions:
         receive: Receive,
         send: Send,
         first: tuple[int, bytes, bool] | None = None,
+        claim: Claim | None = None,
     ) -> None:
-        """Deliver ``stream`` over an open SSE response until its final message, or until the client goes away.
+        """Deliver ``stream`` over an open SSE response until its final message, the client goes away, or a resume
+        supersedes ``claim`` (then the response ends, and the resuming connection delivers the rest).
 
         A client going away is not a cancellation (2025-11-25): the request goes on, its events are kept, and the
         client may resume the stream with ``Last-Event-ID``.
         """
-        stream.attached = True
         try:
-            async with until_disconnect(receive):
+            async with until_disconnect(receive) as scope:
+                if claim is not None:
+                    claim.bind(scope)
                 item = first
                 while True:
                     if item is None:
@@ -624,8 +505,6 @@ class HandshakeSessions:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
-        finally:
-            stream.attached = False
 
     async def get(self, headers: Headers, receive: Receive, send: Send) -> None:
         session_id = headers.get("mcp-session-id")
@@ -690,15 +569,19 @@ class HandshakeSessions:
                 await refuse(send, 404, None, INVALID_REQUEST, "Unknown Last-Event-ID: that stream cannot be resumed")
                 return
             stream, delivered = resumed, parsed[1]
-        if stream.attached:
+        claim = stream.claim(supersede=parsed is not None)  # before the first await: see _streams
+        if claim is None:
             await refuse(send, 409, None, INVALID_REQUEST, "Conflict: that stream is already being delivered")
             return
-        stream.attached = True  # before the first await: of two resumes at once, one pumps, the other gets 409
         try:
+            await claim.settle()
             try:
                 history = await self._events.replay(stream.key, delivered)
             except StoreUnavailable as exc:
                 await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                return
+            if claim.superseded:  # a newer resume came while this one read the history: that one delivers
+                await refuse(send, 409, None, INVALID_REQUEST, "Conflict: a newer resume of that stream delivers it")
                 return
             await self._open_sse(send, session.id, stream.event_id(delivered) if last is None else None)
             for sequence, message in history:
@@ -708,9 +591,9 @@ class HandshakeSessions:
             if stream.done and delivered >= stream.sequence:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 return
-            await self._pump(stream, delivered, receive, send)
+            await self._pump(stream, delivered, receive, send, claim=claim)
         finally:
-            stream.attached = False
+            stream.release(claim)
 
     async def _open_sse(self, send: Send, session_id: str, priming: str | None) -> None:
         """Start an SSE response; a new stream (not a resume) begins with a priming event carrying ``priming``."""

@@ -37,7 +37,8 @@ from .._url import UrlComplete
 
 if TYPE_CHECKING:
     from .._url import UrlElicitations
-    from ._handshake import SessionTransport, Stream
+    from ._handshake import SessionTransport
+    from ._streams import Claim, Stream
 
 logger = logging.getLogger("elicitor.http")
 _Job = TypeVar("_Job")
@@ -106,7 +107,6 @@ class RemoteStream:
     def __init__(self, token: str) -> None:
         self.token = token
         self.key = ""
-        self.attached = False
         self.status = 0
         """Why the owner closed it without a final message (404, 409...), or 0."""
         self.reason = ""
@@ -307,7 +307,12 @@ class Peers:
 
     async def _pump_new(self, job: tuple[Stream, str, str]) -> None:
         stream, reply, token = job
-        await self._pump(stream, 0, reply, token, replay=False)
+        claim = stream.claim(supersede=True)  # a new stream: nobody holds it
+        assert claim is not None
+        try:
+            await self._pump(stream, 0, reply, token, claim, replay=False)
+        finally:
+            stream.release(claim)
 
     async def _serve_attach(self, message: Attach) -> None:
         session = self._sessions.get(message.session)
@@ -319,23 +324,27 @@ class Peers:
             reason = "Unknown Last-Event-ID: that stream cannot be resumed"
             await self._send(message.reply, Closed(message.token, 404, reason))
             return
-        if stream.attached:
+        claim = stream.claim(supersede=message.stream is not None)  # a resume supersedes (see _streams)
+        if claim is None:
             reason = "Conflict: that stream is already being delivered"
             await self._send(message.reply, Closed(message.token, 409, reason))
             return
-        stream.attached = True  # before the first await: of two resumes at once, one pumps, the other gets 409
         try:
+            await claim.settle()
             await self._send(message.reply, Opened(message.token, stream.key))
+            await self._pump(stream, message.after, message.reply, message.token, claim, replay=True)
         finally:
-            stream.attached = False
-        await self._pump(stream, message.after, message.reply, message.token, replay=True)
+            stream.release(claim)
 
-    async def _pump(self, stream: Stream, delivered: int, reply: str, token: str, *, replay: bool) -> None:
-        """Send ``stream``'s events after ``delivered`` to ``reply`` until its final one, a detach, or its end."""
-        stream.attached = True
+    async def _pump(
+        self, stream: Stream, delivered: int, reply: str, token: str, claim: Claim, *, replay: bool
+    ) -> None:
+        """Send ``stream``'s events after ``delivered`` to ``reply`` until its final one, a detach, a newer resume
+        (``claim`` superseded: the relay is closed with 409 so that its response ends), or the stream's end."""
         try:
             with anyio.CancelScope() as scope:
                 self._pumps[token] = scope
+                claim.bind(scope)
                 if replay:
                     for sequence, message in await self._replay(stream.key, delivered):
                         await self._send(reply, Item(token, stream.key, sequence, message, False))
@@ -368,8 +377,10 @@ class Peers:
                     if final:
                         return
         finally:
-            stream.attached = False
             self._pumps.pop(token, None)
+        if claim.superseded:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                await self._send(reply, Closed(token, 409, "Conflict: a newer resume of that stream delivers it"))
 
     # ---- the landing replica's end -------------------------------------------------------------------------
 

@@ -1,0 +1,228 @@
+"""The logical SSE streams of a handshake-era session, and which connection delivers each.
+
+Spec: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#resumability-and-redelivery —
+every message the server sends about a request is numbered and kept, so a client whose connection dropped resumes
+the stream with ``Last-Event-ID`` and gets what it missed, on this replica or any other.
+
+One connection at a time delivers a stream; it holds a :class:`Claim`. A resume supersedes the connection holding
+the stream: a client that resumes has given up on its old connection, and the server may not know yet that it is
+dead (a half-open TCP connection lasts minutes, a proxy may keep it open), so refusing the resume until then would
+strand the client. A request for the same stream without ``Last-Event-ID`` (a second standalone GET) is refused
+with 409 instead: the client has one connection open on purpose.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import anyio
+
+from ..._loop import running_asyncio_loop
+from ...session import Waiter
+from ...state import EventStore, StoreUnavailable
+
+logger = logging.getLogger("elicitor.http")
+
+MAX_QUEUED = 256
+"""Messages a stream keeps for a reader that does not read (the event store keeps as many for a resume)."""
+
+SUPERSEDE_WAIT = 5.0
+"""Seconds a resume waits for the connection it supersedes to stop delivering (it stops at its next step)."""
+
+
+class Claim:
+    """One connection's hold on delivering a :class:`Stream`; see the module's docstring for who wins."""
+
+    __slots__ = ("_released", "_scope", "previous", "released", "superseded")
+
+    def __init__(self, previous: Claim | None) -> None:
+        self.previous = previous
+        """The claim this one superseded, until :meth:`settle` saw it released."""
+        self.superseded = False
+        self.released = False
+        self._scope: anyio.CancelScope | None = None
+        self._released: anyio.Event | None = None  # made only when a newer claim waits for this one
+
+    def bind(self, scope: anyio.CancelScope) -> None:
+        """Deliver within ``scope``: superseding the claim cancels it (at once if that already happened)."""
+        self._scope = scope
+        if self.superseded:
+            scope.cancel()
+
+    def supersede(self) -> None:
+        self.superseded = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def settle(self) -> None:
+        """Wait until the connection this claim superseded stopped delivering, so that events reach one only.
+
+        Bounded by :data:`SUPERSEDE_WAIT`: the old delivery stops at its next step, cancelled; a send blocked on a
+        dead connection is the only thing that could hold it longer, and what it took is given back either way.
+        """
+        previous, self.previous = self.previous, None
+        if previous is None or previous.released:
+            return
+        if previous._released is None:
+            previous._released = anyio.Event()
+        with anyio.move_on_after(SUPERSEDE_WAIT):
+            await previous._released.wait()
+
+    def _release(self) -> None:
+        self.released = True
+        self.previous = None
+        if self._released is not None:
+            self._released.set()
+
+
+class Stream:
+    """One logical SSE stream of a handshake session: what the server sends about one request (or none).
+
+    Messages are numbered and kept in the event store, so a client whose connection dropped can resume it; the
+    connection currently delivering the stream reads them from a queue and skips what it already delivered.
+    """
+
+    def __init__(self, key: str, events: EventStore, on_kept: Callable[[str], None] | None = None) -> None:
+        self.key = key
+        self.sequence = 0
+        self.done = False
+        self._events = events
+        self._on_kept = on_kept
+        self.out = _Queue()
+        self.holder: Claim | None = None
+        """The connection delivering this stream now, if any."""
+        self._unsent: list[tuple[int, bytes, bool]] | None = None
+
+    async def put(self, message: bytes, final: bool) -> None:
+        """Number ``message``, queue it for delivery, then keep it for resumption.
+
+        Numbering and queueing happen before the first await, so messages sent concurrently (two questions asked
+        at once) keep their order live even while a networked store's writes complete out of order; the store
+        orders what it keeps by sequence.
+        """
+        self.sequence += 1
+        sequence = self.sequence
+        self.out.put((sequence, message, final))
+        if final:
+            self.done = True
+        try:
+            await self._events.store(self.key, sequence, message)
+        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
+            logger.warning("event %s.%d not kept for resumption: %s", self.key, sequence, exc)
+            return
+        if final and self._on_kept is not None:
+            self._on_kept(self.key)  # the whole stream is in the event store: a resume is served from there
+
+    @classmethod
+    def finished(cls, key: str, events: EventStore) -> Stream:
+        """A stream whose final event was sent and kept, as a resume sees it: its events are in the store."""
+        stream = cls(key, events)
+        stream.done = True
+        stream.out.close()
+        return stream
+
+    async def take(self) -> tuple[int, bytes, bool]:
+        """The next event to deliver: one a pump could not deliver first, else the next one sent."""
+        if self._unsent:
+            return self._unsent.pop()
+        return await self.out.receive()
+
+    def give_back(self, item: tuple[int, bytes, bool]) -> None:
+        """A pump took ``item`` but may not have delivered it: the next pump starts with it.
+
+        The event store keeps it too, but a store restarted without persistence would not; a resuming client
+        skips what it had already received (its ``Last-Event-ID``).
+        """
+        if self._unsent is None:
+            self._unsent = []
+        self._unsent.append(item)
+
+    @property
+    def attached(self) -> bool:
+        """Whether a connection delivers this stream now."""
+        return self.holder is not None
+
+    def claim(self, *, supersede: bool) -> Claim | None:
+        """Hold the stream for one connection; None when it is held and ``supersede`` is false (a 409).
+
+        Takes effect before any await, so of two requests at once exactly one holds it. With ``supersede`` (a
+        resume), the holder is told to stop; :meth:`Claim.settle` waits until it did.
+        """
+        held = self.holder
+        if held is not None:
+            if not supersede:
+                return None
+            held.supersede()
+        claim = self.holder = Claim(held)
+        return claim
+
+    def release(self, claim: Claim) -> None:
+        """``claim``'s connection stopped delivering; the stream is free unless a newer claim holds it already."""
+        if self.holder is claim:
+            self.holder = None
+        claim._release()
+
+    def event_id(self, sequence: int) -> str:
+        return f"{self.key}.{sequence}"
+
+    @property
+    def dropped(self) -> int:
+        """The highest sequence the live queue dropped unread (its reader was too slow); 0 if none."""
+        return self.out.dropped
+
+    def close(self) -> None:
+        self.out.close()
+
+
+class _Queue:
+    """What a :class:`Stream` holds for its pump: a FIFO with at most one waiting reader, bounded.
+
+    The policy for a reader that falls behind: past ``MAX_QUEUED`` undelivered messages the oldest is dropped (it
+    is kept in the event store) and ``dropped`` says so; the pump then ends the response, and the client resumes
+    with ``Last-Event-ID``, served from the event store. Memory stays bounded, and nothing is skipped unseen.
+
+    The same contract as an anyio memory object stream for this use (``receive`` waits, ``close`` drops what is
+    undelivered and wakes the reader with ``ClosedResourceError``), at a tenth of its memory: a stream exists for
+    every request in flight, and most never hold more than one message. Its reader waits on a :class:`Waiter` (a
+    bare future on asyncio), made when it waits: an ``anyio.Event`` there cost 1.5 KiB per waiting call.
+    """
+
+    __slots__ = ("_closed", "_items", "_waiter", "dropped")
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, bytes, bool]] = []
+        self._waiter: Waiter | None = None
+        self._closed = False
+        self.dropped = 0
+        """The highest sequence dropped unread (the queue was full)."""
+
+    def put(self, item: tuple[int, bytes, bool]) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if len(self._items) >= MAX_QUEUED:  # nobody reads (a slow or gone client): the event store has them
+            self.dropped = self._items.pop(0)[0]
+        self._items.append(item)
+        self._wake()
+
+    async def receive(self) -> tuple[int, bytes, bool]:
+        while not self._items:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            waiter = self._waiter = Waiter(running_asyncio_loop())
+            try:
+                await waiter.wait()
+            finally:
+                if self._waiter is waiter:  # cancelled, not woken: the next wait makes its own
+                    self._waiter = None
+        return self._items.pop(0)
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.set()
