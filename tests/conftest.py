@@ -33,20 +33,19 @@ async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
 
     import uvicorn
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: server.serve(sockets=[sock]))
-        with anyio.fail_after(10):
-            while not server.started:
-                await anyio.sleep(0.01)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            server.should_exit = True
-    sock.close()
+    with socket.socket() as sock:  # closed however the block ends (a failed test too)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: server.serve(sockets=[sock]))
+            with anyio.fail_after(10):
+                while not server.started:
+                    await anyio.sleep(0.01)
+            try:
+                yield f"http://127.0.0.1:{port}/mcp"
+            finally:
+                server.should_exit = True
 
 
 def free_port() -> int:
