@@ -10,6 +10,8 @@ tokenizer does not look inside f-strings on Python 3.11, so a sentence marked th
 
 from __future__ import annotations
 
+import io
+import re
 import sys
 from pathlib import Path
 
@@ -69,9 +71,19 @@ def read(path: Path) -> Catalog:
         return read_po(file, locale=path.parent.parent.name)
 
 
+_DATES = re.compile(rb'^"(?:POT-Creation-Date|PO-Revision-Date): [^"]*"\n', re.MULTILINE)
+"""The header lines that change on every run: a catalog that differs only there is left as it is."""
+
+
 def write(path: Path, catalog: Catalog) -> None:
-    with path.open("wb") as file:
-        write_po(file, catalog, width=116, sort_output=False, ignore_obsolete=True, omit_header=False)
+    """Write ``catalog`` unless the file already says the same (so ``make catalogs`` on unchanged sources changes
+    nothing, not even a date)."""
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=116, sort_output=False, ignore_obsolete=True, omit_header=False)
+    text = buffer.getvalue()
+    if path.exists() and _DATES.sub(b"", path.read_bytes()) == _DATES.sub(b"", text):
+        return
+    path.write_bytes(text)
 
 
 def compile_all() -> list[Path]:
