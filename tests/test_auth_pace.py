@@ -66,11 +66,13 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
     async with send, deployed(jwt=True) as (deployment, url):
         auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
         handler = ScriptedHandler([{"name": "Ada"}])
-        timers = {"request_timeout": TIMERS, "handshake_timeout": TIMERS, "probe_timeout": TIMERS}
         async with anyio.create_task_group() as tg:
             tg.start_soon(person, [0.0, SLOW])
             with anyio.fail_after(60):
-                async with Client.http(url, auth=auth, elicitation=handler, protocol=era, **timers) as client:
+                async with Client.http(
+                    url, auth=auth, elicitation=handler, protocol=era,
+                    request_timeout=TIMERS, handshake_timeout=TIMERS, probe_timeout=TIMERS,
+                ) as client:  # fmt: skip
                     assert (await client.call_tool("greet")).text == "hello Ada"
                     assert (await client.call_tool("admin")).text == "admin done for ada"  # the step-up
                     assert (await client.call_tool("admin")).text == "admin done for ada"  # and no other
