@@ -76,3 +76,122 @@ async def test_a_session_ends_only_after_its_requests_have_cleaned_up(anyio_back
         # Leaving the block cancelled the handler and waited for its cleanup.
         assert handler.events == ["cleaned up"]
         tg.cancel_scope.cancel()
+
+
+class _Clock:
+    """What :class:`Deadlines` uses of a loop, on a clock the test moves: which timers are set, and when."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.timers: list[tuple[float, Any]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Any) -> Any:
+        clock = self
+
+        class Handle:
+            def cancel(self) -> None:
+                clock.timers.remove(entry)
+
+        entry = (when, callback)
+        self.timers.append(entry)
+        return Handle()
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        while due := [timer for timer in self.timers if timer[0] <= self.now]:
+            for timer in due:
+                self.timers.remove(timer)
+                timer[1]()
+
+
+class _Waiting:
+    def __init__(self, name: str, expired: list[str]) -> None:
+        self.name = name
+        self._expired = expired
+
+    def expire(self) -> None:
+        self._expired.append(self.name)
+
+
+def test_deadlines_expire_each_waiting_request_once_in_order_on_one_timer() -> None:
+    from elicitor.session._deadlines import Deadlines
+
+    clock = _Clock()
+    expired: list[str] = []
+    deadlines = Deadlines(clock)  # type: ignore[arg-type]  # the part of a loop it uses
+    a, b, c, d = (_Waiting(name, expired) for name in "abcd")
+    deadlines.add(a, 10)
+    clock.advance(1)
+    deadlines.add(b, 10)  # due at 11
+    deadlines.add(c, 3)  # due at 4: a shorter timeout moves the one timer earlier
+    deadlines.add(d, 10)
+    assert len(clock.timers) == 1
+    deadlines.discard(d)  # answered: never expires
+    clock.advance(2.5)
+    assert expired == []
+    clock.advance(1)
+    assert expired == ["c"]
+    assert len(clock.timers) == 1  # set again, for a
+    clock.advance(6)
+    assert expired == ["c", "a"]
+    clock.advance(1)
+    assert expired == ["c", "a", "b"]
+    assert clock.timers == []
+    deadlines.add(a, 5)
+    deadlines.close()  # the session ended: nothing expires any more
+    assert clock.timers == []
+    clock.advance(60)
+    assert expired == ["c", "a", "b"]
+
+
+def test_deadlines_due_together_expire_in_deadline_order() -> None:
+    """A loop busy past several deadlines of different timeouts: they expire in the order they were due."""
+    from elicitor.session._deadlines import Deadlines
+
+    clock = _Clock()
+    expired: list[str] = []
+    deadlines = Deadlines(clock)  # type: ignore[arg-type]
+    deadlines.add(_Waiting("late", expired), 5)
+    deadlines.add(_Waiting("early", expired), 2)
+    clock.now += 10  # nothing ran meanwhile
+    clock.advance(0)
+    assert expired == ["early", "late"]
+
+
+async def test_requests_with_different_timeouts_each_time_out_and_answered_ones_do_not(anyio_backend: str) -> None:
+    """Over a real session: the one timer serves requests of several timeouts, and an answer removes its deadline."""
+    release = anyio.Event()
+
+    async def server(request: RequestReceived) -> dict[str, Any]:
+        if request.method == "quick":
+            return {}
+        await release.wait()
+        return {}
+
+    server_end, client_end = memory_pair()
+    outcomes: dict[str, str] = {}
+
+    async def call(client: Session, name: str, method: str, timeout: float) -> None:
+        try:
+            await client.request(method, {}, timeout=timeout)
+            outcomes[name] = "answered"
+        except TimeoutError:
+            outcomes[name] = "timed out"
+
+    async with (
+        open_session(server_end, server, ignore),
+        open_session(client_end, no_requests, ignore) as client,
+        anyio.create_task_group() as tg,
+    ):
+        tg.start_soon(call, client, "long", "slow", 60.0)
+        tg.start_soon(call, client, "short", "slow", 0.05)
+        tg.start_soon(call, client, "quick", "quick", 0.05)
+        tg.start_soon(call, client, "medium", "slow", 0.2)
+        with anyio.fail_after(30):
+            while len(outcomes) < 3:
+                await anyio.sleep(0.01)
+        release.set()
+    assert outcomes == {"quick": "answered", "short": "timed out", "medium": "timed out", "long": "answered"}

@@ -38,6 +38,7 @@ from ..protocol import (
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
+from ._deadlines import Deadlines
 from ._waiter import Waiter
 
 logger = logging.getLogger("elicitor.session")
@@ -112,6 +113,8 @@ class Session:
         self._closed = False
         self._closed_event = anyio.Event()
         self._loop = running_asyncio_loop()
+        self._deadlines = Deadlines(self._loop) if self._loop is not None else None
+        """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         _telemetry.refresh()
 
     @property
@@ -189,14 +192,14 @@ class Session:
         if sent is not None:
             sent(request_id)
         pending = self._pending[request_id] = _Pending(self._loop)
-        timer: asyncio.TimerHandle | None = None
+        deadlines = self._deadlines if timeout is not None else None
         try:
             await self._send(data, related)
             del data  # not kept alive while the peer (perhaps a person) takes its time
             if timeout is None:
                 await pending.event.wait()
-            elif self._loop is not None:  # a timer costs far less than a cancel scope per waiting request
-                timer = self._loop.call_later(timeout, pending.expire)
+            elif deadlines is not None:  # an entry in the session's deadlines: no timer or cancel scope per request
+                deadlines.add(pending, timeout)
                 await pending.event.wait()
             else:
                 with anyio.move_on_after(timeout):
@@ -214,8 +217,8 @@ class Session:
                             await self._send(notice, related)
             raise
         finally:
-            if timer is not None:
-                timer.cancel()
+            if deadlines is not None:
+                deadlines.discard(pending)
         if pending.error is not None:
             raise pending.error
         assert pending.result is not None
@@ -363,6 +366,8 @@ class Session:
             return
         self._closed = True
         self._closed_event.set()
+        if self._deadlines is not None:
+            self._deadlines.close()
         for pending in self._pending.values():
             pending.error = ConnectionClosed("the connection closed before the peer answered")
             pending.event.set()
