@@ -14,7 +14,7 @@ task with ``start_tool``; each soon waits in ``input_required``.
 * **Answer to next status**: for ``--updates`` of the waiting tasks, one at a time, the time from sending
   ``tasks/update`` until ``tasks/get`` (polled back to back) shows the task moved on (completed). With one replica
   the run is woken in place (or replayed there); with three, the update and the polls land round robin, so the
-  answer usually reaches another replica than the runner, which is told over Redis pub/sub (or replays it).
+  answer usually reaches another replica than the owner, which is told through its tasks queue (or replays it).
 """
 
 from __future__ import annotations

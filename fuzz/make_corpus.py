@@ -66,7 +66,7 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
         call(2, "ask", {}),
         {"jsonrpc": "2.0", "id": 1, "result": {"action": "accept", "content": {"name": "Ada"}}},
     ]
-    modern = call("m1", "ask", {"greeting": "Hi"}, _meta=META)
+    stateless = call("m1", "ask", {"greeting": "Hi"}, _meta=META)
     retry = call(
         "m2",
         "ask",
@@ -84,8 +84,8 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
     )
     out["session"]["handshake-ask-answer"] = lines(*handshake)
     out["session"]["handshake-url"] = lines(INIT, INITIALIZED, call(3, "visit", {}))
-    out["session"]["modern-ask"] = lines(modern)
-    out["session"]["modern-retry"] = lines(retry)
+    out["session"]["stateless-ask"] = lines(stateless)
+    out["session"]["stateless-retry"] = lines(retry)
     out["session"]["typed-arguments"] = lines(call("a", "add", {"a": 1, "b": 2.5, "tags": ["x"]}, _meta=META))
     out["session"]["cancel-in-flight"] = lines(
         INIT,
@@ -105,9 +105,9 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
     out["http_app"]["session-answer"] = (
         head + "mcp-session-id: $SESSION\nmcp-protocol-version: 2025-11-25\n\n"
     ).encode() + encode({"jsonrpc": "2.0", "id": 0, "result": {"action": "decline"}})
-    out["http_app"]["modern-call"] = (
+    out["http_app"]["stateless-call"] = (
         head + "mcp-protocol-version: 2026-07-28\nmcp-method: tools/call\nmcp-name: ask\n\n"
-    ).encode() + encode(modern)
+    ).encode() + encode(stateless)
     out["http_app"]["get-resume"] = (
         b"GET /mcp\nhost: localhost\naccept: text/event-stream\nmcp-session-id: $SESSION\nlast-event-id: abc.3\n\n"
     )
@@ -145,7 +145,7 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
             + b"\n\n",
         ]
     )
-    modern_round = {
+    stateless_round = {
         "resultType": "input_required",
         "inputRequests": {
             "name": {
@@ -155,7 +155,7 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
         },
         "requestState": "e1.x",
     }
-    out["client_http"]["modern-round"] = b"\n===\n".join(
+    out["client_http"]["stateless-round"] = b"\n===\n".join(
         [
             b'POST server/discover\n200\ncontent-type: application/json\n\n{"jsonrpc":"2.0","id":$ID,"result":'
             + encode(
@@ -167,7 +167,7 @@ def seeds(spec: Path | None) -> dict[str, dict[str, bytes]]:
             )
             + b"}",
             b'POST tools/call\n200\ncontent-type: application/json\n\n{"jsonrpc":"2.0","id":$ID,"result":'
-            + encode(modern_round)
+            + encode(stateless_round)
             + b"}",
             b'POST tools/call\n200\ncontent-type: application/json\n\n{"jsonrpc":"2.0","id":$ID,"result":'
             + encode({"content": [{"type": "text", "text": "ok"}]})

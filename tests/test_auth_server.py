@@ -204,10 +204,10 @@ async def test_sealed_state_from_one_users_round_does_not_open_for_another(anyio
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
     }
-    modern = {**HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "whoami"}
+    stateless = {**HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "whoami"}
     async with protected() as url, httpx.AsyncClient() as http:
-        ada = {**modern, "authorization": f"Bearer {token(url, 'ada')}"}
-        bob = {**modern, "authorization": f"Bearer {token(url, 'bob')}"}
+        ada = {**stateless, "authorization": f"Bearer {token(url, 'ada')}"}
+        bob = {**stateless, "authorization": f"Bearer {token(url, 'bob')}"}
         first = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "_meta": meta}}
         asked = (await http.post(url, json=first, headers=ada)).json()["result"]
         assert asked["resultType"] == "input_required"

@@ -141,10 +141,27 @@ async def test_many_sequential_elicitations(anyio_backend: str) -> None:
             assert len(handler.requests) == 25
 
 
-async def test_auto_detects_the_modern_revision(anyio_backend: str) -> None:
+async def test_auto_detects_the_stateless_revision(anyio_backend: str) -> None:
     async with connected(server, elicitation=ScriptedHandler()) as client:
         assert client.protocol_version == "2026-07-28"
         assert client.server_info is not None and client.server_info.name == "test-server"
+        assert client.stateless
+        with pytest.deprecated_call(match="Client.stateless"):
+            assert client.modern  # the former name still answers, and says which to use
+
+
+async def test_the_former_names_of_the_stateless_era_still_work_and_say_so(anyio_backend: str) -> None:
+    from elicitor import UrlElicitationRequest
+    from elicitor.protocol import RequestReceived
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    with pytest.deprecated_call(match="serve_stateless"):
+        found = await server.connection().serve_modern(RequestReceived(1, "server/discover", {"_meta": meta}))
+    assert found["supportedVersions"] == ["2026-07-28"]
+    params = {"message": "Sign in", "url": "https://a.example/x", "elicitationId": "e1"}
+    with pytest.deprecated_call(match="stateless="):
+        url = UrlElicitationRequest.from_params(params, None, modern=True)
+    assert not url.completion_notice and UrlElicitationRequest.from_params(params, None).completion_notice
 
 
 @pytest.mark.parametrize("tool", ["together", "gathered"])

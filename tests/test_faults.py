@@ -56,7 +56,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)} (make test installs them)"),
 ]
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 @pytest.fixture
@@ -156,7 +156,8 @@ class Shop:
 async def clients(*replicas: Replica, handler: ScriptedHandler) -> AsyncIterator[list[Client]]:
     async with AsyncExitStack() as stack:
         yield [
-            await stack.enter_async_context(connected(r.server, elicitation=handler, protocol=MODERN)) for r in replicas
+            await stack.enter_async_context(connected(r.server, elicitation=handler, protocol=STATELESS))
+            for r in replicas
         ]
 
 
@@ -174,7 +175,7 @@ async def answer(client: Client, task_id: str, count: int) -> None:
     await client.request("tasks/update", {"taskId": task_id, "inputResponses": responses})
 
 
-async def test_a_stalled_runner_that_lost_its_task_never_charges_again(redis: RedisServer) -> None:
+async def test_a_stalled_owner_that_lost_its_task_never_charges_again(redis: RedisServer) -> None:
     """A runs the order, stalls past its lease after the question; B takes the task over and charges; A wakes and
     reaches ``ctx.once``: the epoch moved on, so A's run is cancelled there instead of charging a second time."""
     shop = Shop(redis)
@@ -218,7 +219,7 @@ async def test_a_run_that_lost_its_lease_cancels_itself(redis: RedisServer) -> N
     assert shop.ledger == [("jam", "b")]
 
 
-async def test_an_answer_the_runner_did_not_hear_is_no_reason_to_take_its_task(redis: RedisServer) -> None:
+async def test_an_answer_the_owner_did_not_hear_is_no_reason_to_take_its_task(redis: RedisServer) -> None:
     """B gets the answer and tells A over the bus; nobody listens there (a lost message). A's lease is current, so
     B leaves the task to A, which reads the answer from the record itself."""
     shop = Shop(redis)
@@ -273,7 +274,7 @@ def _order_for(name: str) -> Callable[[Context, str], Awaitable[str]]:
 
 
 @pytest.mark.parametrize("backend", ["memory", "redis"])
-async def test_a_resume_told_while_the_runner_is_cut_off_from_the_store_still_arrives(
+async def test_a_resume_told_while_the_owner_is_cut_off_from_the_store_still_arrives(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
     """A runs the task and keeps its run waiting for the answer, which lands on B; B tells A while A's reading of
@@ -310,7 +311,7 @@ async def test_a_resume_told_while_the_runner_is_cut_off_from_the_store_still_ar
 
         tg.start_soon(listen)
         via_a, via_b = [
-            await stack.enter_async_context(connected(server, elicitation=ScriptedHandler([]), protocol=MODERN))
+            await stack.enter_async_context(connected(server, elicitation=ScriptedHandler([]), protocol=STATELESS))
             for server in servers
         ]
         with anyio.fail_after(10):
@@ -447,7 +448,7 @@ class Cluster:
                         await anyio.sleep(0.2)
         pids: set[str] = set()
         with anyio.fail_after(60):  # nginx skips a replica that failed for a few seconds (fail_timeout)
-            async with Client.http(self.nginx.url, protocol=MODERN) as client:
+            async with Client.http(self.nginx.url, protocol=STATELESS) as client:
                 while len(pids) < 3:
                     pids.add((await client.call_tool("replica")).text)
 
@@ -628,7 +629,7 @@ def workload(tag: str, era: str, count: int) -> list[Call]:
     official SDK's client; ``tag`` keeps order names unique in the ledger."""
     calls = [Call(f"{tag}-{era[:4]}-{i}", era, "order") for i in range(count)]
     calls += [Call(f"{tag}-{era[:4]}-task-{i}", era, "order_task") for i in range(count)]
-    if era != MODERN:
+    if era != STATELESS:
         calls += [Call(f"{tag}-sdk-{i}", era, "order", sdk=True) for i in range(max(1, count // 2))]
     return calls
 
@@ -684,7 +685,7 @@ def check(cluster: Cluster, calls: list[Call], fault: Fault, statuses_before: in
     assert not problems, "\n".join(problems) + "\n" + cluster.replicas.logs()[-8000:]
 
 
-QUICK = [("sigstop", MODERN), ("sigkill", MODERN), ("sigkill", "2025-11-25"), ("client-pause", MODERN)]
+QUICK = [("sigstop", STATELESS), ("sigkill", STATELESS), ("sigkill", "2025-11-25"), ("client-pause", STATELESS)]
 """What ``make test`` runs (a few minutes on 2 cores); ``make soak`` runs every fault on both eras."""
 
 
@@ -692,7 +693,7 @@ def scenarios() -> list[tuple[str, str]]:
     return [(fault, era) for fault in FAULTS for era in ERAS] if SOAK else QUICK
 
 
-ERAS = ["2025-11-25", MODERN]
+ERAS = ["2025-11-25", STATELESS]
 
 
 @pytest.fixture(scope="module")

@@ -322,7 +322,7 @@ DISCOVER_RESULT = {
 }
 
 
-async def hostile_modern_server(results: list[bytes]) -> None:
+async def hostile_stateless_server(results: list[bytes]) -> None:
     """A 2026-07-28 server answering each ``tools/call`` (the first and every retry) with the next of ``results``.
 
     The client must end the call with a result or one of its own errors, and every retry it sends must be a
@@ -382,7 +382,7 @@ def call_results(draw: st.DrawFn) -> bytes:
 @BOUNDED
 @given(results=st.lists(call_results(), min_size=1, max_size=4))
 def test_client_ends_any_2026_call_with_a_result_or_its_own_error(results: list[bytes]) -> None:
-    anyio.run(hostile_modern_server, results)
+    anyio.run(hostile_stateless_server, results)
 
 
 # ---- the classifier on hostile text --------------------------------------------------------------------------------

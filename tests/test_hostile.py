@@ -41,7 +41,7 @@ async def test_a_malformed_call_result_from_the_server_is_a_remote_protocol_erro
     async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
         await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
-    async with raw_server(answer, modern=True) as (transport, _), Client(transport, protocol="2026-07-28") as client:
+    async with raw_server(answer, stateless=True) as (transport, _), Client(transport, protocol="2026-07-28") as client:
         with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match=says):
             await client.call_tool("anything")
 

@@ -136,7 +136,7 @@ def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = 1) -
     return json.dumps(message).encode()
 
 
-def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
+def stateless_headers(method: str, name: str | None = None) -> dict[str, str]:
     headers = {**JSON_HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": method}
     if name is not None:
         headers["mcp-name"] = name
@@ -188,10 +188,10 @@ async def test_other_paths_and_methods(anyio_backend: str) -> None:
         assert (await http.post("/other", content=b"{}", headers=JSON_HEADERS)).status_code == 404
         assert (await http.put("/mcp", content=b"{}")).status_code == 405
         assert (await http.get("/mcp", headers={"accept": "text/event-stream"})).status_code == 405
-        modern_get = await http.get(
+        stateless_get = await http.get(
             "/mcp", headers={"accept": "text/event-stream", "mcp-protocol-version": "2026-07-28"}
         )
-        assert modern_get.status_code == 405
+        assert stateless_get.status_code == 405
         assert (await http.delete("/mcp")).status_code == 405
         assert (await http.delete("/mcp", headers={"mcp-session-id": "nope"})).status_code == 404
         assert (
@@ -228,7 +228,7 @@ async def test_session_lifecycle(anyio_backend: str) -> None:
 
 V9 = {**META, "io.modelcontextprotocol/protocolVersion": "v9"}
 NO_CAPS = {**META, "io.modelcontextprotocol/clientCapabilities": {}}
-V9_HEADERS = {**modern_headers("server/discover"), "mcp-protocol-version": "v9"}
+V9_HEADERS = {**stateless_headers("server/discover"), "mcp-protocol-version": "v9"}
 
 
 def call(name: str, meta: dict[str, Any] = META) -> bytes:
@@ -238,22 +238,22 @@ def call(name: str, meta: dict[str, Any] = META) -> bytes:
 @pytest.mark.parametrize(
     ("headers", "body", "status", "code"),
     [
-        (modern_headers("server/discover"), rpc("server/discover", {}), 400, -32602),
-        (modern_headers("server/discover"), rpc("server/discover", {"_meta": V9}), 400, -32020),
+        (stateless_headers("server/discover"), rpc("server/discover", {}), 400, -32602),
+        (stateless_headers("server/discover"), rpc("server/discover", {"_meta": V9}), 400, -32020),
         (V9_HEADERS, rpc("server/discover", {"_meta": V9}), 400, -32022),
         ({**JSON_HEADERS, "mcp-protocol-version": "2026-07-28"}, rpc("server/discover", {"_meta": META}), 400, -32020),
-        (modern_headers("tools/list"), rpc("server/discover", {"_meta": META}), 400, -32020),
-        (modern_headers("tools/call"), call("greet"), 400, -32020),
-        (modern_headers("tools/call", "other"), call("greet"), 400, -32020),
-        (modern_headers("tools/call", "=?base64?!!?="), call("greet"), 400, -32020),
-        (modern_headers("tools/call", "gree t"), call("greet"), 400, -32020),
-        (modern_headers("initialize"), rpc("initialize", {"_meta": META}), 404, -32601),
-        (modern_headers("no/such"), rpc("no/such", {"_meta": META}), 404, -32601),
-        (modern_headers("tools/call", "greet"), call("greet", NO_CAPS), 400, -32021),
-        (modern_headers("tools/call", "nope"), call("nope"), 400, -32602),
+        (stateless_headers("tools/list"), rpc("server/discover", {"_meta": META}), 400, -32020),
+        (stateless_headers("tools/call"), call("greet"), 400, -32020),
+        (stateless_headers("tools/call", "other"), call("greet"), 400, -32020),
+        (stateless_headers("tools/call", "=?base64?!!?="), call("greet"), 400, -32020),
+        (stateless_headers("tools/call", "gree t"), call("greet"), 400, -32020),
+        (stateless_headers("initialize"), rpc("initialize", {"_meta": META}), 404, -32601),
+        (stateless_headers("no/such"), rpc("no/such", {"_meta": META}), 404, -32601),
+        (stateless_headers("tools/call", "greet"), call("greet", NO_CAPS), 400, -32021),
+        (stateless_headers("tools/call", "nope"), call("nope"), 400, -32602),
     ],
 )  # fmt: skip
-async def test_modern_requests_are_validated_against_their_headers(
+async def test_stateless_requests_are_validated_against_their_headers(
     anyio_backend: str, headers: dict[str, str], body: bytes, status: int, code: int
 ) -> None:
     async with asgi() as http:
@@ -264,7 +264,7 @@ async def test_modern_requests_are_validated_against_their_headers(
 
 async def test_whitespace_around_header_values_is_not_part_of_them(anyio_backend: str) -> None:
     body = call("greet")
-    headers = {**modern_headers("tools/call", "greet"), "content-length": str(len(body)), "connection": "close"}
+    headers = {**stateless_headers("tools/call", "greet"), "content-length": str(len(body)), "connection": "close"}
     lines = [f"{name}: {value}" for name, value in headers.items() if name != "mcp-name"]
     head = "POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\nmcp-name:   greet \t\r\n" + "\r\n".join(lines) + "\r\n\r\n"
     async with serving(server.http_app()) as url:
@@ -283,12 +283,12 @@ async def test_whitespace_around_header_values_is_not_part_of_them(anyio_backend
     assert json.loads(rest.split(b"\r\n\r\n", 1)[1])["result"]["resultType"] == "input_required"
 
 
-async def test_modern_round_trip_and_base64_names(anyio_backend: str) -> None:
+async def test_stateless_round_trip_and_base64_names(anyio_backend: str) -> None:
     async with asgi() as http:
         first = await http.post(
             "/mcp",
             content=rpc("tools/call", {"name": "greet", "arguments": {}, "_meta": META}),
-            headers=modern_headers("tools/call", "=?base64?Z3JlZXQ=?="),
+            headers=stateless_headers("tools/call", "=?base64?Z3JlZXQ=?="),
         )
         assert first.status_code == 200
         result = first.json()["result"]
@@ -298,12 +298,12 @@ async def test_modern_round_trip_and_base64_names(anyio_backend: str) -> None:
             "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Bo"}}},
         }  # fmt: skip
         done = await http.post(
-            "/mcp", content=rpc("tools/call", retry, id=2), headers=modern_headers("tools/call", "greet")
+            "/mcp", content=rpc("tools/call", retry, id=2), headers=stateless_headers("tools/call", "greet")
         )
         assert done.json()["result"]["content"][0]["text"] == "hello Bo"
 
 
-async def test_modern_notifications_turn_the_answer_into_sse(anyio_backend: str) -> None:
+async def test_stateless_notifications_turn_the_answer_into_sse(anyio_backend: str) -> None:
     params = {
         "name": "chatty",
         "arguments": {},
@@ -311,7 +311,7 @@ async def test_modern_notifications_turn_the_answer_into_sse(anyio_backend: str)
     }
     async with asgi() as http:
         response = await http.post(
-            "/mcp", content=rpc("tools/call", params), headers=modern_headers("tools/call", "chatty")
+            "/mcp", content=rpc("tools/call", params), headers=stateless_headers("tools/call", "chatty")
         )
     assert response.headers["content-type"] == "text/event-stream"
     messages = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
@@ -319,12 +319,12 @@ async def test_modern_notifications_turn_the_answer_into_sse(anyio_backend: str)
     assert messages[-1]["result"]["resultType"] == "input_required"
 
 
-async def test_closing_the_stream_cancels_a_modern_request(anyio_backend: str) -> None:
+async def test_closing_the_stream_cancels_a_stateless_request(anyio_backend: str) -> None:
     app = server.http_app()
     async with serving(app) as url, httpx.AsyncClient() as http:
         params = {"name": "slow", "arguments": {}, "_meta": META}
         with anyio.move_on_after(0.5):
-            await http.post(url, content=rpc("tools/call", params), headers=modern_headers("tools/call", "slow"))
+            await http.post(url, content=rpc("tools/call", params), headers=stateless_headers("tools/call", "slow"))
         # The server noticed the disconnect and cancelled the call.
         with anyio.fail_after(5):
             while not cancelled:

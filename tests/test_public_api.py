@@ -106,7 +106,7 @@ def test_help_on_client_shows_what_the_server_told() -> None:
     import pydoc
 
     text = pydoc.plain(pydoc.render_doc(elicitor.Client))
-    for name in ("protocol_version", "server_info", "server_capabilities", "instructions", "modern"):
+    for name in ("protocol_version", "server_info", "server_capabilities", "instructions", "stateless"):
         documented = getattr(elicitor.Client, name).__doc__
         assert documented, name
         assert f"\n |  {name}\n |      {documented.splitlines()[0]}" in text, name

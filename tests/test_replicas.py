@@ -148,7 +148,7 @@ async def test_a_task_outlives_the_replica_that_ran_it(cluster: Deployment) -> N
     task from its record in Redis (the first answer kept), asks the second question, and finishes it."""
     replicas = cluster.replicas
     handler = ScriptedHandler([{"name": "Ida"}, {"size": 2}])
-    runner: int | None = None
+    owner: int | None = None
     try:
         with anyio.fail_after(60):
             async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
@@ -158,15 +158,15 @@ async def test_a_task_outlives_the_replica_that_ran_it(cluster: Deployment) -> N
                     await anyio.sleep(0.05)
                 assert seen.status_message is not None
                 pid = int(seen.status_message.split()[-1])
-                runner = replicas.pids().index(pid)
-                replicas.kill(runner)
+                owner = replicas.pids().index(pid)
+                replicas.kill(owner)
                 text = (await handle.wait()).text
         assert text.startswith("Ida x2 by "), text
         assert int(text.split()[-1]) != pid  # finished elsewhere
         assert [r.message for r in handler.requests] == ["Your name?", "How many people?"]
     finally:
-        if runner is not None:
-            replicas.start(runner)
+        if owner is not None:
+            replicas.start(owner)
 
 
 async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(cluster: Deployment) -> None:

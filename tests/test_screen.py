@@ -380,23 +380,23 @@ async def test_url_consent_shows_the_full_url_and_host_and_opens_only_on_open() 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize(
-    ("params", "modern", "says"),
+    ("params", "stateless", "says"),
     [
         ({"elicitationId": "e1"}, False, "Waiting for the server to see that you have finished."),
         ({}, True, "choose I'm done to retry now (the server asks again if it is not finished)"),
     ],
 )
-async def test_the_wait_screen_says_what_ends_the_wait(params: dict[str, str], modern: bool, says: str) -> None:
+async def test_the_wait_screen_says_what_ends_the_wait(params: dict[str, str], stateless: bool, says: str) -> None:
     """2025-11-25 can end the wait with a completion notice; 2026-07-28 has none: only the person, retrying."""
     req = UrlElicitationRequest.from_params({"message": "Sign in", "url": "https://a.example/x", **params}, SERVER,
-                                            modern=modern)  # fmt: skip
+                                            stateless=stateless)  # fmt: skip
     async with screen_handler() as (handler, screen):
 
         async def done() -> None:
             await screen.shows("finish in your browser")
             text = " ".join(screen.text().split())
             assert says in text
-            assert ("Waiting for the server" in text) is not modern
+            assert ("Waiting for the server" in text) is not stateless
             await screen.type(ENTER)
 
         with anyio.fail_after(10):

@@ -812,8 +812,8 @@ async def test_redis_a_task_record_written_before_owner_was_named_so_still_reads
 
     prefix = fresh_prefix()
     assert TaskRecord.from_dict({**task().to_dict(), "runner": "old"}).owner is None  # "owner" present: it wins
-    legacy = {key: value for key, value in task().to_dict().items() if key != "owner"}
-    assert TaskRecord.from_dict({**legacy, "runner": "old"}).owner == "old"
+    old = {key: value for key, value in task().to_dict().items() if key != "owner"}
+    assert TaskRecord.from_dict({**old, "runner": "old"}).owner == "old"
     admin = Redis.from_url(redis_server.url)
     try:
         async with replica(redis_server, prefix) as a:

@@ -26,7 +26,7 @@ from elicitor.types import MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from .conftest import connected, serving
 
-MODERN = "2026-07-28"
+STATELESS = "2026-07-28"
 
 
 @dataclass
@@ -94,7 +94,7 @@ def answers(*values: Any) -> ScriptedHandler:
 async def test_a_task_that_asks_twice_is_followed_to_its_result(anyio_backend: str) -> None:
     server, seen = make_server()
     handler = answers({"keep": "theirs"}, {"confirm": True})
-    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+    async with connected(server, elicitation=handler, protocol=STATELESS) as client:
         result = await client.call_tool("migrate", {"table": "users"})
     assert result.text == "users: theirs wins, applied=True"
     assert [r.message for r in handler.requests] == [
@@ -106,7 +106,7 @@ async def test_a_task_that_asks_twice_is_followed_to_its_result(anyio_backend: s
 
 async def test_the_same_tool_runs_inline_on_earlier_revisions_and_without_the_extension(anyio_backend: str) -> None:
     server, _ = make_server()
-    for options in ({"protocol": "2025-11-25"}, {"protocol": "2025-06-18"}, {"protocol": MODERN, "tasks": False}):
+    for options in ({"protocol": "2025-11-25"}, {"protocol": "2025-06-18"}, {"protocol": STATELESS, "tasks": False}):
         handler = answers({"keep": "ours"}, {"confirm": False})
         async with connected(server, elicitation=handler, **options) as client:
             result = await client.call_tool("migrate", {"table": "t"})
@@ -115,7 +115,7 @@ async def test_the_same_tool_runs_inline_on_earlier_revisions_and_without_the_ex
 
 async def test_a_required_task_tool_refuses_a_client_without_the_extension(anyio_backend: str) -> None:
     server, _ = make_server()
-    async with connected(server, elicitation=answers(), protocol=MODERN, tasks=False) as client:
+    async with connected(server, elicitation=answers(), protocol=STATELESS, tasks=False) as client:
         with pytest.raises(JSONRPCError) as caught:
             await client.call_tool("wait_forever")
     assert caught.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY
@@ -127,7 +127,7 @@ async def test_replayed_from_its_record_when_nothing_is_kept_in_memory(anyio_bac
     replica); ctx.once keeps the side effect to one run."""
     server, seen = make_server(max_parked_tasks=0)
     handler = answers({"keep": "mine"}, {"confirm": True})
-    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+    async with connected(server, elicitation=handler, protocol=STATELESS) as client:
         result = await client.call_tool("migrate", {"table": "orders"})
     assert result.text == "orders: mine wins, applied=True"
     assert seen["migrations"] == 1
@@ -136,7 +136,7 @@ async def test_replayed_from_its_record_when_nothing_is_kept_in_memory(anyio_bac
 
 async def test_a_task_handle_shows_status_and_progress_and_cancels(anyio_backend: str) -> None:
     server, seen = make_server()
-    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+    async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
         handle = await client.start_tool("wait_forever")
         assert handle.id and handle.status == "working"
         with anyio.fail_after(10):
@@ -158,7 +158,7 @@ async def test_a_task_handle_shows_status_and_progress_and_cancels(anyio_backend
 async def test_questions_before_the_task_then_the_task(anyio_backend: str) -> None:
     server, _ = make_server()
     handler = answers({"keep": "Ada"})
-    async with connected(server, elicitation=handler, protocol=MODERN) as client:
+    async with connected(server, elicitation=handler, protocol=STATELESS) as client:
         handle = await client.start_tool("greet_later")
         assert handle.id is not None  # the question came first, in an ordinary round; then the task
         with anyio.fail_after(10):
@@ -168,7 +168,7 @@ async def test_questions_before_the_task_then_the_task(anyio_backend: str) -> No
 
 async def test_a_task_expires_with_its_ttl(anyio_backend: str) -> None:
     server, seen = make_server(task_ttl=0.3)
-    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+    async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
         handle = await client.start_tool("wait_forever")
         assert handle.id is not None
         await anyio.sleep(0.6)
@@ -183,14 +183,14 @@ async def test_a_task_expires_with_its_ttl(anyio_backend: str) -> None:
 async def test_another_connection_of_the_same_user_answers_and_a_stranger_cannot(anyio_backend: str) -> None:
     """The record outlives the connection that started the task; another user gets the unknown-task error."""
     server, _ = make_server()
-    async with connected(server, principal="ada", elicitation=answers(), protocol=MODERN) as first:
+    async with connected(server, principal="ada", elicitation=answers(), protocol=STATELESS) as first:
         handle = await first.start_tool("migrate", {"table": "accounts"})
         assert handle.id is not None
         with anyio.fail_after(10):
             while (await first.task(handle.id)).status != "input_required":
                 await anyio.sleep(0.02)
     task_id = handle.id
-    async with connected(server, principal="mallory", elicitation=answers(), protocol=MODERN) as stranger:
+    async with connected(server, principal="mallory", elicitation=answers(), protocol=STATELESS) as stranger:
         calls: list[tuple[str, dict[str, Any]]] = [
             ("tasks/get", {}),
             ("tasks/update", {"inputResponses": {}}),
@@ -201,7 +201,7 @@ async def test_another_connection_of_the_same_user_answers_and_a_stranger_cannot
                 await stranger.request(method, {"taskId": task_id, **params})
             assert caught.value.code == -32602
     handler = answers({"keep": "both"}, {"confirm": True})
-    async with connected(server, principal="ada", elicitation=handler, protocol=MODERN) as second:
+    async with connected(server, principal="ada", elicitation=handler, protocol=STATELESS) as second:
         resumed = await second.task(task_id)
         with anyio.fail_after(10):
             assert (await resumed.wait()).text == "accounts: both wins, applied=True"
@@ -217,7 +217,7 @@ async def test_over_http_with_a_person_answering(anyio_backend: str) -> None:
         asked.append(request.message)
         return Accepted({"keep": "newest"}) if "conflict" in request.message else Accepted({"confirm": True})
 
-    async with serving(server.http_app()) as url, Client.http(url, elicitation=person, protocol=MODERN) as client:
+    async with serving(server.http_app()) as url, Client.http(url, elicitation=person, protocol=STATELESS) as client:
         with anyio.fail_after(20):
             result = await client.call_tool("migrate", {"table": "events"})
     assert result.text == "events: newest wins, applied=True"
@@ -225,7 +225,7 @@ async def test_over_http_with_a_person_answering(anyio_backend: str) -> None:
     assert seen["migrations"] == 1
 
 
-LEGACY = "2025-11-25"
+HANDSHAKE = "2025-11-25"
 
 
 async def test_2025_11_25_tasks_are_asked_for_and_their_questions_come_through_tasks_result(anyio_backend: str) -> None:
@@ -233,7 +233,7 @@ async def test_2025_11_25_tasks_are_asked_for_and_their_questions_come_through_t
     and returns the result with the related-task _meta."""
     server, seen = make_server()
     handler = answers({"keep": "left"}, {"confirm": True})
-    async with connected(server, elicitation=handler, protocol=LEGACY) as client:
+    async with connected(server, elicitation=handler, protocol=HANDSHAKE) as client:
         assert client.server_capabilities["tasks"] == {"cancel": {}, "requests": {"tools": {"call": {}}}}
         listed = {t["name"]: t.get("execution") for t in (await client.request("tools/list"))["tools"]}
         assert listed["migrate"] == {"taskSupport": "optional"} and listed["survey"] == {"taskSupport": "required"}
@@ -257,10 +257,10 @@ async def test_2025_11_25_tasks_are_asked_for_and_their_questions_come_through_t
 
 async def test_2025_11_25_a_task_is_its_sessions_and_can_be_cancelled(anyio_backend: str) -> None:
     server, seen = make_server()
-    async with connected(server, elicitation=answers(), protocol=LEGACY) as client:
+    async with connected(server, elicitation=answers(), protocol=HANDSHAKE) as client:
         handle = await client.start_tool("wait_forever")
         assert handle.id is not None
-        async with connected(server, elicitation=answers(), protocol=LEGACY) as other:
+        async with connected(server, elicitation=answers(), protocol=HANDSHAKE) as other:
             with pytest.raises(JSONRPCError) as caught:
                 await other.request("tasks/get", {"taskId": handle.id})
             assert caught.value.code == -32602  # another session, no user: not its task
@@ -278,7 +278,7 @@ async def test_many_tasks_waiting_beyond_the_parked_bound_all_finish(anyio_backe
     """20 tasks wait at once with room for 2 runs: the others are dropped and replayed from their records when
     answered; every task finishes with its own answer and the server keeps serving."""
     server, _ = make_server(max_parked_tasks=2)
-    async with connected(server, elicitation=answers(), protocol=MODERN) as client:
+    async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
         handles = []
 
         async def start() -> None:
@@ -308,7 +308,7 @@ async def test_many_tasks_waiting_beyond_the_parked_bound_all_finish(anyio_backe
         assert len((await client.request("tools/list"))["tools"]) == 5  # still serving
 
 
-@pytest.mark.parametrize("protocol", [MODERN, LEGACY])
+@pytest.mark.parametrize("protocol", [STATELESS, HANDSHAKE])
 async def test_a_person_sees_a_tasks_progress_while_it_runs(anyio_backend: str, protocol: str) -> None:
     """Progress messages become the task's status message (both eras); on 2025-11-25 the call's progress
     notifications keep coming too, as its progress token stays valid for the task."""
@@ -328,11 +328,11 @@ async def test_a_person_sees_a_tasks_progress_while_it_runs(anyio_backend: str, 
     messages = [message for _, message in shown if message]
     assert messages and set(messages) <= {"step 1", "step 2", "step 3"}
     assert messages == sorted(messages)
-    if protocol == LEGACY:
+    if protocol == HANDSHAKE:
         assert notified == ["step 1", "step 2", "step 3"]
 
 
-@pytest.mark.parametrize("protocol", [MODERN, LEGACY])
+@pytest.mark.parametrize("protocol", [STATELESS, HANDSHAKE])
 async def test_over_http_a_task_is_its_users_on_every_connection(anyio_backend: str, protocol: str) -> None:
     """The HTTP app says who asks (here from a header an authenticating proxy would set): the user's second
     connection follows and answers the task; another user gets the unknown-task error for every task method."""
@@ -343,7 +343,7 @@ async def test_over_http_a_task_is_its_users_on_every_connection(anyio_backend: 
     def user(scope: dict[str, Any]) -> str | None:
         return dict(scope["headers"]).get(b"x-user", b"").decode() or None
 
-    methods = ["tasks/get", "tasks/cancel"] + (["tasks/update"] if protocol == MODERN else ["tasks/result"])
+    methods = ["tasks/get", "tasks/cancel"] + (["tasks/update"] if protocol == STATELESS else ["tasks/result"])
     async with serving(server.http_app(principal=user)) as url:
         async with Client.http(url, headers={"x-user": "ada"}, protocol=protocol, elicitation=answers()) as first:
             handle = await first.start_tool("survey")

@@ -38,7 +38,7 @@ from .conftest import connected, serving
 
 pytestmark = pytest.mark.anyio
 
-MODERN_META = {
+STATELESS_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
     "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
@@ -286,13 +286,13 @@ async def test_a_parked_run_the_client_never_comes_back_for_expires_and_a_late_r
 
     async with raw_client(server, None) as peer:
         with anyio.fail_after(10):
-            await peer.send(call(1, "ask", _meta=MODERN_META))
+            await peer.send(call(1, "ask", _meta=STATELESS_META))
             first = (await peer.answer_of(1))["result"]
             assert first["resultType"] == "input_required"
             await expired.wait()  # nobody retried: the parked run was let go
             (key,) = first["inputRequests"]
             retry = call(
-                2, "ask", _meta=MODERN_META, requestState=first["requestState"],
+                2, "ask", _meta=STATELESS_META, requestState=first["requestState"],
                 inputResponses={key: {"action": "accept", "content": {"value": True}}},
             )  # fmt: skip
             await peer.send(retry)
@@ -306,7 +306,7 @@ async def test_a_parked_run_the_client_never_comes_back_for_expires_and_a_late_r
 
 @asynccontextmanager
 async def raw_server(
-    on_call: Callable[[RawPeer, dict[str, Any]], Any], *, modern: bool = False, discover_delay: float = 0.0
+    on_call: Callable[[RawPeer, dict[str, Any]], Any], *, stateless: bool = False, discover_delay: float = 0.0
 ) -> AsyncIterator[tuple[MemoryTransport, RawPeer]]:
     """A :class:`RawPeer` playing the server: it completes the handshake (``initialize`` on 2025-11-25, or
     ``server/discover``, answered after ``discover_delay`` seconds), answers ``ping``, and hands each
@@ -332,7 +332,7 @@ async def raw_server(
                     await peer.send({"jsonrpc": "2.0", "id": request_id, "result": result})
                 elif method == "server/discover":
                     await anyio.sleep(discover_delay)
-                    if not modern:
+                    if not stateless:
                         error = {"code": -32601, "message": "Method not found"}
                         await peer.send({"jsonrpc": "2.0", "id": request_id, "error": error})
                         continue
@@ -377,12 +377,12 @@ async def test_a_revision_asked_for_by_name_waits_past_the_probe_limit(anyio_bac
         raise AssertionError("no call is made")
 
     async with (
-        raw_server(unused, modern=True, discover_delay=0.3) as (transport, _),
+        raw_server(unused, stateless=True, discover_delay=0.3) as (transport, _),
         Client(transport, protocol="2026-07-28", probe_timeout=0.05, handshake_timeout=30) as client,
     ):
         assert client.protocol_version == "2026-07-28"
     async with (
-        raw_server(unused, modern=True, discover_delay=0.3) as (transport, _),
+        raw_server(unused, stateless=True, discover_delay=0.3) as (transport, _),
         Client(transport, protocol="auto", probe_timeout=0.05, handshake_timeout=30) as client,
     ):
         assert client.protocol_version == "2025-11-25"
@@ -539,7 +539,7 @@ async def test_input_required_forever_ends_after_max_rounds(anyio_backend: str) 
 
     handler = ScriptedHandler(otherwise={})
     async with (
-        raw_server(insatiable, modern=True) as (transport, _),
+        raw_server(insatiable, stateless=True) as (transport, _),
         Client(transport, protocol="2026-07-28", elicitation=handler, max_rounds=3) as client,
     ):
         with anyio.fail_after(10), pytest.raises(TooManyRounds, match="after 3 rounds"):

@@ -16,7 +16,7 @@ with atheris.instrument_imports(include=["elicitor"]):
     from elicitor import JSONRPCError
     from elicitor.protocol import decode_json, parse_request_meta
     from elicitor.server._rounds import usable_response
-    from elicitor.types import MODERN_REVISIONS
+    from elicitor.types import STATELESS_REVISIONS
     from fuzz.targets._harness import fuzz
 
 METHODS = ("elicitation/create", "roots/list", "sampling/createMessage", "other/method")
@@ -34,7 +34,7 @@ def TestOneInput(data: bytes) -> None:
         if exc.code == -32022:
             assert isinstance(exc.data, dict) and "supported" in exc.data and "requested" in exc.data
     else:
-        assert meta.revision in MODERN_REVISIONS
+        assert meta.revision in STATELESS_REVISIONS
     responses = params.get("inputResponses") if isinstance(params, dict) else params
     for response in responses.values() if isinstance(responses, dict) else [responses]:
         for method in METHODS:

@@ -70,7 +70,7 @@ def answer_elicitation(
     server: Implementation | None,
     *,
     modes: Collection[str],
-    modern: bool,
+    stateless: bool,
     urls: UrlWatch | None = None,
     admit: Callable[[], bool] | None = None,
 ) -> Awaitable[JSONObject]:
@@ -81,7 +81,7 @@ def answer_elicitation(
         params: the request's params exactly as the server sent them.
         server: who asks, as the server named itself (shown to the person).
         modes: the elicitation modes the asking side declared (``form``, ``url``) for the revision in use.
-        modern: the request came on 2026-07-28 (URL requests carry no ``elicitationId`` there).
+        stateless: the request came on 2026-07-28 (URL requests carry no ``elicitationId`` there).
         urls: remembers a URL request's id before the person opens the page, so a completion notice that comes
             before the handler returns is not missed; forgotten again unless the person accepted.
         admit: called once the request is known to be valid, just before the handler is asked; ``False`` declines
@@ -90,7 +90,7 @@ def answer_elicitation(
     Raises:
         JSONRPCError: -32602 for a request outside the subset, or in a mode not declared.
     """
-    answer = _answer(handler, params, server, modes, modern, urls, admit)
+    answer = _answer(handler, params, server, modes, stateless, urls, admit)
     if _telemetry.state.on:  # an "elicitation" span: mode, outcome, the person's time (never the answer)
         from ..telemetry import _hooks
 
@@ -103,7 +103,7 @@ async def _answer(
     params: JSONObject,
     server: Implementation | None,
     modes: Collection[str],
-    modern: bool,
+    stateless: bool,
     urls: UrlWatch | None,
     admit: Callable[[], bool] | None,
 ) -> JSONObject:
@@ -114,10 +114,10 @@ async def _answer(
     if not isinstance(message, str):
         raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
     if mode == "url":
-        url_request = UrlElicitationRequest.from_params(params, server, modern=modern)
+        url_request = UrlElicitationRequest.from_params(params, server, stateless=stateless)
         if not url_request.url:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs a url")
-        if not modern and url_request.elicitation_id is None:
+        if not stateless and url_request.elicitation_id is None:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs an elicitationId")
         url_handler: Any = getattr(handler, "url", None)
         if url_handler is None:

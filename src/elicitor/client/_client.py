@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
@@ -299,9 +300,15 @@ class Client:
         return self._era.transport
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether the revision in use is of the stateless era (2026-07-28: multi-round-trip calls, no session)."""
-        return self._era.modern
+        return self._era.stateless
+
+    @property
+    def modern(self) -> bool:
+        """Deprecated: the former name of :attr:`stateless` (the era the docs call stateless)."""
+        warnings.warn("Client.modern is deprecated: use Client.stateless", DeprecationWarning, stacklevel=2)
+        return self._era.stateless
 
     # ---- requests --------------------------------------------------------------------------------------------
 
@@ -317,7 +324,7 @@ class Client:
 
     async def ping(self) -> None:
         """Check the server answers (handshake revisions; 2026-07-28 has no ping, so this sends discover)."""
-        if self.modern:
+        if self.stateless:
             await self.request("server/discover")
         else:
             await self.request("ping")
@@ -325,7 +332,7 @@ class Client:
     async def set_logging_level(self, level: LoggingLevel) -> None:
         """Ask for log messages at ``level`` and above (``logging/setLevel``; per request on 2026-07-28)."""
         self._era.log_level = level
-        if not self.modern:
+        if not self.stateless:
             await self.request("logging/setLevel", {"level": level})
 
     async def list_tools(self) -> list[Tool]:

@@ -30,15 +30,15 @@ from ..types import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
-    MODERN_REVISIONS,
     REV_2025_06_18,
     REV_2025_11_25,
+    STATELESS_REVISIONS,
     TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     Implementation,
     JSONObject,
     LoggingLevel,
-    is_modern,
+    is_stateless,
 )
 from ._pace import Pace
 from ._transport import HttpAware
@@ -79,7 +79,7 @@ class Declared:
             capabilities["sampling"] = {}
         if self.roots:
             capabilities["roots"] = {}
-        if self.tasks and is_modern(version):
+        if self.tasks and is_stateless(version):
             capabilities["extensions"] = {TASKS_EXTENSION: {}}
         elif self.tasks and modes and version == REV_2025_11_25:
             # The server may ask its questions as tasks this client runs (client/_elicitation_tasks.py).
@@ -113,9 +113,9 @@ class Era:
         self._meta_cache: dict[str, JSONObject] = {}
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """Whether the revision in use is of the stateless era (2026-07-28)."""
-        return self.protocol_version is not None and is_modern(self.protocol_version)
+        return self.protocol_version is not None and is_stateless(self.protocol_version)
 
     def adopt(self, version: str) -> None:
         """The revision is known: tell the transport."""
@@ -126,8 +126,8 @@ class Era:
     async def negotiate(self, session: Session) -> None:
         """Agree on a revision with the server (see the module's docstring)."""
         wanted = self._protocol
-        if wanted == "auto" or is_modern(wanted):
-            version = MODERN_REVISIONS[0] if wanted == "auto" else wanted
+        if wanted == "auto" or is_stateless(wanted):
+            version = STATELESS_REVISIONS[0] if wanted == "auto" else wanted
             # The probe's own limit is for telling a handshake-era server (which may never answer an unknown
             # method) from a slow one; a revision asked for by name has nothing to fall back to, so only the
             # handshake's limit applies (a stdio server still starting on a loaded machine is not a wrong era).
@@ -140,7 +140,7 @@ class Era:
             except JSONRPCError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
                     supported = exc.data.get("supported")
-                    common = [v for v in MODERN_REVISIONS if isinstance(supported, list) and v in supported]
+                    common = [v for v in STATELESS_REVISIONS if isinstance(supported, list) and v in supported]
                     if common:
                         await self.discover(session, common[0])
                         return

@@ -29,7 +29,7 @@ from .._exceptions import AuthError
 from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
-from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_modern
+from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_stateless
 from ._headers import header_value
 from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts, check_header
 from ._transport import SESSION_EXPIRED, SESSION_LOST
@@ -243,7 +243,7 @@ class HttpClientTransport:
         self._closed = True
         self._inbox_in.close()
         self._inbox_out.close()
-        if self.session_id is not None and not is_modern(self.protocol_version or ""):
+        if self.session_id is not None and not is_stateless(self.protocol_version or ""):
             try:
                 with anyio.move_on_after(2):
                     await (await self._open("DELETE", self._base_headers())).aclose()
@@ -262,7 +262,7 @@ class HttpClientTransport:
 
     def start_listening(self) -> None:
         """Open the standalone GET stream (handshake era, once there is a session)."""
-        if self._listening or self.session_id is None or is_modern(self.protocol_version or ""):
+        if self._listening or self.session_id is None or is_stateless(self.protocol_version or ""):
             return
         self._listening = True
         self._tg.start_soon(self._listen)
@@ -331,7 +331,7 @@ class HttpClientTransport:
         scope = self._in_flight.get(request_id) if isinstance(request_id, str | int) else None
         if scope is not None:
             scope.cancel()
-        return scope is not None and is_modern(self.protocol_version or "")
+        return scope is not None and is_stateless(self.protocol_version or "")
 
     async def _post_request(
         self, message: bytes, headers: dict[str, str], request_id: RequestId, opening: bool = False

@@ -174,7 +174,7 @@ class Inbound:
             params,
             era.server_info,
             modes=era.declared.modes_for(era.protocol_version),
-            modern=era.modern,
+            stateless=era.stateless,
             urls=self._urls,
             admit=self._limit.admit if self._limit is not None else None,
         )
@@ -194,7 +194,7 @@ class Inbound:
             if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:
                 # 2026-07-28 has no completion notification: retry once the person says they are done, so
                 # the server sees the finished interaction instead of asking again at once.
-                await wait_done(UrlElicitationRequest.from_params(params, self._era.server_info, modern=True))
+                await wait_done(UrlElicitationRequest.from_params(params, self._era.server_info, stateless=True))
             return answer
         if method in ("sampling/createMessage", "roots/list") and isinstance(params, dict):
             return await self.answer_other(method, params)

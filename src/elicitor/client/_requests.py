@@ -54,7 +54,7 @@ class Requests:
     async def request(self, method: str, params: JSONObject | None = None) -> JSONObject:
         """Send any request and return its raw result (see :meth:`Client.request`)."""
         params = dict(params or {})
-        if self._era.modern:
+        if self._era.stateless:
             params = self._era.stamp(params)
         elif method == "tools/call":
             meta = params.get("_meta")

@@ -75,7 +75,7 @@ class Rounds:
             return await self._drive(method, params, call)
 
     async def _drive(self, method: str, params: JSONObject, call: Call | None) -> JSONObject:
-        if self._era.modern:
+        if self._era.stateless:
             result = await self._rounds(method, params, call)
             await self._callbacks.caught_up(progress_key(params))
             return result
@@ -107,7 +107,7 @@ class Rounds:
             try:
                 result = await self._requests.request(method, attempt)
             except JSONRPCError as exc:
-                if exc.code != URL_ELICITATION_REQUIRED or self._era.modern:
+                if exc.code != URL_ELICITATION_REQUIRED or self._era.stateless:
                     raise
                 refused = await self._url_required(exc, seen)
                 if refused is not None:

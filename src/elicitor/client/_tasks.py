@@ -67,10 +67,10 @@ class TaskHandle:
     """
 
     def __init__(
-        self, port: TaskPort, task: JSONObject, *, legacy: bool = False, progress_token: str | None = None
+        self, port: TaskPort, task: JSONObject, *, handshake: bool = False, progress_token: str | None = None
     ) -> None:
         self._port = port
-        self._legacy = legacy
+        self._handshake = handshake
         """2025-11-25 wire: ``ttl``/``pollInterval``, results through ``tasks/result``."""
         self._final: JSONObject | JSONRPCError | None = None
         """2025-11-25: what ``tasks/result`` returned (or raised)."""
@@ -104,7 +104,7 @@ class TaskHandle:
         self.status = str(status)
         message = task.get("statusMessage")
         self.status_message = message if isinstance(message, str) else None
-        interval = task.get("pollInterval" if self._legacy else "pollIntervalMs")
+        interval = task.get("pollInterval" if self._handshake else "pollIntervalMs")
         if isinstance(interval, int | float) and not isinstance(interval, bool) and math.isfinite(interval):
             self.poll_interval = min(max(interval / 1000, MIN_POLL), MAX_POLL)
         self._task = task
@@ -179,13 +179,13 @@ class TaskHandle:
             while not self.done:
                 await report()
                 if self.status == "input_required":
-                    if self._legacy:
+                    if self._handshake:
                         await self._fetch_result()  # the questions come on its stream; it returns at the end
                         continue
                     await self._answer()
                 await anyio.sleep(self.poll_interval)
                 await self.refresh()
-            if self._legacy and self._final is None and self.status != "cancelled":
+            if self._handshake and self._final is None and self.status != "cancelled":
                 await self._fetch_result()
             await report()
         except anyio.get_cancelled_exc_class():
@@ -227,7 +227,7 @@ class TaskHandle:
             raise TaskCancelled(self.id or "?", self.status_message)
         if self.status != "completed":
             raise RuntimeError(f"task {self.id} has not finished (it is {self.status})")
-        result: Any = self._final if self._legacy else self._task.get("result")
+        result: Any = self._final if self._handshake else self._task.get("result")
         try:
             return msgspec.convert(result, CallToolResult)
         except msgspec.ValidationError as exc:

@@ -84,7 +84,7 @@ class Tools:
 
         ``wanted``: the caller would rather have a task where the tool allows one (:meth:`start`).
         """
-        if not self.legacy_tasks():
+        if not self.handshake_tasks():
             return False, False
         support = await self.task_support(name)
         if support is None:  # not in the listing: the server's -32601 decides
@@ -157,7 +157,7 @@ class Tools:
             return TaskHandle.finished(self.port, result)
         return handle
 
-    def legacy_tasks(self) -> bool:
+    def handshake_tasks(self) -> bool:
         """2025-11-25 with a server that runs tools/call as tasks when asked (its ``tasks`` capability)."""
         tasks = self._era.server_capabilities.get("tasks")
         requests = tasks.get("requests") if isinstance(tasks, dict) else None
@@ -172,12 +172,12 @@ class Tools:
         if result.get("resultType") == "task":
             return TaskHandle(self.port, result, progress_token=token)
         task = result.get("task")
-        if not self._era.modern and isinstance(task, dict) and "content" not in result:
-            return TaskHandle(self.port, task, legacy=True, progress_token=token)
+        if not self._era.stateless and isinstance(task, dict) and "content" not in result:
+            return TaskHandle(self.port, task, handshake=True, progress_token=token)
         return None
 
     async def task(self, task_id: str) -> TaskHandle:
         """:meth:`Client.task`."""
-        handle = TaskHandle(self.port, {"taskId": task_id, "status": "working"}, legacy=not self._era.modern)
+        handle = TaskHandle(self.port, {"taskId": task_id, "status": "working"}, handshake=not self._era.stateless)
         await handle.refresh()
         return handle

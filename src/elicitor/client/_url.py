@@ -11,6 +11,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
+from warnings import warn
 
 from ..i18n import N_, Message
 from ..types import Implementation
@@ -76,19 +77,28 @@ class UrlElicitationRequest:
 
     @classmethod
     def from_params(
-        cls, params: dict[str, Any], server: Implementation | None, *, modern: bool = False
+        cls,
+        params: dict[str, Any],
+        server: Implementation | None,
+        *,
+        stateless: bool = False,
+        modern: bool | None = None,
     ) -> UrlElicitationRequest:
         """The request as a handler sees it, from ``elicitation/create`` params (warnings worked out here).
 
-        ``modern``: the request came in a 2026-07-28 round, where no completion notice exists whatever it carries.
+        ``stateless``: the request came in a 2026-07-28 round, where no completion notice exists whatever it carries.
+        ``modern`` is its deprecated former name.
         """
+        if modern is not None:
+            warn("from_params(modern=) is deprecated: use stateless=", DeprecationWarning, stacklevel=2)
+            stateless = modern
         message, url, elicitation_id = params.get("message"), params.get("url"), params.get("elicitationId")
         url = url if isinstance(url, str) else ""
         elicitation_id = elicitation_id if isinstance(elicitation_id, str) else None
         return cls(
             message=message if isinstance(message, str) else "", url=url, server=server,
             elicitation_id=elicitation_id, warnings=tuple(url_warnings(url)),
-            completion_notice=elicitation_id is not None and not modern,
+            completion_notice=elicitation_id is not None and not stateless,
         )  # fmt: skip
 
     @property

@@ -5,7 +5,7 @@ Theory of operation
 A dual-era server (https://modelcontextprotocol.io/specification/2026-07-28/basic/versioning) decides per request
 which era it is serving:
 
-* A request whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is *modern*: it is served
+* A request whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion`` is *stateless*: it is served
   statelessly from that metadata alone (:func:`parse_request_meta`), whatever happened before on the connection.
 * Anything else belongs to the *handshake* era and is governed by :class:`Handshake`, the table below. An
   ``initialize`` request negotiates a revision (:func:`negotiate`) and scopes it to the stdio process or the
@@ -38,7 +38,7 @@ from ..types import (
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    MODERN_REVISIONS,
+    STATELESS_REVISIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
     Implementation,
     JSONObject,
@@ -106,7 +106,7 @@ def negotiate(requested: object) -> Revision:
     """Pick the handshake revision to answer an ``initialize`` with.
 
     The server echoes the client's version if it supports it, else offers its own latest; the client then decides
-    whether to continue (lifecycle.mdx, "Version Negotiation"). A modern revision asked through ``initialize`` is
+    whether to continue (lifecycle.mdx, "Version Negotiation"). A stateless revision asked through ``initialize`` is
     answered with the latest handshake revision: that path has no stateless semantics.
     """
     if isinstance(requested, str) and requested in HANDSHAKE_REVISIONS:
@@ -114,15 +114,15 @@ def negotiate(requested: object) -> Revision:
     return HANDSHAKE_REVISIONS[0]
 
 
-def is_modern_request(params: JSONObject | None) -> bool:
-    """A request is modern when its ``_meta`` names a protocol version (any: unknown ones get -32022)."""
+def is_stateless_request(params: JSONObject | None) -> bool:
+    """A request is stateless when its ``_meta`` names a protocol version (any: unknown ones get -32022)."""
     if not params:
         return False
     meta = params.get("_meta")
     return isinstance(meta, dict) and META_PROTOCOL_VERSION in meta
 
 
-def parse_request_meta(params: JSONObject | None, supported: tuple[Revision, ...] = MODERN_REVISIONS) -> RequestMeta:
+def parse_request_meta(params: JSONObject | None, supported: tuple[Revision, ...] = STATELESS_REVISIONS) -> RequestMeta:
     """Read the per-request metadata of a 2026-07-28 request.
 
     Raises:

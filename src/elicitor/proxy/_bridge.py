@@ -8,7 +8,7 @@ client's era (learnt from its first message):
 
 * **a handshake-era client** (``initialize``) gets an upstream connection of its own (:class:`~._upstream.Upstream`)
   for as long as it stays: the server sees one client per client, and whatever it pushes or notifies on that
-  connection is this client's. On a 2026-07-28 server (:meth:`Bridge._over_modern`) each ``input_required`` result
+  connection is this client's. On a 2026-07-28 server (:meth:`Bridge._over_stateless`) each ``input_required`` result
   is turned into requests pushed to the client in the middle of its call; the answers go back upstream with the
   server's ``requestState`` untouched, until the final result.
 * **a 2026-07-28 client** is served request by request (:class:`~._stateless.Stateless`), exactly as the clients
@@ -31,7 +31,7 @@ import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..client._handlers import ElicitationHandler
-from ..protocol import NotificationReceived, RequestReceived, is_modern_request
+from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..session import Session, open_session
 from ..transports import Transport
@@ -39,7 +39,7 @@ from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    MODERN_REVISIONS,
+    STATELESS_REVISIONS,
     JSONObject,
     RequestId,
 )
@@ -139,19 +139,19 @@ class Bridge:
         method, params = request.method, dict(request.params or {})
         if method == "initialize":
             return await self._initialize(params)
-        if is_modern_request(params):
-            stateless = self._modern()
+        if is_stateless_request(params):
+            stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)
             return await stateless.serve(request, notify, None)
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
-        if up.modern:
-            return await self._over_modern(up, request.id, method, params)
+        if up.stateless:
+            return await self._over_stateless(up, request.id, method, params)
         in_rounds = method == "tools/call" and self._wanted == "auto" and str(params.get("name")) in self._in_rounds
-        modern = await self._modern_upstream() if in_rounds else None
-        if modern is not None:
-            return await self._over_modern(modern, request.id, method, params)
+        stateless_up = await self._stateless_upstream() if in_rounds else None
+        if stateless_up is not None:
+            return await self._over_stateless(stateless_up, request.id, method, params)
         try:
             return await self._call(up, request.id, method, params)
         except JSONRPCError as exc:
@@ -159,11 +159,11 @@ class Bridge:
             # which is safe (see asks_in_rounds) and remembered.
             if method != "tools/call" or self._wanted != "auto" or not asks_in_rounds(exc):
                 raise
-            modern = await self._modern_upstream()
-            if modern is None:
+            stateless_up = await self._stateless_upstream()
+            if stateless_up is None:
                 raise
             self._in_rounds.add(str(params.get("name")))
-            return await self._over_modern(modern, request.id, method, params)
+            return await self._over_stateless(stateless_up, request.id, method, params)
 
     async def _call(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
         """Forward on the client's own connection. A -32042 (URL required) for a client that did not declare URL
@@ -186,14 +186,14 @@ class Bridge:
             INTERNAL_ERROR, f"Internal error: the server still needed a URL step after {MAX_ROUNDS} tries"
         )
 
-    async def _modern_upstream(self) -> Upstream | None:
+    async def _stateless_upstream(self) -> Upstream | None:
         """A 2026-07-28 connection to the server, if it speaks that era too (for a handshake-era client)."""
-        down = Downstream(MODERN_REVISIONS[0], self.down_info.capabilities, self.down_info.client, None, self._ui)
+        down = Downstream(STATELESS_REVISIONS[0], self.down_info.capabilities, self.down_info.client, None, self._ui)
         try:
-            first = await self._modern().lanes.first(down)
+            first = await self._stateless_proxy().lanes.first(down)
         except JSONRPCError:
             return None
-        return first if first.modern else None
+        return first if first.stateless else None
 
     def _related_notify(self, request_id: RequestId) -> Notify:
         """Notifications about one of the client's requests: on its own stream (Streamable HTTP)."""
@@ -204,7 +204,7 @@ class Bridge:
 
         return notify
 
-    def _modern(self) -> Stateless:
+    def _stateless_proxy(self) -> Stateless:
         if self._stateless is None:
             assert self._tg is not None
             self._stateless = Stateless(
@@ -255,10 +255,10 @@ class Bridge:
         up = self.up
         if up is None:
             return  # a 2026-07-28 client's notifications name no call upstream
-        if note.method in _HANDSHAKE_ONLY_NOTES and up.modern:
+        if note.method in _HANDSHAKE_ONLY_NOTES and up.stateless:
             return  # the proxy completed the upstream handshake itself, or there is none
         params = note.params
-        if params is not None and up.modern and is_modern_request(params):
+        if params is not None and up.stateless and is_stateless_request(params):
             assert up.revision is not None
             params = self.down_info.with_meta(params, up.revision)
         await up.notify(note.method, params)
@@ -267,7 +267,7 @@ class Bridge:
 
     # ---- handshake-era client, 2026-07-28 server ----------------------------------------------------------------
 
-    async def _over_modern(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
+    async def _over_stateless(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
         """Follow ``input_required`` rounds upstream, pushing each question to the client mid-call."""
         assert up.revision is not None
         params = self.down_info.with_meta(params, up.revision)

@@ -19,7 +19,7 @@ from ..types import (
     META_PROTOCOL_VERSION,
     JSONObject,
     JSONValue,
-    is_modern,
+    is_stateless,
 )
 
 PROXY_INFO: JSONObject = {"name": "elicitor-proxy", "version": "1"}
@@ -53,8 +53,8 @@ class Downstream:
         )
 
     @property
-    def modern(self) -> bool:
-        return self.revision is not None and is_modern(self.revision)
+    def stateless(self) -> bool:
+        return self.revision is not None and is_stateless(self.revision)
 
     def modes(self) -> frozenset[str]:
         """The elicitation modes the client declared (an empty ``elicitation`` object means form, 2025-11-25)."""

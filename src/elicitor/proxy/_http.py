@@ -23,7 +23,7 @@ from ..server import Server
 from ..server._dispatch import Notify, ServerSession
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..transports import Transport
-from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, MODERN_REVISIONS, JSONObject
+from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, STATELESS_REVISIONS, JSONObject
 from ._bridge import Bridge
 from ._stateless import Stateless
 from ._upstream import Connect
@@ -83,12 +83,12 @@ class _Forwarding(ServerSession):
         self._proxy = server
         self._stateless: Stateless | None = None
 
-    async def serve_modern(
+    async def serve_stateless(
         self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
     ) -> JSONObject:
         """A 2026-07-28 request: checked as any elicitor server checks one (its ``_meta``: -32602 or -32022; a
         removed method: -32601), then forwarded for ``principal``."""
-        parse_request_meta(request.params, MODERN_REVISIONS)
+        parse_request_meta(request.params, STATELESS_REVISIONS)
         if request.method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in 2026-07-28)")
         return await self._forwarder().serve(request, notify, principal)

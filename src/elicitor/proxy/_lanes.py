@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 
 from .._exceptions import JSONRPCError
-from ..types import INTERNAL_ERROR, META_SERVER_INFO, MODERN_REVISIONS, JSONObject
+from ..types import INTERNAL_ERROR, META_SERVER_INFO, STATELESS_REVISIONS, JSONObject
 from ._downstream import Downstream
 from ._upstream import Connect, Upstream
 
@@ -138,7 +138,7 @@ class Lanes:
                     self._first = None
                     upstream.close()
                     raise
-                if not upstream.modern:
+                if not upstream.stateless:
                     self._idle.setdefault(_key(down), []).append(upstream)
             assert self._first is not None
             return self._first
@@ -180,7 +180,7 @@ class Lanes:
         first = self._first
         assert first is not None
         result: JSONObject = {
-            "supportedVersions": list(MODERN_REVISIONS),
+            "supportedVersions": list(STATELESS_REVISIONS),
             "capabilities": dict(first.capabilities),
             "ttlMs": 0,
             "cacheScope": "public",

@@ -17,7 +17,7 @@ async def render(down: Downstream, upstream: Upstream, request: JSONObject) -> J
     params = request.get("params")
     return await answer_elicitation(
         down.ui, params if isinstance(params, dict) else {}, implementation(upstream.server),
-        modes=down.ui_modes(), modern=upstream.modern,
+        modes=down.ui_modes(), stateless=upstream.stateless,
     )  # fmt: skip
 
 

@@ -62,7 +62,7 @@ class Stateless:
         params = dict(request.params or {})
         down = Downstream.of_request(params, principal, self.ui)
         first = await self.lanes.first(down)
-        if first.modern:
+        if first.stateless:
             if request.method == "subscriptions/listen":
                 return await first.listen(params, Route(notify, request.id))
             if self._handshake_first(request.method, params):

@@ -37,12 +37,12 @@ from ..types import (
     INTERNAL_ERROR,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
-    MODERN_REVISIONS,
+    STATELESS_REVISIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
     JSONObject,
     JSONValue,
     RequestId,
-    is_modern,
+    is_stateless,
 )
 from ._downstream import Downstream
 
@@ -128,8 +128,8 @@ class Upstream:
         return self.session is None or self.session.closed
 
     @property
-    def modern(self) -> bool:
-        return self.revision is not None and is_modern(self.revision)
+    def stateless(self) -> bool:
+        return self.revision is not None and is_stateless(self.revision)
 
     def _up(self) -> Session:
         if self.session is None:
@@ -300,10 +300,10 @@ class Upstream:
             start()
 
     async def discover(self, down: Downstream | None) -> JSONObject:
-        """``server/discover`` on 2026-07-28, with the client's own version when it is modern (the server judges
+        """``server/discover`` on 2026-07-28, with the client's own version when it is stateless (the server judges
         it, not the proxy)."""
-        version: str = self.wanted if self.wanted in MODERN_REVISIONS else MODERN_REVISIONS[0]
-        if self.wanted == "auto" and down is not None and down.modern and down.revision is not None:
+        version: str = self.wanted if self.wanted in STATELESS_REVISIONS else STATELESS_REVISIONS[0]
+        if self.wanted == "auto" and down is not None and down.stateless and down.revision is not None:
             version = down.revision
         params = down.with_meta({}, version) if down is not None else Downstream().with_meta({}, version)
         result = await self._up().request("server/discover", params)
@@ -317,7 +317,7 @@ class Upstream:
     async def learn(self, down: Downstream) -> None:
         """Learn which era the server speaks, for a 2026-07-28 client: ``server/discover`` first, the handshake
         when the server does not know it (or when pinned to a handshake revision)."""
-        if self.wanted == "auto" or self.wanted in MODERN_REVISIONS:
+        if self.wanted == "auto" or self.wanted in STATELESS_REVISIONS:
             try:
                 await self.discover(down)
                 return
@@ -325,7 +325,7 @@ class Upstream:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     # A 2026-07-28 server that wants another version: the client's own requests (forwarded as
                     # they are) get the same answer and retry with one it lists.
-                    self._adopt(MODERN_REVISIONS[0], {}, None)
+                    self._adopt(STATELESS_REVISIONS[0], {}, None)
                     return
                 if self.wanted != "auto":
                     raise

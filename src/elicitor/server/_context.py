@@ -26,7 +26,7 @@ from ..types import (
     LoggingLevel,
     RequestId,
     Revision,
-    is_modern,
+    is_stateless,
     supports_url_mode,
 )
 from ._askers import Asker
@@ -190,14 +190,14 @@ class Context:
             reason = "speaks 2025-06-18, which has no URL mode" if old else "did not declare URL-mode elicitation"
             raise ElicitationUnsupported(f"the client {reason}", mode="url")
         known = None
-        if is_modern(self.revision):
+        if is_stateless(self.revision):
             # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid.
             known = await self.once(f"url-id:{base}", lambda: secrets.token_urlsafe(24))
         registry = self._session.server.url_elicitations
-        modern = is_modern(self.revision)
+        stateless = is_stateless(self.revision)
         return await registry.new(
             message, url, principal=self.principal, elicitation_id=known,
-            connection=None if modern else self._session.id, question=None if modern else base,
+            connection=None if stateless else self._session.id, question=None if stateless else base,
             allow_http=self._session.server.allow_http_urls,
         )  # fmt: skip
 
@@ -223,7 +223,7 @@ class Context:
         return refused
 
     def _url_params(self, elicitation: UrlElicitation) -> JSONObject:
-        if is_modern(self.revision):
+        if is_stateless(self.revision):
             return {"mode": "url", "message": elicitation.message, "url": elicitation.url}
         return elicitation.to_wire()
 
@@ -348,7 +348,7 @@ class Context:
         On handshake revisions the level set by ``logging/setLevel`` applies; on 2026-07-28 only calls that
         carry ``io.modelcontextprotocol/logLevel`` receive log messages.
         """
-        threshold = self._log_level if is_modern(self.revision) else self._session.log_level
+        threshold = self._log_level if is_stateless(self.revision) else self._session.log_level
         if threshold is None or _LEVEL_RANK[level] < _LEVEL_RANK[threshold]:
             return
         params: JSONObject = {"level": level, "data": data}

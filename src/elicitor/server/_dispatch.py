@@ -13,6 +13,7 @@ import functools
 import inspect
 import logging
 import secrets
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from ..protocol import (
     NotificationReceived,
     RequestMeta,
     RequestReceived,
-    is_modern_request,
+    is_stateless_request,
     parse_request_meta,
 )
 from ..session import Session, internal_error, open_session
@@ -39,9 +40,9 @@ from ..types import (
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
-    MODERN_REVISIONS,
     RESOURCE_NOT_FOUND,
     REV_2025_11_25,
+    STATELESS_REVISIONS,
     TASKS_EXTENSION,
     URL_ELICITATION_REQUIRED,
     JSONObject,
@@ -70,7 +71,7 @@ _Escalation = Callable[[JSONObject, "dict[str, JSONValue] | None"], Awaitable[JS
 """Sends a notification (method, params) about the request being served, wherever that request's messages go."""
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-"""Methods that 2026-07-28 removed: a modern request for one gets -32601."""
+"""Methods that 2026-07-28 removed: a stateless request for one gets -32601."""
 
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 _LIST_CHANGED = {
@@ -146,8 +147,8 @@ class ServerSession:
     def on_request(self, request: RequestReceived, notify: Notify | None = None) -> Awaitable[JSONObject]:
         """The awaitable answering ``request``; ``notify`` overrides where its notifications go."""
         method, params = request.method, request.params
-        if is_modern_request(params):
-            return self.serve_modern(request, notify)
+        if is_stateless_request(params):
+            return self.serve_stateless(request, notify)
         self.handshake.check(method)
         if method == "initialize":
             return _ready(self._initialize(params))
@@ -160,22 +161,22 @@ class ServerSession:
 
             _hooks.annotate(**{"mcp.protocol.version": handshake.revision})
         meta = RequestMeta(handshake.revision, handshake.capabilities, handshake.client_info, principal=self.principal)
-        return self._route(request, meta, notify, modern=False)
+        return self._route(request, meta, notify, stateless=False)
 
-    async def serve_modern(
+    async def serve_stateless(
         self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
     ) -> JSONObject:
         """Serve a 2026-07-28 request from its own ``_meta`` alone.
 
         ``principal`` is the user the transport authenticated for this request (default: the connection's).
         """
-        meta = parse_request_meta(request.params, MODERN_REVISIONS)
+        meta = parse_request_meta(request.params, STATELESS_REVISIONS)
         principal = principal if principal is not None else self.principal
         if principal is not None:
             meta = dataclasses.replace(meta, principal=principal)
         if request.method in _HANDSHAKE_ONLY:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
-        result = await self._route(request, meta, notify, modern=True)
+        result = await self._route(request, meta, notify, stateless=True)
         result.setdefault("resultType", "complete")
         result_meta = result.get("_meta")
         if not isinstance(result_meta, dict):
@@ -183,35 +184,42 @@ class ServerSession:
         result_meta[META_SERVER_INFO] = self.server.info
         return result
 
+    async def serve_modern(
+        self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
+    ) -> JSONObject:
+        """Deprecated: the former name of :meth:`serve_stateless`."""
+        warnings.warn("ServerSession.serve_modern is deprecated: use serve_stateless", DeprecationWarning, stacklevel=2)
+        return await self.serve_stateless(request, notify, principal)
+
     def _route(
-        self, request: RequestReceived, meta: RequestMeta, notify: Notify | None, *, modern: bool
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify | None, *, stateless: bool
     ) -> Awaitable[JSONObject]:
         method = request.method
         if method == "tools/call":
-            return self._call_tool(request, meta, notify or self.notifier(request.id), modern=modern)
+            return self._call_tool(request, meta, notify or self.notifier(request.id), stateless=stateless)
         if method == "prompts/get" and self.server._prompts:
-            return self._get_prompt(request, meta, notify or self.notifier(request.id), modern=modern)
+            return self._get_prompt(request, meta, notify or self.notifier(request.id), stateless=stateless)
         if method == "resources/read" and (self.server._resources or self.server._templates):
-            return self._read_resource(request, meta, notify or self.notifier(request.id), modern=modern)
+            return self._read_resource(request, meta, notify or self.notifier(request.id), stateless=stateless)
         if method == "completion/complete" and "completions" in self.server.capabilities():
             return self._complete(request)
-        if modern and is_task_method(method):
+        if stateless and is_task_method(method):
             assert self.parked is not None
             return self.server.tasks.serve(self, method, request.params or {}, meta, self.parked.task_group)
-        if meta.revision == REV_2025_11_25 and is_task_method(method, legacy=True) and self._has_task_tools():
+        if meta.revision == REV_2025_11_25 and is_task_method(method, handshake=True) and self._has_task_tools():
             assert self.parked is not None
-            return self.server.tasks.serve_legacy(
+            return self.server.tasks.serve_handshake(
                 self, request.id, method, request.params or {}, meta, self.parked.task_group
             )
-        if method == "subscriptions/listen" and modern:
+        if method == "subscriptions/listen" and stateless:
             return self._listen(request, notify or self.notifier(request.id))
-        return _ready(self._answer(request, meta, modern=modern))
+        return _ready(self._answer(request, meta, stateless=stateless))
 
-    def _answer(self, request: RequestReceived, meta: RequestMeta, *, modern: bool) -> JSONObject:
+    def _answer(self, request: RequestReceived, meta: RequestMeta, *, stateless: bool) -> JSONObject:
         method = request.method
         if method == "tools/list":
             result: JSONObject = {"tools": [t.describe() for t in self.server._tools.values()]}
-            if modern:
+            if stateless:
                 result.update(ttlMs=0, cacheScope="public")
             elif meta.revision == REV_2025_11_25:
                 for described, tool in zip(result["tools"], self.server._tools.values(), strict=True):
@@ -222,7 +230,7 @@ class ServerSession:
             return {}
         listed = self._list(method)
         if listed is not None:
-            if modern:
+            if stateless:
                 listed.update(ttlMs=0, cacheScope="public")
             return listed
         if method in ("resources/subscribe", "resources/unsubscribe") and self.server._resources:
@@ -234,11 +242,11 @@ class ServerSession:
             else:
                 self.subscriptions.discard(uri)
             return {}
-        if method == "server/discover" and modern:
+        if method == "server/discover" and stateless:
             capabilities = self.server.capabilities()
             if any(tool.task != "never" for tool in self.server._tools.values()):
                 capabilities["extensions"] = {TASKS_EXTENSION: {}}
-            result = {"supportedVersions": list(MODERN_REVISIONS), "capabilities": capabilities}
+            result = {"supportedVersions": list(STATELESS_REVISIONS), "capabilities": capabilities}
             if self.server.instructions:
                 result["instructions"] = self.server.instructions
             result.update(ttlMs=0, cacheScope="public")
@@ -318,21 +326,21 @@ class ServerSession:
     # ---- tools -------------------------------------------------------------------------------------------------
 
     def _call_tool(
-        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, stateless: bool
     ) -> Awaitable[JSONObject]:
         params = request.params or {}
         name = params.get("name")
         tool = self.server._tools.get(name) if isinstance(name, str) else None
         if tool is None:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown tool {name!r}")
-        if modern and tool.task != "never" and not declares_tasks(meta.capabilities) and tool.task == "required":
+        if stateless and tool.task != "never" and not declares_tasks(meta.capabilities) and tool.task == "required":
             raise missing_tasks_extension(f"tool {tool.name!r}")
         try:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
             return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
         augmented = params.get("task")
-        if not modern and meta.revision == REV_2025_11_25 and self._has_task_tools():
+        if not stateless and meta.revision == REV_2025_11_25 and self._has_task_tools():
             # 2025-11-25: the client asks for a task ("task" in the params); the tool must allow it, and a
             # "required" tool must be asked that way (-32601 either way, basic/utilities/tasks "Tool-Level").
             if augmented is not None and tool.task == "never":
@@ -350,7 +358,7 @@ class ServerSession:
                     progress_token=token, task_id=kept_task_id(self.server, params, tool.name, meta.principal),
                 )  # fmt: skip
         escalate: _Escalation | None = None
-        if modern and tool.task != "never" and declares_tasks(meta.capabilities):
+        if stateless and tool.task != "never" and declares_tasks(meta.capabilities):
             assert self.parked is not None
             tasks, tg, arguments = self.server.tasks, self.parked.task_group, params.get("arguments")
             if not tool.defer_task:
@@ -359,11 +367,11 @@ class ServerSession:
             def escalate(answers: JSONObject, memo: dict[str, JSONValue] | None) -> Awaitable[JSONObject]:
                 return tasks.create(self, tool, arguments, meta, tg, answers=answers, memo=memo)
 
-        if not modern and self.server.store.shared and call_key(params) is not None:
+        if not stateless and self.server.store.shared and call_key(params) is not None:
             return self._kept_call(request, meta, notify, tool, kwargs)
         return self._with_context(
-            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=modern), modern=modern,
-            escalate=escalate,
+            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, stateless=stateless),
+            stateless=stateless, escalate=escalate,
         )  # fmt: skip
 
     async def _kept_call(
@@ -375,7 +383,7 @@ class ServerSession:
         kept = await keep_call(self.server, params, tool.name, params.get("arguments"), meta.principal)
         if kept is None:  # the store cannot be reached: the call runs as it is
             return await self._with_context(
-                request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, modern=False), modern=False
+                request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, stateless=False), stateless=False
             )
         if kept.result is not None:
             return kept.result  # an earlier attempt finished it
@@ -385,7 +393,7 @@ class ServerSession:
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
         ctx = self._context(request, meta, notify, token, asker)
         with kept.claim.scope:
-            result = await self._invoke(tool, ctx, kwargs, modern=False)
+            result = await self._invoke(tool, ctx, kwargs, stateless=False)
             await kept.finish(result)
             return result
         raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call was sent again; it goes on in the new attempt")
@@ -416,12 +424,12 @@ class ServerSession:
                 kwargs = tool.bind(arguments)
             except ValueError as exc:
                 return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
-            return await self._invoke(tool, ctx, kwargs, modern=True)
+            return await self._invoke(tool, ctx, kwargs, stateless=True)
 
         return invoke, ctx
 
     def _get_prompt(
-        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, stateless: bool
     ) -> Awaitable[JSONObject]:
         params = request.params or {}
         prompt = self.server._prompts.get(str(params.get("name")))
@@ -433,12 +441,14 @@ class ServerSession:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {exc}") from None
 
         def invoke(ctx: Context) -> Awaitable[JSONObject]:
-            return self._invoke_handler(prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, modern=modern)
+            return self._invoke_handler(
+                prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, stateless=stateless
+            )
 
-        return self._with_context(request, meta, notify, invoke, modern=modern)
+        return self._with_context(request, meta, notify, invoke, stateless=stateless)
 
     def _read_resource(
-        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, modern: bool
+        self, request: RequestReceived, meta: RequestMeta, notify: Notify, *, stateless: bool
     ) -> Awaitable[JSONObject]:
         uri = (request.params or {}).get("uri")
         if not isinstance(uri, str):
@@ -452,20 +462,22 @@ class ServerSession:
                 break
         if found is None or variables is None:
             # 2026-07-28 replaced -32002 with -32602 (SEP-2164); earlier revisions keep -32002.
-            code = INVALID_PARAMS if modern else RESOURCE_NOT_FOUND
+            code = INVALID_PARAMS if stateless else RESOURCE_NOT_FOUND
             raise JSONRPCError(code, f"Resource not found: {uri}", {"uri": uri})
         resource = found
 
         def convert(value: Any) -> JSONObject:
             result = resource.contents(uri, value)
-            if modern:
+            if stateless:
                 result.update(ttlMs=0, cacheScope="public")
             return result
 
         def invoke(ctx: Context) -> Awaitable[JSONObject]:
-            return self._invoke_handler(resource.fn, resource.context_param, ctx, variables, convert, modern=modern)
+            return self._invoke_handler(
+                resource.fn, resource.context_param, ctx, variables, convert, stateless=stateless
+            )
 
-        return self._with_context(request, meta, notify, invoke, modern=modern)
+        return self._with_context(request, meta, notify, invoke, stateless=stateless)
 
     def _with_context(
         self,
@@ -474,14 +486,14 @@ class ServerSession:
         notify: Notify,
         invoke: Callable[[Context], Awaitable[JSONObject]],
         *,
-        modern: bool,
+        stateless: bool,
         escalate: _Escalation | None = None,
     ) -> Awaitable[JSONObject]:
         """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28
         (``escalate``: how the call becomes a task at ``ctx.run_as_task()``)."""
         request_meta = (request.params or {}).get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
-        if modern:
+        if stateless:
             return self._in_rounds(request, meta, notify, invoke, token, escalate)
         assert self.session is not None
         asker = PushAsker(self.session, request.id, self.server.elicitation_timeout)
@@ -583,7 +595,7 @@ class ServerSession:
         kwargs: dict[str, Any],
         convert: Callable[[Any], JSONObject],
         *,
-        modern: bool,
+        stateless: bool,
     ) -> JSONObject:
         """Run a prompt or resource handler: failures are JSON-RPC errors (these results have no ``isError``)."""
         if context_param is not None:
@@ -594,15 +606,15 @@ class ServerSession:
                 value = await value
             return convert(value)
         except ClientCapabilityMissing as exc:
-            code = MISSING_REQUIRED_CLIENT_CAPABILITY if modern else INTERNAL_ERROR
-            data: JSONObject | None = {"requiredCapabilities": exc.required} if modern else None
+            code = MISSING_REQUIRED_CLIENT_CAPABILITY if stateless else INTERNAL_ERROR
+            data: JSONObject | None = {"requiredCapabilities": exc.required} if stateless else None
             raise JSONRPCError(code, f"Missing required client capability: {exc}", data) from exc
         except (JSONRPCError, ConnectionClosed):
             raise
         except Exception as exc:
             raise internal_error(exc, f"handler for request {ctx.request_id}") from exc
 
-    async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, modern: bool) -> JSONObject:
+    async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, stateless: bool) -> JSONObject:
         if tool.context_param is not None:
             kwargs[tool.context_param] = ctx
         attempt = 0
@@ -613,7 +625,7 @@ class ServerSession:
             except UrlElicitationRequired as exc:
                 required = exc
             except ClientCapabilityMissing as exc:
-                return _missing(tool, exc, modern=modern)
+                return _missing(tool, exc, stateless=stateless)
             except InvalidAnswer as exc:
                 return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
             except (JSONRPCError, ConnectionClosed):
@@ -622,7 +634,7 @@ class ServerSession:
                 logger.exception("tool %r failed", tool.name)
                 return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
             # The tool needs out-of-band interactions first.
-            if not modern:
+            if not stateless:
                 # 2025-11-25: error -32042 lists them; the client has the person open them and calls again.
                 elicitations: JSONValue = [e.to_wire() for e in required.elicitations]
                 raise JSONRPCError(URL_ELICITATION_REQUIRED, str(required), {"elicitations": elicitations})
@@ -632,14 +644,14 @@ class ServerSession:
             try:
                 refused = await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
             except ClientCapabilityMissing as exc:
-                return _missing(tool, exc, modern=modern)
+                return _missing(tool, exc, stateless=stateless)
             if refused:  # declined or cancelled: the call cannot go on (2025-11-25: the client makes this result)
                 return error_result(url_refused_text(tool.name, [e.message for e in refused]))
 
 
-def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, modern: bool) -> JSONObject:
+def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, stateless: bool) -> JSONObject:
     """A tool needs a capability the client did not declare: -32021 on 2026-07-28, an ``isError`` result before."""
-    if modern:
+    if stateless:
         raise JSONRPCError(
             MISSING_REQUIRED_CLIENT_CAPABILITY,
             f"Missing required client capability: {exc}",

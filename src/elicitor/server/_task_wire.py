@@ -16,7 +16,7 @@ TaskSupport = Literal["never", "optional", "required"]
 without the extension gets -32021)."""
 
 _TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-_LEGACY_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
+_HANDSHAKE_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/cancel"})
 
 
 def declares_tasks(capabilities: ClientCapabilities) -> bool:
@@ -34,10 +34,10 @@ def missing_tasks_extension(what: str) -> JSONRPCError:
     )
 
 
-def created_result(record: TaskRecord, *, legacy: bool) -> JSONObject:
+def created_result(record: TaskRecord, *, handshake: bool) -> JSONObject:
     """The ``CreateTaskResult`` of a task, in its revision's shape."""
-    if legacy:
-        return {"task": legacy_task(record)}
+    if handshake:
+        return {"task": handshake_task(record)}
     return {"resultType": "task", **wire_task(record, detailed=False)}
 
 
@@ -68,15 +68,15 @@ def wire_task(record: TaskRecord, *, detailed: bool) -> JSONObject:
     return task
 
 
-def is_task_method(method: str, *, legacy: bool = False) -> bool:
-    return method in (_LEGACY_TASK_METHODS if legacy else _TASK_METHODS)
+def is_task_method(method: str, *, handshake: bool = False) -> bool:
+    return method in (_HANDSHAKE_TASK_METHODS if handshake else _TASK_METHODS)
 
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def legacy_task(record: TaskRecord) -> JSONObject:
+def handshake_task(record: TaskRecord) -> JSONObject:
     """The ``Task`` in 2025-11-25's shape (``ttl``/``pollInterval``; results come from ``tasks/result``)."""
     task = wire_task(record, detailed=False)
     task["ttl"] = task.pop("ttlMs")

@@ -46,7 +46,7 @@ from ..types import (
     JSONObject,
     JSONValue,
     RequestId,
-    is_modern,
+    is_stateless,
 )
 from ._journal import Apply, change
 from ._rounds import AnswerBook, usable_response
@@ -55,7 +55,7 @@ from ._task_wire import (
     RELATED_TASK,
     created_result,
     declares_tasks,
-    legacy_task,
+    handshake_task,
     missing_tasks_extension,
     task_channel,
     wire_task,
@@ -121,13 +121,13 @@ class TaskEngine:
         """Create a task for this call, start its run here, and return the ``CreateTaskResult``.
 
         Returns only once the record is stored, so a ``tasks/get`` on any replica finds it (ext-tasks "Task
-        Creation": durably created first). On 2025-11-25 (``legacy`` wire shapes) the requestor may ask for a
+        Creation": durably created first). On 2025-11-25 (the handshake era's wire shapes) the requestor may ask for a
         shorter ``ttl``, and ``notify`` carries the tool's progress to the requestor (basic/utilities/tasks "Task
         Progress Notifications"): the progress token of the call stays valid for the task. ``task_id`` (a call
         sent again under its idempotency key, see ``_calls``): the task's id, derived from the key, so that the call
         sent again finds the task the first attempt created instead of starting a second one.
         """
-        legacy = not is_modern(meta.revision)
+        handshake = not is_stateless(meta.revision)
         now = time.time()
         call: JSONObject = {
             "name": tool.name,
@@ -136,7 +136,7 @@ class TaskEngine:
             "capabilities": meta.capabilities.raw,
             "client": msgspec.to_builtins(meta.client_info) if meta.client_info is not None else None,
             "log": meta.log_level,
-            "progress": progress_token if legacy else None,
+            "progress": progress_token if handshake else None,
         }
         record = TaskRecord(
             id=task_id or secrets.token_urlsafe(18),
@@ -145,7 +145,7 @@ class TaskEngine:
             # unguessable id is the bearer token (ext-tasks "Security Considerations"), and so it is on replicas
             # sharing a store, where a task must outlive the session that made it (its replica may die: the
             # client's new session follows the task by id; 2025-11-25 basic/utilities/tasks "Security").
-            connection=session.id if legacy and meta.principal is None and not self._server.store.shared else None,
+            connection=session.id if handshake and meta.principal is None and not self._server.store.shared else None,
             status="working",
             created=now,
             updated=now,
@@ -167,11 +167,11 @@ class TaskEngine:
             existing = await self._registry.get(record.id) if task_id is not None else None
             if existing is None or existing.principal != meta.principal:
                 raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
-            return created_result(existing, legacy=legacy)
+            return created_result(existing, handshake=handshake)
         if notify is not None:
             self.runs.forward[record.id] = notify
         self._start(session, record, tg)
-        return created_result(record, legacy=legacy)
+        return created_result(record, handshake=handshake)
 
     # ---- the client's requests -----------------------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ class TaskEngine:
         await self._cancel(record)
         return {"resultType": "complete"}
 
-    async def serve_legacy(
+    async def serve_handshake(
         self,
         session: ServerSession,
         request_id: RequestId,
@@ -215,13 +215,13 @@ class TaskEngine:
         if method == "tasks/get":
             if record.status == "working" and not self._runs_here(record):
                 record = await self._take_over(session, record, tg)
-            return legacy_task(record)
+            return handshake_task(record)
         if method == "tasks/cancel":
             if record.terminal:
                 raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has already ended")
             await self._cancel(record)
             current = await self._registry.get(task_id)
-            return legacy_task(current or record)
+            return handshake_task(current or record)
         return await self._result(session, request_id, record, meta, tg)
 
     async def _result(

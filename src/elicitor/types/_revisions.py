@@ -17,10 +17,10 @@ REV_2026_07_28: Final = "2026-07-28"
 HANDSHAKE_REVISIONS: Final[tuple[Revision, ...]] = ("2025-11-25", "2025-06-18")
 """Revisions with an ``initialize`` handshake, newest first."""
 
-MODERN_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
+STATELESS_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
 """Stateless revisions: version, capabilities and client info travel in every request's ``_meta``."""
 
-ALL_REVISIONS: Final[tuple[Revision, ...]] = MODERN_REVISIONS + HANDSHAKE_REVISIONS
+ALL_REVISIONS: Final[tuple[Revision, ...]] = STATELESS_REVISIONS + HANDSHAKE_REVISIONS
 """Every revision elicitor speaks, newest first."""
 
 ACCEPTED_OLDER_REVISIONS: Final = ("2025-03-26",)
@@ -33,9 +33,9 @@ META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 
 
-def is_modern(revision: str) -> bool:
+def is_stateless(revision: str) -> bool:
     """Tell whether ``revision`` is a stateless (multi-round-trip) revision."""
-    return revision in MODERN_REVISIONS
+    return revision in STATELESS_REVISIONS
 
 
 def supports_url_mode(revision: str) -> bool:

@@ -4,7 +4,7 @@ Spec: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#
 :mod:`._handshake`) and https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/streamable-http
 (:mod:`._stateless`). What every request passes first is here: the path, Host and Origin against an allow-list
 (localhost by default: DNS-rebinding protection), the method, media type, ``Accept``, body size and JSON; then
-the era is decided per POST (a body whose ``_meta`` names a protocol version, or a modern ``MCP-Protocol-Version``
+the era is decided per POST (a body whose ``_meta`` names a protocol version, or a stateless ``MCP-Protocol-Version``
 header, is 2026-07-28).
 
 Sessions and parked multi-round-trip calls live in a task group opened by the application's lifespan: when the
@@ -362,7 +362,7 @@ class HttpApp:
         meta = params.get("_meta") if isinstance(params, dict) else None
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if body_version is not None or (version is not None and version not in HANDSHAKE_HEADER_VERSIONS):
-            await self._post_modern(headers, message, receive, send)
+            await self._post_stateless(headers, message, receive, send)
             return
         respond = await self._handshake.post(headers, message, body, send)
         del message, body, params, meta  # the answer may take hours (a person): hold none of the request meanwhile
@@ -371,7 +371,7 @@ class HttpApp:
 
     # -- 2026-07-28 ---------------------------------------------------------------------------------------------
 
-    async def _post_modern(self, headers: Headers, message: JSONObject, receive: Receive, send: Send) -> None:
+    async def _post_stateless(self, headers: Headers, message: JSONObject, receive: Receive, send: Send) -> None:
         connection = Connection()
         event = connection.receive_decoded(message)
         if isinstance(event, InvalidMessage):

@@ -32,7 +32,7 @@ import anyio.abc
 from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
 from ...transports._sse import encode_event, parse_event_id, priming_event
-from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, MODERN_REVISIONS, JSONObject, RequestId
+from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, STATELESS_REVISIONS, JSONObject, RequestId
 from ._asgi import (
     SSE_HEADERS,
     Headers,
@@ -509,7 +509,7 @@ class HandshakeSessions:
     async def get(self, headers: Headers, receive: Receive, send: Send) -> None:
         session_id = headers.get("mcp-session-id")
         version = headers.get("mcp-protocol-version")
-        if session_id is None or (version is not None and version in MODERN_REVISIONS):
+        if session_id is None or (version is not None and version in STATELESS_REVISIONS):
             await refuse(send, 405, None, INVALID_REQUEST, "Method not allowed: GET needs a session (2025-11-25)")
             return
         if "text/event-stream" not in (headers.get("accept") or ""):

@@ -79,7 +79,7 @@ class StatelessExchange:
         await self._send({"type": "http.response.body", "body": encode_event(data), "more_body": True})
 
     def _serve(self, request: RequestReceived) -> Awaitable[JSONObject]:
-        return self._session.serve_modern(request, self.notify, self._principal)
+        return self._session.serve_stateless(request, self.notify, self._principal)
 
     async def run(self) -> None:
         request = self._request
@@ -93,7 +93,7 @@ class StatelessExchange:
                     result = await _hooks.serve_request(self._serve, request, request.method, request.params,
                                                         request.id, "http")  # fmt: skip
                 else:
-                    result = await self._session.serve_modern(request, self.notify, self._principal)
+                    result = await self._session.serve_stateless(request, self.notify, self._principal)
             except JSONRPCError as exc:
                 reply = self._connection.send_error(request.id, exc)
                 status = 404 if exc.code == METHOD_NOT_FOUND else 400 if exc.code in BAD_REQUEST_CODES else 200
