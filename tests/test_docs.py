@@ -353,3 +353,23 @@ def test_the_readmes_links_lead_somewhere() -> None:
     local = [t for t in targets if not t.startswith(("http://", "https://"))]
     assert len(local) > 20
     assert [t for t in local if not (ROOT / t).exists()] == []
+
+
+def test_every_test_the_docs_name_exists() -> None:
+    """A page that says a test shows something (deploying's "what survives what", hostile-peers' limits) names a
+    test that exists: a renamed or removed test fails here, not silently in the docs. A name cut short with "…"
+    must begin some test's name."""
+    import re
+
+    defined = set(re.findall(r"def (test_\w+)", "\n".join(p.read_text() for p in (ROOT / "tests").rglob("*.py"))))
+    missing = []
+    for page in PAGES:
+        for quoted in re.findall(r"`([^`\n]*test_[^`\n]*)`", page.read_text()):
+            for name, cut in re.findall(r"\b(test_\w+)(…?)", quoted):
+                if quoted.find(f"{name}.py") >= 0:
+                    continue  # a file, not a test
+                found = any(d.startswith(name) for d in defined) if cut else name in defined
+                if not found:
+                    missing.append(f"{page.relative_to(ROOT)}: {name}{cut}")
+    assert len(defined) > 500
+    assert missing == []
