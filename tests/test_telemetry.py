@@ -169,6 +169,10 @@ async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, p
         assert span.parent is not None and span.parent.span_id in {c.context.span_id for c in clients}
     for span in clients:
         assert (span.attributes or {})["jsonrpc.request.id"]
+        # A pipe has no server address (the conventions' stdio examples: network.transport alone).
+        assert (span.attributes or {})["network.transport"] == "pipe" and "server.address" not in (
+            span.attributes or {}
+        )
     questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
     answers = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
     assert len(questions) == 2 and len(answers) == 2
@@ -377,6 +381,45 @@ async def test_a_tasks_run_polls_and_answers_are_one_trace(otel: Otel) -> None:
     assert [(s.attributes or {})["elicitor.elicitation.outcome"] for s in questions] == ["accept", "accept"]
     statuses = {p.attributes["elicitor.task.status"]: p.value for p in otel.metric_points()["elicitor.tasks"]}
     assert statuses["working"] >= 1 and statuses["input_required"] == 2 and statuses["completed"] == 1
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+async def test_a_task_picked_up_later_links_to_the_call_that_created_it(otel: Otel, protocol: str) -> None:
+    """``client.task(id)`` — another client object on 2026-07-28 (the id is all it needs, as in another process),
+    the same connection on 2025-11-25 (its tasks are its session's) — follows the task in traces of its own, each
+    request's span on both sides linked to the server span of the ``tools/call`` that created the task; the task's
+    questions stay in that call's trace, although the run that asks them is started again by a later poll."""
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with connected(tasked, elicitation=handler, protocol=protocol) as first:
+        started = await first.start_tool("migrate")
+        assert started.id is not None
+        if protocol == "2025-11-25":
+            picked = await first.task(started.id)
+            assert (await picked.wait()).text == "migrated"
+    if protocol == "2026-07-28":
+        async with connected(tasked, elicitation=handler, protocol=protocol) as second:
+            picked = await second.task(started.id)
+            assert (await picked.wait()).text == "migrated"
+    spans = otel.finished()
+    created = next(s for s in otel.named("tools/call migrate") if s.kind == SpanKind.SERVER).context
+    assert created is not None
+    later = [s for s in spans if str(s.name).startswith("tasks/")]
+    for kind in (SpanKind.CLIENT, SpanKind.SERVER):
+        on_side = [s for s in later if s.kind == kind]
+        assert {s.name for s in on_side} >= (
+            {"tasks/get", "tasks/update"} if protocol == "2026-07-28" else {"tasks/get", "tasks/result"}
+        )
+        for span in on_side:
+            links = [(link.context.trace_id, link.context.span_id) for link in span.links]
+            assert (created.trace_id, created.span_id) in links, span.name
+            assert span.context is not None and span.context.trace_id != created.trace_id  # a trace of its own
+    # The questions the task's runs asked (the first run's cut short when its connection closed, on 2026-07-28;
+    # an answer a replay reads from the record asks nothing) are in the creating call's trace.
+    questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
+    assert "accept" in [(s.attributes or {}).get("elicitor.elicitation.outcome") for s in questions]
+    assert {s.context.trace_id for s in questions if s.context is not None} == {created.trace_id}
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
 

@@ -43,6 +43,12 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
         assert SECRET_CITY in (await client.call_tool("introduce")).text
     spans = otel.finished()
     assert len(one_trace(spans)) == 1
+    # The client's spans name the server it reached (semconv: server.address, server.port on CLIENT spans).
+    endpoint = httpx.URL(url)
+    asked = [s for s in spans if s.kind == SpanKind.CLIENT and s.name == "tools/call introduce"]
+    assert asked and {((s.attributes or {})["server.address"], (s.attributes or {})["server.port"]) for s in asked} == {
+        (endpoint.host, endpoint.port)
+    }
     served = [s for s in spans if s.name == "tools/call introduce" and s.kind == SpanKind.SERVER]
     assert len(served) == (3 if protocol == "2026-07-28" else 1)
     for span in served:

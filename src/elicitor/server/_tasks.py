@@ -138,6 +138,10 @@ class TaskEngine:
             "log": meta.log_level,
             "progress": progress_token if handshake else None,
         }
+        if _telemetry.state.on:  # where it was created: its later polls and updates link to it, wherever they come
+            from ..telemetry import _hooks
+
+            call["trace"] = _hooks.task_origin()
         record = TaskRecord(
             id=task_id or secrets.token_urlsafe(18),
             principal=meta.principal,
@@ -188,15 +192,15 @@ class TaskEngine:
         if method == "tasks/get":
             if record.status == "working" and not self._runs_here(record):
                 record = await self._take_over(session, record, tg)
-            return {"resultType": "complete", **wire_task(record, detailed=True)}
+            return _traced(record, {"resultType": "complete", **wire_task(record, detailed=True)})
         if method == "tasks/update":
             responses = params.get("inputResponses")
             if not isinstance(responses, dict):
                 raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
             await self._answer(session, record, responses, tg)
-            return {"resultType": "complete"}
+            return _traced(record, {"resultType": "complete"})
         await self._cancel(record)
-        return {"resultType": "complete"}
+        return _traced(record, {"resultType": "complete"})
 
     async def serve_handshake(
         self,
@@ -215,14 +219,14 @@ class TaskEngine:
         if method == "tasks/get":
             if record.status == "working" and not self._runs_here(record):
                 record = await self._take_over(session, record, tg)
-            return handshake_task(record)
+            return _traced(record, handshake_task(record))
         if method == "tasks/cancel":
             if record.terminal:
                 raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has already ended")
             await self._cancel(record)
             current = await self._registry.get(task_id)
-            return handshake_task(current or record)
-        return await self._result(session, request_id, record, meta, tg)
+            return _traced(record, handshake_task(current or record))
+        return _traced(record, await self._result(session, request_id, record, meta, tg))
 
     async def _result(
         self,
@@ -438,6 +442,12 @@ class TaskEngine:
     # ---- running ----------------------------------------------------------------------------------------------
 
     def _start(self, runner: ToolRunner, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
+        if _telemetry.state.on and record.call.get("trace"):  # its questions in the task's trace, wherever it runs
+            from ..telemetry import _hooks
+
+            with _hooks.in_task_origin(record.call["trace"]):
+                self.runs.start(runner, record, tg)
+            return
         self.runs.start(runner, record, tg)
 
     async def _change(self, task_id: str, apply: Apply) -> TaskRecord | None:
@@ -459,3 +469,13 @@ class TaskEngine:
             if waiting is not None:
                 waiting.set()
         return stored
+
+
+def _traced(record: TaskRecord, result: JSONObject) -> JSONObject:
+    """A ``tasks/*`` response naming, for telemetry, the request that created the task (``_meta``; see
+    ``telemetry/_hooks.py``, ``TASK_ORIGIN``): the spans of the request on both sides link to it."""
+    if not _telemetry.state.on or not record.call.get("trace"):
+        return result
+    from ..telemetry import _hooks
+
+    return _hooks.with_task_origin(result, record.call["trace"])

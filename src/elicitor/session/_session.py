@@ -176,7 +176,9 @@ class Session:
 
         transport = self.transport
         network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
-        return await _hooks.send_request(send, method, params, network, getattr(transport, "session_id", None))
+        return await _hooks.send_request(
+            send, method, params, network, getattr(transport, "session_id", None), getattr(transport, "url", None)
+        )
 
     async def _request(
         self,

@@ -32,9 +32,10 @@ them, no URL and no argument is recorded unless :func:`elicitor.telemetry.config
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
@@ -56,6 +57,10 @@ TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 BAGGAGE = "baggage"
 _CARRIED = (TRACEPARENT, TRACESTATE, BAGGAGE)
+TASK_ORIGIN = "dev.elicitor/taskOrigin"
+"""``_meta`` key of every ``tasks/*`` response: the W3C trace context (``traceparent``, ``tracestate``) of the request
+that created the task, so that its later polls, updates and result link to it on both sides, whichever process,
+client object or replica serves or sends them (see :func:`task_origin`)."""
 
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """The semantic conventions' advice for ``mcp.*.operation.duration``."""
@@ -193,14 +198,39 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
     return attributes
 
 
-def _network(attributes: dict[str, Any], transport: str, session_id: str | None) -> None:
+def _network(attributes: dict[str, Any], transport: str, session_id: str | None, url: str | None = None) -> None:
     """The connection's attributes: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP) and
-    ``network.protocol.name``, per the conventions' "Recording MCP transport"; the HTTP session's ``mcp.session.id``."""
+    ``network.protocol.name``, per the conventions' "Recording MCP transport"; the HTTP session's ``mcp.session.id``;
+    on a client's span over HTTP, ``server.address`` and ``server.port`` from the endpoint's URL (a stdio server
+    has no address: the conventions' stdio examples carry ``network.transport = pipe`` alone)."""
     attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
     if transport != "pipe":
         attributes["network.protocol.name"] = transport
     if session_id is not None:
         attributes["mcp.session.id"] = session_id
+    if url is not None:
+        address = server_address(url)
+        if address is not None:
+            attributes["server.address"], attributes["server.port"] = address
+
+
+@lru_cache(maxsize=64)
+def server_address(url: str) -> tuple[str, int] | None:
+    """``server.address`` and ``server.port`` of an endpoint URL: its host as written (no DNS lookup; an IPv6
+    address without brackets) and its port, or the scheme's (the conventions' general attributes, "Server
+    attributes": the port is recommended whenever the address is set)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
+    return None if port is None else (parts.hostname, port)
 
 
 def _span_name(method: str, attributes: Mapping[str, Any]) -> str:
@@ -251,6 +281,11 @@ def _result(span: Span | None, attributes: dict[str, Any], result: JSONObject) -
     task = result.get("task") if result_type is None else result if result_type == "task" else None
     if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
         span.set_attribute("elicitor.task.id", task["taskId"])  # 2025-11-25 {"task": Task}; 2026-07-28 a Task
+    meta = result.get("_meta")
+    if span is not None and isinstance(meta, dict) and TASK_ORIGIN in meta:
+        created = _span_context(meta[TASK_ORIGIN])
+        if created is not None:  # a tasks/* response: link to the span that created the task (same on both sides)
+            span.add_link(created, {"elicitor.link": "task_created"})
 
 
 def _metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -285,6 +320,51 @@ def _inject(params: JSONObject | None, ctx: otel_context.Context | None) -> JSON
     meta = params.get("_meta")
     params["_meta"] = {**(meta if isinstance(meta, dict) else {}), **carrier}
     return params
+
+
+def _span_context(carrier: object) -> trace.SpanContext | None:
+    """The span context a W3C trace context carrier names (``traceparent``, ``tracestate``), or ``None``."""
+    if not isinstance(carrier, dict) or not isinstance(carrier.get(TRACEPARENT), str):
+        return None
+    kept = {key: value for key in (TRACEPARENT, TRACESTATE) if isinstance(value := carrier.get(key), str)}
+    ctx = propagate.extract(kept)
+    context = trace.get_current_span(ctx).get_span_context()
+    return context if context.is_valid else None
+
+
+# ---- tasks: where they were created --------------------------------------------------------------------------
+
+
+def task_origin() -> dict[str, str] | None:
+    """The current span's context, kept with a task when it is created (``traceparent``, ``tracestate``; never the
+    baggage, which may hold anything the application put there), or ``None`` outside a trace."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    kept = {key: carrier[key] for key in (TRACEPARENT, TRACESTATE) if key in carrier}
+    return kept or None
+
+
+def with_task_origin(result: JSONObject, origin: object) -> JSONObject:
+    """``result`` (a ``tasks/*`` response) naming the request that created its task in ``_meta`` (a copy)."""
+    if _span_context(origin) is None:
+        return result
+    meta = result.get("_meta")
+    return {**result, "_meta": {**(meta if isinstance(meta, dict) else {}), TASK_ORIGIN: origin}}
+
+
+@contextmanager
+def in_task_origin(origin: object) -> Iterator[None]:
+    """Within: the context of the request that created the task, so a run started here (a takeover, a replay on
+    another replica) asks its questions in the task's own trace, not in the trace of the poll that woke it."""
+    created = _span_context(origin)
+    if created is None:
+        yield
+        return
+    token = otel_context.attach(trace.set_span_in_context(trace.NonRecordingSpan(created)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 # ---- the request layer ---------------------------------------------------------------------------------------
@@ -340,10 +420,12 @@ async def send_request(
     params: JSONObject | None,
     transport: str = "pipe",
     session_id: str | None = None,
+    url: str | None = None,
 ) -> JSONObject:
     """Send a request inside a ``CLIENT`` span, its context written into ``params._meta``.
 
-    Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id.
+    Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id;
+    ``url``: the HTTP endpoint it goes to (``server.address``, ``server.port``).
     """
     tracer = state.tracer
     instruments = state.instruments
@@ -353,7 +435,7 @@ async def send_request(
             params = _inject(params, None)
         return await send(params, _ignore)
     attributes = request_attributes(method, params, None)
-    _network(attributes, transport, session_id)
+    _network(attributes, transport, session_id, url)
     span: Span | None = None
     if tracer is not None:
         span = tracer.start_span(_span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
