@@ -80,6 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="HTTP: the request parser (default: httptools if installed, as it is with elicitor)",
     )
+    observe = serve.add_argument_group(
+        "telemetry (OpenTelemetry)", "Traces and metrics (docs/observability.md). Both options need the SDK: "
+        "pip install 'elicitor[otel]'.",
+    )  # fmt: skip
+    observe.add_argument(
+        "--telemetry",
+        choices=["native", "propagation_only", "off"],
+        help="native: spans and metrics, exported over OTLP/HTTP as the OTEL_* variables say "
+        "(OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318); propagation_only: only carry trace context; "
+        "off (default: $ELICITOR_TELEMETRY_MODE, else native with nothing exported)",
+    )
+    observe.add_argument(
+        "--metrics",
+        metavar="[HOST:]PORT",
+        help="also serve the metrics for Prometheus at http://HOST:PORT/metrics (HOST default 127.0.0.1)",
+    )
     protect = serve.add_argument_group(
         "protection (HTTP)",
         "Require OAuth access tokens (the spec's Authorization section): the endpoint answers 401 with its "
@@ -299,6 +315,14 @@ def _serve(args: argparse.Namespace) -> int:
             )
             return 2
         server.serve_pages(server.pages, url=args.pages_url)
+    if args.telemetry or args.metrics:
+        from .telemetry._command import serve_telemetry
+
+        try:
+            serve_telemetry(args.telemetry, args.metrics, str(server.info["name"]))
+        except ValueError as exc:
+            print(f"elicitor serve: {exc}", file=sys.stderr)
+            return 2
     if args.transport == "stdio":
         server.run("stdio")
     else:

@@ -79,8 +79,9 @@ def setup(
     """Batteries: an SDK tracer and meter provider exporting over OTLP/HTTP (``pip install 'elicitor[otel]'``).
 
     The exporters read the standard variables (``OTEL_EXPORTER_OTLP_ENDPOINT``, default ``http://localhost:4318``;
-    ``OTEL_SERVICE_NAME`` overrides ``service_name``). Spans go through a batch processor; metrics are exported
-    every minute (``OTEL_METRIC_EXPORT_INTERVAL``). ``prometheus=True`` also keeps the metrics for a Prometheus
+    ``OTEL_SERVICE_NAME`` overrides ``service_name``; ``OTEL_TRACES_EXPORTER=none`` or ``OTEL_METRICS_EXPORTER=none``
+    exports no spans, or no metrics, over OTLP). Spans go through a batch processor; metrics are exported every
+    minute (``OTEL_METRIC_EXPORT_INTERVAL``). ``prometheus=True`` also keeps the metrics for a Prometheus
     scrape (serve them with :func:`with_metrics`). ``console=True`` also prints spans, for a first look.
 
     Raises:
@@ -98,11 +99,13 @@ def setup(
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
     tracer_provider = TracerProvider(resource=resource)
     readers: list[MetricReader] = []
-    if otlp:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    if otlp and _exporting("OTEL_TRACES_EXPORTER"):
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    if otlp and _exporting("OTEL_METRICS_EXPORTER"):
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
     if prometheus:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -114,6 +117,13 @@ def setup(
     if readers:
         metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
     refresh()
+
+
+def _exporting(variable: str) -> bool:
+    """Whether the standard ``OTEL_TRACES_EXPORTER``/``OTEL_METRICS_EXPORTER`` leaves OTLP on (``none``: off)."""
+    import os
+
+    return os.environ.get(variable, "otlp").strip().lower() != "none"
 
 
 def with_metrics(app: ASGIApp, path: str = "/metrics") -> ASGIApp:

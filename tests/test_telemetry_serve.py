@@ -1,0 +1,147 @@
+"""``elicitor serve --telemetry native --metrics [HOST:]PORT``: a server run from the command line exports its spans
+and metrics over OTLP/HTTP (to a receiver this test runs, named by the standard ``OTEL_EXPORTER_OTLP_ENDPOINT``) and
+serves a Prometheus scrape; what cannot work (no SDK, options that contradict each other) is refused before the
+server starts, saying what to do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from elicitor import Client
+from elicitor.cli import main
+
+from .conftest import ROOT
+from .replicas import free_port, wait_for_port
+
+
+class Receiver:
+    """An OTLP/HTTP endpoint that keeps what it is sent (protobuf bodies, by path)."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, bytes]] = []
+        received = self.received
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length", "0")))
+                received.append((self.path, body))
+                self.send_response(200)
+                self.send_header("content-type", "application/x-protobuf")
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def sent_to(self, path: str) -> bytes:
+        return b"".join(body for at, body in list(self.received) if at == path)
+
+
+@contextmanager
+def receiving() -> Iterator[Receiver]:
+    receiver = Receiver()
+    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
+@contextmanager
+def serving(arguments: list[str], port: int, environment: dict[str, str], log: Path) -> Iterator[None]:
+    command = [sys.executable, "-m", "elicitor", "serve", "tests.peers.cli_server:server", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*command, *arguments], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **environment},
+            stdout=out, stderr=out, start_new_session=True,
+        )  # fmt: skip
+    try:
+        wait_for_port(port, process)
+        yield
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, tmp_path: Path) -> None:
+    port, metrics = free_port(), free_port()
+    environment = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "",  # set below: the receiver's
+        "OTEL_BSP_SCHEDULE_DELAY": "100",  # milliseconds: spans leave soon after they end
+        "OTEL_METRIC_EXPORT_INTERVAL": "300",
+        "ELICITOR_TELEMETRY_MODE": "off",  # the option wins over the environment
+    }
+    environment.pop("OTEL_SERVICE_NAME", None)
+    with receiving() as receiver:
+        environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
+        arguments = ["--telemetry", "native", "--metrics", f"127.0.0.1:{metrics}"]
+        with serving(arguments, port, environment, tmp_path / "serve.log"):
+            async with Client.http(f"http://127.0.0.1:{port}/mcp", protocol="2026-07-28") as client:
+                assert (await client.call_tool("count")).text == "counted to three"
+            async with httpx.AsyncClient() as http:
+                scraped = (await http.get(f"http://127.0.0.1:{metrics}/metrics")).text
+            with anyio.fail_after(30):
+                while b"tools/call count" not in receiver.sent_to("/v1/traces") or not receiver.sent_to("/v1/metrics"):
+                    await anyio.sleep(0.1)
+    assert "mcp_server_operation_duration_seconds_bucket" in scraped, scraped
+    assert 'mcp_method_name="tools/call"' in scraped
+    traces = receiver.sent_to("/v1/traces")
+    assert b"cli-desk" in traces  # service.name: the server's name, OTEL_SERVICE_NAME unset
+    assert b"mcp.server.operation.duration" in receiver.sent_to("/v1/metrics")
+
+
+def test_serve_without_the_sdk_says_how_to_install_it() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry.sdk'] = None  # as if the [otel] extra were not installed\n"
+        "from elicitor.cli import main\n"
+        "sys.exit(main(['serve', 'tests.peers.cli_server:server', '--telemetry', 'native']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'elicitor[otel]'" in done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--telemetry", "off", "--metrics", "9464"], "--metrics needs telemetry on"),
+        (["--telemetry", "propagation_only", "--metrics", "9464"], "--metrics needs telemetry on"),
+        (["--metrics", "localhost:"], "--metrics takes [HOST:]PORT"),
+        (["--metrics", "99999"], "--metrics takes [HOST:]PORT"),
+    ],
+)
+def test_serve_refuses_telemetry_options_that_cannot_work(
+    arguments: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--lang", "en", "serve", "tests.peers.cli_server:server", *arguments]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_a_mistyped_mode_in_the_environment_stops_serve_with_metrics(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ELICITOR_TELEMETRY_MODE", "natve")
+    assert main(["--lang", "en", "serve", "tests.peers.cli_server:server", "--metrics", "9464"]) == 2
+    assert "ELICITOR_TELEMETRY_MODE must be one of" in capsys.readouterr().err
