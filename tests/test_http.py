@@ -355,6 +355,38 @@ async def test_sse_resumption_with_last_event_id(anyio_backend: str) -> None:
         assert data == [{"jsonrpc": "2.0", "id": 5, "result": {"content": [{"type": "text", "text": "hello Cy"}]}}]
 
 
+async def test_a_client_leaving_an_sse_response_frees_its_stream_and_nothing_is_lost(anyio_backend: str) -> None:
+    """The server notices a client that dropped a waiting SSE response by itself (not only when a resume comes):
+    the stream is free again, the request goes on, and what follows is delivered to the next connection."""
+    app = server.http_app()
+    async with serving(app) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        stream = None
+        async with http.stream(
+            "POST", "/mcp", content=rpc("tools/call", {"name": "greet"}, id=7), headers=headers
+        ) as r:
+            async for line in r.aiter_lines():
+                if line.startswith("id: "):
+                    last = line[4:]
+                if line.startswith("data: {"):
+                    elicitation = json.loads(line[6:])
+                    stream = app._handshake._sessions[session].streams[7]
+                    assert stream.attached  # a connection delivers it
+                    break
+        assert stream is not None
+        with anyio.fail_after(10):
+            while stream.attached:  # the client left: the server sees it and lets the stream go
+                await anyio.sleep(0.02)
+        answer = {"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept", "content": {"name": "Di"}}}
+        assert (await http.post("/mcp", content=json.dumps(answer).encode(), headers=headers)).status_code == 202
+        resumed = await http.get(
+            "/mcp", headers={"accept": "text/event-stream", "mcp-session-id": session, "last-event-id": last}
+        )
+        data = [json.loads(line[6:]) for line in resumed.text.splitlines() if line.startswith("data: {")]
+        assert data == [{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello Di"}]}}]
+
+
 async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backend: str) -> None:
     app = server.http_app()
     handler = ScriptedHandler(otherwise={"name": "Eve"})

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, nullcontext, suppress
 from typing import Any
 
 import anyio
@@ -63,6 +63,9 @@ NotificationHandler = Callable[[NotificationReceived], Awaitable[None]]
 
 MAX_INCOMING = 65536
 """Peer requests a session serves at once by default; beyond it new ones are refused (-32603, "retry later")."""
+
+_UNSCOPED = nullcontext()
+"""The scope of a request's task where its task is its scope (an anyio task group's task)."""
 
 _CANCEL_GRACE = 5.0
 """How long a shielded cleanup may try to tell the peer that a request was cancelled."""
@@ -304,17 +307,13 @@ class Session:
         if self._loop is None:
             return self._tg.start_soon(self._serve, request)
         scope = anyio.CancelScope()
-        task = self._loop.create_task(self._serve_in(scope, request))
+        task = self._loop.create_task(self._serve(request, scope))
         self._tasks[task] = scope
         task.add_done_callback(self._forget)
         return scope
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         del self._tasks[task]
-
-    async def _serve_in(self, scope: anyio.CancelScope, request: RequestReceived) -> None:
-        with scope:
-            await self._serve(request)
 
     async def _finish(self) -> None:
         """Cancel the request tasks still running (one may be writing its answer) and wait for them, as leaving a
@@ -324,28 +323,30 @@ class Session:
         while self._tasks:
             await asyncio.wait(list(self._tasks))
 
-    async def _serve(self, request: RequestReceived) -> None:
-        """Answer one peer request. Cancelled through its task handle when the peer cancels it."""
-        data: bytes | None = None
-        try:
-            if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
-                result = await self._traced(request)
+    async def _serve(self, request: RequestReceived, scope: anyio.CancelScope | None = None) -> None:
+        """Answer one peer request, in ``scope`` if given (see :meth:`_spawn`). Cancelled through its task handle
+        or scope when the peer cancels it."""
+        with scope if scope is not None else _UNSCOPED:
+            data: bytes | None = None
+            try:
+                if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
+                    result = await self._traced(request)
+                else:
+                    result = await self._on_request(request)
+            except JSONRPCError as exc:
+                data = self.connection.send_error(request.id, exc)
+            except ConnectionClosed:
+                pass  # the peer went away while the handler waited on it: nobody is left to answer
+            except Exception as exc:
+                data = self.connection.send_error(request.id, internal_error(exc, f"handler for {request.method}"))
             else:
-                result = await self._on_request(request)
-        except JSONRPCError as exc:
-            data = self.connection.send_error(request.id, exc)
-        except ConnectionClosed:
-            pass  # the peer went away while the handler waited on it: nobody is left to answer
-        except Exception as exc:
-            data = self.connection.send_error(request.id, internal_error(exc, f"handler for {request.method}"))
-        else:
-            data = self.connection.send_result(request.id, result)
-        finally:
-            # Answered, failed or cancelled (by the peer, or because the connection closed): no longer in flight.
-            self._inflight.pop(request.id, None)
-            self.connection.forget_incoming(request.id)
-        if data is not None:
-            await self._reply(data, request.id, final=True)
+                data = self.connection.send_result(request.id, result)
+            finally:
+                # Answered, failed or cancelled (by the peer, or because the connection closed): no longer in flight.
+                self._inflight.pop(request.id, None)
+                self.connection.forget_incoming(request.id)
+            if data is not None:
+                await self._reply(data, request.id, final=True)
 
     def _traced(self, request: RequestReceived) -> Awaitable[JSONObject]:
         from ..telemetry import _hooks

@@ -365,9 +365,12 @@ class HttpApp:
             await self._post_stateless(headers, message, receive, send)
             return
         respond = await self._handshake.post(headers, message, body, send)
-        del message, body, params, meta  # the answer may take hours (a person): hold none of the request meanwhile
+        # The answer may take hours (a person): hold none of the request meanwhile, not even what answers it.
+        del message, body, params, meta, content_type, accept, version, body_version
         if respond is not None:
-            await respond(receive, send)
+            responding = respond(receive, send)
+            del respond
+            await responding
 
     # -- 2026-07-28 ---------------------------------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from ._asgi import (
     request_id_of,
     respond_empty,
     respond_json,
-    until_disconnect,
+    until_gone,
 )
 from ._peers import Attach, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
@@ -475,7 +475,7 @@ class HandshakeSessions:
         client may resume the stream with ``Last-Event-ID``.
         """
         try:
-            async with until_disconnect(receive) as scope:
+            async with until_gone(receive) as scope:
                 if claim is not None:
                     claim.bind(scope)
                 item = first
@@ -498,9 +498,10 @@ class HandshakeSessions:
                     except BaseException:
                         stream.give_back(item)  # the client left: a resume starts with it
                         raise
-                    delivered, item = sequence, None
                     if final:
                         break
+                    delivered, item = sequence, None
+                    del message, chunk  # delivered: nothing of it is held while the next one is awaited
             with anyio.CancelScope(shield=True):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:

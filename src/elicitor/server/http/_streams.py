@@ -14,13 +14,14 @@ with 409 instead: the client has one connection open on purpose.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import anyio
 
 from ..._loop import running_asyncio_loop
 from ...session import Waiter
 from ...state import EventStore, StoreUnavailable
+from ._asgi import Stoppable
 
 logger = logging.getLogger("elicitor.http")
 
@@ -41,10 +42,10 @@ class Claim:
         """The claim this one superseded, until :meth:`settle` saw it released."""
         self.superseded = False
         self.released = False
-        self._scope: anyio.CancelScope | None = None
+        self._scope: Stoppable | None = None
         self._released: anyio.Event | None = None  # made only when a newer claim waits for this one
 
-    def bind(self, scope: anyio.CancelScope) -> None:
+    def bind(self, scope: Stoppable) -> None:
         """Deliver within ``scope``: superseding the claim cancels it (at once if that already happened)."""
         self._scope = scope
         if self.superseded:
@@ -122,11 +123,15 @@ class Stream:
         stream.out.close()
         return stream
 
-    async def take(self) -> tuple[int, bytes, bool]:
-        """The next event to deliver: one a pump could not deliver first, else the next one sent."""
+    def take(self) -> Awaitable[tuple[int, bytes, bool]]:
+        """The next event to deliver: one a pump could not deliver first, else the next one sent.
+
+        Not a coroutine of its own: a pump waits here for as long as a person takes, and a frame more per waiting
+        call is 0.2 KiB more.
+        """
         if self._unsent:
-            return self._unsent.pop()
-        return await self.out.receive()
+            return _ready(self._unsent.pop())
+        return self.out.receive()
 
     def give_back(self, item: tuple[int, bytes, bool]) -> None:
         """A pump took ``item`` but may not have delivered it: the next pump starts with it.
@@ -173,6 +178,10 @@ class Stream:
 
     def close(self) -> None:
         self.out.close()
+
+
+async def _ready(item: tuple[int, bytes, bool]) -> tuple[int, bytes, bool]:
+    return item
 
 
 class _Queue:
