@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,9 +26,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from elicitor import Accepted, Context, JSONRPCError, ScriptedHandler, Server, telemetry
+from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server, telemetry
 from elicitor.telemetry import _state
 from elicitor.testing import connected
+
+from .conftest import ROOT
 
 pytestmark = pytest.mark.anyio
 
@@ -194,6 +199,48 @@ async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, p
     exported = otel.exported_bytes()
     for secret in (SECRET_NAME, SECRET_CITY, "Who are you?", "Where do you live?"):
         assert secret not in exported
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_over_real_stdio_the_server_process_continues_the_clients_trace(
+    otel: Otel, protocol: str, tmp_path: Path
+) -> None:
+    """A server started as a process and spoken to over its stdin/stdout, its spans written by its own SDK: the
+    two sides' spans join one trace (the server's SERVER span a child of the client's CLIENT span, through
+    ``params._meta`` on the pipe), both say ``network.transport = pipe``, and neither holds an answer."""
+    spans_file = tmp_path / "server.jsonl"
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    command = [sys.executable, "-m", "tests.peers.traced_stdio"]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "ELICITOR_SPANS_FILE": str(spans_file)}
+    async with Client.stdio(command, env=environment, cwd=ROOT, elicitation=handler, protocol=protocol) as client:
+        with anyio.fail_after(30):
+            assert SECRET_CITY in (await client.call_tool("introduce")).text
+    with anyio.fail_after(10):  # the server writes its spans as they end; its last ends as it answers
+        while "tools/call introduce" not in (spans_file.read_text() if spans_file.exists() else ""):
+            await anyio.sleep(0.05)
+    theirs = [json.loads(line) for line in spans_file.read_text().splitlines()]
+    ours = [s for s in otel.finished() if s.name not in SETUP]
+    sent = {format(s.context.span_id, "#018x"): s for s in ours if s.kind == SpanKind.CLIENT}
+    served = [s for s in theirs if s["name"] == "tools/call introduce" and s["kind"] == "SpanKind.SERVER"]
+    assert len(served) == (3 if protocol == "2026-07-28" else 1)
+    [trace_id] = {format(s.context.trace_id, "#034x") for s in ours}
+    for span in served:
+        assert span["context"]["trace_id"] == trace_id
+        assert span["parent_id"] in sent and sent[span["parent_id"]].name == "tools/call introduce"
+        assert span["attributes"]["network.transport"] == "pipe" and "server.address" not in span["attributes"]
+        assert span["attributes"]["mcp.protocol.version"] == protocol
+    questions = [s for s in theirs if s["name"] == "elicitation"]
+    assert [s["attributes"].get("elicitor.elicitation.outcome") for s in questions][-2:] == ["accept", "accept"]
+    assert all(s["context"]["trace_id"] == trace_id for s in questions)
+    if protocol == "2025-11-25":  # the server's pushed questions: its CLIENT spans, the client's SERVER spans
+        pushed = [s for s in theirs if s["name"] == "elicitation/create" and s["kind"] == "SpanKind.CLIENT"]
+        answered = [s for s in ours if s.name == "elicitation/create" and s.kind == SpanKind.SERVER]
+        assert len(pushed) == len(answered) == 2
+        assert {format(s.parent.span_id, "#018x") for s in answered if s.parent} == {
+            s["context"]["span_id"] for s in pushed
+        }
+    for text in (spans_file.read_text(), otel.exported_bytes()):
+        assert SECRET_NAME not in text and SECRET_CITY not in text
 
 
 async def test_errors_follow_the_conventions(otel: Otel) -> None:
