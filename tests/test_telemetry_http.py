@@ -123,6 +123,52 @@ async def test_the_rounds_of_a_call_on_three_replicas_are_one_trace(
         assert SECRET_NAME not in path.read_text()
 
 
+async def test_a_task_picked_up_by_another_client_links_to_its_creation_on_any_replica(
+    otel: Otel, traced_cluster: tuple[Deployment, Path]
+) -> None:
+    """One client starts a task through the balancer and leaves; another client object picks it up by id and
+    answers it. The replica that created it kept its trace context in the task's record (Redis), so the SERVER
+    span of every later tasks/* request, on whichever replica, and the second client's CLIENT spans link to the
+    creating tools/call span, while living in traces of their own."""
+    cluster, folder = traced_cluster
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"size": 3}])  # the first client declares it too; never asked
+    async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as first:
+        started = await first.start_tool("long_booking")
+    assert started.id is not None
+    with anyio.fail_after(60):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as second:
+            picked = await second.task(started.id)
+            assert (await picked.wait()).text.startswith(f"{SECRET_NAME} x3")
+    [call] = [s for s in otel.named("tools/call long_booking") if s.kind == SpanKind.CLIENT]
+    created_in = f"0x{call.context.trace_id:032x}"
+    with anyio.fail_after(10):
+        while not [s for s in replica_spans(folder) if s["name"] == "tools/call long_booking"]:
+            await anyio.sleep(0.05)
+    [created] = [
+        s for s in replica_spans(folder)
+        if s["name"] == "tools/call long_booking" and s["kind"] == "SpanKind.SERVER"
+        and s["context"]["trace_id"] == created_in
+    ]  # fmt: skip
+    origin = (created["context"]["trace_id"], created["context"]["span_id"])
+    ours = [s for s in otel.finished() if str(s.name).startswith("tasks/") and s.kind == SpanKind.CLIENT]
+    assert {s.name for s in ours} >= {"tasks/get", "tasks/update"}
+    for span in ours:
+        assert f"0x{span.context.trace_id:032x}" != created_in  # a trace of its own
+        linked = {(f"0x{link.context.trace_id:032x}", f"0x{link.context.span_id:016x}") for link in span.links}
+        assert origin in linked, span.name
+    later_ids = {f"0x{s.context.span_id:016x}" for s in ours}
+    with anyio.fail_after(10):
+        while len([s for s in replica_spans(folder) if s.get("parent_id") in later_ids]) < len(ours):
+            await anyio.sleep(0.05)
+    served = [s for s in replica_spans(folder) if s.get("parent_id") in later_ids]
+    for at in served:
+        assert at["kind"] == "SpanKind.SERVER" and at["context"]["trace_id"] != created_in
+        assert origin in {(link["context"]["trace_id"], link["context"]["span_id"]) for link in at["links"]}
+    assert len({at["pid"] for at in served} | {created["pid"]}) >= 2  # round robin: other replicas than its own
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
 async def test_a_running_replica_is_scraped_once(traced_cluster: tuple[Deployment, Path]) -> None:
     cluster, _ = traced_cluster
     handler = ScriptedHandler([{"name": "Ada"}, {"size": 2}])
