@@ -5,7 +5,11 @@ after the delay, as a browser would: the authorization server approves and redir
 listener.
 
 The waits are real (a subprocess's clock cannot be driven), so every person of this module waits at the same
-time, in one test: it takes as long as the slowest person, about four minutes.
+time, in one test, and the clocks are scaled down with the people: each person takes longer than the clocks they
+must not run out — the library's ``probe_timeout``, ``handshake_timeout`` and ``request_timeout`` set to seconds,
+``connect``'s ``--timeout`` too (its probe keeps its 10 s) — which proves in well under a minute what 20 s, 90 s
+and four minutes prove against the defaults. ``ELICITOR_PACE=real`` (``make soak``) runs those people against the
+defaults: about four minutes.
 """
 
 from __future__ import annotations
@@ -30,7 +34,25 @@ from .test_auth_client import Deployment, deployed
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-DELAYS = (20.0, 90.0, 240.0)
+REAL = os.environ.get("ELICITOR_PACE") == "real"
+Clocks = dict[str, Any]
+"""The client's clocks a person outlasts: ``Client.http`` keywords (library), ``{"--timeout": s}`` (connect); empty:
+the defaults (a 10 s probe, a 30 s handshake, a 300 s request_timeout; connect's --timeout 30)."""
+PEOPLE: dict[str, list[tuple[float, Clocks]]] = (
+    {surface: [(20.0, {}), (90.0, {}), (240.0, {})] for surface in ("library", "connect")}
+    if REAL
+    else {
+        # Slower than the probe; than the probe and the handshake; than every clock, request_timeout too.
+        "library": [
+            (6.0, {"probe_timeout": 4.0, "handshake_timeout": 30.0}),
+            (10.0, {"probe_timeout": 4.0, "handshake_timeout": 8.0}),
+            (16.0, {"probe_timeout": 4.0, "handshake_timeout": 8.0, "request_timeout": 12.0}),
+        ],
+        # connect's probe is the library's 10 s: slower than it; than it and --timeout.
+        "connect": [(15.0, {"--timeout": 30.0}), (15.0, {"--timeout": 6.0})],
+    }
+)
+SLOWEST = max(delay for people in PEOPLE.values() for delay, _ in people)
 ERAS = ("auto", "2025-11-25")  # auto: the server speaks 2026-07-28, and a slow person must not change that
 LINK = re.compile(r"^\s+(http://127\.0\.0\.1:\d+/as/authorize\?\S+)")
 
@@ -49,7 +71,7 @@ async def person(link: str, delay: float) -> None:
     assert page.status_code == 200 and "You are signed in" in page.text, page.text
 
 
-async def through_the_library(url: str, era: str, delay: float) -> dict[str, Any]:
+async def through_the_library(url: str, era: str, delay: float, clocks: Clocks) -> dict[str, Any]:
     shown: list[str] = []
     links: list[str] = []
     arrived = anyio.Event()
@@ -71,18 +93,19 @@ async def through_the_library(url: str, era: str, delay: float) -> dict[str, Any
             await person(links[0], delay)
 
         tg.start_soon(approve)
-        # The library's defaults: a 10 s probe, a 30 s handshake, a 300 s request_timeout.
-        async with Client.http(url, auth=auth, elicitation=handler, protocol=era) as client:
+        async with Client.http(url, auth=auth, elicitation=handler, protocol=era, **clocks) as client:
             result = (await client.call_tool("greet")).text
             version = client.protocol_version
     said = "\n".join(shown)
     return {"result": result, "version": version, "links": links, "said": said}
 
 
-async def through_connect(url: str, era: str, delay: float, home: Path) -> dict[str, Any]:
-    """``elicitor connect URL`` as a person runs it (its --timeout left at 30 s), answering on standard input."""
+async def through_connect(url: str, era: str, delay: float, clocks: Clocks, home: Path) -> dict[str, Any]:
+    """``elicitor connect URL`` as a person runs it, answering on standard input."""
     env = {**os.environ, "XDG_CONFIG_HOME": str(home), "BROWSER": "/nonexistent/browser"}
-    command = [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--no-browser", "--protocol", era, url]
+    options = [word for flag, seconds in clocks.items() for word in (flag, f"{seconds:g}")]
+    command = [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--no-browser", *options]
+    command += ["--protocol", era, url]
     process = await anyio.open_process(command, cwd=ROOT, env=env, start_new_session=True)
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     stderr = BufferedByteReceiveStream(process.stderr)
@@ -127,32 +150,35 @@ async def through_connect(url: str, era: str, delay: float, home: Path) -> dict[
     }
 
 
-@pytest.mark.timeout(max(DELAYS) + 180)  # the slowest person, and everything else meanwhile
+@pytest.mark.timeout(SLOWEST + 180)  # the slowest person, and everything else meanwhile
 async def test_a_person_who_takes_their_time_gets_in_on_every_path(anyio_backend: str, tmp_path: Path) -> None:
-    outcomes: dict[tuple[str, str, float], dict[str, Any]] = {}
-    deployments: dict[tuple[str, str, float], tuple[Deployment, str]] = {}
+    outcomes: dict[tuple[str, str, int], dict[str, Any]] = {}
+    deployments: dict[tuple[str, str, int], tuple[Deployment, str]] = {}
     async with AsyncExitStack() as stack:
-        for surface in ("library", "connect"):
+        for surface, people in PEOPLE.items():
             for era in ERAS:
-                for delay in DELAYS:
-                    deployments[surface, era, delay] = await stack.enter_async_context(deployed(jwt=True))
+                for index in range(len(people)):
+                    deployments[surface, era, index] = await stack.enter_async_context(deployed(jwt=True))
 
-        async def one(surface: str, era: str, delay: float) -> None:
-            _, url = deployments[surface, era, delay]
+        async def one(surface: str, era: str, index: int) -> None:
+            _, url = deployments[surface, era, index]
+            delay, clocks = PEOPLE[surface][index]
             if surface == "library":
-                outcomes[surface, era, delay] = await through_the_library(url, era, delay)
+                outcomes[surface, era, index] = await through_the_library(url, era, delay, clocks)
             else:
-                outcomes[surface, era, delay] = await through_connect(url, era, delay, tmp_path / f"{era}-{delay:g}")
+                home = tmp_path / f"{era}-{index}"
+                outcomes[surface, era, index] = await through_connect(url, era, delay, clocks, home)
 
-        with anyio.fail_after(max(DELAYS) + 120):
+        with anyio.fail_after(SLOWEST + 120):
             async with anyio.create_task_group() as tg:
                 for key in deployments:
                     tg.start_soon(one, *key)
 
     assert len(outcomes) == len(deployments)
-    for (surface, era, delay), outcome in outcomes.items():
-        case = f"{surface}, {era}, a person taking {delay:g} s: {outcome}"
-        deployment, _ = deployments[surface, era, delay]
+    for (surface, era, index), outcome in outcomes.items():
+        delay, clocks = PEOPLE[surface][index]
+        case = f"{surface}, {era}, a person taking {delay:g} s, clocks {clocks or 'the defaults'}: {outcome}"
+        deployment, _ = deployments[surface, era, index]
         assert outcome.get("code", 0) == 0, case
         assert outcome["result"].endswith("hello Ada"), case
         assert outcome["version"] == ("2026-07-28" if era == "auto" else era), case  # the era does not hang on speed
