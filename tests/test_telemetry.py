@@ -467,6 +467,9 @@ async def test_a_task_picked_up_later_links_to_the_call_that_created_it(otel: Ot
     questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
     assert "accept" in [(s.attributes or {}).get("elicitor.elicitation.outcome") for s in questions]
     assert {s.context.trace_id for s in questions if s.context is not None} == {created.trace_id}
+    if protocol == "2026-07-28":  # and so are the person's answers to them, given through the later client
+        answers = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
+        assert len(answers) == 2 and {s.context.trace_id for s in answers if s.context} == {created.trace_id}
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
 

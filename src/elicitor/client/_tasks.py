@@ -28,6 +28,8 @@ import anyio
 import msgspec
 
 from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
+from ..telemetry import _state as _telemetry
+from ..telemetry._state import TASK_ORIGIN
 from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
 
 logger = logging.getLogger("elicitor.client")
@@ -134,7 +136,7 @@ class TaskHandle:
         for key, request in requests.items():
             if key in self._answered or key in self._unsent:
                 continue  # shown once: a poll repeats the open questions until the server has the answer
-            self._unsent[key] = await self._port.answer_input(request)
+            self._unsent[key] = await self._ask(request)
         if not self._unsent:
             return
         assert self.id is not None
@@ -151,6 +153,18 @@ class TaskHandle:
         self._answered.update(responses)
         for key in responses:
             self._unsent.pop(key, None)
+
+    async def _ask(self, request: object) -> JSONObject:
+        """One input request answered by the person; for telemetry, in the trace of the call that created the task
+        (its ``_meta`` names it) when this handle follows the task from elsewhere, as the server's question is."""
+        if _telemetry.state.on:
+            meta = self._task.get("_meta")
+            if isinstance(meta, dict) and TASK_ORIGIN in meta:
+                from ..telemetry import _hooks
+
+                with _hooks.in_task_origin(meta[TASK_ORIGIN], elsewhere=True):
+                    return await self._port.answer_input(request)
+        return await self._port.answer_input(request)
 
     async def wait(self, *, on_status: Callable[[TaskHandle], Awaitable[None] | None] | None = None) -> CallToolResult:
         """Follow the task to its end, answering its questions through the client's handlers (each once), and

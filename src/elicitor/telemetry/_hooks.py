@@ -44,7 +44,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import SpanKind, StatusCode
 
 from ..types import JSONObject, RequestId
-from ._state import State, parked_tables, state
+from ._state import TASK_ORIGIN, State, parked_tables, state
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, Meter, UpDownCounter
@@ -57,10 +57,6 @@ TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 BAGGAGE = "baggage"
 _CARRIED = (TRACEPARENT, TRACESTATE, BAGGAGE)
-TASK_ORIGIN = "dev.elicitor/taskOrigin"
-"""``_meta`` key of every ``tasks/*`` response: the W3C trace context (``traceparent``, ``tracestate``) of the request
-that created the task, so that its later polls, updates and result link to it on both sides, whichever process,
-client object or replica serves or sends them (see :func:`task_origin`)."""
 
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 """The semantic conventions' advice for ``mcp.*.operation.duration``."""
@@ -353,11 +349,15 @@ def with_task_origin(result: JSONObject, origin: object) -> JSONObject:
 
 
 @contextmanager
-def in_task_origin(origin: object) -> Iterator[None]:
+def in_task_origin(origin: object, *, elsewhere: bool = False) -> Iterator[None]:
     """Within: the context of the request that created the task, so a run started here (a takeover, a replay on
-    another replica) asks its questions in the task's own trace, not in the trace of the poll that woke it."""
+    another replica) asks its questions in the task's own trace, not in the trace of the poll that woke it.
+
+    ``elsewhere``: only outside that trace (a client answering a task it picked up later; one still inside the
+    call that created the task is in its trace already, under its own call span)."""
     created = _span_context(origin)
-    if created is None:
+    current = trace.get_current_span().get_span_context()
+    if created is None or (elsewhere and current.is_valid and current.trace_id == created.trace_id):
         yield
         return
     token = otel_context.attach(trace.set_span_in_context(trace.NonRecordingSpan(created)))

@@ -29,6 +29,10 @@ spans or metrics of our own (another layer owns them); ``off``: touch nothing. T
 MODES: tuple[Mode, ...] = ("native", "propagation_only", "off")
 ENV_MODE = "ELICITOR_TELEMETRY_MODE"
 """The environment variable read at import for the mode (``native`` when unset)."""
+TASK_ORIGIN = "dev.elicitor/taskOrigin"
+"""``_meta`` key of every ``tasks/*`` response: the W3C trace context (``traceparent``, ``tracestate``) of the request
+that created the task, so that its later polls, updates and result link to it on both sides, whichever process,
+client object or replica serves or sends them (``_hooks.task_origin``)."""
 
 
 class State:
