@@ -81,15 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="HTTP: the request parser (default: httptools if installed, as it is with elicitor)",
     )
     observe = serve.add_argument_group(
-        "telemetry (OpenTelemetry)", "Traces and metrics (docs/observability.md). Both options need the SDK: "
-        "pip install 'elicitor[otel]'.",
+        "telemetry (OpenTelemetry)", "Traces and metrics (docs/observability.md). --telemetry native and --metrics "
+        "need the SDK: pip install 'elicitor[otel]'.",
     )  # fmt: skip
     observe.add_argument(
         "--telemetry",
         choices=["native", "propagation_only", "off"],
         help="native: spans and metrics, exported over OTLP/HTTP as the OTEL_* variables say "
         "(OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318); propagation_only: only carry trace context; "
-        "off (default: $ELICITOR_TELEMETRY_MODE, else native with nothing exported)",
+        "off: nothing. Default: $ELICITOR_TELEMETRY_MODE, else native exporting only through an SDK already set up",
     )
     observe.add_argument(
         "--metrics",
