@@ -5,6 +5,7 @@ server starts, saying what to do."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,12 +18,16 @@ from pathlib import Path
 import anyio
 import httpx2 as httpx
 import pytest
+from opentelemetry.trace import SpanKind
 
 from elicitor import Client
 from elicitor.cli import main
 
 from .conftest import ROOT
 from .replicas import free_port, wait_for_port
+from .test_telemetry import Otel, otel
+
+__all__ = ["otel"]  # the fixture, shared
 
 
 class Receiver:
@@ -106,6 +111,30 @@ async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, t
     traces = receiver.sent_to("/v1/traces")
     assert b"cli-desk" in traces  # service.name: the server's name, OTEL_SERVICE_NAME unset
     assert b"mcp.server.operation.duration" in receiver.sent_to("/v1/metrics")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_serve_logs_json_lines_carrying_the_callers_trace(anyio_backend: str, otel: Otel, tmp_path: Path) -> None:
+    """``--log-format json`` over stdio: the server's log record of a failing tool, on stderr, is a JSON object
+    whose trace id is the calling client's (the context crossed the pipe in ``_meta``; the server's SDK made the
+    span the record was logged in, exporting nothing: ``OTEL_TRACES_EXPORTER=none``)."""
+    command = [
+        sys.executable, "-m", "elicitor", "serve", "tests.test_telemetry:server", "--transport", "stdio",
+        "--telemetry", "native", "--log-format", "json",
+    ]  # fmt: skip
+    environment = {
+        **os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+    }  # fmt: skip
+    with (tmp_path / "stderr").open("wb") as stderr:
+        async with Client.stdio(command, env=environment, cwd=ROOT, stderr=stderr, protocol="2025-11-25") as client:
+            with anyio.fail_after(30):
+                assert (await client.call_tool("refuse")).is_error
+    records = [json.loads(line) for line in (tmp_path / "stderr").read_text().splitlines() if line.startswith("{")]
+    [failed] = [r for r in records if r["message"] == "tool 'refuse' failed"]
+    [call] = [s for s in otel.named("tools/call refuse") if s.kind == SpanKind.CLIENT]
+    assert failed["logger"] == "elicitor.server" and failed["level"] == "ERROR" and "exception" in failed
+    assert failed["trace_id"] == format(call.context.trace_id, "032x") and len(failed["span_id"]) == 16
 
 
 def test_serve_without_the_sdk_says_how_to_install_it() -> None:

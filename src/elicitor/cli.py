@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[HOST:]PORT",
         help="also serve the metrics for Prometheus at http://HOST:PORT/metrics (HOST default 127.0.0.1)",
     )
+    observe.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="json: elicitor's log records on stderr as JSON lines carrying trace and span ids (default text)",
+    )
     protect = serve.add_argument_group(
         "protection (HTTP)",
         "Require OAuth access tokens (the spec's Authorization section): the endpoint answers 401 with its "
@@ -323,6 +329,10 @@ def _serve(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"elicitor serve: {exc}", file=sys.stderr)
             return 2
+    if args.log_format == "json":
+        from .telemetry._command import json_logs
+
+        json_logs()
     if args.transport == "stdio":
         server.run("stdio")
     else:

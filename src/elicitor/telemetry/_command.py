@@ -14,6 +14,10 @@ command does it for them, from two options and the standard OpenTelemetry enviro
   defaults to ``127.0.0.1``: the endpoint tells request counts and durations, so it listens on loopback unless
   told otherwise), on a port of its own, whichever transport the server speaks.
 
+* ``--log-format json`` writes elicitor's log records to stderr as one JSON object per line, each with the trace
+  and span ids of the request it was logged in (:class:`~elicitor.telemetry.JsonFormatter`,
+  :class:`~elicitor.telemetry.TraceContextFilter`), at level INFO; it needs no SDK (without one the ids are empty).
+
 Anything that cannot work is a :class:`ValueError` saying what to do, raised before the server starts.
 """
 
@@ -95,3 +99,22 @@ def _set_up(service_name: str, *, otlp: bool, prometheus: bool) -> None:
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         return
     setup(service_name, otlp=otlp, prometheus=prometheus)  # OTEL_SERVICE_NAME, OTEL_*_EXPORTER=none: honoured there
+
+
+def json_logs() -> None:
+    """``--log-format json``: the root logger writes JSON lines to stderr (stdout may be the protocol's, on stdio),
+    replacing the handlers it had, at INFO unless a level was chosen (the Python default is WARNING)."""
+    import logging
+    import sys
+
+    from . import JsonFormatter, TraceContextFilter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(TraceContextFilter())
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    if root.level == logging.WARNING:
+        root.setLevel(logging.INFO)
