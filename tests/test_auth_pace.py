@@ -10,6 +10,10 @@ in, without a test that takes minutes (tests/test_sign_in_pace.py has the people
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import anyio
 import httpx2 as httpx
@@ -18,7 +22,9 @@ import pytest
 from elicitor import Client, ScriptedHandler
 from elicitor.client.auth import LoopbackAuthorizer, OAuth
 
+from .replicas import free_port
 from .test_auth_client import deployed
+from .test_dev_auth import _Form, started
 
 pytestmark = pytest.mark.anyio
 
@@ -79,3 +85,146 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
     scopes = [set(a["scope"].split()) for a in deployment.authorizations]
     assert scopes == [{"mcp:basic", "offline_access"}, {"mcp:basic", "mcp:admin", "offline_access"}]
     assert len(links) == 2 and len(deployment.registrations) == 1
+
+
+# ---- a sign-in interrupted part-way, with `elicitor dev-auth` -------------------------------------------------
+
+
+@contextmanager
+def protected_by_dev_auth(logs: Path) -> Iterator[tuple[str, str]]:
+    """``elicitor dev-auth`` and ``elicitor serve --auth-issuer`` trusting it: the issuer and the MCP endpoint."""
+    auth_port, mcp_port = free_port(), free_port()
+    issuer, url = f"http://127.0.0.1:{auth_port}", f"http://127.0.0.1:{mcp_port}/mcp"
+    dev_auth = [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(auth_port), "--scope", "demo"]
+    serve = [sys.executable, "-m", "elicitor", "serve", "tests.peers.cli_server:server", "--port", str(mcp_port),
+             "--auth-issuer", issuer, "--auth-scope", "demo"]  # fmt: skip
+    with started(dev_auth, auth_port, logs / "auth.log"), started(serve, mcp_port, logs / "serve.log"):
+        yield issuer, url
+
+
+class Browser:
+    """A person's browser on ``elicitor dev-auth``'s sign-in page: opened, then (perhaps much later) submitted."""
+
+    def __init__(self) -> None:
+        self.http = httpx.AsyncClient(timeout=60)
+        self.fields: dict[str, str] = {}
+        self.action = ""
+
+    async def open(self, link: str) -> None:
+        page = await self.http.get(link)
+        assert page.status_code == 200 and "Development only" in page.text, page.text
+        form = _Form()
+        form.feed(page.text)
+        self.fields, self.action = form.fields, link.split("?", 1)[0]
+
+    async def sign_in(self, name: str) -> str:
+        """Type ``name`` and press Sign in: where the authorization server sends the browser back to."""
+        answer = await self.http.post(self.action, data={**self.fields, "user": name})
+        assert answer.status_code == 303, answer.text
+        return answer.headers["location"]
+
+    async def back(self, location: str) -> str:
+        """Follow the redirect to the client's loopback listener: its page's text."""
+        return (await self.http.get(location)).text
+
+
+@pytest.mark.parametrize("back", ["before-the-next-request", "during-the-next-request"])
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_sign_in_cancelled_part_way_keeps_its_link_for_the_next_request(
+    anyio_backend: str, era: str, back: str, tmp_path: Path
+) -> None:
+    """The caller gives up on connecting (its scope is cancelled) while the person is on the sign-in page they
+    opened. The next attempt shows the same link (same state, same PKCE challenge), and the person's sign-in on
+    the page they already had open completes it: whether their browser comes back before the next attempt begins
+    (the redirect waits in the loopback listener's queue) or while it waits."""
+    links: list[str] = []
+    shown = anyio.Event()
+
+    def write(line: str) -> None:
+        found = re.match(r"^\s+(http://127\.0\.0\.1:\d+/authorize\?\S+)", line)
+        if found:
+            links.append(found.group(1))
+            shown.set()
+
+    auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
+    browser = Browser()
+    pages: list[str] = []
+    with protected_by_dev_auth(tmp_path) as (_, url):
+        async with browser.http, anyio.create_task_group() as tg:
+            with anyio.CancelScope() as caller:
+
+                async def give_up_once_the_page_is_open() -> None:
+                    await shown.wait()
+                    await browser.open(links[0])
+                    caller.cancel()
+
+                tg.start_soon(give_up_once_the_page_is_open)
+                async with Client.http(url, auth=auth, protocol=era):
+                    pytest.fail("connected without a sign-in")
+            assert caller.cancelled_caught
+            first = len(links)  # one, or the same again: the cancel notice's own 401 may show it, briefly
+
+            async def person() -> None:
+                pages.append(await browser.back(await browser.sign_in("ada")))
+
+            shown = anyio.Event()
+            if back == "before-the-next-request":
+                tg.start_soon(person)
+                await anyio.sleep(0.5)  # its redirect waits at the listener, which nobody serves yet
+                assert not pages
+            else:
+
+                async def once_the_link_is_shown_again() -> None:
+                    await shown.wait()
+                    await person()
+
+                tg.start_soon(once_the_link_is_shown_again)
+            with anyio.fail_after(60):
+                async with Client.http(url, auth=auth, protocol=era) as client:
+                    assert (await client.call_tool("whoami")).text == "you are ada"
+                    assert client.protocol_version == era
+    assert len(links) > first and set(links) == {links[0]}  # the same link shown again, never a new one
+    assert "You are signed in" in pages[0], pages
+
+
+async def test_a_kept_sign_in_ends_when_its_time_is_up(anyio_backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past SIGN_IN_KEPT_FOR the next request shows a new link, and the old link's redirect is refused."""
+    from elicitor.client.auth import _oauth
+
+    monkeypatch.setattr(_oauth, "SIGN_IN_KEPT_FOR", 0.0)
+    links: list[str] = []
+    shown = anyio.Event()
+
+    def write(line: str) -> None:
+        found = LINK.match(line)
+        if found:
+            links.append(found.group(1))
+            shown.set()
+
+    auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
+    async with deployed(jwt=True) as (deployment, url), anyio.create_task_group() as tg:
+        with anyio.CancelScope() as caller:
+
+            async def give_up() -> None:
+                await shown.wait()
+                caller.cancel()
+
+            tg.start_soon(give_up)
+            async with Client.http(url, auth=auth, protocol="2025-11-25"):
+                pytest.fail("connected without a sign-in")
+        shown, first = anyio.Event(), len(links)
+
+        async def person() -> None:
+            await shown.wait()
+            async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
+                old = await browser.get(links[0])
+            assert old.status_code == 400 and "Not this sign-in" in old.text, old.text
+            await follow(links[-1])
+
+        tg.start_soon(person)
+        with anyio.fail_after(60):
+            handler = ScriptedHandler([{"name": "Ada"}])
+            async with Client.http(url, auth=auth, elicitation=handler, protocol="2025-11-25") as client:
+                assert (await client.call_tool("greet")).text == "hello Ada"
+    assert len(links) > first and links[-1] != links[0]  # a new link
+    assert len(deployment.registrations) == 1

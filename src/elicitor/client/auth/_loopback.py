@@ -72,6 +72,8 @@ class LoopbackAuthorizer:
         self.on_wait = on_wait
         self._port = 0  # the port of the last sign-in, tried first: the registration names it
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
+        self._waiting: str | None = None
+        """The ``state`` of a wait interrupted part-way: its listener stays open for the sign-in's next attempt."""
 
     @property
     def redirect_uri(self) -> str:
@@ -81,6 +83,8 @@ class LoopbackAuthorizer:
         return f"http://127.0.0.1:{self._port}{self._path}"
 
     async def __aenter__(self) -> LoopbackAuthorizer:
+        if self._listener is not None:  # kept by an interrupted wait: the same port, the same redirect
+            return self
         try:
             listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=self._port)
         except OSError:  # the last port is taken now: any port will do (RFC 8252 §7.3 lets the port vary)
@@ -90,13 +94,17 @@ class LoopbackAuthorizer:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._listener is not None:
+        if self._listener is not None and self._waiting is None:
             await self._listener.aclose()
             self._listener = None
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
         """Show ``url`` with its host and warnings, open the browser (unless told not to), and wait for the redirect
-        carrying ``state`` on the loopback listener (:class:`~elicitor.AuthError` on an error or a timeout)."""
+        carrying ``state`` on the loopback listener (:class:`~elicitor.AuthError` on an error or a timeout).
+
+        A wait cancelled part-way keeps the listener open (the person's browser may be on its way back: the
+        redirect waits in the listener's queue), and a call with the same ``state`` resumes it: the link is shown
+        again, the browser is not opened a second time, and a redirect that arrived meanwhile ends the wait."""
         if self._listener is None:
             raise RuntimeError("enter the authorizer (async with) before authorize()")
         try:
@@ -108,7 +116,8 @@ class LoopbackAuthorizer:
         self._write(f"  {url}")
         for warning in url_warnings(url):
             self._write(f"  ! {self._lang.text(warning)}")
-        if self._open_browser:
+        again, self._waiting = self._waiting == state, state
+        if self._open_browser and not again:
             opened = await anyio.to_thread.run_sync(webbrowser.open, url)
             self._write(t("Your browser should be open at that page.") if opened else t("Open that link in a browser."))
         else:
@@ -133,7 +142,12 @@ class LoopbackAuthorizer:
                     await done.wait()
                     tg.cancel_scope.cancel()
         except TimeoutError:
+            self._waiting = None
             raise AuthError(f"no sign-in within {self._timeout:g} s (the browser never came back)") from None
+        except Exception:
+            self._waiting = None  # anything but a cancellation ends this sign-in
+            raise
+        self._waiting = None
         if isinstance(outcome[0], AuthError):
             raise outcome[0]
         self._write("Signed in.")

@@ -17,7 +17,8 @@ basic/authorization.mdx (2025-11-25, 2026-07-28), in the order the client meets 
 4. Authorization code with PKCE S256 (RFC 7636) and the resource indicator (RFC 8707), through an
    :class:`Authorizer` (a person's browser, or a headless client in tests). The redirect's ``state`` must match;
    its ``iss`` (RFC 9207) must equal the issuer by plain string comparison when present, and must be present when
-   the server advertises it.
+   the server advertises it. A sign-in whose request is cancelled part-way is kept: the next request that needs
+   the same sign-in shows the same link (same ``state``, same PKCE verifier), for :data:`SIGN_IN_KEPT_FOR`.
 5. The token request authenticates as the registration says (``client_secret_basic``, ``client_secret_post`` or
    ``none``). Later 401s refresh the token when there is a refresh token; a 403 ``insufficient_scope`` asks again
    for the union of the scopes held and the scopes challenged ("Scope Challenge Handling"), a bounded number of
@@ -55,6 +56,10 @@ logger = logging.getLogger("elicitor.auth")
 
 MAX_STEP_UPS = 2
 """Re-authorizations for more scope per request: a server that keeps answering 403 gets its 403."""
+
+SIGN_IN_KEPT_FOR = 600.0
+"""Seconds after a sign-in link is first shown during which a sign-in interrupted part-way (the request that
+needed it was cancelled or timed out by its caller) is offered again, the same link, to the next request."""
 
 _MAX_DOCUMENT = 256 * 1024
 _EXPIRY_MARGIN = 30.0
@@ -143,6 +148,38 @@ class BearerToken(httpx.Auth):
 
 
 @dataclass(slots=True)
+class _Pending:
+    """A sign-in shown to a person and not finished: its link, ``state`` and PKCE verifier, offered again to the
+    next request that needs the same sign-in (the same issuer, resource, client, scopes and redirect URI) until
+    ``until``, so a person who opened the link before the request was cancelled can still complete it there."""
+
+    key: tuple[str, str, str, str, str]
+    url: str
+    state: str
+    verifier: str
+    until: float
+    answer: AuthorizationResponse | None = None
+    """The redirect's code, once it came back: a cancellation before the token request spends it next time."""
+
+    @classmethod
+    def start(cls, key: tuple[str, str, str, str, str], endpoint: str, scopes: list[str]) -> _Pending:
+        _, resource, client_id, _, redirect_uri = key
+        state, verifier = generate_token(32), generate_token(64)
+        url = prepare_grant_uri(
+            endpoint,
+            client_id,
+            "code",
+            redirect_uri=redirect_uri,
+            scope=" ".join(scopes) if scopes else None,
+            state=state,
+            code_challenge=create_s256_code_challenge(verifier),
+            code_challenge_method="S256",
+            resource=resource,
+        )
+        return cls(key, url, state, verifier, time.monotonic() + SIGN_IN_KEPT_FOR)
+
+
+@dataclass(slots=True)
 class _Server:
     """What discovery found for one authorization server."""
 
@@ -202,6 +239,8 @@ class OAuth(httpx.Auth):
         self._registrations: dict[str, tuple[str, str | None, str]] = {}
         """Dynamic registrations by issuer: one per authorization server, whatever becomes of the sign-in."""
         self._paces: list[Pace] = []
+        self._pending: _Pending | None = None
+        """The sign-in shown and not finished, if any (see :class:`_Pending`)."""
 
     def __repr__(self) -> str:
         return f"OAuth(client_name={self._client_name!r})"
@@ -304,32 +343,27 @@ class OAuth(httpx.Auth):
             async with self._authorizer as authorizer:  # first: a loopback listener's port goes in the registration
                 client_id, client_secret, method = await self._identify(http, server)
                 redirect_uri = authorizer.redirect_uri
-                state = generate_token(32)
-                verifier = generate_token(64)
-                params: dict[str, str] = {
-                    "code_challenge": create_s256_code_challenge(verifier),
-                    "code_challenge_method": "S256",
-                    "resource": resource,
-                }
-                url = prepare_grant_uri(
-                    server.authorization_endpoint,
-                    client_id,
-                    "code",
-                    redirect_uri=redirect_uri,
-                    scope=" ".join(scopes) if scopes else None,
-                    state=state,
-                    **params,
-                )
-                answer = await authorizer.authorize(url, state)
-            _check_iss(answer, server)
-            form = {
-                "grant_type": "authorization_code",
-                "code": answer.code,
-                "redirect_uri": redirect_uri,
-                "code_verifier": verifier,
-                "resource": resource,
-            }
-            tokens = await _token_request(http, server, form, client_id, client_secret, method)
+                key = (server.issuer, resource, client_id, " ".join(scopes), redirect_uri)
+                pending = self._pending
+                if pending is None or pending.key != key or pending.until < time.monotonic():
+                    pending = self._pending = _Pending.start(key, server.authorization_endpoint, scopes)
+                try:
+                    answer = pending.answer
+                    if answer is None:  # else the person came back before a cancellation: spend that code
+                        answer = pending.answer = await authorizer.authorize(pending.url, pending.state)
+                    _check_iss(answer, server)
+                    form = {
+                        "grant_type": "authorization_code",
+                        "code": answer.code,
+                        "redirect_uri": redirect_uri,
+                        "code_verifier": pending.verifier,
+                        "resource": resource,
+                    }
+                    tokens = await _token_request(http, server, form, client_id, client_secret, method)
+                except Exception:
+                    self._pending = None  # refused, timed out, or broken: the next sign-in starts afresh
+                    raise
+                self._pending = None  # done: a cancellation (a BaseException) alone keeps the sign-in for next time
         tokens = replace(
             tokens,
             scope=tokens.scope or (" ".join(scopes) if scopes else None),

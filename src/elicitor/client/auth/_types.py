@@ -73,7 +73,10 @@ class Authorizer(Protocol):
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
         """Have ``url`` approved and return the redirect's parameters (raise :class:`~elicitor.AuthError` if the
-        person refuses, the server answers with an error, or ``state`` does not match)."""
+        person refuses, the server answers with an error, or ``state`` does not match).
+
+        A call cancelled part-way may be followed by another with the same ``url`` and ``state``: the same sign-in,
+        resumed (the person may be on that page already), not a new one."""
         ...
 
     async def __aenter__(self) -> Authorizer: ...
