@@ -59,6 +59,9 @@ class FdStream:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._readable: asyncio.Future[None] | None = None
         self._watching = False
+        self._drained_in = False
+        """The last read took all the pipe held (a short read) and the selector has not said "readable" since: a
+        read now would only fail (EAGAIN), so the next receive waits first (asyncio, whose selector says)."""
 
     async def _wait_readable(self) -> None:
         """Wait until the read descriptor has data.
@@ -84,6 +87,7 @@ class FdStream:
             self._readable = None
 
     def _on_readable(self) -> None:
+        self._drained_in = False
         if self._readable is not None and not self._readable.done():
             self._readable.set_result(None)
 
@@ -93,6 +97,8 @@ class FdStream:
                 return self._ready.popleft()
             if self._eof:
                 raise anyio.EndOfStream
+            if self._drained_in:  # one system call fewer per message: the peer has not written since
+                await self._wait_readable()
             try:
                 data = os.read(self._in, _READ_SIZE)
             except BlockingIOError:
@@ -101,6 +107,7 @@ class FdStream:
             except OSError:
                 data = b""
             if data:
+                self._drained_in = len(data) < _READ_SIZE and self._watching
                 self._ready.extend(self._framer.feed(data))
             else:
                 self._eof = True
