@@ -53,7 +53,7 @@ from ._asgi import (
     respond_json,
 )
 from ._auth import Protection
-from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions
+from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions, Respond
 from ._stateless import StatelessExchange, check_headers
 
 if TYPE_CHECKING:
@@ -242,7 +242,12 @@ class HttpApp:
             return
         method = scope["method"]
         if method == "POST":
-            await self._post(headers, receive, send)
+            respond = await self._post(headers, receive, send)
+            if respond is not None:  # answered from its stream: no frame of the POST's handling waits with it
+                del headers
+                responding = respond(receive, send)
+                del respond
+                await responding
         elif method == "GET":
             await self._handshake.get(headers, receive, send)
         elif method == "DELETE":
@@ -322,11 +327,13 @@ class HttpApp:
 
     # ---- POST ------------------------------------------------------------------------------------------------
 
-    async def _post(self, headers: Headers, receive: Receive, send: Send) -> None:
+    async def _post(self, headers: Headers, receive: Receive, send: Send) -> Respond | None:
+        """Answer a POST, or return what answers it from its stream (a handshake-era request: that may take hours,
+        and what waits then is only what it needs)."""
         content_type = (headers.get("content-type") or "").split(";")[0].strip().lower()
         if content_type != "application/json":
             await refuse(send, 415, None, INVALID_REQUEST, "Unsupported media type: POST a JSON-RPC message as JSON")
-            return
+            return None
         accept = (headers.get("accept") or "").lower()
         if not ("application/json" in accept or "*/*" in accept) or not (
             "text/event-stream" in accept or "*/*" in accept
@@ -338,39 +345,33 @@ class HttpApp:
                 INVALID_REQUEST,
                 "Not acceptable: Accept must list application/json and text/event-stream",
             )
-            return
+            return None
         body = await read_body(receive, self._max_body)
         if body is None:
             await refuse(send, 413, None, INVALID_REQUEST, f"Request body over {self._max_body} bytes")
-            return
+            return None
         try:
             message = decode_json(body)
         except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             await refuse(send, 400, None, PARSE_ERROR, f"Parse error: {exc}")
-            return
+            return None
         if not isinstance(message, dict):
             text = "batches are not supported" if isinstance(message, list) else "a message must be a JSON object"
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: {text}")
-            return
+            return None
         if headers.token is not None and message.get("method") == "tools/call":
             needed = self.server.tool_scopes(_tool_name(message))
             if needed and not set(needed) <= headers.token.scopes:
                 await self._challenge(send, "insufficient_scope", needed)
-                return
+                return None
         version = headers.get("mcp-protocol-version")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if body_version is not None or (version is not None and version not in HANDSHAKE_HEADER_VERSIONS):
             await self._post_stateless(headers, message, receive, send)
-            return
-        respond = await self._handshake.post(headers, message, body, send)
-        # The answer may take hours (a person): hold none of the request meanwhile, not even what answers it.
-        del message, body, params, meta, content_type, accept, version, body_version
-        if respond is not None:
-            responding = respond(receive, send)
-            del respond
-            await responding
+            return None
+        return await self._handshake.post(headers, message, body, send)
 
     # -- 2026-07-28 ---------------------------------------------------------------------------------------------
 

@@ -449,6 +449,7 @@ class HandshakeSessions:
         await send(
             {"type": "http.response.body", "body": priming_event(stream.event_id(0), self._retry), "more_body": True}
         )
+        del session_header  # not held while the call waits (on a person: 0.2 KiB each)
         if isinstance(stream, RemoteStream):  # the owner holds its stream for this relay
             await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
             return
@@ -478,7 +479,7 @@ class HandshakeSessions:
             async with until_gone(receive) as scope:
                 if claim is not None:
                     claim.bind(scope)
-                item = first
+                item, first = first, None
                 while True:
                     if item is None:
                         try:

@@ -84,6 +84,8 @@ class Stream:
     connection currently delivering the stream reads them from a queue and skips what it already delivered.
     """
 
+    __slots__ = ("_events", "_on_kept", "_unsent", "done", "holder", "key", "out", "sequence")
+
     def __init__(self, key: str, events: EventStore, on_kept: Callable[[str], None] | None = None) -> None:
         self.key = key
         self.sequence = 0
