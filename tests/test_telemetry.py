@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -472,6 +474,38 @@ async def test_a_task_picked_up_later_links_to_the_call_that_created_it(otel: Ot
         assert len(answers) == 2 and {s.context.trace_id for s in answers if s.context} == {created.trace_id}
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=80),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+TRACEPARENTS = st.builds(
+    "{}-{}-{}-{}".format, st.sampled_from(["00", "ff", "0g", ""]), st.text("0123456789abcdef", max_size=34),
+    st.text("0123456789abcdef", max_size=18), st.sampled_from(["00", "01", "zz"]),
+) | st.builds(
+    "00-{}-{}-01".format, st.text("0123456789abcdef", min_size=32, max_size=32),
+    st.text("0123456789abcdef", min_size=16, max_size=16),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(origin=JSON | st.fixed_dictionaries({"traceparent": TRACEPARENTS}, optional={"tracestate": JSON}))
+def test_a_task_origin_a_peer_sends_is_never_trusted_blindly(otel: Otel, origin: Any) -> None:
+    """Whatever a server puts under dev.elicitor/taskOrigin, a client's span reads it without raising, and links
+    only to a valid W3C trace context; neither does answering in that context start from anything else."""
+    from elicitor.telemetry import _hooks
+
+    span = otel.tracer_provider.get_tracer("test").start_span("tasks/get")
+    _hooks._result(span, {"mcp.method.name": "tasks/get"}, {"_meta": {_state.TASK_ORIGIN: origin}})
+    span.end()
+    assert isinstance(span, ReadableSpan)
+    valid = _hooks._span_context(origin)
+    assert len(span.links) == (valid is not None)
+    with _hooks.in_task_origin(origin, elsewhere=True):
+        current = trace.get_current_span().get_span_context()
+        assert current == valid if valid is not None else not current.is_valid
 
 
 @pytest.mark.parametrize(("downstream", "upstream"), [("2025-11-25", "2026-07-28"), ("2026-07-28", "2025-11-25")])
