@@ -68,12 +68,17 @@ def receiving() -> Iterator[Receiver]:
         receiver.server.server_close()
 
 
+def inherited() -> dict[str, str]:
+    """Our environment without the OpenTelemetry variables someone may have set: the test names its own."""
+    return {name: value for name, value in os.environ.items() if not name.startswith(("OTEL_", "ELICITOR_TELEMETRY"))}
+
+
 @contextmanager
 def serving(arguments: list[str], port: int, environment: dict[str, str], log: Path) -> Iterator[None]:
     command = [sys.executable, "-m", "elicitor", "serve", "tests.peers.cli_server:server", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [*command, *arguments], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **environment},
+            [*command, *arguments], cwd=ROOT, env={**inherited(), "PYTHONPATH": str(ROOT), **environment},
             stdout=out, stderr=out, start_new_session=True,
         )  # fmt: skip
     try:
@@ -94,7 +99,6 @@ async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, t
         "OTEL_METRIC_EXPORT_INTERVAL": "300",
         "ELICITOR_TELEMETRY_MODE": "off",  # the option wins over the environment
     }
-    environment.pop("OTEL_SERVICE_NAME", None)
     with receiving() as receiver:
         environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
         arguments = ["--telemetry", "native", "--metrics", f"127.0.0.1:{metrics}"]
@@ -124,7 +128,7 @@ async def test_serve_logs_json_lines_carrying_the_callers_trace(anyio_backend: s
         "--telemetry", "native", "--log-format", "json",
     ]  # fmt: skip
     environment = {
-        **os.environ, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
+        **inherited(), "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none",
     }  # fmt: skip
     with (tmp_path / "stderr").open("wb") as stderr:
         async with Client.stdio(command, env=environment, cwd=ROOT, stderr=stderr, protocol="2025-11-25") as client:
@@ -145,7 +149,7 @@ def test_serve_without_the_sdk_says_how_to_install_it() -> None:
         "sys.exit(main(['serve', 'tests.peers.cli_server:server', '--telemetry', 'native']))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        [sys.executable, "-c", code], cwd=ROOT, env={**inherited(), "PYTHONPATH": str(ROOT)}, capture_output=True,
         timeout=60,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
