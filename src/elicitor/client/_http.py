@@ -325,13 +325,16 @@ class HttpClientTransport:
         and no ``notifications/cancelled`` is expected; on the handshake era a disconnect is not a cancellation, so
         the notice goes too (2026-07-28 and 2025-11-25 basic cancellation, "Transport-Specific Cancellation"). Either
         way the stream is closed: nothing on it is wanted any more, and a stream the server keeps silent would
-        otherwise stay open for the life of the client.
+        otherwise stay open for the life of the client. Before the revision is known the request is the opening
+        one (``initialize``, which a client must not cancel, or ``server/discover``): closing its stream is all,
+        and no notice goes (it would meet the same 401 as the request it is about, and start a sign-in again
+        while the caller is leaving).
         """
         request_id = params.get("requestId") if isinstance(params, dict) else None
         scope = self._in_flight.get(request_id) if isinstance(request_id, str | int) else None
         if scope is not None:
             scope.cancel()
-        return scope is not None and is_stateless(self.protocol_version or "")
+        return scope is not None and (self.protocol_version is None or is_stateless(self.protocol_version))
 
     async def _post_request(
         self, message: bytes, headers: dict[str, str], request_id: RequestId, opening: bool = False
