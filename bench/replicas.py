@@ -1,6 +1,7 @@
 """Scale-out benchmark: elicitor replicas behind nginx (deploy/nginx.conf), with and without a shared Redis.
 
-    python bench/replicas.py [--runs 3] [--sessions 50] [--n 50] [--single 200] [--pending 500] [--eras ...]
+    python bench/replicas.py [--runs 3] [--sessions 50] [--n 50] [--single 200] [--pending 500] [--tasks 500]
+                             [--eras ...]
 
 Everything is real and on loopback: redis-server, uvicorn replicas as separate processes (the workload server of
 bench/run.py, ``bench/servers/elicitor_server.py``, which picks up ``ELICITOR_REDIS_URL`` as any replica does) and
@@ -22,20 +23,29 @@ client sees it — answer POSTed, through nginx, the tool continues (or replays)
 the handler itself taking no time. Under 50 concurrent sessions on a small machine it is mostly queueing (p50 ≈
 sessions / throughput), so each run also measures one session alone (``--single`` elicitations): its p50 is the
 latency of one elicitation on an idle deployment, and its difference between (2) and (1) is what the Redis path
-adds to each elicitation. CPU time per elicitation is read from ``/proc`` for every process of the deployment (the
-replicas, nginx's master and workers, redis-server), for this process (the clients) and for the whole machine
-(``others`` is what the rest of the machine used meanwhile: the noise). Medians over ``--runs`` with min-max; the
-deployments run side by side and each run measures all of them in turn, so ratios are computed run by run.
+adds to each elicitation; between (3) and (2), what the durable path across replicas adds (two requests in three
+land on a replica that does not hold the conversation: on the handshake era forwarded through the owner's Redis
+queue, on 2026-07-28 replayed from ``requestState``). CPU time per elicitation is read from ``/proc`` for every
+process of the deployment (the replicas, nginx's master and workers, redis-server), for this process (the clients)
+and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise). Medians over
+``--runs`` with min-max; the deployments run side by side and each run measures all of them in turn, so ratios are
+computed run by run.
 
 Memory per pending elicitation: ``--pending`` tool calls (``ask(1)``, spread over sessions of 50 calls each) whose
-question the client's handler holds (it waits on an event); Redis ``used_memory`` (INFO memory) and key-count
-growth, and each replica's RSS growth, divided by the number pending. Handshake era: each pending call is a tool
+question the client's handler holds (it waits on an event); Redis ``used_memory`` and ``used_memory_dataset`` (INFO
+memory: all it allocated, and the keys alone) and key-count growth, and each replica's RSS growth, divided by the
+number pending. Handshake era: each pending call is a tool
 task waiting on its answer in the session's replica, its open SSE response (on the replica the POST landed on:
 with three replicas, two times in three another one, relaying), and the stream's event history (in the process
 with the memory store, in Redis otherwise). 2026-07-28: between rounds no request is open; what is held is the
 parked run (the tool's task waiting for the next round) in the replica that served the round, up to
 ``Server(max_parked_runs=...)`` (1,024 by default) per replica, and nothing in Redis. Measured on a fresh deployment
 for each configuration and era, as RSS does not shrink after a first batch and would hide a second one.
+
+Redis memory per waiting task: ``--tasks`` tasks of the ``hold`` tool (``task="required"``: it asks once) started on
+each era, each followed by the client (``tasks/get``) until it is ``input_required``; INFO memory
+(``used_memory``, and ``used_memory_dataset``: the keys alone) and key-count growth divided by the number waiting, on
+the deployments with Redis (a task's record, sealed: its call, its open question with the form's schema).
 """
 
 from __future__ import annotations
@@ -260,16 +270,19 @@ class Memory:
     """Growth per pending elicitation."""
 
     redis_bytes: float
+    """``used_memory``: everything redis-server allocated, connections' buffers included."""
+    dataset_bytes: float
+    """``used_memory_dataset``: the keys alone (steadier from run to run)."""
     redis_keys: float
     rss_kib: list[float]
     """Per replica."""
 
 
-async def _redis_usage(redis: Redis | None) -> tuple[int, int]:
+async def _redis_usage(redis: Redis | None) -> tuple[int, int, int]:
     if redis is None:
-        return 0, 0
+        return 0, 0, 0
     info = await redis.info("memory")
-    return int(info["used_memory"]), int(await redis.dbsize())
+    return int(info["used_memory"]), int(info["used_memory_dataset"]), int(await redis.dbsize())
 
 
 async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
@@ -288,7 +301,7 @@ async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
                 for _ in range(3):
                     tg.start_soon(client.call_tool, "ask", {"n": 2})
         await anyio.sleep(0.5)  # let the warm-up's writes and releases settle
-        redis0, keys0 = await _redis_usage(redis)
+        redis0, data0, keys0 = await _redis_usage(redis)
         rss0 = [rss_kib(pid) for pid in pids]
         held.armed = True
         async with anyio.create_task_group() as tg:
@@ -297,13 +310,78 @@ async def pending_memory(running: Running, protocol: str, count: int) -> Memory:
             with anyio.fail_after(120):
                 await held.all_in.wait()
             await anyio.sleep(0.5)  # writes that follow the question (its event's history) land
-            redis1, keys1 = await _redis_usage(redis)
+            redis1, data1, keys1 = await _redis_usage(redis)
             rss1 = [rss_kib(pid) for pid in pids]
             held.release.set()
     return Memory(
         redis_bytes=(redis1 - redis0) / count,
+        dataset_bytes=(data1 - data0) / count,
         redis_keys=(keys1 - keys0) / count,
         rss_kib=[(after - before) / count for before, after in zip(rss0, rss1, strict=True)],
+    )
+
+
+# ---- Redis memory per waiting task -----------------------------------------------------------------------------
+
+
+@dataclass
+class TaskMemory:
+    """Redis growth per task waiting on its question (INFO memory), and the replicas' RSS growth."""
+
+    used_bytes: float
+    """``used_memory``: everything redis-server allocated, connections' buffers included."""
+    dataset_bytes: float
+    """``used_memory_dataset``: the keys alone."""
+    redis_keys: float
+    rss_kib: float
+    """All replicas together."""
+
+
+async def waiting_tasks_memory(running: Running, protocol: str, count: int) -> TaskMemory:
+    """``count`` tasks of the ``hold`` tool each waiting on its question (``input_required``); what that holds, per
+    task. The client follows them by hand (``tasks/get``, at most 50 requests at once, as bench/tasks.py does): a
+    handle per task would poll each at the server's suggested interval, which is the bench server's 50 ms."""
+    redis = await running.redis()
+    assert redis is not None
+    pids = running.deployed.replicas.pids()
+    limit = anyio.Semaphore(50)
+
+    async def usage() -> tuple[int, int, int]:
+        info = await redis.info("memory")
+        return int(info["used_memory"]), int(info["used_memory_dataset"]), int(await redis.dbsize())
+
+    # A handler makes the client declare elicitation (the tool asks); no question is answered here.
+    async with Client.http(running.url, elicitation=lambda request: None, protocol=protocol) as client:
+
+        async def waiting() -> str:
+            async with limit:
+                handle = await client.start_tool("hold")
+            assert handle.id is not None
+            with anyio.fail_after(300):
+                while True:
+                    async with limit:
+                        task = await client.request("tasks/get", {"taskId": handle.id})
+                    if task["status"] == "input_required":
+                        return handle.id
+                    if task["status"] != "working":
+                        raise RuntimeError(f"task {handle.id} ended while it should wait: {task}")
+                    await anyio.sleep(0.05)
+
+        await waiting()  # the first task warms the task path up
+        await anyio.sleep(0.5)
+        used0, data0, keys0 = await usage()
+        rss0 = sum(rss_kib(pid) for pid in pids)
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(waiting)
+        await anyio.sleep(0.5)
+        used1, data1, keys1 = await usage()
+        rss1 = sum(rss_kib(pid) for pid in pids)
+    return TaskMemory(
+        used_bytes=(used1 - used0) / count,
+        dataset_bytes=(data1 - data0) / count,
+        redis_keys=(keys1 - keys0) / count,
+        rss_kib=(rss1 - rss0) / count,
     )
 
 
@@ -338,6 +416,12 @@ def report_era(protocol: str, samples: dict[Setup, list[Sample]], sessions: int,
         f"{summary(differences(lambda s: s.cpu['replicas']), 0)} µs, redis-server CPU "
         f"{summary(differences(lambda s: s.cpu['redis']), 0)} µs per elicitation"
     )
+    across = [s.single - r.single for s, r in zip(scaled, redis, strict=True)]
+    print(
+        "  Durable path across replicas, (3) - (2), run by run: one session p50 "
+        f"{summary(across, 2)} ms/elicitation (two requests in three land on a replica that does not hold the "
+        "conversation: forwarded through the owner's Redis queue, or replayed from requestState)"
+    )
     ratio_redis = [s.rate / r.rate for s, r in zip(scaled, redis, strict=True)]
     ratio_memory = [s.rate / m.rate for s, m in zip(scaled, memory, strict=True)]
     print(
@@ -353,7 +437,16 @@ def report_memory(results: dict[tuple[Setup, str], Memory], count: int) -> None:
         total = f" = {sum(memory.rss_kib):.1f}" if len(memory.rss_kib) > 1 else ""
         print(
             f"  {setup.label:30} {protocol}: replica RSS {rss}{total} KiB, Redis used_memory "
-            f"{memory.redis_bytes:,.0f} B and {memory.redis_keys:.2f} keys"
+            f"{memory.redis_bytes:,.0f} B (dataset {memory.dataset_bytes:,.0f} B) and {memory.redis_keys:.2f} keys"
+        )
+
+
+def report_tasks(results: dict[tuple[Setup, str], TaskMemory], count: int) -> None:
+    print(f"\nRedis memory per waiting task ({count} tasks of the hold tool, each waiting on its question)")
+    for (setup, protocol), memory in results.items():
+        print(
+            f"  {setup.label:30} {protocol}: used_memory {memory.used_bytes:,.0f} B, dataset "
+            f"{memory.dataset_bytes:,.0f} B, {memory.redis_keys:.2f} keys; replica RSS {memory.rss_kib:.1f} KiB"
         )
 
 
@@ -376,6 +469,17 @@ async def main(args: argparse.Namespace) -> None:
                         finally:
                             await running.aclose()
             report_memory(memory, args.pending)
+        if args.tasks:
+            tasks: dict[tuple[Setup, str], TaskMemory] = {}
+            for setup in SETUPS:
+                for era in eras:
+                    if setup.redis:
+                        with started(setup, folder / f"tasks-{len(tasks)}") as running:
+                            try:
+                                tasks[setup, era] = await waiting_tasks_memory(running, era, args.tasks)
+                            finally:
+                                await running.aclose()
+            report_tasks(tasks, args.tasks)
         with ExitStack() as stack:
             deployments = [stack.enter_context(started(s, folder / f"rate-{i}")) for i, s in enumerate(SETUPS)]
             try:
@@ -414,6 +518,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--pending", type=int, default=500, help="pending elicitations for the memory figures (0: skip)"
     )
+    parser.add_argument("--tasks", type=int, default=500, help="waiting tasks for the Redis figures (0: skip)")
     parser.add_argument("--eras", default=",".join(ERAS))
     arguments = parser.parse_args()
     if MISSING:
