@@ -81,6 +81,42 @@ async def test_a_refusal_or_silence_ends_the_sign_in_with_an_error(anyio_backend
     assert errors[0].error == "access_denied"
 
 
+async def test_an_interrupted_wait_keeps_its_listener_until_resumed_or_the_authorizer_goes(anyio_backend: str) -> None:
+    """A wait cancelled part-way keeps the loopback listener (a browser on its way back waits in its queue), the
+    same ``state`` resumes it there without opening the browser again, and a listener kept for a sign-in that is
+    never resumed is closed when its authorizer goes (no socket left behind)."""
+    import gc
+    import socket
+
+    shown: list[str] = []
+    authorizer = LoopbackAuthorizer(write=shown.append, open_browser=False)
+    async with authorizer:
+        callback = authorizer.redirect_uri
+        with anyio.move_on_after(0.2):
+            await authorizer.authorize("https://auth.example/a", "kept")
+    port = int(callback.split(":")[2].split("/")[0])
+    back = socket.create_connection(("127.0.0.1", port), timeout=5)  # the browser comes back: queued, not refused
+    back.sendall(f"GET /callback?code=c1&state=kept HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    async with authorizer:
+        assert authorizer.redirect_uri == callback
+        with anyio.fail_after(10):
+            answer = await authorizer.authorize("https://auth.example/a", "kept")
+    assert answer.code == "c1"
+    assert b"200" in back.recv(4096).split(b"\r\n", 1)[0]
+    back.close()
+    assert shown.count("  https://auth.example/a") == 2  # the same link shown again
+
+    async with authorizer:
+        with anyio.move_on_after(0.2):
+            await authorizer.authorize("https://auth.example/b", "left")
+    port = int(authorizer.redirect_uri.split(":")[2].split("/")[0])
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()  # still kept
+    del authorizer
+    gc.collect()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
 async def test_the_token_file_is_private_atomic_and_forgiving(anyio_backend: str, tmp_path: Path) -> None:
     path = tmp_path / "conf" / "elicitor" / "tokens.json"
     store = FileTokenStore(path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import logging
 import sys
+import weakref
 import webbrowser
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
@@ -74,6 +75,8 @@ class LoopbackAuthorizer:
         self._listener: anyio.abc.Listener[anyio.abc.SocketStream] | None = None
         self._waiting: str | None = None
         """The ``state`` of a wait interrupted part-way: its listener stays open for the sign-in's next attempt."""
+        self._closer: weakref.finalize[[], LoopbackAuthorizer] | None = None
+        """Closes a listener kept for a sign-in that is never resumed, when this authorizer goes."""
 
     @property
     def redirect_uri(self) -> str:
@@ -91,12 +94,15 @@ class LoopbackAuthorizer:
             listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         self._listener = listener
         self._port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        self._closer = weakref.finalize(self, listener.extra(anyio.abc.SocketAttribute.raw_socket).close)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._listener is not None and self._waiting is None:
             await self._listener.aclose()
             self._listener = None
+            if self._closer is not None:
+                self._closer.detach()
 
     async def authorize(self, url: str, state: str) -> AuthorizationResponse:
         """Show ``url`` with its host and warnings, open the browser (unless told not to), and wait for the redirect
