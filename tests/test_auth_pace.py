@@ -32,7 +32,29 @@ TIMERS = 0.5
 """The client's request_timeout, handshake_timeout and probe_timeout."""
 SLOW = 4 * TIMERS
 """A person a few times slower than any of them."""
-LINK = re.compile(r"^\s+(http://127\.0\.0\.1:\d+/as/authorize\?\S+)")
+LINK = re.compile(r"^\s+(http://127\.0\.0\.1:\d+/(?:as/)?authorize\?\S+)")
+"""A sign-in link as LoopbackAuthorizer shows it (the test authorization server's, or elicitor dev-auth's)."""
+
+
+class Screen:
+    """What a person reads off the screen: every sign-in link the authorizer shows (``write`` is its output)."""
+
+    def __init__(self) -> None:
+        self.links: list[str] = []
+        self._shown = anyio.Event()
+
+    def write(self, line: str) -> None:
+        found = LINK.match(line)
+        if found:
+            self.links.append(found.group(1))
+            self._shown.set()
+
+    async def link(self, number: int) -> str:
+        """The ``number``-th link shown (from 1), once it is."""
+        while len(self.links) < number:
+            self._shown = anyio.Event()
+            await self._shown.wait()
+        return self.links[number - 1]
 
 
 @pytest.fixture
@@ -53,24 +75,16 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
 ) -> None:
     """The session is up (a quick sign-in, a tool called); then a tool needs more scope (403 insufficient_scope
     with WWW-Authenticate) and the person takes four times request_timeout to approve: the call goes on."""
-    links: list[str] = []
-    send, receive = anyio.create_memory_object_stream[str](4)
-
-    def write(line: str) -> None:
-        found = LINK.match(line)
-        if found:
-            links.append(found.group(1))
-            send.send_nowait(found.group(1))
+    screen = Screen()
 
     async def person(delays: list[float]) -> None:
-        async with receive:
-            for delay in delays:
-                link = await receive.receive()
-                await anyio.sleep(delay)
-                await follow(link)
+        for number, delay in enumerate(delays, 1):
+            link = await screen.link(number)
+            await anyio.sleep(delay)
+            await follow(link)
 
-    async with send, deployed(jwt=True) as (deployment, url):
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
+    async with deployed(jwt=True) as (deployment, url):
+        auth = OAuth(LoopbackAuthorizer(write=screen.write, open_browser=False))
         handler = ScriptedHandler([{"name": "Ada"}])
         async with anyio.create_task_group() as tg:
             tg.start_soon(person, [0.0, SLOW])
@@ -84,7 +98,7 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
                     assert (await client.call_tool("admin")).text == "admin done for ada"  # and no other
     scopes = [set(a["scope"].split()) for a in deployment.authorizations]
     assert scopes == [{"mcp:basic", "offline_access"}, {"mcp:basic", "mcp:admin", "offline_access"}]
-    assert len(links) == 2 and len(deployment.registrations) == 1
+    assert len(screen.links) == 2 and len(deployment.registrations) == 1
 
 
 # ---- a sign-in interrupted part-way, with `elicitor dev-auth` -------------------------------------------------
@@ -137,16 +151,8 @@ async def test_a_sign_in_cancelled_part_way_keeps_its_link_for_the_next_request(
     opened. The next attempt shows the same link (same state, same PKCE challenge), and the person's sign-in on
     the page they already had open completes it: whether their browser comes back before the next attempt begins
     (the redirect waits in the loopback listener's queue) or while it waits."""
-    links: list[str] = []
-    shown = anyio.Event()
-
-    def write(line: str) -> None:
-        found = re.match(r"^\s+(http://127\.0\.0\.1:\d+/authorize\?\S+)", line)
-        if found:
-            links.append(found.group(1))
-            shown.set()
-
-    auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
+    screen = Screen()
+    auth = OAuth(LoopbackAuthorizer(write=screen.write, open_browser=False))
     browser = Browser()
     pages: list[str] = []
     with protected_by_dev_auth(tmp_path) as (_, url):
@@ -154,19 +160,17 @@ async def test_a_sign_in_cancelled_part_way_keeps_its_link_for_the_next_request(
             with anyio.CancelScope() as caller:
 
                 async def give_up_once_the_page_is_open() -> None:
-                    await shown.wait()
-                    await browser.open(links[0])
+                    await browser.open(await screen.link(1))
                     caller.cancel()
 
                 tg.start_soon(give_up_once_the_page_is_open)
                 async with Client.http(url, auth=auth, protocol=era):
                     pytest.fail("connected without a sign-in")
-            assert caller.cancelled_caught and len(links) == 1  # and no cancel notice (that would meet a 401)
+            assert caller.cancelled_caught and len(screen.links) == 1  # no cancel notice (it would meet a 401)
 
             async def person() -> None:
                 pages.append(await browser.back(await browser.sign_in("ada")))
 
-            shown = anyio.Event()
             if back == "before-the-next-request":
                 tg.start_soon(person)
                 await anyio.sleep(0.5)  # its redirect waits at the listener, which nobody serves yet
@@ -174,7 +178,7 @@ async def test_a_sign_in_cancelled_part_way_keeps_its_link_for_the_next_request(
             else:
 
                 async def once_the_link_is_shown_again() -> None:
-                    await shown.wait()
+                    await screen.link(2)
                     await person()
 
                 tg.start_soon(once_the_link_is_shown_again)
@@ -182,7 +186,7 @@ async def test_a_sign_in_cancelled_part_way_keeps_its_link_for_the_next_request(
                 async with Client.http(url, auth=auth, protocol=era) as client:
                     assert (await client.call_tool("whoami")).text == "you are ada"
                     assert client.protocol_version == era
-    assert len(links) == 2 and links[0] == links[1]  # the same link shown again, not a new one
+    assert len(screen.links) == 2 and screen.links[0] == screen.links[1]  # the same link again, not a new one
     assert "You are signed in" in pages[0], pages
 
 
@@ -191,39 +195,31 @@ async def test_a_kept_sign_in_ends_when_its_time_is_up(anyio_backend: str, monke
     from elicitor.client.auth import _oauth
 
     monkeypatch.setattr(_oauth, "SIGN_IN_KEPT_FOR", 0.0)
-    links: list[str] = []
-    shown = anyio.Event()
-
-    def write(line: str) -> None:
-        found = LINK.match(line)
-        if found:
-            links.append(found.group(1))
-            shown.set()
-
-    auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False))
+    screen = Screen()
+    auth = OAuth(LoopbackAuthorizer(write=screen.write, open_browser=False))
     async with deployed(jwt=True) as (deployment, url), anyio.create_task_group() as tg:
         with anyio.CancelScope() as caller:
 
             async def give_up() -> None:
-                await shown.wait()
+                await screen.link(1)
                 caller.cancel()
 
             tg.start_soon(give_up)
             async with Client.http(url, auth=auth, protocol="2025-11-25"):
                 pytest.fail("connected without a sign-in")
-        shown, first = anyio.Event(), len(links)
+        assert len(screen.links) == 1
 
         async def person() -> None:
-            await shown.wait()
+            new = await screen.link(2)
             async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
-                old = await browser.get(links[0])
+                old = await browser.get(screen.links[0])
             assert old.status_code == 400 and "Not this sign-in" in old.text, old.text
-            await follow(links[-1])
+            await follow(new)
 
         tg.start_soon(person)
         with anyio.fail_after(60):
             handler = ScriptedHandler([{"name": "Ada"}])
             async with Client.http(url, auth=auth, elicitation=handler, protocol="2025-11-25") as client:
                 assert (await client.call_tool("greet")).text == "hello Ada"
-    assert len(links) > first and links[-1] != links[0]  # a new link
+    assert len(screen.links) == 2 and screen.links[1] != screen.links[0]  # a new link
     assert len(deployment.registrations) == 1
