@@ -28,9 +28,9 @@ from .test_dev_auth import _Form, started
 
 pytestmark = pytest.mark.anyio
 
-TIMERS = 0.5
-"""The client's request_timeout, handshake_timeout and probe_timeout."""
-SLOW = 4 * TIMERS
+TIMERS = 1.5
+"""The client's request_timeout, handshake_timeout and probe_timeout (small, yet above a loaded machine's pauses)."""
+SLOW = 3 * TIMERS
 """A person a few times slower than any of them."""
 LINK = re.compile(r"^\s+(http://127\.0\.0\.1:\d+/(?:as/)?authorize\?\S+)")
 """A sign-in link as LoopbackAuthorizer shows it (the test authorization server's, or elicitor dev-auth's)."""
@@ -74,7 +74,7 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
     anyio_backend: str, era: str
 ) -> None:
     """The session is up (a quick sign-in, a tool called); then a tool needs more scope (403 insufficient_scope
-    with WWW-Authenticate) and the person takes four times request_timeout to approve: the call goes on."""
+    with WWW-Authenticate) and the person takes three times request_timeout to approve: the call goes on."""
     screen = Screen()
 
     async def person(delays: list[float]) -> None:
