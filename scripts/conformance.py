@@ -15,6 +15,12 @@ Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored
 
 Expected failures (``scripts/conformance-expected-failures.yml``) may only name extension scenarios; the harness
 itself fails a run whose listed failure passes, so the list stays honest.
+
+``--only REGEX`` runs only the runs whose label (as printed at the end, e.g. ``server through elicitor proxy
+0.2.0-alpha.12 2026-07-28`` or ``client through elicitor proxy 0.1.16 initialize``) matches ``REGEX``
+(``re.search``); a server is started only when one of its runs is chosen, a partial run's logs go to
+``.cache/conformance-logs-<checkout folder name>``, and its results are not recorded for the documentation's page.
+``--only 'through elicitor proxy'`` is every run through the proxy.
 """
 
 from __future__ import annotations
@@ -95,6 +101,17 @@ def run(command: list[str], env: dict[str, str], log: Path) -> tuple[int, str]:
     return code, log.read_text()
 
 
+def chosen(label: str) -> bool:
+    """Whether ``--only REGEX`` (if given) chooses the run called ``label``."""
+    args = sys.argv[1:]
+    if "--only" not in args:
+        return True
+    index = args.index("--only") + 1
+    if index >= len(args):
+        raise SystemExit("conformance: --only needs a regular expression")
+    return re.search(args[index], label) is not None
+
+
 def client_scenarios(version: str, env: dict[str, str], spec: str | None) -> list[str]:
     command = [harness(version), "list", "--client"]
     if spec:
@@ -129,6 +146,8 @@ def auth_suite(
     results = []
     for scenario, spec in auth_scenarios(version, env):
         label = f"client {version}" + (f" {spec}" if spec else "") + f" {scenario}"
+        if not chosen(label):
+            continue
         command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
         if spec:
             command += ["--spec-version", spec]
@@ -151,28 +170,36 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
             time.sleep(0.1)
 
 
-def server_suites(
-    url: str, name: str, env: dict[str, str], logs: Path, expected: list[str]
-) -> list[tuple[str, bool, str]]:
-    """The server suites of both harness versions, both revisions, against the server at ``url``."""
-    results = []
+def server_runs(name: str, env: dict[str, str]) -> list[tuple[str, list[str], bool]]:
+    """The server runs chosen for the server called ``name``: label, harness arguments (``--url`` follows), and
+    whether it is one extension scenario run by name."""
+    runs = []
     for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
         label = f"{name} {version}" + (f" {spec}" if spec else "")
-        command = [harness(version), "server", "--url", url, "--suite", "all", *expected]
-        if spec:
-            command += ["--spec-version", spec]
-        code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
-        total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
-        summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
-        results.append((label, code == 0, summary))
+        arguments = [harness(version), "server", "--suite", "all"] + (["--spec-version", spec] if spec else [])
+        runs.append((label, arguments, False))
     # Extension scenarios are off the spec timeline: each is run by name (the harness lists them).
     for scenario in extension_scenarios("0.2.0-alpha.12", env):
         label = f"{name} 0.2.0-alpha.12 {scenario}"
-        command = [harness("0.2.0-alpha.12"), "server", "--url", url, "--scenario", scenario, *expected]
-        code, output = run(command, env, logs / f"{label.replace(' ', '_')}.log")
-        passed = re.findall(r"Passed: (\d+)/(\d+), (\d+) failed", output)
-        summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
-        results.append((label, code == 0 and bool(passed) and passed[-1][2] == "0", summary))
+        runs.append((label, [harness("0.2.0-alpha.12"), "server", "--scenario", scenario], True))
+    return [run for run in runs if chosen(run[0])]
+
+
+def server_suites(
+    url: str, runs: list[tuple[str, list[str], bool]], env: dict[str, str], logs: Path, expected: list[str]
+) -> list[tuple[str, bool, str]]:
+    """The server runs of :func:`server_runs` (both harness versions, both revisions) against the server at ``url``."""
+    results = []
+    for label, arguments, extension in runs:
+        code, output = run([*arguments, "--url", url, *expected], env, logs / f"{label.replace(' ', '_')}.log")
+        if extension:
+            passed = re.findall(r"Passed: (\d+)/(\d+), (\d+) failed", output)
+            summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
+            results.append((label, code == 0 and bool(passed) and passed[-1][2] == "0", summary))
+        else:
+            total = re.findall(r"Total: (\d+) passed, (\d+) failed", output)
+            summary = f"{total[-1][0]} passed, {total[-1][1]} failed" if total else "no summary"
+            results.append((label, code == 0, summary))
     return results
 
 
@@ -183,6 +210,8 @@ def client_suite(
     results = []
     for scenario in client_scenarios(version, env, spec):
         label = f"client{via} {version}" + (f" {spec}" if spec else "") + f" {scenario}"
+        if not chosen(label):
+            continue
         command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
         if spec:
             command += ["--spec-version", spec]
@@ -226,46 +255,52 @@ def main() -> int:
     env = setup()
     if "--install-only" in sys.argv[1:]:
         return 0
-    logs = CACHE / "conformance-logs"
+    # A partial run (--only) keeps its logs apart: .cache may be shared by several checkouts of the repository.
+    logs = CACHE / ("conformance-logs" if "--only" not in sys.argv[1:] else f"conformance-logs-{ROOT.name}")
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
     expected = ["--expected-failures", str(EXPECTED)] if EXPECTED.exists() else []
     results: list[tuple[str, bool, str]] = []
 
     everything = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
-    port = free_port()
-    with (logs / "server.stderr").open("w") as stderr:
-        server = subprocess.Popen([*everything, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=stderr)
-    try:
-        wait_for_port(port, server)
-        results += server_suites(f"http://127.0.0.1:{port}/mcp", "server", env, logs, expected)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=10)
+    runs = server_runs("server", env)
+    if runs:
+        port = free_port()
+        with (logs / "server.stderr").open("w") as stderr:
+            server = subprocess.Popen([*everything, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            wait_for_port(port, server)
+            results += server_suites(f"http://127.0.0.1:{port}/mcp", runs, env, logs, expected)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=10)
 
     # The same suites through `elicitor proxy`: the harness talks HTTP to the proxy, the proxy stdio to the server.
-    port = free_port()
-    proxy_command = [
-        sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *everything,
-    ]  # fmt: skip
-    with (logs / "proxy.stderr").open("w") as stderr:
-        proxy = subprocess.Popen(proxy_command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
-    try:
-        wait_for_port(port, proxy)
-        results += server_suites(f"http://127.0.0.1:{port}/mcp", "server through elicitor proxy", env, logs, expected)
-    finally:
-        proxy.send_signal(signal.SIGTERM)
-        proxy.wait(timeout=10)
+    runs = server_runs("server through elicitor proxy", env)
+    if runs:
+        port = free_port()
+        proxy_command = [
+            sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *everything,
+        ]  # fmt: skip
+        with (logs / "proxy.stderr").open("w") as stderr:
+            proxy = subprocess.Popen(proxy_command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+        try:
+            wait_for_port(port, proxy)
+            results += server_suites(f"http://127.0.0.1:{port}/mcp", runs, env, logs, expected)
+        finally:
+            proxy.send_signal(signal.SIGTERM)
+            proxy.wait(timeout=10)
 
     # The same suites against three replicas behind nginx sharing a Redis, as docs/deploying.md deploys them.
     sys.path.insert(0, str(ROOT))
     from tests.replicas import MISSING, deployment
 
-    if MISSING:
+    runs = server_runs("server 3 replicas", env)
+    if runs and MISSING:
         results.append(("server, 3 replicas", False, f"needs {' and '.join(MISSING)} (make test installs them)"))
-    else:
+    elif runs:
         with deployment(everything, logs / "replicas") as cluster:
-            results += server_suites(cluster.nginx.url, "server 3 replicas", env, logs, expected)
+            results += server_suites(cluster.nginx.url, runs, env, logs, expected)
 
     client = f"{sys.executable} {ROOT / 'examples' / 'conformance_client.py'}"
     for via, client_env in (("", env), (" through elicitor proxy", {**env, "ELICITOR_CONFORMANCE_VIA_PROXY": "1"})):
@@ -275,7 +310,8 @@ def main() -> int:
         results += auth_suite(client, version, env, logs, expected)
 
     failed = [r for r in results if not r[1]]
-    record(results)
+    if "--only" not in sys.argv[1:]:
+        record(results)
 
     for label, ok, summary in results:
         print(f"conformance: {'ok  ' if ok else 'FAIL'} {label}: {summary}")
