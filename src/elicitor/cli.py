@@ -188,7 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--upstream-protocol",
         default="auto",
-        help="auto (default: what the server speaks), 2026-07-28, 2025-11-25 or 2025-06-18",
+        help=(
+            "the era spoken to the server: auto (default: chosen from what the server says; for a server of both "
+            "eras, a 2026-07-28 client's tool call goes on the handshake era first and on 2026-07-28 when the tool "
+            "asks in rounds or the server declares the tasks extension; see docs/proxy.md), or one revision to "
+            "insist on: 2026-07-28, 2025-11-25 or 2025-06-18"
+        ),
     )
     proxy.add_argument(
         "--listen",

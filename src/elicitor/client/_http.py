@@ -283,14 +283,17 @@ class HttpClientTransport:
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
         version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if isinstance(method, str):
+            # Mcp-Method and Mcp-Name on every POST, as 2026-07-28 requires (SEP-2243) and the handshake era
+            # ignores: an ``initialize`` sent to a server whose era is not known yet (the fallback after
+            # ``server/discover``, a proxy trying the handshake first) satisfies a server of either era.
+            headers["mcp-method"] = method
+            field = _NAMED.get(method)
+            if field is not None and isinstance(params, dict) and isinstance(params.get(field), str):
+                headers["mcp-name"] = encode_header(params[field])
         if isinstance(version, str):  # 2026-07-28: mirror the body into the headers (SEP-2243)
             headers["mcp-protocol-version"] = version
             headers.pop("mcp-session-id", None)
-            if isinstance(method, str):
-                headers["mcp-method"] = method
-                field = _NAMED.get(method)
-                if field is not None and isinstance(params, dict) and isinstance(params.get(field), str):
-                    headers["mcp-name"] = encode_header(params[field])
             if method == "tools/call" and isinstance(params, dict):
                 headers.update(self._param_headers(params))
         return headers

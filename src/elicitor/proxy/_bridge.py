@@ -29,8 +29,9 @@ from contextlib import asynccontextmanager
 import anyio
 import anyio.abc
 
-from .._exceptions import ConnectionClosed, JSONRPCError
+from .._exceptions import ConnectionClosed, JSONRPCError, TaskCancelled
 from ..client._handlers import ElicitationHandler
+from ..client._tasks import TaskHandle, TaskPort
 from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..session import Session, open_session
@@ -39,7 +40,9 @@ from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     STATELESS_REVISIONS,
+    TASKS_EXTENSION,
     JSONObject,
     RequestId,
 )
@@ -93,6 +96,9 @@ class Bridge:
         self._spare_ready = anyio.Event()
         self._in_rounds: set[str] = set()
         """Tools found to ask in rounds (see :func:`~._stateless.asks_in_rounds`): called on 2026-07-28."""
+        self._as_tasks: set[str] = set()
+        """Tools of a 2026-07-28 server that run only as tasks (it answered -32021): called declaring the tasks
+        extension, and followed (:meth:`_as_task`)."""
 
     async def serve(self, downstream: Transport) -> None:
         """Forward between ``downstream`` and the upstream server until either side closes."""
@@ -124,13 +130,25 @@ class Bridge:
             self._spare_ready.set()
 
     async def _prepared(self) -> Upstream:
-        """The connection :meth:`_prepare` opened (once)."""
+        """The connection :meth:`_prepare` opened, the first time; a new one after that.
+
+        Only a client that probed with a 2026-07-28 request before its ``initialize`` asks twice (its
+        ``server/discover`` went unanswered in its time, or was answered with nothing it speaks): the first
+        connection went to that probe (:class:`~._stateless.Stateless`), which may have completed a handshake of
+        the proxy's own on it. The client's ``initialize`` then gets a connection of its own rather than an answer
+        made up from the proxy's handshake: a server must never see ``initialize`` twice on one connection, and
+        what the proxy declared there (the probe's capabilities, the proxy's choice of revision) is not what this
+        client declares now (its own capabilities, at the revision it asks for), while the server decides what
+        to ask, and how, by what its connection declared."""
         await self._spare_ready.wait()
         spare, self._spare = self._spare, None
         if isinstance(spare, JSONRPCError):
             raise spare
         if spare is None:
-            raise JSONRPCError(INVALID_REQUEST, "Invalid request: already initialized")
+            assert self._tg is not None
+            return await start(
+                Upstream(self._connect, wanted=self._wanted, mirrored=self.mirrored), self._tg, self._end.set
+            )
         return spare
 
     # ---- the client ------------------------------------------------------------------------------------------
@@ -268,13 +286,27 @@ class Bridge:
     # ---- handshake-era client, 2026-07-28 server ----------------------------------------------------------------
 
     async def _over_stateless(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
-        """Follow ``input_required`` rounds upstream, pushing each question to the client mid-call."""
+        """Follow ``input_required`` rounds upstream, pushing each question to the client mid-call; a tool the
+        server runs only as a task (2026-07-28 tasks extension) is followed to its end (:meth:`_as_task`)."""
         assert up.revision is not None
-        params = self.down_info.with_meta(params, up.revision)
+        as_task = method == "tools/call" and str(params.get("name")) in self._as_tasks
+        down = _with_tasks(self.down_info) if as_task else self.down_info
         route = Route(self._related_notify(request_id), None)
+        original, params = params, down.with_meta(params, up.revision)
         for _ in range(MAX_ROUNDS):
-            result = await up.request(method, params, route=route)
+            try:
+                result = await up.request(method, params, route=route)
+            except JSONRPCError as exc:
+                if method != "tools/call" or as_task or not _needs_tasks(exc):
+                    raise
+                # The tool runs only as a task, refused before it ran: called again declaring the extension.
+                self._as_tasks.add(str(original.get("name")))
+                as_task, down = True, _with_tasks(self.down_info)
+                params = down.with_meta(original, up.revision)
+                continue
             requests = result.get("inputRequests")
+            if result.get("resultType") == "task" and as_task:
+                return await self._as_task(up, down, request_id, result, route)
             if result.get("resultType") != "input_required":
                 result.pop("resultType", None)
                 return result
@@ -290,6 +322,41 @@ class Bridge:
         raise JSONRPCError(
             INTERNAL_ERROR, f"Internal error: the server still asked for input after {MAX_ROUNDS} rounds"
         )
+
+    async def _as_task(
+        self, up: Upstream, down: Downstream, request_id: RequestId, created: JSONObject, route: Route
+    ) -> JSONObject:
+        """A task the server created for a tool that runs only as one, for a handshake-era client: the client's
+        call stays open while the proxy follows the task (``tasks/get`` at the server's pace, each input request
+        asked of the client mid-call once and sent with ``tasks/update``: :class:`~elicitor.client._tasks.TaskHandle`,
+        as elicitor's client follows one) and ends with the task's result or error. A 2025-11-25 client is not
+        offered a task of its own to follow instead: the proxy lists no ``taskSupport`` and declares no ``tasks``
+        to it (the 2026-07-28 listing has none to pass on), so it never asks for one, and waiting is all it needs.
+        If the client cancels the call, the task is cancelled upstream."""
+        assert up.revision is not None
+        revision = up.revision
+        last: list[JSONObject] = [created]
+
+        async def request(method: str, params: JSONObject) -> JSONObject:
+            answer = await up.request(method, down.with_meta(params, revision), route=route)
+            if method == "tasks/get":
+                last.append(answer)
+            return answer
+
+        async def answer_input(question: object) -> JSONObject:
+            if not isinstance(question, dict):
+                return {"action": "cancel"}
+            return await self._answer_for_client(up, request_id, question)
+
+        handle = TaskHandle(TaskPort(request, answer_input, lambda token: None), created)
+        try:
+            await handle.wait()
+        except TaskCancelled as exc:
+            raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the server cancelled the task ({exc})") from None
+        result = last[-1].get("result")
+        if not isinstance(result, dict):
+            raise JSONRPCError(INTERNAL_ERROR, "Internal error: the server's completed task has no result")
+        return {k: v for k, v in result.items() if k != "resultType"}
 
     async def _answer_all(self, up: Upstream, request_id: RequestId, requests: JSONObject) -> JSONObject:
         """Every input request of a round, asked of the client at once (it may show them together)."""
@@ -352,6 +419,28 @@ class Bridge:
         if self.down is None:
             raise ConnectionClosed("the client is not connected")
         return self.down
+
+
+def _needs_tasks(error: JSONRPCError) -> bool:
+    """Whether a 2026-07-28 server refused a call because the client did not declare the tasks extension (-32021
+    naming it): a refusal before the tool runs (ext-tasks "Capability Negotiation"), so calling again is safe."""
+    data = error.data if isinstance(error.data, dict) else {}
+    required = data.get("requiredCapabilities")
+    extensions = required.get("extensions") if isinstance(required, dict) else None
+    return (
+        error.code == MISSING_REQUIRED_CLIENT_CAPABILITY
+        and isinstance(extensions, dict)
+        and TASKS_EXTENSION in extensions
+    )
+
+
+def _with_tasks(down: Downstream) -> Downstream:
+    """``down`` declaring the tasks extension upstream: the proxy follows the tasks, not the client."""
+    extensions = down.capabilities.get("extensions")
+    extensions = {**(extensions if isinstance(extensions, dict) else {}), TASKS_EXTENSION: {}}
+    return Downstream(
+        down.revision, {**down.capabilities, "extensions": extensions}, down.client, down.principal, down.ui
+    )
 
 
 @asynccontextmanager

@@ -105,8 +105,12 @@ class Downstream:
 
 
 def strip_meta(params: JSONObject) -> JSONObject:
-    """A 2026-07-28 request as a handshake-era server reads it: without the per-request protocol fields."""
+    """A 2026-07-28 request as a handshake-era server reads it: without the per-request protocol fields, and
+    without a ``task`` (a 2025-11-25 task request: 2026-07-28 has none, and a server there ignores one, so it must
+    not turn the call into a 2025-11-25 task upstream; the proxy adds one itself for a task-required tool)."""
     meta = params.get("_meta")
+    if "task" in params:
+        params = {k: v for k, v in params.items() if k != "task"}
     if not isinstance(meta, dict):
         return params
     kept = {k: v for k, v in meta.items() if k not in _PER_REQUEST_META}

@@ -15,7 +15,7 @@ import anyio.abc
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
 from ..protocol import RequestReceived
-from ..types import INTERNAL_ERROR, JSONObject
+from ..types import INTERNAL_ERROR, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
 from ._held import HeldCalls, is_held
 from ._lanes import Lanes
@@ -65,7 +65,7 @@ class Stateless:
         if first.stateless:
             if request.method == "subscriptions/listen":
                 return await first.listen(params, Route(notify, request.id))
-            if self._handshake_first(request.method, params):
+            if self._handshake_first(first, request.method, params):
                 try:
                     return await self.held.serve(down, request.method, params, notify)
                 except JSONRPCError as exc:
@@ -78,11 +78,25 @@ class Stateless:
             return self.lanes.discovered()
         return await self.held.serve(down, request.method, params, notify)
 
-    def _handshake_first(self, method: str, params: JSONObject) -> bool:
+    def _handshake_first(self, first: Upstream, method: str, params: JSONObject) -> bool:
         """Whether a call to a server that speaks both eras goes on the handshake era first: a tool call not pinned
         (``--upstream-protocol``), to a tool not known to ask in rounds, that is not a round of a call the server
-        holds itself (its own ``requestState``). See :func:`asks_in_rounds` for why that order."""
+        holds itself (its own ``requestState``), to a server that does not declare the tasks extension. See
+        :func:`asks_in_rounds` for why that order.
+
+        The route is chosen from what the server says, never from what the client declares (elicitor's own client
+        always declares the tasks extension, to servers whose tools ask by pushing). A server that declares the
+        2026-07-28 tasks extension (``io.modelcontextprotocol/tasks`` in ``server/discover``) is built for that
+        era: its tasks ask through input requests (the multi-round-trip shape), and what it does only there (a
+        ``CreateTaskResult``, -32021 for a capability or extension the client did not declare, input requests
+        under keys of its own, results streamed on the request's response) the handshake era would take away
+        from the client. All its calls go on 2026-07-28. A server that pushes and declares the extension too
+        loses its pushing tools for 2026-07-28 clients; ``--upstream-protocol 2025-11-25`` pins it.
+        """
         if method != "tools/call" or self.wanted != "auto" or self.lanes.no_handshake:
+            return False
+        extensions = first.capabilities.get("extensions")
+        if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
             return False
         if str(params.get("name")) in self.in_rounds:
             return False

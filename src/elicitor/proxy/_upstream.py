@@ -35,6 +35,7 @@ from ..transports import Transport
 from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
     STATELESS_REVISIONS,
@@ -276,6 +277,13 @@ class Upstream:
     async def initialize(self, params: JSONObject) -> JSONObject:
         """Forward a handshake-era ``initialize`` (the client's own, its capabilities already widened by ``--ui``)."""
         result = await self._up().request("initialize", params)
+        offered = result.get("protocolVersion")
+        if isinstance(offered, str) and is_stateless(offered):
+            # A server of 2026-07-28 only that answers initialize anyway (leniently) does not speak the handshake
+            # era: what follows must go on 2026-07-28, as if it had refused.
+            raise JSONRPCError(
+                INVALID_REQUEST, f"Invalid request: the server answered initialize with {offered}, not a handshake"
+            )
         self._adopt(str(result.get("protocolVersion")), result.get("capabilities"), result.get("serverInfo"))
         self.instructions = result.get("instructions")
         return result
@@ -307,6 +315,11 @@ class Upstream:
             version = down.revision
         params = down.with_meta({}, version) if down is not None else Downstream().with_meta({}, version)
         result = await self._up().request("server/discover", params)
+        versions = result.get("supportedVersions")
+        if not isinstance(versions, list) or version not in versions:
+            # A server of the handshake era may answer any method it does not know with an empty result (the
+            # conformance harness's mock servers do): only a listed revision says the server speaks it.
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: the server's server/discover lists no {version}")
         meta = result.get("_meta")
         server = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
         self._adopt(version, result.get("capabilities"), server)

@@ -1,0 +1,282 @@
+"""Which era a default proxy uses upstream, decided by what the *server* says; and one ``initialize`` per upstream
+connection, whatever the client probes first.
+
+* A server of the handshake era that answers a method it does not know with an empty result (the conformance
+  harness's mock servers do) does not speak 2026-07-28 for that: only ``supportedVersions`` listing it says so.
+* A client that probes with ``server/discover`` and then sends its own ``initialize`` gets an upstream connection
+  of its own for it: the server never sees two ``initialize`` on one connection.
+* A server that speaks both eras and declares the tasks extension gets a 2026-07-28 client's calls on 2026-07-28
+  (a task for a client that declared the extension, -32021 for one that did not and calls a task-required tool);
+  a handshake-era client in front of a 2026-07-28 server runs a tool that runs only as a task, the proxy following
+  the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from elicitor import Client, Context, JSONRPCError, ScriptedHandler, Server
+from elicitor.protocol import NotificationReceived, RequestReceived
+from elicitor.proxy import Bridge, Connect
+from elicitor.session import Session, open_session
+from elicitor.transports import Transport, memory_pair
+from elicitor.types import JSONObject
+
+from .test_proxy import in_memory
+
+
+class HandshakeOnly:
+    """A handshake-era server as the conformance harness mocks one: ``initialize`` once per connection (a second
+    is refused, -32600), one tool, and an empty result for any other method (``server/discover`` too)."""
+
+    def __init__(self) -> None:
+        self.initializes: list[int] = []
+        """Per connection, how many ``initialize`` it received."""
+        self.versions: list[str] = []
+
+    def connect(self, tg: anyio.abc.TaskGroup) -> Connect:
+        async def connect() -> Transport:
+            up_end, server_end = memory_pair()
+            tg.start_soon(self._serve, server_end)
+            return up_end
+
+        return connect
+
+    async def _serve(self, transport: Transport) -> None:
+        index = len(self.initializes)
+        self.initializes.append(0)
+
+        async def on_request(request: RequestReceived) -> JSONObject:
+            params = request.params or {}
+            if request.method == "initialize":
+                self.initializes[index] += 1
+                if self.initializes[index] > 1:
+                    raise JSONRPCError(-32600, "Invalid request: already initialized")
+                self.versions.append(str(params.get("protocolVersion")))
+                version = params.get("protocolVersion")
+                return {
+                    "protocolVersion": version if version in ("2025-06-18", "2025-11-25") else "2025-11-25",
+                    "serverInfo": {"name": "test-server", "version": "1.0.0"},
+                    "capabilities": {"tools": {}},
+                }
+            if request.method == "tools/list":
+                return {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
+            if request.method == "tools/call":
+                return {"content": [{"type": "text", "text": "8"}]}
+            return {}
+
+        async def on_note(note: NotificationReceived) -> None:
+            pass
+
+        async with open_session(transport, on_request, on_note) as session:
+            await session.wait_closed()
+
+
+@asynccontextmanager
+async def bridged(connect: Any) -> AsyncIterator[tuple[Transport, anyio.abc.TaskGroup]]:
+    """A default Bridge to ``connect(tg)``; yields the client's end."""
+    client_end, down_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        bridge = Bridge(connect(tg))
+        tg.start_soon(bridge.serve, down_end)
+        yield client_end, tg
+        tg.cancel_scope.cancel()
+
+
+class ModernOnly(HandshakeOnly):
+    """A 2026-07-28 server that answers ``initialize`` too, leniently, with its own revision (as the conformance
+    harness's SEP-2243 mock does): it speaks no handshake era, whatever it answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[object] = []
+        """The protocol version each ``tools/call`` carried in its ``_meta`` (``None``: none, the handshake era)."""
+
+    async def _serve(self, transport: Transport) -> None:
+        async def on_request(request: RequestReceived) -> JSONObject:
+            params = request.params or {}
+            meta = params.get("_meta")
+            version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+            if request.method == "initialize":
+                self.versions.append(str(params.get("protocolVersion")))
+                return {
+                    "protocolVersion": "2026-07-28",
+                    "serverInfo": {"name": "m", "version": "1"},
+                    "capabilities": {},
+                }
+            if request.method == "server/discover":
+                return {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete"}
+            if request.method == "tools/call":
+                self.calls.append(version)
+                return {"content": [{"type": "text", "text": "8"}], "resultType": "complete"}
+            return {"resultType": "complete"}
+
+        async def on_note(note: NotificationReceived) -> None:
+            pass
+
+        async with open_session(transport, on_request, on_note) as session:
+            await session.wait_closed()
+
+
+async def test_a_server_answering_initialize_with_2026_07_28_gets_calls_on_2026_07_28(anyio_backend: str) -> None:
+    """The proxy tries the handshake era first for a 2026-07-28 client's tool call; a server answering
+    ``initialize`` with 2026-07-28 has none, so the call and every one after it go on 2026-07-28."""
+    server = ModernOnly()
+    async with bridged(server.connect) as (client_end, _):
+        with anyio.fail_after(10):
+            async with Client(client_end, protocol="2026-07-28") as client:
+                assert (await client.call_tool("add", {"a": 5, "b": 3})).text == "8"
+                assert (await client.call_tool("add", {"a": 5, "b": 3})).text == "8"
+    assert server.calls == ["2026-07-28", "2026-07-28"]
+    assert len(server.versions) == 1  # tried once
+
+
+@pytest.mark.parametrize("protocol", ["auto", "2025-11-25", "2025-06-18", "2026-07-28"])
+async def test_a_server_answering_anything_with_nothing_is_not_taken_for_2026_07_28(
+    anyio_backend: str, protocol: str
+) -> None:
+    """Our client, whatever it asks for, through a default proxy to a server whose empty answer to
+    ``server/discover`` must not be read as 2026-07-28: the calls work, and no upstream connection saw a second
+    ``initialize``."""
+    server = HandshakeOnly()
+    async with bridged(server.connect) as (client_end, _):
+        with anyio.fail_after(10):
+            async with Client(client_end, protocol=protocol) as client:
+                assert [tool.name for tool in await client.list_tools()] == ["add"]
+                assert (await client.call_tool("add", {"a": 5, "b": 3})).text == "8"
+    assert server.initializes and all(count == 1 for count in server.initializes)
+    if protocol in ("2025-11-25", "2025-06-18"):
+        assert server.versions == [protocol]  # the client's own handshake, at the revision it asked for
+
+
+async def test_an_initialize_after_a_probe_gets_its_own_upstream_connection(anyio_backend: str) -> None:
+    """A client that probes with ``server/discover`` (answered by the proxy, from a handshake of its own) and then
+    sends ``initialize`` anyway: its handshake goes upstream as it sent it, on a connection of its own, and a
+    second ``initialize`` from the client is refused by the proxy without reaching the server."""
+    server = HandshakeOnly()
+
+    async def ignore_request(request: RequestReceived) -> JSONObject:
+        raise JSONRPCError(-32601, "Method not found")
+
+    async def ignore_note(note: NotificationReceived) -> None:
+        pass
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "prober", "version": "1"},
+    }
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "prober", "version": "1"},
+    }
+    async with bridged(server.connect) as (client_end, _):
+        with anyio.fail_after(10):
+            async with open_session(client_end, ignore_request, ignore_note) as session:
+                down: Session = session
+                discovered = await down.request("server/discover", {"_meta": meta})
+                assert discovered["supportedVersions"] == ["2026-07-28"]
+                assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "test-server"
+                result = await down.request("initialize", initialize)
+                assert result["protocolVersion"] == "2025-06-18"
+                await down.notify("notifications/initialized")
+                assert (await down.request("tools/call", {"name": "add", "arguments": {}}))["content"][0]["text"] == "8"
+                with pytest.raises(JSONRPCError) as caught:
+                    await down.request("initialize", initialize)
+                assert caught.value.code == -32600
+    assert server.initializes == [1, 1]  # the proxy's own handshake, then the client's on a connection of its own
+    assert server.versions == ["2025-11-25", "2025-06-18"]
+
+
+def tasks_server() -> tuple[Server, dict[str, int]]:
+    """Both eras, the tasks extension declared, a tool of each task support."""
+    server = Server("tasks", "1.0")
+    started = {"optional": 0, "required": 0, "never": 0}
+
+    @server.tool(task="optional")
+    async def may_be_a_task(ctx: Context) -> str:
+        started["optional"] += 1
+        await anyio.sleep(0.05)
+        return "done"
+
+    @server.tool(task="required")
+    async def must_be_a_task() -> str:
+        started["required"] += 1
+        return "done as a task"
+
+    @server.tool()
+    async def ordinary(ctx: Context) -> str:
+        started["never"] += 1
+        return "yes" if await ctx.confirm("Sure?") else "no"
+
+    return server, started
+
+
+async def test_a_server_with_the_tasks_extension_is_called_on_2026_07_28(anyio_backend: str) -> None:
+    """The server speaks both eras and declares the tasks extension: a 2026-07-28 client that declared the
+    extension gets the server's own task (``resultType: task``, followed with ``tasks/get``); one that did not gets
+    the server's -32021 for the task-required tool (not a 2025-11-25 task the proxy would make on the handshake
+    era); an ordinary tool asks in the client's rounds, run once."""
+    server, started = tasks_server()
+    async with bridged(lambda tg: in_memory(server, tg)) as (client_end, _):
+        handler = ScriptedHandler([{"confirm": True}])
+        async with Client(client_end, elicitation=handler, protocol="2026-07-28") as client:
+            with anyio.fail_after(20):
+                created = await client.request("tools/call", {"name": "may_be_a_task", "arguments": {}})
+                assert created["resultType"] == "task", created
+                assert (await client.call_tool("must_be_a_task")).text == "done as a task"
+                assert (await client.call_tool("ordinary")).text == "yes"
+    assert started == {"optional": 1, "required": 1, "never": 1}
+
+    server, started = tasks_server()
+    async with (
+        bridged(lambda tg: in_memory(server, tg)) as (client_end, _),
+        Client(client_end, protocol="2026-07-28", tasks=False) as client,
+    ):
+        with anyio.fail_after(20):
+            with pytest.raises(JSONRPCError) as caught:
+                await client.call_tool("must_be_a_task")
+            assert caught.value.code == -32021
+            assert (await client.call_tool("may_be_a_task")).text == "done"  # no task: an ordinary call
+    assert started == {"optional": 1, "required": 0, "never": 0}
+
+
+async def test_a_handshake_era_client_runs_a_task_only_tool_of_a_2026_07_28_server(anyio_backend: str) -> None:
+    """A 2025-11-25 client calls a tool a 2026-07-28 server runs only as a task (-32021 without the extension):
+    the proxy calls again declaring the extension, keeps the task upstream and follows it; the task's question
+    reaches the client mid-call, once, and the call ends with the task's result. The tool ran once. A call the
+    client gives up on cancels its task upstream."""
+    server = Server("tasks only", "1.0")
+    runs: list[str] = []
+    cancelled = anyio.Event()
+
+    @server.tool(task="required")
+    async def report(ctx: Context, topic: str) -> str:
+        runs.append(topic)
+        if topic == "forever":
+            try:
+                await anyio.sleep_forever()
+            finally:
+                cancelled.set()
+        return f"{topic}: " + ("go" if await ctx.confirm(f"Research {topic}?") else "stop")
+
+    client_end, down_end = memory_pair()
+    handler = ScriptedHandler([{"confirm": True}])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(in_memory(server, tg), upstream_protocol="2026-07-28").serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol="2025-11-25", tasks=False) as client:
+            with anyio.fail_after(20):
+                assert (await client.call_tool("report", {"topic": "tea"})).text == "tea: go"
+                with anyio.move_on_after(0.5):
+                    await client.call_tool("report", {"topic": "forever"})
+                await cancelled.wait()
+        tg.cancel_scope.cancel()
+    assert [r.message for r in handler.requests] == ["Research tea?"]
+    assert runs == ["tea", "forever"]
