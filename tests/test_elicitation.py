@@ -307,6 +307,7 @@ async def test_mrtr_round_cap(anyio_backend: str) -> None:
             await client.call_tool("ask", {"n": 10})
 
 
+@pytest.mark.timeout(600)  # see the hang guard below
 async def test_ten_thousand_pending_elicitations(anyio_backend: str) -> None:
     """10,000 tool calls in one server process, each waiting on a person at once; then all answered."""
     count = 10_000
@@ -336,7 +337,7 @@ async def test_ten_thousand_pending_elicitations(anyio_backend: str) -> None:
         ):
             for _ in range(count):
                 calls.start_soon(call, client)
-            with anyio.fail_after(60):
+            with anyio.fail_after(400):  # a hang guard, not a timing: seconds on a quiet machine, minutes when loaded
                 await everyone_waits.wait()
             assert client._session is not None
             assert client._session.connection.answering == count  # all pending at the client at once

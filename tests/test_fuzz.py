@@ -36,6 +36,7 @@ def campaigns(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.
         return dict(zip(TARGETS, pool.map(lambda t: campaign(t, work), TARGETS), strict=True))
 
 
+@pytest.mark.timeout(900)  # the first test's setup runs every campaign (two at a time): minutes on a loaded machine
 @pytest.mark.parametrize("target", TARGETS)
 def test_target_holds_its_property(target: str, campaigns: dict[str, subprocess.CompletedProcess[str]]) -> None:
     result = campaigns[target]
