@@ -19,7 +19,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/elicitor demo
 
-test: lint typecheck docs unit wheel conformance
+# Two cores: the checks of the source, the site and the wheel run beside the conformance harness (two at a time, each
+# step's output shown whole when it ends); then the suite alone, its timing-sensitive tests not competing for a core.
+test: lint
+	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck docs wheel conformance
+	$(MAKE) --no-print-directory unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -82,7 +86,7 @@ node-peers: $(STAMP)
 	$(BIN)/python scripts/conformance.py --install-only
 
 # The official MCP conformance harness (Node 22 and the harness install from npm into .cache/ on first use).
-conformance: $(STAMP)
+conformance: $(STAMP) system-deps
 	$(BIN)/python scripts/conformance.py
 
 # The same run, then its results into docs/data/conformance.json, which the documentation's conformance page shows.
