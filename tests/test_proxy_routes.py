@@ -280,3 +280,21 @@ async def test_a_handshake_era_client_runs_a_task_only_tool_of_a_2026_07_28_serv
         tg.cancel_scope.cancel()
     assert [r.message for r in handler.requests] == ["Research tea?"]
     assert runs == ["tea", "forever"]
+
+
+async def test_a_task_param_of_a_2026_07_28_request_is_not_passed_to_the_handshake_era(anyio_backend: str) -> None:
+    """``task`` is a 2025-11-25 field that 2026-07-28 does not have (a server there ignores it): a 2026-07-28
+    client's call carrying one reaches a handshake-era server as a plain call, not as a 2025-11-25 task."""
+    server, started = tasks_server()
+    client_end, down_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(in_memory(server, tg), upstream_protocol="2025-11-25").serve, down_end)
+        async with Client(client_end, protocol="2026-07-28") as client:
+            with anyio.fail_after(20):
+                result = await client.request(
+                    "tools/call", {"name": "may_be_a_task", "arguments": {}, "task": {"ttl": 60000}}
+                )
+        tg.cancel_scope.cancel()
+    assert result["resultType"] == "complete" and "task" not in result, result
+    assert result["content"][0]["text"] == "done"
+    assert started["optional"] == 1
