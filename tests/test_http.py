@@ -584,3 +584,12 @@ async def test_a_streams_queue_delivers_in_order_and_ends_on_close(anyio_backend
         await queue.receive()
     with pytest.raises(anyio.ClosedResourceError):
         queue.put((5, b"e", False))
+
+
+def test_request_headers_are_found_by_lowercase_name_whatever_case_the_server_gives() -> None:
+    from elicitor.server.http._asgi import Headers
+
+    lower = Headers({"headers": [(b"accept", b"a"), (b"mcp-session-id", b" s1 "), (b"accept", b"b")]})
+    assert (lower.get("accept"), lower.get("mcp-session-id"), lower.get("origin")) == ("b", "s1", None)
+    mixed = Headers({"headers": [(b"accept", b"a"), (b"Mcp-Session-Id", b"s2"), (b"ACCEPT", b"c")]})
+    assert (mixed.get("accept"), mixed.get("mcp-session-id"), mixed.get("origin")) == ("c", "s2", None)
