@@ -13,6 +13,8 @@ Node 22 and the harness come from the npm registry into ``.cache/`` (git-ignored
 * sign-in: every non-extension ``auth/*`` client scenario of both harness versions (0.2.x: at each revision it is
   tagged with), the client signing in with ``OAuth`` and its headless authorizer.
 
+The client and sign-in runs go two at a time (:data:`CLIENT_JOBS`): each has a harness and a client of its own.
+
 Expected failures (``scripts/conformance-expected-failures.yml``) may only name extension scenarios; the harness
 itself fails a run whose listed failure passes, so the list stays honest.
 
@@ -34,6 +36,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -138,12 +141,10 @@ def auth_scenarios(version: str, env: dict[str, str]) -> list[tuple[str, str | N
     return runs
 
 
-def auth_suite(
-    client: str, version: str, env: dict[str, str], logs: Path, expected: list[str]
-) -> list[tuple[str, bool, str]]:
+def auth_runs(client: str, version: str, env: dict[str, str], expected: list[str]) -> list[ClientRun]:
     """The sign-in scenarios: the harness runs an authorization server and a protected MCP server, and the client
     (``OAuth`` with its headless authorizer) must discover, register, authorize and use the token as the spec says."""
-    results = []
+    runs = []
     for scenario, spec in auth_scenarios(version, env):
         label = f"client {version}" + (f" {spec}" if spec else "") + f" {scenario}"
         if not chosen(label):
@@ -151,11 +152,8 @@ def auth_suite(
         command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
         if spec:
             command += ["--spec-version", spec]
-        code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
-        passed = re.findall(r"Passed: (\d+)/(\d+)", output)
-        summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
-        results.append((label, code == 0, summary))
-    return results
+        runs.append((label, command, env))
+    return runs
 
 
 def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
@@ -203,11 +201,18 @@ def server_suites(
     return results
 
 
-def client_suite(
-    client: str, version: str, spec: str | None, via: str, env: dict[str, str], logs: Path, expected: list[str]
-) -> list[tuple[str, bool, str]]:
+ClientRun = tuple[str, list[str], dict[str, str]]
+"""One client scenario run: its label, the harness command, the environment."""
+CLIENT_JOBS = 2
+"""Client runs at once. Each is a harness process with its own server on a free port driving a client process of
+its own (tokens in memory, the proxy over stdio): two runs share nothing, and two keep both cores busy."""
+
+
+def client_runs(
+    client: str, version: str, spec: str | None, via: str, env: dict[str, str], expected: list[str]
+) -> list[ClientRun]:
     """Every client scenario of one harness version and revision, each run alone (``via``: through the proxy)."""
-    results = []
+    runs = []
     for scenario in client_scenarios(version, env, spec):
         label = f"client{via} {version}" + (f" {spec}" if spec else "") + f" {scenario}"
         if not chosen(label):
@@ -215,11 +220,22 @@ def client_suite(
         command = [harness(version), "client", "--command", client, "--scenario", scenario, *expected]
         if spec:
             command += ["--spec-version", spec]
+        runs.append((label, command, env))
+    return runs
+
+
+def run_clients(runs: list[ClientRun], logs: Path) -> list[tuple[str, bool, str]]:
+    """The client runs, :data:`CLIENT_JOBS` at a time, their results in the order given."""
+
+    def one(item: ClientRun) -> tuple[str, bool, str]:
+        label, command, env = item
         code, output = run(command, env, logs / (re.sub(r"[^A-Za-z0-9.-]+", "_", label) + ".log"))
         passed = re.findall(r"Passed: (\d+)/(\d+)", output)
         summary = f"{passed[-1][0]}/{passed[-1][1]} checks" if passed else "no summary"
-        results.append((label, code == 0, summary))
-    return results
+        return label, code == 0, summary
+
+    with ThreadPoolExecutor(max_workers=CLIENT_JOBS) as pool:
+        return list(pool.map(one, runs))
 
 
 def extension_scenarios(version: str, env: dict[str, str]) -> list[str]:
@@ -303,11 +319,13 @@ def main() -> int:
             results += server_suites(cluster.nginx.url, runs, env, logs, expected)
 
     client = f"{sys.executable} {ROOT / 'examples' / 'conformance_client.py'}"
+    clients: list[ClientRun] = []
     for via, client_env in (("", env), (" through elicitor proxy", {**env, "ELICITOR_CONFORMANCE_VIA_PROXY": "1"})):
         for version, spec in (("0.1.16", None), ("0.2.0-alpha.12", "2025-11-25"), ("0.2.0-alpha.12", "2026-07-28")):
-            results += client_suite(client, version, spec, via, client_env, logs, expected)
+            clients += client_runs(client, version, spec, via, client_env, expected)
     for version in ("0.1.16", "0.2.0-alpha.12"):
-        results += auth_suite(client, version, env, logs, expected)
+        clients += auth_runs(client, version, env, expected)
+    results += run_clients(clients, logs)
 
     failed = [r for r in results if not r[1]]
     if "--only" not in sys.argv[1:]:
