@@ -108,7 +108,11 @@ async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, t
             async with httpx.AsyncClient() as http:
                 scraped = (await http.get(f"http://127.0.0.1:{metrics}/metrics")).text
             with anyio.fail_after(30):
-                while b"tools/call count" not in receiver.sent_to("/v1/traces") or not receiver.sent_to("/v1/metrics"):
+                while b"tools/call count" not in receiver.sent_to(
+                    "/v1/traces"
+                ) or b"mcp.server.operation.duration" not in receiver.sent_to(
+                    "/v1/metrics"
+                ):  # the first metrics may have left before the call: wait for an export made after it
                     await anyio.sleep(0.1)
     assert "mcp_server_operation_duration_seconds_bucket" in scraped, scraped
     assert 'mcp_method_name="tools/call"' in scraped
