@@ -71,20 +71,22 @@ _CANCEL_GRACE = 5.0
 """How long a shielded cleanup may try to tell the peer that a request was cancelled."""
 
 
-class _Pending:
-    __slots__ = ("error", "event", "expired", "result")
+class _Pending(Waiter):
+    """A request we sent, waiting for its answer: the :class:`Waiter` itself (one object less per waiting call)."""
+
+    __slots__ = ("error", "expired", "result")
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        self.event = Waiter(loop)
+        super().__init__(loop)
         self.result: JSONObject | None = None
         self.error: BaseException | None = None
         self.expired = False
 
     def expire(self) -> None:
         """The deadline passed before the peer answered: wake the requester, which gives up."""
-        if not self.event.is_set():
+        if not self.is_set():
             self.expired = True
-            self.event.set()
+            self.set()
 
 
 class Session:
@@ -202,18 +204,18 @@ class Session:
             await self._send(data, related)
             del data  # not kept alive while the peer (perhaps a person) takes its time
             if timeout is None:
-                await pending.event.wait()
+                await pending.wait()
             elif deadlines is not None:  # an entry in the session's deadlines: no timer or cancel scope per request
                 deadlines.add(pending, timeout)
-                await pending.event.wait()
+                await pending.wait()
             else:
                 with anyio.move_on_after(timeout):
-                    await pending.event.wait()
+                    await pending.wait()
                 pending.expire()
             if pending.expired:
                 raise TimeoutError(f"the peer did not answer {method} within {timeout:g} s")
         except BaseException:
-            if not pending.event.is_set() or pending.expired:
+            if not pending.is_set() or pending.expired:
                 self._pending.pop(request_id, None)
                 notice = self.connection.cancel_request(request_id, "the requester no longer waits for it")
                 if notice is not None and not self._closed:
@@ -266,12 +268,12 @@ class Session:
             pending = self._pending.pop(event.id, None)
             if pending is not None:
                 pending.result = event.result
-                pending.event.set()
+                pending.set()
         elif isinstance(event, ErrorReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
                 pending.error = event.error
-                pending.event.set()
+                pending.set()
         elif isinstance(event, NotificationReceived):
             try:
                 await self._on_notification(event)
@@ -373,7 +375,7 @@ class Session:
             self._deadlines.close()
         for pending in self._pending.values():
             pending.error = ConnectionClosed("the connection closed before the peer answered")
-            pending.event.set()
+            pending.set()
         self._pending.clear()
         for task in self._inflight.values():
             task.cancel()
