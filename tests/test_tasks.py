@@ -22,7 +22,8 @@ from elicitor import (
     Server,
     TaskCancelled,
 )
-from elicitor.types import MISSING_REQUIRED_CLIENT_CAPABILITY
+from elicitor.state import StoreUnavailable
+from elicitor.types import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY
 
 from .conftest import connected, serving
 
@@ -359,3 +360,48 @@ async def test_over_http_a_task_is_its_users_on_every_connection(anyio_backend: 
             resumed = await second.task(handle.id)
             with anyio.fail_after(20):
                 assert (await resumed.wait()).text == "likes window"
+
+
+def store_away_for(server: Server, polls: int) -> dict[str, int]:
+    """The next ``polls`` task lookups of a request (``tasks/get``...) meet the store away, as while Redis restarts
+    or a replica's connection pool is drained; the task's own run is untouched. Returns the counts."""
+    engine = server.tasks
+    own = engine._own
+    counts = {"left": polls, "refused": 0}
+
+    async def flaky(*args: Any, **kwargs: Any) -> Any:
+        if counts["left"]:
+            counts["left"] -= 1
+            counts["refused"] += 1
+            raise StoreUnavailable("the store is restarting")
+        return await own(*args, **kwargs)
+
+    engine._own = flaky  # type: ignore[method-assign]
+    return counts
+
+
+async def test_following_a_task_rides_out_a_store_away_for_a_moment(anyio_backend: str) -> None:
+    """A poll only reads: a few ``tasks/get`` answered with an internal error (the replica's store away) are polled
+    again, and the task that was fine all along is followed to its result."""
+    server, _ = make_server()
+    async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
+        handle = await client.start_tool("steps")
+        counts = store_away_for(server, polls=2)
+        result = await handle.wait()
+    assert result.text == "done"
+    assert counts["refused"] == 2
+
+
+async def test_following_a_task_gives_up_when_the_store_stays_away(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elicitor.client import _tasks
+
+    monkeypatch.setattr(_tasks, "POLL_FAILURES_FOR", 1.5)
+    server, _ = make_server()
+    async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
+        handle = await client.start_tool("steps")
+        store_away_for(server, polls=1_000)
+        with pytest.raises(JSONRPCError) as caught:
+            await handle.wait()
+    assert caught.value.code == INTERNAL_ERROR

@@ -41,6 +41,12 @@ MIN_POLL = 0.05
 """Seconds: a server suggesting less is polled this often."""
 MAX_POLL = 30.0
 """Seconds: a server suggesting more is still polled this often (a person may be waiting on the result)."""
+POLL_FAILURES_FOR = 30.0
+"""Seconds of failed ``tasks/get`` in a row (an internal error, a timeout) that following a task rides out: a poll
+only reads, so it is safe to send again, and a replica's store away for a moment (a Redis restart, a connection
+pool drained by many pollers) must not end a task that is still fine. Past this, the last error is raised."""
+POLL_RETRY = 1.0
+"""Seconds at least between a failed poll and the next (the server's interval may be far shorter)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +87,7 @@ class TaskHandle:
         self._unsent: JSONObject = {}
         """Answers given by the person but not yet acknowledged by the server (sent again until they are)."""
         self._failed_updates = 0
+        self._polls_failing_since: float | None = None
         self._progress_token = progress_token
         """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
         self.id: str | None = None
@@ -122,6 +129,24 @@ class TaskHandle:
             return self.status
         self._see(await self._port.request("tasks/get", {"taskId": self.id}))
         return self.status
+
+    async def _poll(self) -> None:
+        """:meth:`refresh` while following the task: an internal error or a timeout is tried again at the next poll
+        for up to :data:`POLL_FAILURES_FOR` seconds in a row (see there); any other error is the server's answer
+        (an unknown task, say) and is raised at once."""
+        try:
+            await self.refresh()
+        except (JSONRPCError, TimeoutError) as exc:
+            if isinstance(exc, JSONRPCError) and exc.code != INTERNAL_ERROR:
+                raise
+            now = anyio.current_time()
+            if self._polls_failing_since is None:
+                self._polls_failing_since = now
+            elif now - self._polls_failing_since >= POLL_FAILURES_FOR:
+                raise
+            logger.warning("tasks/get for task %s failed (%s); polling again", self.id, exc)
+            return
+        self._polls_failing_since = None
 
     async def _answer(self) -> None:
         """Answer the task's open questions: each asked of the person once, and counted as answered only once the
@@ -197,8 +222,8 @@ class TaskHandle:
                         await self._fetch_result()  # the questions come on its stream; it returns at the end
                         continue
                     await self._answer()
-                await anyio.sleep(self.poll_interval)
-                await self.refresh()
+                await anyio.sleep(self.poll_interval if self._polls_failing_since is None else POLL_RETRY)
+                await self._poll()
             if self._handshake and self._final is None and self.status != "cancelled":
                 await self._fetch_result()
             await report()
