@@ -36,7 +36,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,6 +170,20 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes]) -> None:
             time.sleep(0.1)
 
 
+@contextmanager
+def listening(command: list[str], port: int, log: Path) -> Iterator[str]:
+    """Start ``command`` (it listens on ``port``, its stderr in ``log``) for the block; yields its MCP URL; SIGTERM
+    after."""
+    with log.open("w") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+
+
 def server_runs(name: str, env: dict[str, str]) -> list[tuple[str, list[str], bool]]:
     """The server runs chosen for the server called ``name``: label, harness arguments (``--url`` follows), and
     whether it is one extension scenario run by name."""
@@ -282,14 +298,8 @@ def main() -> int:
     runs = server_runs("server", env)
     if runs:
         port = free_port()
-        with (logs / "server.stderr").open("w") as stderr:
-            server = subprocess.Popen([*everything, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=stderr)
-        try:
-            wait_for_port(port, server)
-            results += server_suites(f"http://127.0.0.1:{port}/mcp", runs, env, logs, expected)
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=10)
+        with listening([*everything, "--port", str(port)], port, logs / "server.stderr") as url:
+            results += server_suites(url, runs, env, logs, expected)
 
     # The same suites through `elicitor proxy`: the harness talks HTTP to the proxy, the proxy stdio to the server.
     runs = server_runs("server through elicitor proxy", env)
@@ -298,14 +308,8 @@ def main() -> int:
         proxy_command = [
             sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *everything,
         ]  # fmt: skip
-        with (logs / "proxy.stderr").open("w") as stderr:
-            proxy = subprocess.Popen(proxy_command, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
-        try:
-            wait_for_port(port, proxy)
-            results += server_suites(f"http://127.0.0.1:{port}/mcp", runs, env, logs, expected)
-        finally:
-            proxy.send_signal(signal.SIGTERM)
-            proxy.wait(timeout=10)
+        with listening(proxy_command, port, logs / "proxy.stderr") as url:
+            results += server_suites(url, runs, env, logs, expected)
 
     # The same suites against three replicas behind nginx sharing a Redis, as docs/deploying.md deploys them.
     sys.path.insert(0, str(ROOT))
