@@ -11,6 +11,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -119,3 +120,68 @@ async def test_a_refused_url_completion_is_logged_with_its_reason(
     assert reason in caplog.text
     assert not await server.complete_url_elicitation("no-such-id", principal="grace")
     assert "unknown or expired" in caplog.text
+
+
+def test_the_shipped_balancer_drops_idle_connections_before_a_replica_does() -> None:
+    """A request nginx sends on an idle connection just as the replica closes it is reset, and a reset POST is not
+    safe to send again: the client gets a 502. So the upstream's idle timeout must be the shorter of the two."""
+    import inspect
+    import re
+
+    from elicitor.server._server import KEEP_ALIVE
+
+    upstream = re.search(r"upstream elicitor \{(.*?)\}", SHIPPED_NGINX.read_text(), re.DOTALL)
+    assert upstream is not None
+    found = re.search(r"^\s*keepalive_timeout (\d+)s;", upstream.group(1), re.MULTILINE)
+    assert found is not None, "deploy/nginx.conf's upstream keeps idle connections for nginx's default 60 s"
+    assert int(found.group(1)) < KEEP_ALIVE
+    assert inspect.signature(Server.run).parameters["keep_alive"].default == KEEP_ALIVE
+
+
+def test_keep_alive_sets_how_long_an_idle_connection_stays_open() -> None:
+    """``elicitor serve --keep-alive 60``: a connection idle for longer than uvicorn's default 5 s still serves."""
+    import socket
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "serve", "tests.peers.replica_server:server", "--port", str(port)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("ELICITOR_REDIS_URL", None)
+    with subprocess.Popen(
+        [*command, "--keep-alive", "60"], cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stderr is not None
+            started = process.stderr.readline()  # the start line, printed just before uvicorn listens
+            assert "elicitor:" in started, started
+            request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+            for _ in range(600):
+                try:
+                    connection = socket.create_connection(("127.0.0.1", port), timeout=30)
+                    break
+                except ConnectionRefusedError:
+                    time.sleep(0.05)
+            with connection:
+
+                def answered() -> bytes:
+                    connection.sendall(request)
+                    return connection.recv(65536)
+
+                assert answered().startswith(b"HTTP/1.1 200")
+                time.sleep(6.5)  # idle past the default: with it, the replica would have closed the connection
+                assert answered().startswith(b"HTTP/1.1 200")
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def test_keep_alive_must_be_a_positive_number_of_seconds() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "elicitor", "serve", "tests.peers.replica_server:server", "--keep-alive", "0"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--keep-alive must be a whole number of seconds, 1 or more" in done.stderr

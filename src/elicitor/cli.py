@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
         "listens, e.g. behind a proxy (default: the address it listens on; a loopback port on stdio)",
     )
     serve.add_argument(
+        "--keep-alive",
+        type=int,
+        metavar="SECONDS",
+        help="HTTP: how long an idle connection stays open (default 5); behind a balancer, longer than it keeps idle "
+        "connections to the replicas (deploy/nginx.conf: 4 s)",
+    )
+    serve.add_argument(
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
         default="auto",
@@ -355,6 +362,11 @@ def _serve(args: argparse.Namespace) -> int:
             print("elicitor serve: " + t("not starting: {reason}", reason=problem), file=sys.stderr)
             return 2
         options: dict[str, Any] = {}
+        if args.keep_alive is not None:
+            if args.keep_alive < 1:
+                print("elicitor serve: --keep-alive must be a whole number of seconds, 1 or more", file=sys.stderr)
+                return 2
+            options["keep_alive"] = args.keep_alive
         if args.auth_issuer or args.auth_introspect:
             try:
                 options["auth"] = _protection(args)

@@ -47,6 +47,10 @@ DEFAULT_PARKED_RUN_TTL = PARKED_RUN_TTL
 """Seconds a 2026-07-28 call waits parked between rounds (ten minutes)."""
 
 DEFAULT_MAX_IN_FLIGHT = MAX_INCOMING
+KEEP_ALIVE = 5
+"""Seconds :meth:`Server.run` keeps an idle HTTP connection open (uvicorn's own default). A balancer that keeps
+idle connections to the replicas must close them sooner (deploy/nginx.conf: 4 s): a request it sends on a connection
+the replica is closing is reset, and a reset POST cannot safely be retried, so the client gets a 502."""
 """Requests one connection may have in flight at once."""
 
 
@@ -473,6 +477,7 @@ class Server:
         shutdown_grace: int = 30,
         loop: Literal["auto", "uvloop", "asyncio"] = "auto",
         http: Literal["auto", "httptools", "h11"] = "auto",
+        keep_alive: int = KEEP_ALIVE,
         **options: Any,
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
@@ -488,7 +493,9 @@ class Server:
         :meth:`misconfiguration`), and a lifespan that fails stops the server with its reason. On SIGTERM,
         requests in flight get ``shutdown_grace`` seconds to finish; then the calls still waiting on a person are
         cancelled (their clients resume elsewhere or start again), and the replica gives up its sessions at once.
-        ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``).
+        ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``). ``keep_alive`` is how long, in seconds,
+        an idle HTTP connection stays open; behind a balancer, keep it longer than the balancer keeps its idle
+        connections to the replicas (see :data:`KEEP_ALIVE`).
 
         On stdio, stdout is the protocol channel: ``print()`` output goes to stderr while serving (see
         :meth:`serve_stdio`), and if the application has not configured logging, Python logging is set up to write
@@ -524,6 +531,7 @@ class Server:
                 log_level="warning",
                 lifespan="on",  # a lifespan that fails stops the server with its reason ("auto" would serve on)
                 timeout_graceful_shutdown=shutdown_grace,
+                timeout_keep_alive=keep_alive,
             )
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
