@@ -4,7 +4,8 @@
 
 stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
 server CPU µs per elicitation; (echo) (a) against a bare asyncio JSON-lines echo of the same message shapes
-(bench/servers/echo_server.py), the reference limit. (d) 1000 tool calls each blocked on a pending elicitation:
+(bench/servers/echo_server.py), the reference limit, with the library's client and, server against server, with
+the echo's bare loop driving elicitor's server. (d) 1000 tool calls each blocked on a pending elicitation:
 server RSS growth per pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip
 round. (f) 100,000 tool calls on one connection, each waiting on its elicitation at once: server RSS per pending
 one, and how long putting them in flight and answering them takes (elicitor alone, driven by a bare JSON-lines
@@ -454,6 +455,47 @@ async def echo_rate(n: int) -> Result:
     return n / elapsed, (cpu1 - cpu0) / n * 1e6
 
 
+async def ours_bare_rate(n: int) -> Result:
+    """elicitor's server driven by the echo's bare loop: one ``tools/call`` of ``n`` elicitations, each answered by
+    writing the answer and reading the next question, nothing validated on the client's side. Against
+    :func:`echo_rate`, server against server with the same client: the library's client is left out of it."""
+    encode, decode = msgspec.json.encode, msgspec.json.decode
+    process = await asyncio.create_subprocess_exec(
+        *OURS, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=1 << 20
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    answer = {"action": "accept", "content": ANSWER}
+
+    async def call(request_id: int, name: str, arguments: dict[str, Any]) -> Any:
+        """Make the call, answering each question as it comes; its result's text."""
+        params = {"name": name, "arguments": arguments}
+        stdin.write(encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}) + b"\n")
+        while True:
+            message = decode(await stdout.readline())
+            if message.get("id") == request_id and "method" not in message:
+                return message["result"]["content"][0]["text"]
+            stdin.write(encode({"jsonrpc": "2.0", "id": message["id"], "result": answer}) + b"\n")
+            await stdin.drain()
+
+    init = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "bare"}}
+    try:
+        stdin.write(encode({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}) + b"\n")
+        decode(await stdout.readline())
+        stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        await call(1, "ask", {"n": 10})  # warm up
+        cpu0, _ = _probe(await call(2, "probe", {}))
+        start = time.perf_counter()
+        done = await call(3, "ask", {"n": n})
+        elapsed = time.perf_counter() - start
+        cpu1, _ = _probe(await call(4, "probe", {}))
+    finally:
+        stdin.close()
+        await process.wait()
+    assert done == str(n), done
+    return n / elapsed, (cpu1 - cpu0) / n * 1e6
+
+
 async def memory_only(measure: Awaitable[Memory]) -> Result:
     return (await measure)[0], 0.0
 
@@ -626,6 +668,16 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int, many_pendin
             mine.append(await ours_rate(n, "2025-11-25"))
             echo.append(await echo_rate(n))
         report("(a) stdio against the bare asyncio echo, round trips/s", "el/s", mine, echo, True, peer="bare echo")
+        # The same with the echo's bare loop driving elicitor's server: server against server, one client.
+        bare: list[Result] = []
+        echo = []
+        for _ in range(runs):
+            bare.append(await ours_bare_rate(n))
+            echo.append(await echo_rate(n))
+        report(
+            "(a) stdio server driven by the echo's bare client, against the bare asyncio echo, round trips/s",
+            "el/s", bare, echo, True, peer="bare echo",
+        )  # fmt: skip
     if "f" in scenarios:
         many = [await ours_many_pending(many_pending) for _ in range(runs)]
         title = f"(f) stdio, {many_pending:,} elicitations pending at once in one server process, 2025-11-25"
