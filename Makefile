@@ -33,7 +33,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP) node-peers system-deps
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15  # the slowest tests named at the end: the suite must stay well under 20 minutes
 
 # The documentation site (mkdocs-material, mkdocstrings): built with --strict, so a broken link, a missing reference
 # or any warning fails it. Mermaid comes from the npm registry into docs/assets/: no page loads anything from a CDN.
