@@ -27,9 +27,10 @@ adds to each elicitation; between (3) and (2), what the durable path across repl
 land on a replica that does not hold the conversation: on the handshake era forwarded through the owner's Redis
 queue, on 2026-07-28 replayed from ``requestState``). CPU time per elicitation is read from ``/proc`` for every
 process of the deployment (the replicas, nginx's master and workers, redis-server), for this process (the clients)
-and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise). Medians over
-``--runs`` with min-max; the deployments run side by side and each run measures all of them in turn, so ratios are
-computed run by run.
+and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise). Redis commands
+per elicitation (INFO commandstats deltas; what a script or a MULTI runs counts command by command) are the steady
+figure on a loaded machine: load moves times, not counts. Medians over ``--runs`` with min-max; the deployments run
+side by side and each run measures all of them in turn, so ratios are computed run by run.
 
 Memory per pending elicitation: ``--pending`` tool calls (``ask(1)``, spread over sessions of 50 calls each) whose
 question the client's handler holds (it waits on an event); Redis ``used_memory`` and ``used_memory_dataset`` (INFO
@@ -157,6 +158,14 @@ class Running:
         if self._redis is not None:
             await self._redis.aclose()
 
+    async def commands(self) -> dict[str, int]:
+        """Commands redis-server ran so far, by name (INFO commandstats); empty with the memory store."""
+        redis = await self.redis()
+        if redis is None:
+            return {}
+        stats = await redis.info("commandstats")
+        return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far: replicas, nginx, redis, this process (the clients) and the whole machine."""
         return {
@@ -204,6 +213,8 @@ class Sample:
     """p50 latency per elicitation of one session alone, ms."""
     cpu: dict[str, float] = field(default_factory=dict)
     """CPU µs per elicitation by component (replicas, nginx, redis, client, others)."""
+    commands: dict[str, float] = field(default_factory=dict)
+    """Redis commands per elicitation, by name (the bench's own INFO left out): unlike time, load does not move it."""
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -211,8 +222,11 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
 
 
-async def calls(running: Running, protocol: str, sessions: int, n: int) -> tuple[float, list[float], dict[str, float]]:
-    """``sessions`` sessions call ``ask(n)`` at once; (elapsed s, gaps in s, CPU seconds by component)."""
+async def calls(
+    running: Running, protocol: str, sessions: int, n: int
+) -> tuple[float, list[float], dict[str, float], dict[str, int]]:
+    """``sessions`` sessions call ``ask(n)`` at once; (elapsed s, gaps in s, CPU seconds by component, Redis
+    commands run by name)."""
     handlers = [Timed() for _ in range(sessions)]
     async with AsyncExitStack() as stack:
         clients = [
@@ -232,6 +246,7 @@ async def calls(running: Running, protocol: str, sessions: int, n: int) -> tuple
                 tg.start_soon(call, client, handler, 2)
         for handler in handlers:
             handler.gaps.clear()
+        commands = await running.commands()
         before = running.cpu()
         start = time.perf_counter()
         async with anyio.create_task_group() as tg:
@@ -239,26 +254,29 @@ async def calls(running: Running, protocol: str, sessions: int, n: int) -> tuple
                 tg.start_soon(call, client, handler, n)
         elapsed = time.perf_counter() - start
         after = running.cpu()
+        ran = {name: calls - commands.get(name, 0) for name, calls in (await running.commands()).items()}
     gaps = [gap for handler in handlers for gap in handler.gaps]
     assert len(gaps) == sessions * n, (len(gaps), sessions * n)
     used = {name: after[name] - before[name] for name in before}
-    return elapsed, gaps, used
+    ran = {name: count for name, count in ran.items() if count and name != "info"}
+    return elapsed, gaps, used, ran
 
 
 async def measure(running: Running, protocol: str, sessions: int, n: int, single: int) -> Sample:
     await running.redis()  # learn redis-server's pid before the first measurement
-    elapsed, gaps, used = await calls(running, protocol, sessions, n)
+    elapsed, gaps, used, ran = await calls(running, protocol, sessions, n)
     total = sessions * n
     ours = sum(value for name, value in used.items() if name != "machine")
     cpu = {name: value / total * 1e6 for name, value in used.items() if name != "machine"}
     cpu["others"] = max(0.0, used["machine"] - ours) / total * 1e6
-    _, alone, _ = await calls(running, protocol, 1, single)
+    _, alone, _, _ = await calls(running, protocol, 1, single)
     return Sample(
         rate=total / elapsed,
         p50=percentile(gaps, 0.5) * 1e3,
         p99=percentile(gaps, 0.99) * 1e3,
         single=percentile(alone, 0.5) * 1e3,
         cpu=cpu,
+        commands={name: count / total for name, count in ran.items()},
     )
 
 
@@ -404,6 +422,16 @@ def report_era(protocol: str, samples: dict[Setup, list[Sample]], sessions: int,
     for setup, runs in samples.items():
         parts = [f"{name} {statistics.median([s.cpu[name] for s in runs]):,.0f}" for name in runs[0].cpu]
         print(f"  {setup.label:30} " + ", ".join(parts))
+    print("  Redis commands per elicitation (medians; MULTI and EXEC count as commands):")
+    for setup, runs in samples.items():
+        if runs[0].commands:
+            names = sorted({name for s in runs for name in s.commands})
+            each = {name: statistics.median([s.commands.get(name, 0.0) for s in runs]) for name in names}
+            total = statistics.median([sum(s.commands.values()) for s in runs])
+            parts = [
+                f"{name} {count:.2f}" for name, count in sorted(each.items(), key=lambda x: -x[1]) if count >= 0.01
+            ]
+            print(f"  {setup.label:30} {total:.2f}: " + (", ".join(parts) or "(the bench's own only)"))
     memory, redis, scaled = (samples[setup] for setup in SETUPS)
 
     def differences(metric: Callable[[Sample], float]) -> list[float]:
