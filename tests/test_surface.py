@@ -540,13 +540,13 @@ def test_lines_typed_ahead_are_seen_by_the_wait_for_enter(monkeypatch: pytest.Mo
     """Standard input is read from its descriptor: a line already typed is not hidden in a buffer from select."""
     import threading
 
-    from elicitor.client import _terminal
+    from elicitor.client import _tty
 
     read_end, write_end = os.pipe()
     os.write(write_end, b"Ada\r\n\nrest\n")  # typed ahead; the pipe stays open (a person, still there)
     with open(read_end, closefd=True) as fake_stdin:
         monkeypatch.setattr(sys, "stdin", fake_stdin)
-        lines = _terminal._StdinLines()
+        lines = _tty.StdinLines()
         assert lines.readline() == "Ada"  # the whole input arrived in one read; the rest waits in our buffer
         stop = threading.Event()
         safety = threading.Timer(10, stop.set)  # only if the wait were blind to the buffered line

@@ -14,8 +14,6 @@ warning; nothing is fetched; the browser opens only after the person types an ex
 
 from __future__ import annotations
 
-import os
-import select
 import sys
 import threading
 import webbrowser
@@ -47,6 +45,7 @@ from ._present import (
     warning_text,
     yes_no,
 )
+from ._tty import colours_allowed, is_tty, read_stdin, wait_for_enter
 from ._url import UrlElicitationRequest
 
 T = TypeVar("T")
@@ -101,21 +100,21 @@ class TerminalHandler:
     ) -> None:
         self.lang = language(lang)
         if screen is None:
-            screen = input is not None or output is not None or (read_line is None and write is None and _is_tty())
+            screen = input is not None or output is not None or (read_line is None and write is None and is_tty())
         self._screen: Terminal | None = None
         if screen:
             from ._screen import Terminal
 
             self._screen = Terminal(input, output, self.lang)
         self._turns = OneAtATime()
-        reader = read_line or _read_stdin
+        reader = read_line or read_stdin
         self._read: Callable[[str], str] = reader  # prompts are composed of escaped parts (see _say)
         self._custom_reader = read_line is not None
         self._out = write or (lambda text: print(text, file=sys.stderr, flush=True))
         self._held: list[str] | None = None  # lines written while a full screen is up, shown when it closes
         self._held_lock = threading.Lock()  # lines may come from other threads (a server's stderr)
         self._open = open_url or webbrowser.open
-        self._bold = write is None and sys.stderr.isatty() and _colours_allowed()
+        self._bold = write is None and sys.stderr.isatty() and colours_allowed()
         self.modes = frozenset({"form", "url"}) if url_mode else frozenset({"form"})
 
     async def url(self, request: UrlElicitationRequest) -> ElicitationOutcome:
@@ -158,7 +157,7 @@ class TerminalHandler:
                 return
             stop = threading.Event()
             try:
-                await anyio.to_thread.run_sync(_wait_for_enter, stop, abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(wait_for_enter, stop, abandon_on_cancel=True)
             finally:
                 stop.set()
 
@@ -400,98 +399,6 @@ class TerminalHandler:
                 return
             except Problem as exc:
                 say(f"  {self.lang.text(exc.message)}")
-
-
-def _is_tty() -> bool:
-    """Whether the full screen can be drawn: stdin and stderr a terminal, and not a dumb one (``TERM=dumb`` is
-    what screen readers' terminals and editors' shells set: they get the line mode)."""
-    try:
-        return sys.stdin.isatty() and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
-    except (AttributeError, ValueError):  # replaced or closed streams
-        return False
-
-
-def _colours_allowed() -> bool:
-    """Styling by escape sequences is allowed: ``NO_COLOR`` is unset or empty (https://no-color.org) and the
-    terminal is not dumb."""
-    return not os.environ.get("NO_COLOR") and os.environ.get("TERM", "") != "dumb"
-
-
-class _StdinLines:
-    """Lines of standard input read straight from its descriptor, so a line typed ahead never hides in a buffer
-    that ``select`` cannot see (it would leave a "press Enter" wait blind to an Enter already typed)."""
-
-    def __init__(self) -> None:
-        self._pending = b""
-        self._eof = False
-        self._lock = threading.Lock()
-
-    def _fd(self) -> int | None:
-        try:
-            return sys.stdin.fileno()
-        except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor, or closed
-            return None
-
-    def _fill(self, fd: int) -> None:
-        chunk = os.read(fd, 65536)
-        if chunk:
-            self._pending += chunk
-        else:
-            self._eof = True
-
-    def _take(self) -> str | None:
-        line, newline, rest = self._pending.partition(b"\n")
-        if not newline and not self._eof:
-            return None
-        self._pending = rest
-        if not newline and not line:
-            raise EOFError
-        return line.decode("utf-8", "replace").removesuffix("\r")
-
-    def readline(self) -> str:
-        """The next line, without its end; ``EOFError`` at the end of input."""
-        fd = self._fd()
-        if fd is None:
-            line = sys.stdin.readline()
-            if not line:
-                raise EOFError
-            return line.rstrip("\n")
-        with self._lock:
-            while (line := self._take()) is None:
-                self._fill(fd)
-            return line
-
-    def wait_line(self, stop: threading.Event) -> None:
-        """Consume one line, or return when ``stop`` is set (polled, so the thread ends when told) or at EOF."""
-        fd = self._fd()
-        with self._lock:
-            while not stop.is_set():
-                try:
-                    if self._take() is not None:
-                        return
-                except EOFError:
-                    return
-                if fd is None:
-                    return
-                try:
-                    ready, _, _ = select.select([fd], [], [], 0.2)
-                except (OSError, ValueError):  # no selectable stdin: nothing to wait for
-                    return
-                if ready:
-                    self._fill(fd)
-
-
-_STDIN = _StdinLines()
-
-
-def _wait_for_enter(stop: threading.Event) -> None:
-    _STDIN.wait_line(stop)
-
-
-def _read_stdin(prompt: str) -> str:
-    sys.stderr.write(prompt)
-    sys.stderr.flush()
-    return _STDIN.readline()
 
 
 def _hint(f: FormField, lang: Language) -> str:
