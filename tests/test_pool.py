@@ -18,8 +18,9 @@ import httpx2 as httpx
 import pytest
 
 from elicitor import Accepted, Client, Context, Outcome, Server
+from elicitor.client._connection import _READ, MAX_HEAD, default_tls
 from elicitor.client._http import HttpClientTransport
-from elicitor.client._pool import _READ, MAX_HEAD, PooledTransport, Target, default_tls
+from elicitor.client._pool import PooledTransport, Target
 from elicitor.server.http._asgi import read_body
 
 from .conftest import self_signed, serving
@@ -283,7 +284,7 @@ async def test_tls_verified_against_the_callers_authority_and_refused_otherwise(
 
 def test_every_pool_shares_one_tls_context() -> None:
     """Making a verifying TLS context costs ~20 ms of CPU (the CA bundle): one per process, not one per client."""
-    from elicitor.client._pool import _tls_context
+    from elicitor.client._connection import _tls_context
 
     assert _tls_context(True) is default_tls() is _tls_context(True)
     assert _tls_context(False) is not default_tls()  # a caller's choice still wins

@@ -1,6 +1,6 @@
 """The client's HTTP/1.1 connection reading a hostile server's response, cut into reads anywhere.
 
-Property: reading a response (:class:`elicitor.client._pool._Connection`, llhttp through httptools) raises nothing
+Property: reading a response (:class:`elicitor.client._connection.Connection`, llhttp through httptools) raises nothing
 but ``httpx.RemoteProtocolError``; how the bytes are cut into reads never changes whether the response is refused,
 nor its status, headers and body; an accepted response has a final status (200-999, never 1xx), a body no longer
 than what was sent, and is offered for reuse only when it ended cleanly. RFC 9112 (HTTP/1.1 message syntax).
@@ -17,7 +17,7 @@ import atheris
 with atheris.instrument_imports(include=["elicitor"]):
     import httpx2 as httpx
 
-    from elicitor.client._pool import _Connection
+    from elicitor.client._connection import Connection
     from fuzz.targets._harness import fuzz
 
 ORIGIN = (b"http", b"server.test", 80)
@@ -58,7 +58,7 @@ Result = tuple[str, int, list[tuple[bytes, bytes]], bytes] | tuple[str, str]
 
 
 def read(reads: list[bytes], total: int) -> tuple[Result, bool]:
-    connection = _Connection(Reads(reads), ORIGIN)  # type: ignore[arg-type]
+    connection = Connection(Reads(reads), ORIGIN)  # type: ignore[arg-type]
     body: list[bytes] = []
 
     async def whole() -> None:

@@ -30,8 +30,9 @@ from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_stateless
+from ._connection import check_header
 from ._headers import header_value
-from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts, check_header
+from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts
 from ._transport import SESSION_EXPIRED, SESSION_LOST
 
 logger = logging.getLogger("elicitor.http_client")
