@@ -91,6 +91,9 @@ async def test_a_waiting_handler_does_not_keep_the_request_alive(anyio_backend: 
         await release.wait()
         return {}
 
+    async def ask_to_wait(client: Session) -> None:
+        await client.request("wait", {"arguments": {"n": 1}})
+
     def handler(request: RequestReceived) -> Awaitable[dict[str, Any]]:
         taken.append(request.params)  # the dispatch functions take what they need, then return what waits
         return wait()
@@ -101,7 +104,7 @@ async def test_a_waiting_handler_does_not_keep_the_request_alive(anyio_backend: 
         open_session(client_end, no_requests, ignore) as client,
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(client.request, "wait", {"arguments": {"n": 1}})
+        tg.start_soon(ask_to_wait, client)
         with anyio.fail_after(10):
             await started.wait()
         holders = [type(holder).__name__ for holder in gc.get_referrers(taken[0]) if holder is not taken]
