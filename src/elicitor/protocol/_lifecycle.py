@@ -144,10 +144,23 @@ def parse_request_meta(params: JSONObject | None, supported: tuple[Revision, ...
     level = meta.get(META_LOG_LEVEL)
     return RequestMeta(
         revision=version,
-        capabilities=ClientCapabilities.parse(capabilities),
+        capabilities=_parse_capabilities(capabilities),
         client_info=parse_implementation(meta.get(META_CLIENT_INFO)),
         log_level=level if level in _LEVELS else None,
     )
+
+
+def _parse_capabilities(raw: JSONObject) -> ClientCapabilities:
+    """``ClientCapabilities.parse`` for a request's ``_meta``: a 2026-07-28 client sends the same capabilities with
+    every request (every round of a call), so each distinct set is read once (bounded cache), and the rounds of a
+    call compare equal at the cost of an identity check."""
+    key = _encode(raw)
+    cached = _capabilities.get(key)
+    if cached is None:
+        if len(_capabilities) >= 64:
+            _capabilities.clear()
+        cached = _capabilities[key] = ClientCapabilities.parse(raw)
+    return cached
 
 
 def parse_implementation(raw: object) -> Implementation | None:
@@ -176,6 +189,7 @@ def parse_implementation(raw: object) -> Implementation | None:
 
 _encode = msgspec.json.Encoder().encode
 _implementations: dict[bytes, Implementation] = {}
+_capabilities: dict[bytes, ClientCapabilities] = {}
 
 
 class Handshake:
