@@ -73,6 +73,7 @@ PUBLIC = [
     "StringField",
     "TaskCancelled",
     "TaskHandle",
+    "TemporarilyUnavailable",
     "TerminalHandler",
     "TextContent",
     "TooManyRounds",

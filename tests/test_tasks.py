@@ -381,7 +381,7 @@ def store_away_for(server: Server, polls: int) -> dict[str, int]:
 
 
 async def test_following_a_task_rides_out_a_store_away_for_a_moment(anyio_backend: str) -> None:
-    """A poll only reads: a few ``tasks/get`` answered with an internal error (the replica's store away) are polled
+    """A poll only reads: a few ``tasks/get`` answered with a retryable error (the replica's store away) are polled
     again, and the task that was fine all along is followed to its result."""
     server, _ = make_server()
     async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
@@ -397,11 +397,11 @@ async def test_following_a_task_gives_up_when_the_store_stays_away(
 ) -> None:
     from elicitor.client import _tasks
 
-    monkeypatch.setattr(_tasks, "POLL_FAILURES_FOR", 1.5)
+    monkeypatch.setattr(_tasks, "RETRYABLE_FOR", 1.5)
     server, _ = make_server()
     async with connected(server, elicitation=answers(), protocol=STATELESS) as client:
         handle = await client.start_tool("steps")
         store_away_for(server, polls=1_000)
         with pytest.raises(JSONRPCError) as caught:
             await handle.wait()
-    assert caught.value.code == INTERNAL_ERROR
+    assert caught.value.code == INTERNAL_ERROR and caught.value.retryable

@@ -23,6 +23,7 @@ from ._exceptions import (
     ProtocolError,
     RemoteProtocolError,
     TaskCancelled,
+    TemporarilyUnavailable,
     TooManyRounds,
 )
 from ._outcomes import Accepted, Cancelled, Declined, Outcome
@@ -147,6 +148,7 @@ __all__ = [
     "StringField",
     "TaskCancelled",
     "TaskHandle",
+    "TemporarilyUnavailable",
     "TerminalHandler",
     "TextContent",
     "TooManyRounds",

@@ -13,10 +13,13 @@
     - ElicitationUnsupported — the client did not declare the elicitation mode (or revision) a call needs
   + TooManyRounds — a multi-round-trip request did not complete within the client's round limit
   + TaskCancelled — the task a call became was cancelled before it finished
+  + TemporarilyUnavailable — a service this side relies on is away for a moment: try again
+    - StoreUnavailable (elicitor.state) — the shared state (Redis) cannot be reached
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as _field
@@ -60,6 +63,26 @@ class JSONRPCError(ElicitorError):
         self.code = code
         self.message = message
         self.data = data
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the peer says the request failed for a passing reason (``data.retryable`` is ``true``): a
+        service it relies on was away for a moment, and the same request may succeed if sent again later.
+
+        elicitor's servers mark so a request that met :class:`TemporarilyUnavailable` (the shared state away);
+        the code stays -32603, so this is how a client tells it from a bug. Whether to send the request again is
+        still the caller's choice: a read is safe to repeat, a ``tools/call`` may have acted before it failed.
+        """
+        return isinstance(self.data, dict) and self.data.get("retryable") is True
+
+    @property
+    def retry_after(self) -> float | None:
+        """Seconds the peer suggests waiting before sending a :attr:`retryable` request again
+        (``data.retryAfter``), or ``None`` if it gave no usable number."""
+        value = self.data.get("retryAfter") if isinstance(self.data, dict) else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf:
+            return float(value)
+        return None
 
     def to_wire(self) -> dict[str, JSONValue]:
         """The ``error`` member of a JSON-RPC error response."""
@@ -166,6 +189,25 @@ class TaskCancelled(ElicitorError):
         super().__init__(f"task {task_id} was cancelled" + (f": {reason}" if reason else ""))
         self.task_id = task_id
         self.reason = reason
+
+
+class TemporarilyUnavailable(ElicitorError):
+    """A service this side relies on is away for a moment (the shared state reconnecting, say): the operation
+    failed without being a bug, and the same request may succeed later; ``retry_after`` suggests when, in seconds.
+
+    A request whose handler raises it is answered with a JSON-RPC error the client can recognise
+    (:attr:`JSONRPCError.retryable`), and logged at WARNING without a traceback, instead of as an internal error.
+    :class:`~elicitor.state.StoreUnavailable` is the one elicitor raises.
+    """
+
+    retry_after: float = 1.0
+    """Seconds to suggest waiting before trying again: long enough for a store to reconnect, short enough that a
+    person following a call notices no more than a pause."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class OutcomeUnknown(ElicitorError):

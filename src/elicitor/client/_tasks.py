@@ -45,8 +45,14 @@ POLL_FAILURES_FOR = 30.0
 """Seconds of failed ``tasks/get`` in a row (an internal error, a timeout) that following a task rides out: a poll
 only reads, so it is safe to send again, and a replica's store away for a moment (a Redis restart, a connection
 pool drained by many pollers) must not end a task that is still fine. Past this, the last error is raised."""
+RETRYABLE_FOR = 300.0
+"""Seconds of failed reads of a task in a row that following it rides out when the server marks the errors
+:attr:`~elicitor.JSONRPCError.retryable` (its shared state away, not a bug): long enough for a Redis failover
+(Sentinel takes 30 s to call a primary down by default, then elects another), where an unmarked internal error
+might be a bug that will not go away. Past this, the last error is raised."""
 POLL_RETRY = 1.0
-"""Seconds at least between a failed poll and the next (the server's interval may be far shorter)."""
+"""Seconds at least between a failed poll and the next (the server's interval may be far shorter), unless the
+server said when to try again (``retryAfter``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +93,10 @@ class TaskHandle:
         self._unsent: JSONObject = {}
         """Answers given by the person but not yet acknowledged by the server (sent again until they are)."""
         self._failed_updates = 0
-        self._polls_failing_since: float | None = None
+        self._failing_since: float | None = None
+        """When the reads of the task (``tasks/get``, ``tasks/result``) started failing, if the last one failed."""
+        self._retry_in = POLL_RETRY
+        """Seconds until the next read, after a failed one."""
         self._progress_token = progress_token
         """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
         self.id: str | None = None
@@ -131,22 +140,36 @@ class TaskHandle:
         return self.status
 
     async def _poll(self) -> None:
-        """:meth:`refresh` while following the task: an internal error or a timeout is tried again at the next poll
-        for up to :data:`POLL_FAILURES_FOR` seconds in a row (see there); any other error is the server's answer
-        (an unknown task, say) and is raised at once."""
+        """:meth:`refresh` while following the task, riding out passing failures (see :meth:`_ride_out`)."""
         try:
             await self.refresh()
         except (JSONRPCError, TimeoutError) as exc:
-            if isinstance(exc, JSONRPCError) and exc.code != INTERNAL_ERROR:
-                raise
-            now = anyio.current_time()
-            if self._polls_failing_since is None:
-                self._polls_failing_since = now
-            elif now - self._polls_failing_since >= POLL_FAILURES_FOR:
-                raise
-            logger.warning("tasks/get for task %s failed (%s); polling again", self.id, exc)
+            self._ride_out(exc, "tasks/get")
             return
-        self._polls_failing_since = None
+        self._failing_since = None
+
+    def _ride_out(self, exc: JSONRPCError | TimeoutError, method: str) -> None:
+        """A read of the task failed: return to try it again after :attr:`_retry_in` seconds, or raise ``exc``.
+
+        A read is safe to send again. An error the server marks :attr:`~elicitor.JSONRPCError.retryable` is tried
+        again for up to :data:`RETRYABLE_FOR` seconds in a row, after the server's ``retryAfter``; an unmarked
+        internal error or a timeout (a server that does not mark its errors) for up to :data:`POLL_FAILURES_FOR`.
+        Any other error is the server's answer (an unknown task, say) and is raised at once."""
+        retryable = isinstance(exc, JSONRPCError) and exc.retryable
+        if isinstance(exc, JSONRPCError) and not retryable and exc.code != INTERNAL_ERROR:
+            raise exc
+        now = anyio.current_time()
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._failing_since >= (RETRYABLE_FOR if retryable else POLL_FAILURES_FOR):
+            raise exc
+        after = exc.retry_after if isinstance(exc, JSONRPCError) else None
+        self._retry_in = POLL_RETRY if after is None else min(max(after, MIN_POLL), MAX_POLL)
+        logger.warning("%s for task %s failed (%s); trying again in %.1f s", method, self.id, exc, self._retry_in)
+
+    def _pause(self) -> float:
+        """Seconds until the next read: the server's interval, or :attr:`_retry_in` after a failed read."""
+        return self.poll_interval if self._failing_since is None else self._retry_in
 
     async def _answer(self) -> None:
         """Answer the task's open questions: each asked of the person once, and counted as answered only once the
@@ -214,18 +237,19 @@ class TaskHandle:
 
         try:
             if self.status == "input_required" and self.id is not None:
-                await self.refresh()  # the questions seen before may have been answered since (elsewhere, too)
+                await self._poll()  # the questions seen before may have been answered since (elsewhere, too)
             while not self.done:
                 await report()
                 if self.status == "input_required":
-                    if self._handshake:
-                        await self._fetch_result()  # the questions come on its stream; it returns at the end
+                    if not self._handshake:
+                        await self._answer()
+                    elif await self._fetch_result():  # the questions come on its stream; it returns at the end
                         continue
-                    await self._answer()
-                await anyio.sleep(self.poll_interval if self._polls_failing_since is None else POLL_RETRY)
+                await anyio.sleep(self._pause())
                 await self._poll()
-            if self._handshake and self._final is None and self.status != "cancelled":
-                await self._fetch_result()
+            while self._handshake and self._final is None and self.status != "cancelled":
+                if not await self._fetch_result():
+                    await anyio.sleep(self._pause())
             await report()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
@@ -235,17 +259,26 @@ class TaskHandle:
             self._port.end_progress(self._progress_token)
         return self.result()
 
-    async def _fetch_result(self) -> None:
-        """2025-11-25: ``tasks/result``, which blocks until the task ends; then the status it ended in."""
+    async def _fetch_result(self) -> bool:
+        """2025-11-25: ``tasks/result``, which blocks until the task ends; then the status it ended in.
+
+        ``False`` if it failed for a passing reason (a :attr:`~elicitor.JSONRPCError.retryable` error, ridden out as
+        a poll's is): it is to be sent again, the task having perhaps asked or ended meanwhile. Unless the task is
+        known to have failed: then the error is the task's own, whatever it says."""
         assert self.id is not None
         try:
             self._final = await self._port.request("tasks/result", {"taskId": self.id})
             self.status, self.status_message = "completed", None
         except JSONRPCError as exc:
+            if exc.retryable and self.status != "failed":
+                self._ride_out(exc, "tasks/result")
+                return False
             self._final = exc
             await self.refresh()  # failed, or cancelled meanwhile
             if not self.done:
                 raise
+        self._failing_since = None
+        return True
 
     def result(self) -> CallToolResult:
         """The tool's result, once the task has ended (see :meth:`wait` for what else it may raise)."""

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._exceptions import ClientCapabilityMissing, ConnectionClosed, InvalidAnswer, JSONRPCError
+from .._exceptions import (
+    ClientCapabilityMissing,
+    ConnectionClosed,
+    InvalidAnswer,
+    JSONRPCError,
+    TemporarilyUnavailable,
+)
 from .._outcomes import url_refused_text
 from ..protocol import (
     Handshake,
@@ -628,8 +634,8 @@ class ServerSession:
                 return _missing(tool, exc, stateless=stateless)
             except InvalidAnswer as exc:
                 return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
-            except (JSONRPCError, ConnectionClosed):
-                raise
+            except (JSONRPCError, ConnectionClosed, TemporarilyUnavailable):
+                raise  # TemporarilyUnavailable: answered with a retryable error, not a result that blames the tool
             except Exception as exc:
                 logger.exception("tool %r failed", tool.name)
                 return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")

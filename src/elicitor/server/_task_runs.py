@@ -23,8 +23,9 @@ import msgspec
 
 from .._exceptions import JSONRPCError
 from ..protocol import ClientCapabilities, RequestMeta
+from ..session import internal_error
 from ..state import StoreUnavailable, TaskRecord
-from ..types import INTERNAL_ERROR, Implementation, JSONObject, JSONValue
+from ..types import Implementation, JSONObject, JSONValue
 from ._journal import Apply, Change, Claim, OnceSteps, act, patient, table
 from ._rounds import AnswerBook, Finished, NeedsInput, RoundAsker, Run
 
@@ -167,9 +168,9 @@ class TaskRuns:
                     except JSONRPCError as exc:
                         await self._finish(parked, "failed", error=_error(exc.code, exc.message, exc.data))
                         break
-                    except Exception as exc:
-                        logger.exception("task %s failed", task_id)
-                        await self._finish(parked, "failed", error=_error(INTERNAL_ERROR, f"Internal error: {exc}"))
+                    except Exception as exc:  # its text stays in the log: the record is read by the client
+                        failure = internal_error(exc, f"task {task_id}")
+                        await self._finish(parked, "failed", error=_error(failure.code, failure.message, failure.data))
                         break
                     if isinstance(outcome, Finished):
                         await self._finish(parked, "completed", result=outcome.value)

@@ -22,7 +22,7 @@ import anyio
 import anyio.abc
 from anyio import TaskHandle
 
-from .._exceptions import ConnectionClosed, JSONRPCError
+from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
 from .._loop import running_asyncio_loop
 from ..protocol import (
     Connection,
@@ -425,7 +425,13 @@ def internal_error(exc: BaseException, where: str) -> JSONRPCError:
     The exception's text may carry anything (a path, a query, a secret in a URL): it goes to this server's log
     (ERROR, with the traceback and the reference), never to the peer, who gets -32603 "Internal error" and the
     reference (``data.reference``), which finds the log line.
+
+    A :class:`~elicitor.TemporarilyUnavailable` (the shared state away: no bug) is :func:`transient_error`
+    instead, and so is an exception group of nothing else (a task group's children that all met it).
     """
+    passing = _transient(exc)
+    if passing is not None:
+        return transient_error(passing, where)
     reference = secrets.token_hex(6)
     logger.error("%s failed (reference %s)", where, reference, exc_info=exc)
     return JSONRPCError(
@@ -433,3 +439,41 @@ def internal_error(exc: BaseException, where: str) -> JSONRPCError:
         f"Internal error (reference {reference}; the detail is in the server's log)",
         {"reference": reference},
     )
+
+
+def transient_error(exc: TemporarilyUnavailable, where: str) -> JSONRPCError:
+    """The error a peer gets when a service this server relies on was away for a moment: retryable.
+
+    Still -32603 (JSON-RPC has no code for "try again later", and MCP adds none), but ``data`` says so for a
+    client to act on: ``{"reference": ..., "retryable": true, "retryAfter": <seconds>}``
+    (:attr:`~elicitor.JSONRPCError.retryable`). The message says to retry and nothing else: the exception's text
+    names the store's address, so it goes only to this server's log, at WARNING and without a traceback (the
+    operator needs to know the store was away, not where in the code it was noticed), with the reference.
+
+    Over HTTP the response keeps its status (200), as any JSON-RPC error from a handler does, rather than 503 with
+    ``Retry-After``: on 2025-11-25 the answer travels on the session's stream, which may already be an SSE response
+    (progress, questions) when it fails; a 503 is what a balancer counts against a replica, or retries on another
+    one (``proxy_next_upstream``), though the request may have done part of its work (a ``tools/call``), whereas the
+    HTTP layer's own 503s refuse a request before anything ran; and a client reads the JSON-RPC error the same either
+    way, ours and the official SDK's alike, so a status would tell it nothing more.
+    """
+    reference = secrets.token_hex(6)
+    logger.warning("%s failed for a moment (reference %s): %s", where, reference, exc)
+    retry_after = exc.retry_after
+    return JSONRPCError(
+        INTERNAL_ERROR,
+        f"Temporarily unavailable: a service the server relies on is away for a moment; retry in {retry_after:g} s "
+        f"(reference {reference})",
+        {"reference": reference, "retryable": True, "retryAfter": retry_after},
+    )
+
+
+def _transient(exc: BaseException) -> TemporarilyUnavailable | None:
+    """``exc`` if it is passing, or the first of a group's exceptions when every one of them is; else ``None``."""
+    if isinstance(exc, TemporarilyUnavailable):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_transient(inner) for inner in exc.exceptions]
+        if found and all(found):
+            return found[0]
+    return None

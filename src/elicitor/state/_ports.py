@@ -28,11 +28,13 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .._exceptions import ElicitorError
+from .._exceptions import TemporarilyUnavailable
 
 
-class StoreUnavailable(ElicitorError):
-    """The shared state cannot be reached (Redis down or restarting): the request is refused, not lost or hung."""
+class StoreUnavailable(TemporarilyUnavailable):
+    """The shared state cannot be reached (Redis down or restarting): the request is refused, not lost or hung.
+
+    A :class:`~elicitor.TemporarilyUnavailable`: a request that meets it is answered with a retryable error."""
 
 
 @dataclass(frozen=True, slots=True)
