@@ -247,7 +247,10 @@ class HttpApp:
                 del headers
                 responding = respond(receive, send)
                 del respond
-                await responding
+                rest = await responding  # an SSE answer opened: what delivers it, awaited here (no frame between)
+                del responding
+                if rest is not None:
+                    await rest
         elif method == "GET":
             await self._handshake.get(headers, receive, send)
         elif method == "DELETE":

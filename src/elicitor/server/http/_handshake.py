@@ -50,8 +50,9 @@ from ._streams import Claim, Stream
 if TYPE_CHECKING:
     from .._server import Server
 
-Respond = Callable[[Receive, Send], Awaitable[None]]
-"""What answers a POST once its message is delivered (its answer stream, or a relay from another replica)."""
+Respond = Callable[[Receive, Send], Awaitable[Awaitable[None] | None]]
+"""What answers a POST once its message is delivered (its answer stream, or a relay from another replica); what it
+returns, if anything, delivers the rest of the answer and is awaited by the caller (see :meth:`_respond_from`)."""
 
 logger = logging.getLogger("elicitor.http")
 
@@ -361,7 +362,9 @@ class HandshakeSessions:
                 return
             opening = functools.partial(Open, owner.session, request_id, body)
             async with self._peers.relay(owner.replica, owner.session, opening) as stream:
-                await self._respond_from(stream, owner.session, receive, send)
+                rest = await self._respond_from(stream, owner.session, receive, send)
+                if rest is not None:
+                    await rest
         except StoreUnavailable as exc:
             await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
 
@@ -433,32 +436,34 @@ class HandshakeSessions:
         self._tg.start_soon(run)
         return session
 
-    async def _respond_from(self, stream: Stream | RemoteStream, session_id: str, receive: Receive, send: Send) -> None:
-        """Answer a POST from its request's stream: JSON if the answer comes first, else SSE."""
+    async def _respond_from(
+        self, stream: Stream | RemoteStream, session_id: str, receive: Receive, send: Send
+    ) -> Awaitable[None] | None:
+        """Answer a POST from its request's stream: JSON if the answer comes first, else SSE.
+
+        An SSE answer is opened here and the pump delivering the rest is returned, for the caller to await: this
+        frame is not held while the call waits (on a person, perhaps for hours: 0.3 KiB per waiting call).
+        """
         session_header = [(b"mcp-session-id", session_id.encode())]
         try:
             sequence, first, final = await stream.out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             status, reason = (stream.status, stream.reason) if isinstance(stream, RemoteStream) else (0, "")
             await refuse(send, status or 404, None, INVALID_REQUEST, reason or "Session ended")
-            return
+            return None
         if final:
             await respond_json(send, 200, first, extra=session_header)
-            return
+            return None
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + session_header})
         await send(
             {"type": "http.response.body", "body": priming_event(stream.event_id(0), self._retry), "more_body": True}
         )
         del session_header  # not held while the call waits (on a person: 0.2 KiB each)
         if isinstance(stream, RemoteStream):  # the owner holds its stream for this relay
-            await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
-            return
+            return self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final))
         claim = stream.claim(supersede=True)
-        assert claim is not None
-        try:
-            await self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final), claim=claim)
-        finally:
-            stream.release(claim)
+        assert claim is not None  # released by the pump, which runs from here on: nothing awaits in between
+        return self._pump(stream, sequence - 1, receive, send, first=(sequence, first, final), claim=claim)
 
     async def _pump(
         self,
@@ -470,7 +475,8 @@ class HandshakeSessions:
         claim: Claim | None = None,
     ) -> None:
         """Deliver ``stream`` over an open SSE response until its final message, the client goes away, or a resume
-        supersedes ``claim`` (then the response ends, and the resuming connection delivers the rest).
+        supersedes ``claim`` (then the response ends, and the resuming connection delivers the rest); ``claim`` is
+        released on the way out.
 
         A client going away is not a cancellation (2025-11-25): the request goes on, its events are kept, and the
         client may resume the stream with ``Last-Event-ID``.
@@ -507,6 +513,10 @@ class HandshakeSessions:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
+        finally:
+            if claim is not None:
+                assert isinstance(stream, Stream)
+                stream.release(claim)
 
     async def get(self, headers: Headers, receive: Receive, send: Send) -> None:
         session_id = headers.get("mcp-session-id")
