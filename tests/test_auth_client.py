@@ -34,7 +34,7 @@ from elicitor import (
     Server,
 )
 from elicitor.client.auth import Challenge, ClientCredentials, MemoryTokenStore, OAuth, parse_challenge
-from elicitor.client.auth._oauth import parse_redirect
+from elicitor.client.auth._headless import parse_redirect
 
 from .conftest import serving
 

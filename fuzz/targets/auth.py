@@ -16,7 +16,7 @@ import atheris
 with atheris.instrument_imports(include=["elicitor"]):
     from elicitor import AuthError
     from elicitor.client.auth import Challenge, parse_challenge
-    from elicitor.client.auth._oauth import parse_redirect
+    from elicitor.client.auth._headless import parse_redirect
     from elicitor.server.http._auth import AccessToken, Protection
     from fuzz.targets._harness import fuzz
 

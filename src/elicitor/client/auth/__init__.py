@@ -1,9 +1,17 @@
 """Signing in to protected MCP servers (the spec's Authorization section): see :class:`OAuth`."""
 
 from ._challenge import Challenge, parse_challenge
+from ._headless import HeadlessAuthorizer
 from ._loopback import LoopbackAuthorizer
-from ._oauth import BearerToken, ClientCredentials, HeadlessAuthorizer, MemoryTokenStore, OAuth
-from ._storage import FileTokenStore, KeyringTokenStore, default_token_file, default_token_store, usable_keyring
+from ._oauth import BearerToken, ClientCredentials, OAuth
+from ._storage import (
+    FileTokenStore,
+    KeyringTokenStore,
+    MemoryTokenStore,
+    default_token_file,
+    default_token_store,
+    usable_keyring,
+)
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
 
 __all__ = [

@@ -26,18 +26,19 @@ basic/authorization.mdx (2025-11-25, 2026-07-28), in the order the client meets 
 
 Scopes come from the challenge, else from the resource metadata's ``scopes_supported``, else are left out;
 ``offline_access`` is added when the authorization server lists it (SEP-2207), to get a refresh token.
+
+Steps 1 and 2 are ``_discovery``'s, the requests of steps 3 and 5 ``_endpoints``'; this module is the flow that
+ties them, the registration and the PKCE sign-in, and the tokens it holds and refreshes.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, parse_qs, quote, urlsplit
 
 import anyio
 import httpx2 as httpx
@@ -47,6 +48,10 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
 from ..._exceptions import AuthError
 from ._challenge import Challenge, parse_challenge
+from ._discovery import AuthorizationServer, authorization_server, origin_of, resource_metadata
+from ._endpoints import post_json, token_request
+from ._headless import HeadlessAuthorizer
+from ._storage import MemoryTokenStore
 from ._types import AuthorizationResponse, Authorizer, Tokens, TokenStore
 
 if TYPE_CHECKING:
@@ -61,76 +66,7 @@ SIGN_IN_KEPT_FOR = 600.0
 """Seconds after a sign-in link is first shown during which a sign-in interrupted part-way (the request that
 needed it was cancelled or timed out by its caller) is offered again, the same link, to the next request."""
 
-_MAX_DOCUMENT = 256 * 1024
 _EXPIRY_MARGIN = 30.0
-
-
-class MemoryTokenStore:
-    """Tokens kept in this process only (the default: nothing is written anywhere)."""
-
-    def __init__(self) -> None:
-        self._tokens: dict[str, Tokens] = {}
-
-    async def load(self, resource: str) -> Tokens | None:
-        """The tokens kept for ``resource`` in this process, or ``None``."""
-        return self._tokens.get(resource)
-
-    async def save(self, resource: str, tokens: Tokens) -> None:
-        """Keep ``tokens`` for ``resource`` until the process ends."""
-        self._tokens[resource] = tokens
-
-    async def delete(self, resource: str) -> bool:
-        """Forget ``resource``'s tokens; whether there were any."""
-        return self._tokens.pop(resource, None) is not None
-
-
-class HeadlessAuthorizer:
-    """An :class:`Authorizer` that approves by following the authorization URL itself.
-
-    For tests and the conformance harness, whose authorization servers approve at once and redirect: it GETs the
-    URL without following the redirect and reads ``code``, ``state`` and ``iss`` (or ``error``) from ``Location``.
-    """
-
-    def __init__(self, redirect_uri: str = "http://127.0.0.1:33418/callback") -> None:
-        self._redirect_uri = redirect_uri
-
-    @property
-    def redirect_uri(self) -> str:
-        """The redirect URI given at construction; nothing listens there."""
-        return self._redirect_uri
-
-    async def __aenter__(self) -> HeadlessAuthorizer:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    async def authorize(self, url: str, state: str) -> AuthorizationResponse:
-        """GET ``url`` and read the redirect's parameters (:class:`~elicitor.AuthError` if there is no redirect,
-        it carries an error, or its ``state`` is not ``state``)."""
-        async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
-            try:
-                response = await http.get(url)
-            except httpx.HTTPError as exc:
-                raise AuthError(f"the authorization request failed: {exc}") from None
-        location = response.headers.get("location")
-        if response.status_code not in (301, 302, 303, 307, 308) or not location:
-            raise AuthError(f"the authorization server answered HTTP {response.status_code} without a redirect")
-        return parse_redirect(location, state)
-
-
-def parse_redirect(location: str, state: str) -> AuthorizationResponse:
-    """The parameters of the redirect back to the client; :class:`AuthError` for an error or a wrong ``state``."""
-    query = {name: values[0] for name, values in parse_qs(_split(location, "the redirect").query).items() if values}
-    if "error" in query:
-        detail = query.get("error_description")
-        raise AuthError(f"authorization refused: {query['error']}" + (f" ({detail})" if detail else ""), query["error"])
-    if query.get("state") != state:
-        raise AuthError("the authorization response's state does not match the request (a forged redirect?)")
-    code = query.get("code")
-    if not code:
-        raise AuthError("the authorization response has no code")
-    return AuthorizationResponse(code=code, state=query.get("state"), iss=query.get("iss"))
 
 
 class BearerToken(httpx.Auth):
@@ -177,21 +113,6 @@ class _Pending:
             resource=resource,
         )
         return cls(key, url, state, verifier, time.monotonic() + SIGN_IN_KEPT_FOR)
-
-
-@dataclass(slots=True)
-class _Server:
-    """What discovery found for one authorization server."""
-
-    issuer: str
-    authorization_endpoint: str
-    token_endpoint: str
-    registration_endpoint: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def supports(self, key: str, value: str) -> bool:
-        listed = self.metadata.get(key)
-        return isinstance(listed, list) and value in listed
 
 
 class OAuth(httpx.Auth):
@@ -331,14 +252,14 @@ class OAuth(httpx.Auth):
 
     async def _sign_in_locked(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
         async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
-            resource, metadata = await _resource_metadata(http, server_url, challenge)
+            resource, metadata = await resource_metadata(http, server_url, challenge)
             issuers = metadata.get("authorization_servers") if metadata is not None else None
             if metadata is not None and (
                 not isinstance(issuers, list) or not issuers or not isinstance(issuers[0], str)
             ):
                 raise AuthError("the server's protected resource metadata names no authorization server")
-            issuer = issuers[0] if isinstance(issuers, list) else _origin(server_url)
-            server = await _authorization_server(http, issuer, legacy=metadata is None)
+            issuer = issuers[0] if isinstance(issuers, list) else origin_of(server_url)
+            server = await authorization_server(http, issuer, legacy=metadata is None)
             scopes = self._choose_scopes(challenge, metadata, server, step_up)
             async with self._authorizer as authorizer:  # first: a loopback listener's port goes in the registration
                 client_id, client_secret, method = await self._identify(http, server)
@@ -359,7 +280,7 @@ class OAuth(httpx.Auth):
                         "code_verifier": pending.verifier,
                         "resource": resource,
                     }
-                    tokens = await _token_request(http, server, form, client_id, client_secret, method)
+                    tokens = await token_request(http, server, form, client_id, client_secret, method)
                 except Exception:
                     self._pending = None  # refused, timed out, or broken: the next sign-in starts afresh
                     raise
@@ -378,7 +299,7 @@ class OAuth(httpx.Auth):
         return tokens
 
     def _choose_scopes(
-        self, challenge: Challenge, metadata: Mapping[str, Any] | None, server: _Server, step_up: bool
+        self, challenge: Challenge, metadata: Mapping[str, Any] | None, server: AuthorizationServer, step_up: bool
     ) -> list[str]:
         supported = metadata.get("scopes_supported") if metadata is not None else None
         if challenge.scopes:
@@ -393,7 +314,7 @@ class OAuth(httpx.Auth):
             scopes.append("offline_access")
         return scopes
 
-    async def _identify(self, http: httpx.AsyncClient, server: _Server) -> tuple[str, str | None, str]:
+    async def _identify(self, http: httpx.AsyncClient, server: AuthorizationServer) -> tuple[str, str | None, str]:
         """client_id, client_secret and token endpoint auth method, in the spec's order of preference."""
         if self._client_id is not None:
             method = "none"
@@ -415,7 +336,7 @@ class OAuth(httpx.Auth):
         registered = self._registrations[server.issuer] = await self._register(http, server)
         return registered
 
-    async def _register(self, http: httpx.AsyncClient, server: _Server) -> tuple[str, str | None, str]:
+    async def _register(self, http: httpx.AsyncClient, server: AuthorizationServer) -> tuple[str, str | None, str]:
         assert server.registration_endpoint is not None
         supported = server.metadata.get("token_endpoint_auth_methods_supported")
         wanted = "none"
@@ -429,7 +350,7 @@ class OAuth(httpx.Auth):
             "token_endpoint_auth_method": wanted,
             "application_type": "native",
         }
-        document = await _post_json(http, server.registration_endpoint, body, "client registration")
+        document = await post_json(http, server.registration_endpoint, body, "client registration")
         client_id = document.get("client_id")
         if not isinstance(client_id, str) or not client_id:
             raise AuthError("the client registration answer has no client_id")
@@ -444,13 +365,13 @@ class OAuth(httpx.Auth):
         endpoint = tokens.extra.get("token_endpoint")
         if endpoint is None or tokens.client_id is None:
             raise AuthError("the stored token cannot be refreshed (its authorization server is unknown)")
-        server = _Server(tokens.issuer or "", "", endpoint, None)
+        server = AuthorizationServer(tokens.issuer or "", "", endpoint, None)
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
         if "resource" in tokens.extra:
             form["resource"] = tokens.extra["resource"]
         method = tokens.extra.get("auth_method", "none")
         async with httpx.AsyncClient(timeout=30.0) as http:
-            fresh = await _token_request(http, server, form, tokens.client_id, tokens.client_secret, method)
+            fresh = await token_request(http, server, form, tokens.client_id, tokens.client_secret, method)
         fresh = replace(
             tokens,
             access_token=fresh.access_token,
@@ -467,138 +388,12 @@ class OAuth(httpx.Auth):
 # ---- the documents -------------------------------------------------------------------------------------------
 
 
-def _split(url: str, what: str) -> SplitResult:
-    """``urlsplit``, with a URL from a peer that cannot be parsed (``http://[x``) refused as an :class:`AuthError`."""
-    try:
-        return urlsplit(url)
-    except ValueError:
-        raise AuthError(f"{what} is not a valid URL: {url[:200]!r}") from None
-
-
-def _origin(url: str) -> str:
-    parts = _split(url, "the URL")
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def _only(server: _Server, method: str) -> bool:
+def _only(server: AuthorizationServer, method: str) -> bool:
     listed = server.metadata.get("token_endpoint_auth_methods_supported")
     return isinstance(listed, list) and listed == [method]
 
 
-async def _get_json(http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
-    """A JSON object from ``url``, or ``None`` when there is none there (any 4xx, a non-object)."""
-    try:
-        response = await http.get(url, headers={"accept": "application/json"})
-    except httpx.HTTPError as exc:
-        logger.debug("fetching %s failed: %s", url, exc)
-        return None
-    if response.status_code != 200 or len(response.content) > _MAX_DOCUMENT:
-        return None
-    try:
-        document = response.json()
-    except ValueError:
-        return None
-    return document if isinstance(document, dict) else None
-
-
-async def _post_json(http: httpx.AsyncClient, url: str, body: dict[str, Any], what: str) -> dict[str, Any]:
-    try:
-        response = await http.post(url, json=body)
-    except httpx.HTTPError as exc:
-        raise AuthError(f"{what} failed: {exc}") from None
-    return _answer(response, what)
-
-
-def _answer(response: httpx.Response, what: str) -> dict[str, Any]:
-    try:
-        document = response.json() if len(response.content) <= _MAX_DOCUMENT else None
-    except ValueError:
-        document = None
-    if response.status_code >= 400 or not isinstance(document, dict):
-        error = document.get("error") if isinstance(document, dict) else None
-        detail = document.get("error_description") if isinstance(document, dict) else None
-        text = f"{what} was refused: HTTP {response.status_code}"
-        if isinstance(error, str):
-            text += f" {error}" + (f" ({detail})" if isinstance(detail, str) else "")
-        raise AuthError(text, error if isinstance(error, str) else None)
-    return document
-
-
-async def _resource_metadata(
-    http: httpx.AsyncClient, server_url: str, challenge: Challenge
-) -> tuple[str, dict[str, Any] | None]:
-    """The resource to ask a token for, and the server's protected resource metadata (``None``: it has none)."""
-    parts = _split(server_url, "the server's URL")
-    origin = f"{parts.scheme}://{parts.netloc}"
-    candidates = []
-    if challenge.resource_metadata:
-        candidates.append(challenge.resource_metadata)
-    path = parts.path.rstrip("/")
-    if path:
-        candidates.append(f"{origin}/.well-known/oauth-protected-resource{path}")
-    candidates.append(f"{origin}/.well-known/oauth-protected-resource")
-    for url in candidates:
-        document = await _get_json(http, url)
-        if document is None:
-            continue
-        resource = document.get("resource")
-        if not isinstance(resource, str) or not _names(resource, server_url):
-            raise AuthError(
-                f"the protected resource metadata at {url} is for {str(resource)[:200]!r}, not {server_url}: "
-                "not signing in (a token must only be asked for the server it is used with)"
-            )
-        return resource, document
-    return server_url, None
-
-
-def _names(resource: str, server_url: str) -> bool:
-    """Whether ``resource`` identifies ``server_url``: the same origin, and its path a prefix of the server's."""
-    theirs, ours = _split(resource, "the metadata's resource"), _split(server_url, "the server's URL")
-    if (theirs.scheme.lower(), theirs.netloc.lower()) != (ours.scheme.lower(), ours.netloc.lower()):
-        return False
-    prefix = theirs.path.rstrip("/")
-    return ours.path == prefix or ours.path.startswith(prefix + "/") or not prefix
-
-
-async def _authorization_server(http: httpx.AsyncClient, issuer: str, *, legacy: bool) -> _Server:
-    parts = _split(issuer, "the authorization server's issuer")
-    origin = f"{parts.scheme}://{parts.netloc}"
-    path = parts.path.rstrip("/")
-    if path:
-        candidates = [
-            f"{origin}/.well-known/oauth-authorization-server{path}",
-            f"{origin}/.well-known/openid-configuration{path}",
-            f"{origin}{path}/.well-known/openid-configuration",
-        ]
-    else:
-        candidates = [f"{origin}/.well-known/oauth-authorization-server", f"{origin}/.well-known/openid-configuration"]
-    for url in candidates:
-        document = await _get_json(http, url)
-        if document is None:
-            continue
-        named = document.get("issuer")
-        if legacy and isinstance(named, str) and _origin(named) == origin:
-            # 2025-03-26 has no resource metadata: the server's origin hosts the metadata, and it names the issuer.
-            issuer = named
-        if named != issuer:
-            raise AuthError(
-                f"the authorization server metadata at {url} names issuer {str(document.get('issuer'))[:200]!r}, "
-                f"not {issuer!r}: not using it (RFC 8414 §3.3)"
-            )
-        authorization, token = document.get("authorization_endpoint"), document.get("token_endpoint")
-        if not isinstance(authorization, str) or not isinstance(token, str):
-            raise AuthError(f"the authorization server metadata at {url} lacks its endpoints")
-        methods = document.get("code_challenge_methods_supported")
-        if isinstance(methods, list) and "S256" not in methods:
-            raise AuthError(f"the authorization server {issuer} does not support PKCE with S256")
-        registration = document.get("registration_endpoint")
-        return _Server(issuer, authorization, token, registration if isinstance(registration, str) else None, document)
-    if legacy:  # 2025-03-26: no metadata at all, the default endpoints at the server's origin
-        return _Server(issuer, f"{origin}/authorize", f"{origin}/token", f"{origin}/register")
-    raise AuthError(f"no authorization server metadata found for {issuer}")
-
-
-def _check_iss(answer: AuthorizationResponse, server: _Server) -> None:
+def _check_iss(answer: AuthorizationResponse, server: AuthorizationServer) -> None:
     """RFC 9207: a present ``iss`` must be the issuer exactly (no normalisation); required when advertised."""
     if answer.iss is not None:
         if answer.iss != server.issuer:
@@ -608,44 +403,6 @@ def _check_iss(answer: AuthorizationResponse, server: _Server) -> None:
             )
     elif server.metadata.get("authorization_response_iss_parameter_supported") is True:
         raise AuthError("the authorization response lacks the iss parameter its server advertises (RFC 9207)")
-
-
-async def _token_request(
-    http: httpx.AsyncClient,
-    server: _Server,
-    form: dict[str, str],
-    client_id: str,
-    client_secret: str | None,
-    method: str,
-) -> Tokens:
-    headers = {"accept": "application/json"}
-    if method == "client_secret_basic" and client_secret is not None:
-        pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"  # RFC 6749 §2.3.1
-        headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-    else:
-        form = {**form, "client_id": client_id}
-        if method == "client_secret_post" and client_secret is not None:
-            form["client_secret"] = client_secret
-    try:
-        response = await http.post(server.token_endpoint, data=form, headers=headers)
-    except httpx.HTTPError as exc:
-        raise AuthError(f"the token request failed: {exc}") from None
-    document = _answer(response, "the token request")
-    access = document.get("access_token")
-    if not isinstance(access, str) or not access:
-        raise AuthError("the token response has no access_token")
-    kind = document.get("token_type")
-    if isinstance(kind, str) and kind.lower() != "bearer":
-        raise AuthError(f"the token response's token_type is {kind[:40]!r}, not Bearer")
-    expires = document.get("expires_in")
-    refresh = document.get("refresh_token")
-    scope = document.get("scope")
-    return Tokens(
-        access_token=access,
-        refresh_token=refresh if isinstance(refresh, str) else None,
-        expires_at=time.time() + expires if isinstance(expires, int | float) and expires > 0 else None,
-        scope=scope if isinstance(scope, str) else None,
-    )
 
 
 class ClientCredentials(OAuth):
@@ -670,19 +427,19 @@ class ClientCredentials(OAuth):
     async def _sign_in_locked(self, server_url: str, challenge: Challenge, *, step_up: bool) -> Tokens:
         assert self._client_id is not None and self._client_secret is not None
         async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as http:
-            resource, metadata = await _resource_metadata(http, server_url, challenge)
+            resource, metadata = await resource_metadata(http, server_url, challenge)
             issuers = metadata.get("authorization_servers") if metadata is not None else None
             if not isinstance(issuers, list) or not issuers or not isinstance(issuers[0], str):
                 if metadata is not None:
                     raise AuthError("the server's protected resource metadata names no authorization server")
-                issuers = [_origin(server_url)]
-            server = await _authorization_server(http, issuers[0], legacy=metadata is None)
+                issuers = [origin_of(server_url)]
+            server = await authorization_server(http, issuers[0], legacy=metadata is None)
             scopes = [s for s in self._choose_scopes(challenge, metadata, server, step_up) if s != "offline_access"]
             method = "client_secret_post" if _only(server, "client_secret_post") else "client_secret_basic"
             form = {"grant_type": "client_credentials", "resource": resource}
             if scopes:
                 form["scope"] = " ".join(scopes)
-            tokens = await _token_request(http, server, form, self._client_id, self._client_secret, method)
+            tokens = await token_request(http, server, form, self._client_id, self._client_secret, method)
         tokens = replace(
             tokens,
             refresh_token=None,  # a program asks again rather than refreshing

@@ -1,4 +1,5 @@
-"""Keeping tokens between runs: the platform's keyring where there is one, else a JSON file only its owner reads.
+"""Keeping tokens: in this process only (:class:`MemoryTokenStore`, the default), or between runs in the
+platform's keyring where there is one, else in a JSON file only its owner reads.
 
 ``elicitor connect`` signs a person in once per server; the tokens (and the client registration they came with)
 are kept in ``$XDG_CONFIG_HOME/elicitor/tokens.json`` (``~/.config/elicitor/tokens.json``), created with mode
@@ -169,3 +170,22 @@ def usable_keyring() -> bool:
 def default_token_store() -> KeyringTokenStore | FileTokenStore:
     """The keyring when one is usable (see :func:`usable_keyring`), else :class:`FileTokenStore`."""
     return KeyringTokenStore() if usable_keyring() else FileTokenStore()
+
+
+class MemoryTokenStore:
+    """Tokens kept in this process only (the default: nothing is written anywhere)."""
+
+    def __init__(self) -> None:
+        self._tokens: dict[str, Tokens] = {}
+
+    async def load(self, resource: str) -> Tokens | None:
+        """The tokens kept for ``resource`` in this process, or ``None``."""
+        return self._tokens.get(resource)
+
+    async def save(self, resource: str, tokens: Tokens) -> None:
+        """Keep ``tokens`` for ``resource`` until the process ends."""
+        self._tokens[resource] = tokens
+
+    async def delete(self, resource: str) -> bool:
+        """Forget ``resource``'s tokens; whether there were any."""
+        return self._tokens.pop(resource, None) is not None
