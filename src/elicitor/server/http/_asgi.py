@@ -117,14 +117,20 @@ async def respond_json(send: Send, status: int, body: bytes, *, extra: list[tupl
 async def refuse(
     send: Send, status: int, request_id: RequestId | None, code: int, message: str, *, allow: bool = False
 ) -> None:
-    """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds)."""
+    """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds),
+    in the body too (``data.retryable``, ``data.retryAfter``), as a handler's retryable error does: a client that
+    reads only the JSON-RPC error (ours hands the body of any JSON answer to the request) still knows it may retry,
+    and nothing ran."""
     extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
+    data: JSONObject | None = None
     if status == 503:
         extra = RETRY_AFTER
-    await respond_json(send, status, error_reply(request_id, code, message), extra=extra)
+        data = {"retryable": True, "retryAfter": RETRY_AFTER_SECONDS}
+    await respond_json(send, status, error_reply(request_id, code, message, data), extra=extra)
 
 
-RETRY_AFTER = [(b"retry-after", b"1")]
+RETRY_AFTER_SECONDS = 1
+RETRY_AFTER = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())]
 """What every 503 carries: the refusals are for moments (the store reconnecting, a replica restarting)."""
 
 
