@@ -29,7 +29,7 @@ import msgspec
 import pytest
 from fuzz.targets import http_app, session
 from fuzz.targets._harness import PEER_ERROR_CODES, check_no_traceback, check_reply, encode
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from elicitor import Client, ElicitorError, FormDefinitionError, JSONRPCError, ScriptedHandler
@@ -581,3 +581,88 @@ async def test_an_event_id_that_cannot_go_back_in_a_header_ends_the_call_with_an
             with pytest.raises(JSONRPCError, match="stream ended before it answered"):
                 await client.call_tool("ask", {})
     assert all("last-event-id" not in request.headers for request in gets)
+
+
+# ---- the answers a sealed state carries ----------------------------------------------------------------------------
+
+
+def _unpack_answer_by_answer(packed: Any) -> AnswerBook:
+    """What reading a packed book means: each answer of each run added in turn (the way a book is written)."""
+    book = AnswerBook()
+    for base, runs in packed["k"].items():
+        if not isinstance(runs, list) or len(runs) % 2 or not all(isinstance(n, int) for n in runs):
+            continue
+        if sum(runs[1::2]) > 100_000 or min(runs[1::2], default=1) < 1:
+            continue
+        slots = [position for position, count in zip(runs[::2], runs[1::2], strict=True) for _ in range(count)]
+        for occurrence, position in enumerate(slots, 1):
+            value = packed["v"][position] if 0 <= position < len(packed["v"]) else None
+            if isinstance(value, dict):
+                book.add(base if occurrence == 1 else f"{base}~{occurrence}", value)
+    return book
+
+
+ANSWER_VALUES = st.sampled_from(
+    [{"action": "accept", "content": {"n": 1}}, {"action": "decline"}, {"action": "cancel"}]
+)
+ANSWER_BASES = st.sampled_from(["q", "z~1", "q~2", "", "~2", "r~\u00b2"])
+PACKED_RUNS = st.lists(st.tuples(st.integers(-1, 3), st.integers(1, 3)), max_size=3).map(
+    lambda runs: [number for run in runs for number in run]
+)
+
+
+_ACCEPT, _DECLINE = {"action": "accept", "content": {"n": 1}}, {"action": "decline"}
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+# Packs no replica writes, each read as if its answers were added one by one: "q~2" is q's second answer, so
+# the first of base "q~2" does not replace it; "~2" is not the empty key's second; a trailing gap, an index below
+# -1, and answers added after them.
+@example(written=[], packed={"v": [_ACCEPT, _DECLINE], "k": {"q": [1, 2], "q~2": [0, 1]}}, more=[])
+@example(written=[], packed={"v": [_ACCEPT, _DECLINE], "k": {"~2": [1, 1], "": [0, 2]}}, more=[])
+@example(written=[], packed={"v": [_ACCEPT], "k": {"q": [0, 1, -1, 2]}}, more=[("q", 2, _DECLINE)])
+@example(written=[], packed={"v": [_ACCEPT], "k": {"q": [-2, 1, 0, 1]}}, more=[("q", 1, _DECLINE)])
+@given(
+    written=st.lists(st.tuples(ANSWER_BASES, st.integers(1, 6), ANSWER_VALUES), max_size=20),
+    packed=st.one_of(
+        st.fixed_dictionaries(  # as a book is packed: runs of (position or -1 for a gap, count)
+            {
+                "v": st.lists(ANSWER_VALUES, min_size=1, max_size=3),
+                "k": st.dictionaries(ANSWER_BASES, PACKED_RUNS, max_size=5),
+            }
+        ),
+        st.fixed_dictionaries(  # anything
+            {
+                "v": st.lists(st.one_of(ANSWER_VALUES, st.just("not an object"), st.just([1])), max_size=4),
+                "k": st.dictionaries(ANSWER_BASES, st.lists(st.integers(-2, 3), max_size=6), max_size=5),
+            }
+        ),
+    ),
+    more=st.lists(st.tuples(ANSWER_BASES, st.integers(1, 8), ANSWER_VALUES), max_size=6),
+)
+def test_an_unpacked_book_reads_and_grows_as_one_written_answer_by_answer(
+    written: list[tuple[str, int, dict[str, Any]]],
+    packed: dict[str, Any],
+    more: list[tuple[str, int, dict[str, Any]]],
+) -> None:
+    # A replayed round unpacks the runs as they are sealed instead of adding every answer again: whatever it is
+    # given (a book we packed, or a malformed one), it must hold the same answers and pack the same as the book
+    # written answer by answer, and go on the same when later rounds add answers to it.
+    book = AnswerBook()
+    for base, occurrence, answer in written:
+        book.add(base if occurrence == 1 else f"{base}~{occurrence}", answer)
+    sources = (book.pack(), packed)
+    for source in sources:
+        copy = msgspec.json.decode(msgspec.json.encode(source))  # what opening a sealed state gives
+        fast, reference = AnswerBook.unpack(copy), _unpack_answer_by_answer(source)
+        assert fast.answers == reference.answers
+        for base, occurrence, answer in more:
+            key = base if occurrence == 1 else f"{base}~{occurrence}"
+            fast.add(key, answer)
+            reference.add(key, answer)
+            if source is sources[0]:
+                book.add(key, answer)
+        assert fast.answers == reference.answers
+        assert AnswerBook.unpack(fast.pack()).answers == AnswerBook.unpack(reference.pack()).answers == fast.answers
+        if source is sources[0]:  # a book we packed: the state sealed next is the same, byte for byte
+            assert msgspec.json.encode(fast.pack()) == msgspec.json.encode(book.pack())

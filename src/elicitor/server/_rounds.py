@@ -345,7 +345,9 @@ class AnswerBook:
     def __init__(self) -> None:
         self.answers: dict[str, JSONObject] = {}
         self._values: list[JSONObject] = []
-        self._index: dict[bytes, int] = {}
+        self._index: dict[bytes, int] | None = {}
+        """Each distinct answer's position in ``_values``, by its canonical JSON; ``None`` until an answer is added
+        to an unpacked book (a replayed round mostly reads, so it is built from the distinct answers only then)."""
         self._runs: dict[str, list[int]] = {}
         self._lengths: dict[str, int] = {}
 
@@ -357,10 +359,15 @@ class AnswerBook:
             return
         self.answers[key] = answer
         base, occurrence = _split(key)
+        index = self._index
+        if index is None:
+            index = self._index = {}
+            for known, value in enumerate(self._values):
+                index.setdefault(_canonical(value), known)
         blob = _canonical(answer)
-        position = self._index.get(blob)
+        position = index.get(blob)
         if position is None:
-            position = self._index[blob] = len(self._values)
+            position = index[blob] = len(self._values)
             self._values.append(answer)
         runs = self._runs.setdefault(base, [])
         length = self._lengths.get(base, 0)
@@ -379,22 +386,61 @@ class AnswerBook:
 
     @classmethod
     def unpack(cls, packed: object) -> AnswerBook:
-        """Read a packed book; anything malformed reads as no answers (those questions are asked again)."""
+        """Read a packed book; anything malformed reads as no answers (those questions are asked again).
+
+        A replayed round reads every answer the call has gathered, so this costs one dictionary entry per answer
+        and nothing more per answer: a book as :meth:`pack` writes it is taken as it is (its runs and distinct
+        answers, checked for shape), not added again answer by answer. Anything else (which no replica seals) is
+        read answer by answer through :meth:`add`, keeping what reads as an answer.
+        """
         book = cls()
         if not isinstance(packed, dict):
             return book
         values, keys = packed.get("v"), packed.get("k")
         if not isinstance(values, list) or not isinstance(keys, dict):
             return book
+        if all(isinstance(value, dict) for value in values) and all(
+            _as_packed(base, runs, len(values)) for base, runs in keys.items()
+        ):
+            book._values = list(values)  # adding to the book must not change the caller's list
+            book._index = None
+            answers = book.answers
+            for base, runs in keys.items():
+                slots = _expand(runs)
+                for occurrence, position in enumerate(slots, 1):
+                    if position >= 0:
+                        answers[base if occurrence == 1 else f"{base}~{occurrence}"] = values[position]
+                book._runs[base] = list(runs)
+                book._lengths[base] = len(slots)
+            return book
         for base, runs in keys.items():
-            if not isinstance(runs, list) or len(runs) % 2 or not all(isinstance(n, int) for n in runs):
-                continue
-            if sum(runs[1::2]) > _MAX_OCCURRENCE or min(runs[1::2], default=1) < 1:
+            if not _well_formed(runs):
                 continue
             for occurrence, position in enumerate(_expand(runs), 1):
                 if 0 <= position < len(values) and isinstance(values[position], dict):
                     book.add(base if occurrence == 1 else f"{base}~{occurrence}", values[position])
         return book
+
+
+def _well_formed(runs: object) -> bool:
+    """Whether ``runs`` reads as a base's runs: ``[index, count, ...]``, counts positive and not too many."""
+    if not isinstance(runs, list) or len(runs) % 2 or not all(isinstance(n, int) for n in runs):
+        return False
+    return sum(runs[1::2]) <= _MAX_OCCURRENCE and min(runs[1::2], default=1) >= 1
+
+
+def _as_packed(base: str, runs: object, values: int) -> bool:
+    """Whether a base and its runs are as :meth:`AnswerBook.pack` writes them: runs that point at the answers or
+    are gaps (-1) and end with an answer, and only occurrences whose key :func:`_split` reads back as this base's
+    (the first of a key that is not its own base, such as ``q~2``, is a gap: that key is ``q``'s second)."""
+    if not _well_formed(runs):
+        return False
+    assert isinstance(runs, list)
+    if not runs or runs[-2] < 0 or not all(-1 <= position < values for position in runs[::2]):
+        return False
+    if not base:
+        return runs == [runs[0], 1]  # "~2" is a key of its own, not the empty key's second occurrence
+    return runs[0] == -1 or _split(base) == (base, 1)
 
 
 def _append(runs: list[int], position: int, count: int) -> None:
