@@ -22,6 +22,7 @@ _exact = msgspec.json.Encoder().encode
 in it are two forms (with sorted keys, the second would be shown in the first one's order)."""
 _CACHE_SIZE = 256
 _schema_cache: dict[tuple[bytes, bool], Form[dict[str, Any]]] = {}
+_from_spec: Callable[[Any], Form[Any]] | None = None
 
 
 class Form(Generic[T]):
@@ -91,9 +92,12 @@ class Form(Generic[T]):
         Raises:
             FormDefinitionError: the type or schema is outside the restricted subset, or asks for a secret.
         """
-        from ._types import form_from_spec
+        global _from_spec
+        if _from_spec is None:  # imported here once: _types builds on this module
+            from ._types import form_from_spec
 
-        return form_from_spec(spec)
+            _from_spec = form_from_spec
+        return _from_spec(spec)
 
     @classmethod
     def from_schema(cls, schema: Mapping[str, Any], *, check_secrets: bool = True) -> Form[dict[str, Any]]:
@@ -177,7 +181,7 @@ class Form(Generic[T]):
         Raises:
             InvalidAnswer: with one :class:`FieldError` per problem.
         """
-        if not isinstance(content, Mapping):
+        if type(content) is not dict and not isinstance(content, Mapping):  # a dict, as decoded: no ABC check
             raise InvalidAnswer([_error(None, N_("accepted content must be an object"))])
         errors: list[FieldError] = []
         out: dict[str, Any] = {}

@@ -38,6 +38,11 @@ SINGLE_FIELD = "value"
 
 
 def form_from_spec(spec: Any) -> Form[Any]:
+    if isinstance(spec, type):  # the usual case, asked for on every ctx.elicit: a class seen before
+        try:
+            return _cache[spec]
+        except (KeyError, TypeError):  # TypeError: a metaclass that makes its classes unhashable
+            pass
     if isinstance(spec, Form):
         return spec
     if isinstance(spec, Mapping):
