@@ -495,15 +495,15 @@ TRACEPARENTS = st.builds(
 def test_a_task_origin_a_peer_sends_is_never_trusted_blindly(otel: Otel, origin: Any) -> None:
     """Whatever a server puts under dev.elicitor/taskOrigin, a client's span reads it without raising, and links
     only to a valid W3C trace context; neither does answering in that context start from anything else."""
-    from elicitor.telemetry import _hooks
+    from elicitor.telemetry import _attributes, _propagation
 
     span = otel.tracer_provider.get_tracer("test").start_span("tasks/get")
-    _hooks._result(span, {"mcp.method.name": "tasks/get"}, {"_meta": {_state.TASK_ORIGIN: origin}})
+    _attributes.settle_result(span, {"mcp.method.name": "tasks/get"}, {"_meta": {_state.TASK_ORIGIN: origin}})
     span.end()
     assert isinstance(span, ReadableSpan)
-    valid = _hooks._span_context(origin)
+    valid = _propagation.span_context(origin)
     assert len(span.links) == (valid is not None)
-    with _hooks.in_task_origin(origin, elsewhere=True):
+    with _propagation.in_task_origin(origin, elsewhere=True):
         current = trace.get_current_span().get_span_context()
         assert current == valid if valid is not None else not current.is_valid
 

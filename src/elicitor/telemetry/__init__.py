@@ -141,7 +141,7 @@ def with_metrics(app: ASGIApp, path: str = "/metrics") -> ASGIApp:
     from opentelemetry import metrics
     from prometheus_client import make_asgi_app
 
-    from ._hooks import meter_configured
+    from ._instruments import meter_configured
 
     if not meter_configured():
         from opentelemetry.exporter.prometheus import PrometheusMetricReader

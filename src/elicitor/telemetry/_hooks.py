@@ -27,344 +27,38 @@ https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/): span name ``{mcp.metho
 (the JSON-RPC code; ``tool_error`` for an ``isError`` result), status ``ERROR`` with the error's message; trace
 context in ``params._meta`` under the unprefixed W3C keys (SEP-414). Nothing a person typed, no message shown to
 them, no URL and no argument is recorded unless :func:`elicitor.telemetry.configure` is told ``record_content=True``.
+
+This module is the hooks alone; what they share stands beside it: ``_attributes`` (what a span says),
+``_propagation`` (trace context in ``_meta``, and a task's origin), ``_instruments`` (the metrics, and turning on).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar, Token
-from functools import lru_cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
-from opentelemetry import metrics, propagate, trace
-from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 
 from ..types import JSONObject, RequestId
-from ._state import TASK_ORIGIN, State, parked_tables, state
+from ._attributes import add_network, fail, metric_attributes, request_attributes, settle_result, span_name
+from ._propagation import extract, inject
+from ._propagation import in_task_origin as in_task_origin
+from ._propagation import task_origin as task_origin
+from ._propagation import with_task_origin as with_task_origin
+from ._state import state
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import Histogram, Meter, UpDownCounter
+    from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span
 
-SCOPE = "elicitor"
-"""The instrumentation scope name of every span and instrument."""
-
-TRACEPARENT = "traceparent"
-TRACESTATE = "tracestate"
-BAGGAGE = "baggage"
-_CARRIED = (TRACEPARENT, TRACESTATE, BAGGAGE)
-
-DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-"""The semantic conventions' advice for ``mcp.*.operation.duration``."""
-PERSON_BUCKETS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
-"""A person answering takes seconds to an hour."""
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
-
-
-class Instruments:
-    """The metric instruments, made once a real meter provider is set."""
-
-    __slots__ = (
-        "client_duration",
-        "elicitation_duration",
-        "elicitations",
-        "pending",
-        "round_paths",
-        "rounds",
-        "server_duration",
-        "store_duration",
-        "tasks",
-    )
-
-    def __init__(self, meter: Meter) -> None:
-        self.server_duration: Histogram = meter.create_histogram(
-            "mcp.server.operation.duration", unit="s",
-            description="MCP request duration as observed on the receiver, until the result is sent.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )  # fmt: skip
-        self.client_duration: Histogram = meter.create_histogram(
-            "mcp.client.operation.duration", unit="s",
-            description="MCP request duration as observed on the sender, until the response is received.",
-            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
-        )  # fmt: skip
-        self.elicitation_duration: Histogram = meter.create_histogram(
-            "elicitor.elicitation.duration", unit="s",
-            description="Time from a question being asked to its answer (the person's time), by outcome.",
-            explicit_bucket_boundaries_advisory=PERSON_BUCKETS,
-        )  # fmt: skip
-        self.elicitations = meter.create_counter(
-            "elicitor.elicitations", unit="{elicitation}", description="Questions answered, by mode and outcome."
-        )
-        self.pending: UpDownCounter = meter.create_up_down_counter(
-            "elicitor.elicitation.pending", unit="{elicitation}", description="Questions waiting for a person."
-        )
-        self.rounds: Histogram = meter.create_histogram(
-            "elicitor.call.rounds", unit="{round}",
-            description="Rounds a 2026-07-28 call took until its result (1: no question asked).",
-            explicit_bucket_boundaries_advisory=(1, 2, 3, 4, 5, 8, 13, 21, 34),
-        )  # fmt: skip
-        self.store_duration: Histogram = meter.create_histogram(
-            "elicitor.store.operation.duration", unit="s",
-            description="Operations on the shared store (Redis), by operation, and error.type when one failed.",
-            explicit_bucket_boundaries_advisory=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
-        )  # fmt: skip
-        self.round_paths = meter.create_counter(
-            "elicitor.rounds",
-            unit="{round}",
-            description="2026-07-28 rounds served, by path (first, parked, replayed).",
-        )
-        self.tasks = meter.create_counter(
-            "elicitor.tasks", unit="{task}", description="Task status changes, by the status entered."
-        )
-
-
-def activate(live: State) -> None:
-    """Make what the configured providers allow (see :func:`._state.refresh`)."""
-    if live.mode == "propagation_only":
-        live.propagate = True
-        return
-    tracer_provider = live.tracer_provider or trace.get_tracer_provider()
-    if live.tracer is None and not isinstance(tracer_provider, trace.ProxyTracerProvider):
-        live.tracer = tracer_provider.get_tracer(SCOPE, _version())
-    meter_provider = live.meter_provider
-    if meter_provider is None and meter_configured():
-        meter_provider = metrics.get_meter_provider()
-    if live.instruments is None and meter_provider is not None:
-        meter = meter_provider.get_meter(SCOPE, _version())
-        live.instruments = Instruments(meter)
-        meter.create_observable_up_down_counter(
-            "elicitor.runs.parked", callbacks=[_observe_parked], unit="{run}",
-            description="2026-07-28 runs waiting in this replica for their next round (a cache).",
-        )  # fmt: skip
-
-
-def meter_configured() -> bool:
-    """Whether a real meter provider is set (the API's own is a proxy until then)."""
-    return not type(metrics.get_meter_provider()).__name__.startswith(("_Proxy", "NoOp"))
-
-
-def _version() -> str:
-    from .._version import __version__
-
-    return __version__
-
-
-def _observe_parked(_options: CallbackOptions) -> Iterable[Observation]:
-    yield Observation(sum(len(table) for table in list(parked_tables)))
-
-
-# ---- attributes ----------------------------------------------------------------------------------------------
-
-
-def request_attributes(method: str, params: JSONObject | None, request_id: RequestId | None) -> dict[str, Any]:
-    """The semantic conventions' attributes of a request, and its span name's target (first item)."""
-    attributes: dict[str, Any] = {"mcp.method.name": method}
-    if request_id is not None:
-        attributes["jsonrpc.request.id"] = str(request_id)
-    if params:
-        name = params.get("name")
-        if method == "tools/call" and isinstance(name, str):
-            attributes["gen_ai.tool.name"] = name
-            attributes["gen_ai.operation.name"] = "execute_tool"
-        elif method == "prompts/get" and isinstance(name, str):
-            attributes["gen_ai.prompt.name"] = name
-        elif method == "elicitation/create":
-            mode = params.get("mode", "form")
-            attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
-        elif state.record_content and method.startswith("resources/") and isinstance(params.get("uri"), str):
-            attributes["mcp.resource.uri"] = params["uri"]
-        task = params.get("taskId")
-        if isinstance(task, str) and method.startswith("tasks/"):
-            attributes["elicitor.task.id"] = task
-        meta = params.get("_meta")
-        if isinstance(meta, dict):
-            version = meta.get("io.modelcontextprotocol/protocolVersion")
-            if isinstance(version, str):
-                attributes["mcp.protocol.version"] = version
-        if state.record_content and method == "tools/call" and "arguments" in params:
-            import json
-
-            attributes["gen_ai.tool.call.arguments"] = json.dumps(params["arguments"], default=str)
-    return attributes
-
-
-def _network(attributes: dict[str, Any], transport: str, session_id: str | None, url: str | None = None) -> None:
-    """The connection's attributes: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP) and
-    ``network.protocol.name``, per the conventions' "Recording MCP transport"; the HTTP session's ``mcp.session.id``;
-    on a client's span over HTTP, ``server.address`` and ``server.port`` from the endpoint's URL (a stdio server
-    has no address: the conventions' stdio examples carry ``network.transport = pipe`` alone)."""
-    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
-    if transport != "pipe":
-        attributes["network.protocol.name"] = transport
-    if session_id is not None:
-        attributes["mcp.session.id"] = session_id
-    if url is not None:
-        address = server_address(url)
-        if address is not None:
-            attributes["server.address"], attributes["server.port"] = address
-
-
-@lru_cache(maxsize=64)
-def server_address(url: str) -> tuple[str, int] | None:
-    """``server.address`` and ``server.port`` of an endpoint URL: its host as written (no DNS lookup; an IPv6
-    address without brackets) and its port, or the scheme's (the conventions' general attributes, "Server
-    attributes": the port is recommended whenever the address is set)."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    if not parts.hostname:
-        return None
-    if port is None:
-        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
-    return None if port is None else (parts.hostname, port)
-
-
-def _span_name(method: str, attributes: Mapping[str, Any]) -> str:
-    target = attributes.get("gen_ai.tool.name") or attributes.get("gen_ai.prompt.name")
-    return f"{method} {target}" if target else method
-
-
-def _error_code(exc: BaseException) -> str | None:
-    code = getattr(exc, "code", None)
-    return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
-
-
-def _fail(span: Span | None, attributes: dict[str, Any], exc: BaseException) -> None:
-    code = _error_code(exc)
-    if code is not None:  # a JSON-RPC error: its code is both (semconv, "error.type" note [1])
-        attributes["error.type"] = attributes["rpc.response.status_code"] = code
-    else:
-        attributes["error.type"] = _qualname(exc)
-    if span is not None:
-        span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
-        # The message of a JSON-RPC error is the peer's or ours, never a person's answer; other exceptions are
-        # named, not described (their text may quote anything).
-        span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
-
-
-def _qualname(exc: BaseException) -> str:
-    import anyio
-
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        return "cancelled"
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    return type(exc).__qualname__
-
-
-def _result(span: Span | None, attributes: dict[str, Any], result: JSONObject) -> None:
-    if result.get("isError") is True:
-        attributes["error.type"] = "tool_error"
-        if span is not None:
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(StatusCode.ERROR)
-    result_type = result.get("resultType")
-    if result_type == "input_required" and span is not None:
-        span.set_attribute("elicitor.result_type", "input_required")
-        requests = result.get("inputRequests")
-        if isinstance(requests, dict):
-            span.set_attribute("elicitor.input_requests", len(requests))
-    task = result.get("task") if result_type is None else result if result_type == "task" else None
-    if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
-        span.set_attribute("elicitor.task.id", task["taskId"])  # 2025-11-25 {"task": Task}; 2026-07-28 a Task
-    meta = result.get("_meta")
-    if span is not None and isinstance(meta, dict) and TASK_ORIGIN in meta:
-        created = _span_context(meta[TASK_ORIGIN])
-        if created is not None:  # a tasks/* response: link to the span that created the task (same on both sides)
-            span.add_link(created, {"elicitor.link": "task_created"})
-
-
-def _metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    keep = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "error.type", "mcp.protocol.version")
-    return {k: attributes[k] for k in keep if k in attributes}
-
-
-# ---- trace context in _meta ----------------------------------------------------------------------------------
-
-
-def _extract(params: JSONObject | None) -> otel_context.Context | None:
-    """The context a peer put in ``params._meta`` (SEP-414), or ``None``."""
-    if not params:
-        return None
-    meta = params.get("_meta")
-    if not isinstance(meta, dict) or TRACEPARENT not in meta:
-        return None
-    carrier = {key: value for key in _CARRIED if isinstance(value := meta.get(key), str)}
-    ctx = propagate.extract(carrier)
-    if not trace.get_current_span(ctx).get_span_context().is_valid:
-        return None
-    return ctx
-
-
-def _inject(params: JSONObject | None, ctx: otel_context.Context | None) -> JSONObject | None:
-    """``params`` with the context in ``_meta`` (a copy: the caller's dicts are never changed)."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier, context=ctx)
-    if TRACEPARENT not in carrier:
-        return params
-    params = dict(params or {})
-    meta = params.get("_meta")
-    params["_meta"] = {**(meta if isinstance(meta, dict) else {}), **carrier}
-    return params
-
-
-def _span_context(carrier: object) -> trace.SpanContext | None:
-    """The span context a W3C trace context carrier names (``traceparent``, ``tracestate``), or ``None``."""
-    if not isinstance(carrier, dict) or not isinstance(carrier.get(TRACEPARENT), str):
-        return None
-    kept = {key: value for key in (TRACEPARENT, TRACESTATE) if isinstance(value := carrier.get(key), str)}
-    ctx = propagate.extract(kept)
-    context = trace.get_current_span(ctx).get_span_context()
-    return context if context.is_valid else None
-
-
-# ---- tasks: where they were created --------------------------------------------------------------------------
-
-
-def task_origin() -> dict[str, str] | None:
-    """The current span's context, kept with a task when it is created (``traceparent``, ``tracestate``; never the
-    baggage, which may hold anything the application put there), or ``None`` outside a trace."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    kept = {key: carrier[key] for key in (TRACEPARENT, TRACESTATE) if key in carrier}
-    return kept or None
-
-
-def with_task_origin(result: JSONObject, origin: object) -> JSONObject:
-    """``result`` (a ``tasks/*`` response) naming the request that created its task in ``_meta`` (a copy)."""
-    if _span_context(origin) is None:
-        return result
-    meta = result.get("_meta")
-    return {**result, "_meta": {**(meta if isinstance(meta, dict) else {}), TASK_ORIGIN: origin}}
-
-
-@contextmanager
-def in_task_origin(origin: object, *, elsewhere: bool = False) -> Iterator[None]:
-    """Within: the context of the request that created the task, so a run started here (a takeover, a replay on
-    another replica) asks its questions in the task's own trace, not in the trace of the poll that woke it.
-
-    ``elsewhere``: only outside that trace (a client answering a task it picked up later; one still inside the
-    call that created the task is in its trace already, under its own call span)."""
-    created = _span_context(origin)
-    current = trace.get_current_span().get_span_context()
-    if created is None or (elsewhere and current.is_valid and current.trace_id == created.trace_id):
-        yield
-        return
-    token = otel_context.attach(trace.set_span_in_context(trace.NonRecordingSpan(created)))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
 
 
 # ---- the request layer ---------------------------------------------------------------------------------------
@@ -384,7 +78,7 @@ async def serve_request(
     Called only when ``state.on``. Without a tracer the extracted context is still made current, so requests
     made while serving it carry the trace on.
     """
-    parent = _extract(params)
+    parent = extract(params)
     tracer = state.tracer
     instruments = state.instruments
     if tracer is None and instruments is None:
@@ -396,7 +90,7 @@ async def serve_request(
         finally:
             otel_context.detach(carried)
     attributes = request_attributes(method, params, request_id)
-    _network(attributes, transport, session_id)
+    add_network(attributes, transport, session_id)
     span: Span | None = None
     token: object = None
     if tracer is not None:
@@ -405,13 +99,13 @@ async def serve_request(
         if parent is not None and ambient.is_valid:  # semconv: parent from _meta, link the ambient context
             links = [trace.Link(ambient)]
         span = tracer.start_span(
-            _span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
+            span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
         )
         token = otel_context.attach(trace.set_span_in_context(span, parent))
     elif parent is not None:
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
-    return await _measured(span, token, attributes, _result, ended, handle, request)
+    return await _measured(span, token, attributes, settle_result, ended, handle, request)
 
 
 async def send_request(
@@ -432,23 +126,23 @@ async def send_request(
     if tracer is None and instruments is None:
         # Propagation only: carry on whatever context is current (a peer's, or the application's own).
         if trace.get_current_span().get_span_context().is_valid:
-            params = _inject(params, None)
+            params = inject(params, None)
         return await send(params, _ignore)
     attributes = request_attributes(method, params, None)
-    _network(attributes, transport, session_id, url)
+    add_network(attributes, transport, session_id, url)
     span: Span | None = None
     if tracer is not None:
-        span = tracer.start_span(_span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
-        params = _inject(params, trace.set_span_in_context(span))
+        span = tracer.start_span(span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
+        params = inject(params, trace.set_span_in_context(span))
     elif trace.get_current_span().get_span_context().is_valid:
-        params = _inject(params, None)
+        params = inject(params, None)
 
     def sent(request_id: RequestId) -> None:
         if span is not None:
             span.set_attribute("jsonrpc.request.id", str(request_id))
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
-    return await _measured(span, None, attributes, _result, ended, send, params, sent)
+    return await _measured(span, None, attributes, settle_result, ended, send, params, sent)
 
 
 async def _measured(
@@ -464,7 +158,7 @@ async def _measured(
     """Await ``work(*args, **kwargs)`` and close what was opened for it: every hook that times a request or a
     question ends here (``work`` is called inside, since a dispatch may refuse a request before returning an awaitable).
 
-    A failure sets ``error.type`` (and the span's status) through :func:`_fail`; a result is read by ``settle``;
+    A failure sets ``error.type`` (and the span's status) through :func:`fail`; a result is read by ``settle``;
     then, whatever happened, ``ended`` is told the seconds it took (the metrics), the context attached for it
     (``token``) is detached and the span ended.
     """
@@ -472,7 +166,7 @@ async def _measured(
     try:
         result = await work(*args, **kwargs)
     except BaseException as exc:
-        _fail(span, attributes, exc)
+        fail(span, attributes, exc)
         raise
     else:
         settle(span, attributes, result)
@@ -487,7 +181,7 @@ async def _measured(
 
 
 def _record(histogram: Histogram, attributes: dict[str, Any], seconds: float) -> None:
-    histogram.record(seconds, _metric_attributes(attributes))
+    histogram.record(seconds, metric_attributes(attributes))
 
 
 def _ignore(_request_id: RequestId) -> None:
@@ -622,9 +316,7 @@ class Call:
         self._tool = name if method == "tools/call" and isinstance(name, str) else None
         if tracer is not None:
             attributes = request_attributes(method, params, None)
-            self._span = tracer.start_span(
-                _span_name(method, attributes), kind=SpanKind.INTERNAL, attributes=attributes
-            )
+            self._span = tracer.start_span(span_name(method, attributes), kind=SpanKind.INTERNAL, attributes=attributes)
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
 
     def __enter__(self) -> Call:
@@ -647,7 +339,7 @@ class Call:
         if span is None:
             return
         if exc is not None:
-            _fail(span, {}, exc)
+            fail(span, {}, exc)
         otel_context.detach(self._token)  # type: ignore[arg-type]
         span.end()
 

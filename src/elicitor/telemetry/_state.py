@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Tracer, TracerProvider
 
-    from ._hooks import Instruments
+    from ._instruments import Instruments
 
 Mode = Literal["native", "propagation_only", "off"]
 """``native``: spans, metrics and trace context in ``_meta``; ``propagation_only``: carry trace context, make no
@@ -32,7 +32,7 @@ ENV_MODE = "ELICITOR_TELEMETRY_MODE"
 TASK_ORIGIN = "dev.elicitor/taskOrigin"
 """``_meta`` key of every ``tasks/*`` response: the W3C trace context (``traceparent``, ``tracestate``) of the request
 that created the task, so that its later polls, updates and result link to it on both sides, whichever process,
-client object or replica serves or sends them (``_hooks.task_origin``)."""
+client object or replica serves or sends them (``_propagation.task_origin``)."""
 
 
 class State:
@@ -116,9 +116,9 @@ def refresh() -> None:
         return
     if state.mode == "native" and state.tracer is not None and state.instruments is not None:
         return
-    from . import _hooks
+    from ._instruments import activate
 
-    _hooks.activate(state)
+    activate(state)
     state.on = state.tracer is not None or state.instruments is not None or state.propagate
 
 

@@ -1,0 +1,145 @@
+"""What a span and a metric say about a request: the semantic conventions' attributes for MCP (its method, tool or
+prompt, revision, transport and server address), the span's name, and how a failure or a result is recorded.
+Nothing a person typed is recorded unless telemetry is configured with ``record_content=True``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import StatusCode
+
+from ..types import JSONObject, RequestId
+from ._propagation import span_context
+from ._state import TASK_ORIGIN, state
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+
+def request_attributes(method: str, params: JSONObject | None, request_id: RequestId | None) -> dict[str, Any]:
+    """The semantic conventions' attributes of a request, and its span name's target (first item)."""
+    attributes: dict[str, Any] = {"mcp.method.name": method}
+    if request_id is not None:
+        attributes["jsonrpc.request.id"] = str(request_id)
+    if params:
+        name = params.get("name")
+        if method == "tools/call" and isinstance(name, str):
+            attributes["gen_ai.tool.name"] = name
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        elif method == "prompts/get" and isinstance(name, str):
+            attributes["gen_ai.prompt.name"] = name
+        elif method == "elicitation/create":
+            mode = params.get("mode", "form")
+            attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
+        elif state.record_content and method.startswith("resources/") and isinstance(params.get("uri"), str):
+            attributes["mcp.resource.uri"] = params["uri"]
+        task = params.get("taskId")
+        if isinstance(task, str) and method.startswith("tasks/"):
+            attributes["elicitor.task.id"] = task
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if isinstance(version, str):
+                attributes["mcp.protocol.version"] = version
+        if state.record_content and method == "tools/call" and "arguments" in params:
+            import json
+
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(params["arguments"], default=str)
+    return attributes
+
+
+def add_network(attributes: dict[str, Any], transport: str, session_id: str | None, url: str | None = None) -> None:
+    """The connection's attributes: ``network.transport`` (``pipe`` for stdio, ``tcp`` for HTTP) and
+    ``network.protocol.name``, per the conventions' "Recording MCP transport"; the HTTP session's ``mcp.session.id``;
+    on a client's span over HTTP, ``server.address`` and ``server.port`` from the endpoint's URL (a stdio server
+    has no address: the conventions' stdio examples carry ``network.transport = pipe`` alone)."""
+    attributes["network.transport"] = "pipe" if transport == "pipe" else "tcp"
+    if transport != "pipe":
+        attributes["network.protocol.name"] = transport
+    if session_id is not None:
+        attributes["mcp.session.id"] = session_id
+    if url is not None:
+        address = server_address(url)
+        if address is not None:
+            attributes["server.address"], attributes["server.port"] = address
+
+
+@lru_cache(maxsize=64)
+def server_address(url: str) -> tuple[str, int] | None:
+    """``server.address`` and ``server.port`` of an endpoint URL: its host as written (no DNS lookup; an IPv6
+    address without brackets) and its port, or the scheme's (the conventions' general attributes, "Server
+    attributes": the port is recommended whenever the address is set)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None
+    return None if port is None else (parts.hostname, port)
+
+
+def span_name(method: str, attributes: Mapping[str, Any]) -> str:
+    target = attributes.get("gen_ai.tool.name") or attributes.get("gen_ai.prompt.name")
+    return f"{method} {target}" if target else method
+
+
+def _error_code(exc: BaseException) -> str | None:
+    code = getattr(exc, "code", None)
+    return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException) -> None:
+    code = _error_code(exc)
+    if code is not None:  # a JSON-RPC error: its code is both (semconv, "error.type" note [1])
+        attributes["error.type"] = attributes["rpc.response.status_code"] = code
+    else:
+        attributes["error.type"] = _qualname(exc)
+    if span is not None:
+        span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
+        # The message of a JSON-RPC error is the peer's or ours, never a person's answer; other exceptions are
+        # named, not described (their text may quote anything).
+        span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
+
+
+def _qualname(exc: BaseException) -> str:
+    import anyio
+
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return "cancelled"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    return type(exc).__qualname__
+
+
+def settle_result(span: Span | None, attributes: dict[str, Any], result: JSONObject) -> None:
+    if result.get("isError") is True:
+        attributes["error.type"] = "tool_error"
+        if span is not None:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(StatusCode.ERROR)
+    result_type = result.get("resultType")
+    if result_type == "input_required" and span is not None:
+        span.set_attribute("elicitor.result_type", "input_required")
+        requests = result.get("inputRequests")
+        if isinstance(requests, dict):
+            span.set_attribute("elicitor.input_requests", len(requests))
+    task = result.get("task") if result_type is None else result if result_type == "task" else None
+    if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
+        span.set_attribute("elicitor.task.id", task["taskId"])  # 2025-11-25 {"task": Task}; 2026-07-28 a Task
+    meta = result.get("_meta")
+    if span is not None and isinstance(meta, dict) and TASK_ORIGIN in meta:
+        created = span_context(meta[TASK_ORIGIN])
+        if created is not None:  # a tasks/* response: link to the span that created the task (same on both sides)
+            span.add_link(created, {"elicitor.link": "task_created"})
+
+
+def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    keep = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "error.type", "mcp.protocol.version")
+    return {k: attributes[k] for k in keep if k in attributes}
