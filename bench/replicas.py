@@ -1,7 +1,7 @@
 """Scale-out benchmark: elicitor replicas behind nginx (deploy/nginx.conf), with and without a shared Redis.
 
-    python bench/replicas.py [--runs 3] [--sessions 50] [--n 50] [--single 200] [--pending 500] [--tasks 500]
-                             [--eras ...]
+    python bench/replicas.py [--runs 3] [--sessions 50] [--n 50] [--single 200] [--short 3] [--pending 500]
+                             [--tasks 500] [--eras ...]
 
 Everything is real and on loopback: redis-server, uvicorn replicas as separate processes (the workload server of
 bench/run.py, ``bench/servers/elicitor_server.py``, which picks up ``ELICITOR_REDIS_URL`` as any replica does) and
@@ -18,19 +18,21 @@ sealed ``requestState``, which a replica that does not hold the parked run answe
 Throughput: ``--sessions`` client sessions (our ``Client.http``, opened and warmed up before the clock starts) each
 call ``ask(n)`` at the same moment; the handler accepts at once. Elicitations/s = sessions x n / wall time of the
 calls. **Latency per elicitation** is measured in the client handler: the time from one handler invocation to the
-next in the same session (the first one: from the start of the call). It is a full round trip as the person's
-client sees it — answer POSTed, through nginx, the tool continues (or replays), the next question comes back — with
-the handler itself taking no time. Under 50 concurrent sessions on a small machine it is mostly queueing (p50 ≈
-sessions / throughput), so each run also measures one session alone (``--single`` elicitations): its p50 is the
-latency of one elicitation on an idle deployment, and its difference between (2) and (1) is what the Redis path
-adds to each elicitation; between (3) and (2), what the durable path across replicas adds (two requests in three
-land on a replica that does not hold the conversation: on the handshake era forwarded through the owner's Redis
-queue, on 2026-07-28 replayed from ``requestState``). CPU time per elicitation is read from ``/proc`` for every
-process of the deployment (the replicas, nginx's master and workers, redis-server), for this process (the clients)
-and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise). Redis commands
-per elicitation (INFO commandstats deltas; what a script or a MULTI runs counts command by command) are the steady
-figure on a loaded machine: load moves times, not counts. Medians over ``--runs`` with min-max; the deployments run
-side by side and each run measures all of them in turn, so ratios are computed run by run.
+next in the same session (the first one: from the start of the call). It is a full round trip as the person's client
+sees it — answer POSTed, through nginx, the tool continues (or replays), the next question comes back — with the
+handler itself taking no time. Under 50 concurrent sessions on a small machine it is mostly queueing (p50 ≈ sessions
+/ throughput), so each run also measures one session alone (one call of ``--single`` elicitations, and as many in
+calls of ``--short`` each: what a typical call meets, as a replayed round costs more the more answers came before
+it): its p50 is the latency of one elicitation on an idle deployment, and its difference between (2) and (1) is what
+the Redis path adds to each elicitation; between (3) and (2), what the durable path across replicas adds (two
+requests in three land on a replica that does not hold the conversation: on the handshake era forwarded through the
+owner's Redis queue, on 2026-07-28 replayed from ``requestState``). CPU time per elicitation is read from ``/proc``
+for every process of the deployment (the replicas, nginx's master and workers, redis-server), for this process (the
+clients) and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise); in the
+runs of one session alone, for the replicas. Redis commands per elicitation (INFO commandstats deltas; what a script
+or a MULTI runs counts command by command) are the steady figure on a loaded machine: load moves times, not counts.
+Medians over ``--runs`` with min-max; the deployments run side by side and each run measures all of them in turn, so
+ratios are computed run by run.
 
 Memory per pending elicitation: ``--pending`` tool calls (``ask(1)``, spread over sessions of 50 calls each) whose
 question the client's handler holds (it waits on an event); Redis ``used_memory`` and ``used_memory_dataset`` (INFO
@@ -211,6 +213,10 @@ class Sample:
     """Latency per elicitation, ms (see the module)."""
     single: float
     """p50 latency per elicitation of one session alone, ms."""
+    short: float
+    """The same in calls of ``--short`` elicitations each (what a typical call meets), ms."""
+    alone_cpu: tuple[float, float] = (0.0, 0.0)
+    """Replicas' CPU µs per elicitation of one session alone: calls of ``--single``, calls of ``--short``."""
     cpu: dict[str, float] = field(default_factory=dict)
     """CPU µs per elicitation by component (replicas, nginx, redis, client, others)."""
     commands: dict[str, float] = field(default_factory=dict)
@@ -223,10 +229,10 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 
 async def calls(
-    running: Running, protocol: str, sessions: int, n: int
+    running: Running, protocol: str, sessions: int, n: int, repeat: int = 1
 ) -> tuple[float, list[float], dict[str, float], dict[str, int]]:
-    """``sessions`` sessions call ``ask(n)`` at once; (elapsed s, gaps in s, CPU seconds by component, Redis
-    commands run by name)."""
+    """``sessions`` sessions call ``ask(n)`` at once, ``repeat`` times each one after the other; (elapsed s, gaps
+    in s, CPU seconds by component, Redis commands run by name)."""
     handlers = [Timed() for _ in range(sessions)]
     async with AsyncExitStack() as stack:
         clients = [
@@ -236,10 +242,11 @@ async def calls(
             for handler in handlers
         ]
 
-        async def call(client: Client, handler: Timed, count: int) -> None:
-            handler.last = time.perf_counter()
-            result = await client.call_tool("ask", {"n": count})
-            assert result.text == str(count), result
+        async def call(client: Client, handler: Timed, count: int, times: int = 1) -> None:
+            for _ in range(times):
+                handler.last = time.perf_counter()
+                result = await client.call_tool("ask", {"n": count})
+                assert result.text == str(count), result
 
         async with anyio.create_task_group() as tg:  # warm up every replica, and every session's connections
             for client, handler in zip(clients, handlers, strict=True):
@@ -251,30 +258,33 @@ async def calls(
         start = time.perf_counter()
         async with anyio.create_task_group() as tg:
             for client, handler in zip(clients, handlers, strict=True):
-                tg.start_soon(call, client, handler, n)
+                tg.start_soon(call, client, handler, n, repeat)
         elapsed = time.perf_counter() - start
         after = running.cpu()
         ran = {name: calls - commands.get(name, 0) for name, calls in (await running.commands()).items()}
     gaps = [gap for handler in handlers for gap in handler.gaps]
-    assert len(gaps) == sessions * n, (len(gaps), sessions * n)
+    assert len(gaps) == sessions * n * repeat, (len(gaps), sessions * n * repeat)
     used = {name: after[name] - before[name] for name in before}
     ran = {name: count for name, count in ran.items() if count and name != "info"}
     return elapsed, gaps, used, ran
 
 
-async def measure(running: Running, protocol: str, sessions: int, n: int, single: int) -> Sample:
+async def measure(running: Running, protocol: str, sessions: int, n: int, single: int, short: int) -> Sample:
     await running.redis()  # learn redis-server's pid before the first measurement
     elapsed, gaps, used, ran = await calls(running, protocol, sessions, n)
     total = sessions * n
     ours = sum(value for name, value in used.items() if name != "machine")
     cpu = {name: value / total * 1e6 for name, value in used.items() if name != "machine"}
     cpu["others"] = max(0.0, used["machine"] - ours) / total * 1e6
-    _, alone, _, _ = await calls(running, protocol, 1, single)
+    _, alone, alone_used, _ = await calls(running, protocol, 1, single)
+    _, brief, brief_used, _ = await calls(running, protocol, 1, short, repeat=max(1, single // short))
     return Sample(
         rate=total / elapsed,
         p50=percentile(gaps, 0.5) * 1e3,
         p99=percentile(gaps, 0.99) * 1e3,
         single=percentile(alone, 0.5) * 1e3,
+        short=percentile(brief, 0.5) * 1e3,
+        alone_cpu=(alone_used["replicas"] / len(alone) * 1e6, brief_used["replicas"] / len(brief) * 1e6),
         cpu=cpu,
         commands={name: count / total for name, count in ran.items()},
     )
@@ -410,18 +420,26 @@ def summary(values: Sequence[float], digits: int = 1) -> str:
     return f"{statistics.median(values):,.{digits}f} ({min(values):,.{digits}f}–{max(values):,.{digits}f})"
 
 
-def report_era(protocol: str, samples: dict[Setup, list[Sample]], sessions: int, n: int) -> None:
+def report_era(
+    protocol: str, samples: dict[Setup, list[Sample]], sessions: int, n: int, single: int, short: int
+) -> None:
     print(f"\n{protocol}: {sessions} sessions x {n} elicitations through nginx; medians (min–max)")
-    print(f"  {'':30} {'elicitations/s':>22} {'p50 ms':>20} {'p99 ms':>20} {'1 session p50 ms':>18}")
+    alone, brief = f"1 session p50 ms, {single}/call", f"{short}/call"
+    print(f"  {'':30} {'elicitations/s':>22} {'p50 ms':>20} {'p99 ms':>20} {alone:>28} {brief:>18}")
     for setup, runs in samples.items():
         print(
             f"  {setup.label:30} {summary([s.rate for s in runs], 0):>22} {summary([s.p50 for s in runs]):>20} "
-            f"{summary([s.p99 for s in runs]):>20} {summary([s.single for s in runs], 2):>18}"
+            f"{summary([s.p99 for s in runs]):>20} {summary([s.single for s in runs], 2):>28} "
+            f"{summary([s.short for s in runs], 2):>18}"
         )
     print("  CPU µs per elicitation (medians): " + ", ".join(samples[SETUPS[0]][0].cpu))
     for setup, runs in samples.items():
         parts = [f"{name} {statistics.median([s.cpu[name] for s in runs]):,.0f}" for name in runs[0].cpu]
         print(f"  {setup.label:30} " + ", ".join(parts))
+    print(f"  Replicas' CPU µs per elicitation of one session alone (medians), calls of {single} and of {short}:")
+    for setup, runs in samples.items():
+        each = [summary([s.alone_cpu[i] for s in runs], 0) for i in (0, 1)]
+        print(f"  {setup.label:30} {each[0]}, {each[1]}")
     print("  Redis commands per elicitation (medians; MULTI and EXEC count as commands):")
     for setup, runs in samples.items():
         if runs[0].commands:
@@ -445,9 +463,11 @@ def report_era(protocol: str, samples: dict[Setup, list[Sample]], sessions: int,
         f"{summary(differences(lambda s: s.cpu['redis']), 0)} µs per elicitation"
     )
     across = [s.single - r.single for s, r in zip(scaled, redis, strict=True)]
+    across_short = [s.short - r.short for s, r in zip(scaled, redis, strict=True)]
     print(
         "  Durable path across replicas, (3) - (2), run by run: one session p50 "
-        f"{summary(across, 2)} ms/elicitation (two requests in three land on a replica that does not hold the "
+        f"{summary(across, 2)} ms/elicitation in calls of {single}, {summary(across_short, 2)} ms in calls of "
+        f"{short} (two requests in three land on a replica that does not hold the "
         "conversation: forwarded through the owner's Redis queue, or replayed from requestState)"
     )
     ratio_redis = [s.rate / r.rate for s, r in zip(scaled, redis, strict=True)]
@@ -515,10 +535,10 @@ async def main(args: argparse.Namespace) -> None:
                 for _ in range(args.runs):
                     for era in eras:
                         for running in deployments:
-                            sample = await measure(running, era, args.sessions, args.n, args.single)
+                            sample = await measure(running, era, args.sessions, args.n, args.single, args.short)
                             samples[era][running.setup].append(sample)
                 for era in eras:
-                    report_era(era, samples[era], args.sessions, args.n)
+                    report_era(era, samples[era], args.sessions, args.n, args.single, args.short)
                 record(
                     "replicas",
                     {
@@ -543,6 +563,9 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--n", type=int, default=50, help="elicitations per session")
     parser.add_argument("--single", type=int, default=200, help="elicitations of the one-session latency run")
+    parser.add_argument(
+        "--short", type=int, default=3, help="elicitations per call of the one-session run of short calls"
+    )
     parser.add_argument(
         "--pending", type=int, default=500, help="pending elicitations for the memory figures (0: skip)"
     )
