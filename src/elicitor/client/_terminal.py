@@ -122,7 +122,7 @@ class TerminalHandler:
         async with self._turns.turn():
             if self._screen is None:
                 return await anyio.to_thread.run_sync(self._ask_url, request)
-            from ._screen import UrlScreen
+            from ._url_screens import UrlScreen
 
             outcome = await self._on_screen(UrlScreen(request, self._screen).app, Cancelled())
             if isinstance(outcome, Accepted):  # in a thread: some openers wait for the browser they start
@@ -139,7 +139,7 @@ class TerminalHandler:
         """
         async with self._turns.turn():
             if self._screen is not None:
-                from ._screen import WaitScreen
+                from ._url_screens import WaitScreen
 
                 await self._on_screen(WaitScreen(request, self._screen).app, None)
                 return
@@ -257,7 +257,7 @@ class TerminalHandler:
     async def __call__(self, request: ElicitationRequest) -> ElicitationOutcome:
         async with self._turns.turn():  # a person answers one request at a time; the others wait their turn
             if self._screen is not None:
-                from ._screen import FormScreen, YesNoScreen
+                from ._form_screens import FormScreen, YesNoScreen
 
                 def waiting() -> int:
                     return self._turns.waiting
@@ -276,7 +276,7 @@ class TerminalHandler:
         terminal."""
         async with self._turns.turn():
             if self._screen is not None:
-                from ._screen import FormScreen
+                from ._form_screens import FormScreen
 
                 screen = FormScreen(ElicitationRequest(message, form, None), self._screen, lambda: 0, banner)
                 return await self._on_screen(screen.app, Cancelled())
