@@ -64,7 +64,7 @@ class FdStream:
         read now would only fail (EAGAIN), so the next receive waits first (asyncio, whose selector says)."""
 
     async def _wait_readable(self) -> None:
-        """Wait until the read descriptor has data.
+        """Wait until the read descriptor has data (on asyncio: until :meth:`_on_readable` has read it).
 
         On asyncio the descriptor stays registered with the selector for the stream's life (registering and
         unregistering on every wait, as ``anyio.wait_readable`` does, costs a system call pair per message);
@@ -87,9 +87,35 @@ class FdStream:
             self._readable = None
 
     def _on_readable(self) -> None:
-        self._drained_in = False
-        if self._readable is not None and not self._readable.done():
-            self._readable.set_result(None)
+        waiting = self._readable
+        if waiting is None or waiting.done():  # nobody waits: the bytes stay in the pipe until a receive reads them
+            self._drained_in = False
+            return
+        # Read here rather than in the task this wakes: the pipe is empty before the selector is polled again. The
+        # selector is level-triggered, so bytes left for the task reported "readable" once more on that poll, which
+        # woke the task again for a read that only failed (EAGAIN): a loop pass, a wake-up and a system call more
+        # per message.
+        if self._read():
+            waiting.set_result(None)
+
+    def _read(self) -> bool:
+        """Read what the pipe holds into the framer (or note the end of the stream); ``False`` if it held nothing."""
+        try:
+            data = os.read(self._in, _READ_SIZE)
+        except BlockingIOError:
+            self._drained_in = self._watching
+            return False
+        except OSError:
+            data = b""
+        if data:
+            self._drained_in = len(data) < _READ_SIZE and self._watching
+            self._ready.extend(self._framer.feed(data))
+        else:
+            self._eof = True
+            last = self._framer.close()
+            if last is not None:
+                self._ready.append(last)
+        return True
 
     async def receive(self) -> bytes | Oversized:
         while True:
@@ -97,23 +123,10 @@ class FdStream:
                 return self._ready.popleft()
             if self._eof:
                 raise anyio.EndOfStream
-            if self._drained_in:  # one system call fewer per message: the peer has not written since
+            # After a short read the peer has not written since (one system call fewer per message); on asyncio
+            # the wait ends once _on_readable has read what came.
+            if self._drained_in or not self._read():
                 await self._wait_readable()
-            try:
-                data = os.read(self._in, _READ_SIZE)
-            except BlockingIOError:
-                await self._wait_readable()
-                continue
-            except OSError:
-                data = b""
-            if data:
-                self._drained_in = len(data) < _READ_SIZE and self._watching
-                self._ready.extend(self._framer.feed(data))
-            else:
-                self._eof = True
-                last = self._framer.close()
-                if last is not None:
-                    self._ready.append(last)
 
     async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         if self._broken or self._closed:
