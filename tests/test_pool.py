@@ -350,13 +350,13 @@ async def test_the_lean_path_sends_the_clients_headers_and_takes_cookies_to_http
     async with serving(app) as url, anyio.create_task_group() as tg:
         base = url.removesuffix("/mcp")
         async with HttpClientTransport.connect(f"{base}/cookie", headers={"X-Team": "blue"}) as transport:
-            assert transport._lean is not None
-            response = await transport._open("POST", {"accept": "text/plain"}, b"one")
+            assert transport._endpoint.lean is not None
+            response = await transport._endpoint.open("POST", {"accept": "text/plain"}, b"one")
             assert (await response.aread()) == b"start done"
             await response.aclose()
-            assert transport._lean is None  # the cookie moved it to httpx's path
-            transport.url = f"{base}/echo"
-            response = await transport._open("POST", {}, b"two")
+            assert transport._endpoint.lean is None  # the cookie moved it to httpx's path
+            transport._endpoint.url = f"{base}/echo"
+            response = await transport._endpoint.open("POST", {}, b"two")
             assert (await response.aread()) == b"two|affinity=replica-2"
             await response.aclose()
         tg.cancel_scope.cancel()
@@ -466,14 +466,14 @@ async def test_a_proxy_in_the_environment_gets_the_requests(
     async with listening(proxy) as proxy_url:
         monkeypatch.setenv("HTTP_PROXY", proxy_url.removesuffix("/mcp"))
         async with HttpClientTransport.connect("http://mcp.test/mcp") as transport:
-            assert transport._lean is None
-            response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+            assert transport._endpoint.lean is None
+            response = await transport._endpoint.open("POST", {"content-type": "application/json"}, b"{}")
             assert await response.aread() == b"{}"
             await response.aclose()
     assert proxy.heads and proxy.heads[0].startswith(b"POST http://mcp.test/mcp HTTP/1.1")
     for local in ("http://127.0.0.1:1/mcp", "http://localhost:1/mcp", "http://[::1]:1/mcp"):
         async with HttpClientTransport.connect(local) as transport:
-            assert transport._lean is not None  # a server on this machine is never reached through a proxy
+            assert transport._endpoint.lean is not None  # a server on this machine is never reached through a proxy
 
 
 @ASYNCIO
@@ -498,7 +498,7 @@ async def test_the_lean_path_lets_the_callers_headers_replace_its_own(anyio_back
     async with listening(server) as url:
         headers = {"Host": "api.example", "User-Agent": "mine/1"}
         async with HttpClientTransport.connect(url, headers=headers) as transport:
-            response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+            response = await transport._endpoint.open("POST", {"content-type": "application/json"}, b"{}")
             await response.aread()
             await response.aclose()
     lines = [line.lower() for line in server.heads[0].split(b"\r\n")[1:]]
@@ -513,8 +513,8 @@ async def test_the_lean_path_lets_the_callers_headers_replace_its_own(anyio_back
 async def test_credentials_in_the_url_are_sent(anyio_backend: str) -> None:
     server = Requests(OK)
     async with listening(server) as url, HttpClientTransport.connect(url.replace("//", "//alice:secret@")) as transport:
-        assert transport._lean is None  # httpx turns them into Basic authorization
-        response = await transport._open("POST", {"content-type": "application/json"}, b"{}")
+        assert transport._endpoint.lean is None  # httpx turns them into Basic authorization
+        response = await transport._endpoint.open("POST", {"content-type": "application/json"}, b"{}")
         await response.aclose()
     assert b"authorization: basic " in server.heads[0].lower()
 

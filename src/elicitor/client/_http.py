@@ -6,19 +6,19 @@ for the session's read loop. Handshake era: the ``Mcp-Session-Id`` from ``initia
 with ``MCP-Protocol-Version``; after the handshake a GET opens the standalone stream; an SSE stream that ends before
 its answer is resumed with GET and ``Last-Event-ID`` after the server's ``retry`` delay; DELETE ends the session on
 close. 2026-07-28: the ``Mcp-Method``/``Mcp-Name`` headers mirror the body, there is no session and no GET.
+
+How a request reaches the server (the lean path or ``httpx``, a proxy, cookies) is ``_endpoint``'s; what the body
+puts in the headers is ``_headers``'. This module is what to send and what an answer means.
 """
 
 from __future__ import annotations
 
-import base64
-import ipaddress
 import logging
 import math
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager, suppress
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -29,48 +29,25 @@ from .._exceptions import AuthError
 from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
-from ..types import INTERNAL_ERROR, META_PROTOCOL_VERSION, JSONValue, RequestId, is_stateless
+from ..types import INTERNAL_ERROR, JSONValue, RequestId, is_stateless
 from ._connection import check_header
-from ._headers import header_value
-from ._pool import DEFAULT_LIMITS, PooledTransport, Target, Timeouts
+from ._endpoint import Endpoint, Response, environment_proxies
+from ._headers import message_headers
+from ._pool import DEFAULT_LIMITS, PooledTransport
 from ._transport import SESSION_EXPIRED, SESSION_LOST
 
 logger = logging.getLogger("elicitor.http_client")
 
 _decode = msgspec.json.Decoder().decode
-_NAMED = {
-    "tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-    "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",  # ext-tasks "Routing Headers"
-}  # fmt: skip
 _ACCEPT = "application/json, text/event-stream"
 _RECONNECTS = 5
 _OPENING = frozenset({"initialize", "server/discover"})
 """Requests that open a conversation: sending one again changes nothing on the server."""
 _UNAVAILABLE_FOR = 30.0
 """Seconds a resume keeps trying while the server answers 502/503/504."""
-_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": None}
-"""The lean path's timeouts, as the own ``httpx`` client's: a response may take as long as a person does."""
-_BRIEF_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": 30.0}
-"""For an answer or a notification, which the server acknowledges at once (202 Accepted): 30 s for everything."""
 _SENDING = 32
 """Answers and notifications in flight at once, per transport (see :meth:`HttpClientTransport.send`)."""
 _USER_AGENT = f"elicitor/{__version__}"
-
-
-class _Headers(Protocol):
-    def get(self, key: str, /) -> str | None: ...
-
-
-class _Response(Protocol):
-    """What this transport reads of a response: ``httpx.Response`` or the lean path's ``RawResponse``."""
-
-    @property
-    def status_code(self) -> int: ...
-    @property
-    def headers(self) -> _Headers: ...
-    def aiter_raw(self) -> AsyncIterator[bytes]: ...
-    async def aread(self) -> bytes: ...
-    async def aclose(self) -> None: ...
 
 
 class SessionExpired(Exception):
@@ -97,16 +74,9 @@ class HttpClientTransport:
         lean: PooledTransport | None = None,
         fixed: Mapping[str, str] | None = None,
     ) -> None:
-        self.url = url
-        self.http = http
+        self._endpoint = Endpoint(url, http, lean, fixed)
         self._extra_headers = dict(headers or {})
         """Headers for every request that ``http`` does not already carry (it is the caller's client)."""
-        self._lean = lean
-        """The pool under ``http`` when requests may skip ``httpx``'s models (see :meth:`_open`), else ``None``."""
-        self._target = Target(url) if lean is not None else None
-        self._fixed = dict(check_header(name, value) for name, value in (fixed or {}).items())
-        """What the lean path sends on every request besides ``Host`` and ``Content-Length`` (the caller's ``Host``
-        replaces the URL's): the own client's headers, checked and encoded once, by lowercase name."""
         self._tg = tg
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -120,6 +90,11 @@ class HttpClientTransport:
         """Requests whose answer stream is being read, with the scope that closes it when the request is cancelled."""
         self._had_session = False
         """A session was open once (handshake era): without one now, it ended and a new one is not open yet."""
+
+    @property
+    def url(self) -> str:
+        """The endpoint's URL (for telemetry: ``server.address``, ``server.port``)."""
+        return self._endpoint.url
 
     @classmethod
     @asynccontextmanager
@@ -137,7 +112,7 @@ class HttpClientTransport:
         ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
         transport makes its own, its connections kept per server by :class:`PooledTransport` and bounded by
         ``limits`` (default :data:`DEFAULT_LIMITS`), and with no ``auth`` and no credentials in ``url`` requests
-        take the lean path (:meth:`_open`). When the environment names a proxy (``HTTPS_PROXY``, ``ALL_PROXY``,
+        take the lean path (``Endpoint.open``). When the environment names a proxy (``HTTPS_PROXY``, ``ALL_PROXY``,
         the system's settings...) and ``url`` is not on this machine, the own client is ``httpx``'s as it comes,
         so that it mounts the proxies and honours ``NO_PROXY`` exactly as ``httpx`` does.
         """
@@ -151,7 +126,7 @@ class HttpClientTransport:
         async with anyio.create_task_group() as tg:
             pool: PooledTransport | None = None
             client = http
-            if client is None and _environment_proxies(url):
+            if client is None and environment_proxies(url):
                 client = httpx.AsyncClient(
                     timeout=timeout, headers=given, auth=auth, limits=limits if limits is not None else DEFAULT_LIMITS
                 )
@@ -209,7 +184,7 @@ class HttpClientTransport:
         while True:
             try:
                 async with self._sending:
-                    response = await self._open("POST", headers, message, brief=True)
+                    response = await self._endpoint.open("POST", headers, message, brief=True)
                     try:
                         body = await response.aread()
                     finally:
@@ -247,7 +222,7 @@ class HttpClientTransport:
         if self.session_id is not None and not is_stateless(self.protocol_version or ""):
             try:
                 with anyio.move_on_after(2):
-                    await (await self._open("DELETE", self._base_headers())).aclose()
+                    await (await self._endpoint.open("DELETE", self._base_headers())).aclose()
             except (httpx.HTTPError, AuthError):
                 pass
 
@@ -270,6 +245,9 @@ class HttpClientTransport:
 
     # ---- internals -------------------------------------------------------------------------------------------
 
+    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
+        return message_headers(self._base_headers(), message, self.tool_headers)
+
     def _base_headers(self) -> dict[str, str]:
         headers = {**self._extra_headers, "accept": _ACCEPT, "content-type": "application/json"}
         if self.session_id is not None:
@@ -277,40 +255,6 @@ class HttpClientTransport:
         if self.protocol_version is not None:
             headers["mcp-protocol-version"] = self.protocol_version
         return headers
-
-    def _headers(self, message: dict[str, Any]) -> dict[str, str]:
-        headers = self._base_headers()
-        method = message.get("method")
-        params = message.get("params")
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        if isinstance(method, str):
-            # Mcp-Method and Mcp-Name on every POST, as 2026-07-28 requires (SEP-2243) and the handshake era
-            # ignores: an ``initialize`` sent to a server whose era is not known yet (the fallback after
-            # ``server/discover``, a proxy trying the handshake first) satisfies a server of either era.
-            headers["mcp-method"] = method
-            field = _NAMED.get(method)
-            if field is not None and isinstance(params, dict) and isinstance(params.get(field), str):
-                headers["mcp-name"] = encode_header(params[field])
-        if isinstance(version, str):  # 2026-07-28: mirror the body into the headers (SEP-2243)
-            headers["mcp-protocol-version"] = version
-            headers.pop("mcp-session-id", None)
-            if method == "tools/call" and isinstance(params, dict):
-                headers.update(self._param_headers(params))
-        return headers
-
-    def _param_headers(self, params: dict[str, Any]) -> dict[str, str]:
-        mirrored = self.tool_headers.get(str(params.get("name")), {})
-        arguments = params.get("arguments")
-        out: dict[str, str] = {}
-        for path, name in mirrored.items():
-            value: Any = arguments
-            for step in path:
-                value = value.get(step) if isinstance(value, dict) else None
-            text = header_value(value)
-            if text is not None:
-                out[f"mcp-param-{name.lower()}"] = encode_header(text)
-        return out
 
     async def _exchange(
         self, message: bytes, headers: dict[str, str], request_id: RequestId, opening: bool = False
@@ -386,47 +330,12 @@ class HttpClientTransport:
         if not done:
             await self._resume(request_id, last_id, retry, headers.get("mcp-session-id") or self.session_id)
 
-    async def _open(
-        self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
-    ) -> _Response:
-        """Send a request to the endpoint and return its response, unread (close it once done).
-
-        ``brief``: the server acknowledges it at once (an answer, a notification): its response has 30 s to come.
-
-        With the client's own connections, no ``auth`` and no proxy, the request goes straight to the pool
-        (:meth:`PooledTransport.request`): building ``httpx``'s request and response models, merging its URL,
-        headers and cookies and running its auth and redirect steps cost about 180 µs of CPU per request, more
-        than twice the round trip itself, and every answer to a server's question is a request. A server that
-        sets a cookie (a balancer's affinity, say) moves this transport to ``httpx``'s path, whose jar sends it
-        back from then on.
-        """
-        lean = self._lean
-        if lean is None:
-            timeout = httpx.Timeout(30.0) if brief else httpx.USE_CLIENT_DEFAULT
-            body = content or None
-            request = self.http.build_request(method, self.url, content=body, headers=headers, timeout=timeout)
-            return await self.http.send(request, stream=True)
-        assert self._target is not None
-        pairs = self._fixed.copy()
-        for name, value in headers.items():
-            encoded, text = check_header(name, value)
-            pairs[encoded] = text
-        timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
-        response = await lean.request(self._target, method.encode("ascii"), list(pairs.items()), content, timeouts)
-        if "set-cookie" in response.headers:
-            self._lean = None
-            request = httpx.Request(method, self.url)
-            self.http.cookies.extract_cookies(
-                httpx.Response(response.status_code, headers=response.raw_headers, request=request)
-            )
-        return response
-
-    async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> _Response:
+    async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> Response:
         """Send the POST and return its response, unread. ``opening``: 502/503/504 is retried (see above)."""
         give_up_at = time.monotonic() + _UNAVAILABLE_FOR
         delay = 0.1
         while True:
-            response = await self._open("POST", headers, message)
+            response = await self._endpoint.open("POST", headers, message)
             if not (opening and response.status_code in (502, 503, 504) and time.monotonic() < give_up_at):
                 return response
             await response.aclose()
@@ -435,7 +344,7 @@ class HttpClientTransport:
             delay = min(delay * 2, 2.0)
 
     async def _read_events(
-        self, response: _Response, request_id: RequestId | None
+        self, response: Response, request_id: RequestId | None
     ) -> tuple[bool, str | None, int | None]:
         """Deliver a stream's messages; returns whether the answer to ``request_id`` came, the last id, retry."""
         decoder = SSEDecoder()
@@ -483,7 +392,7 @@ class HttpClientTransport:
             headers["accept"] = "text/event-stream"
             headers["last-event-id"] = last_id
             try:
-                async with aclosing(await self._open("GET", headers)) as response:
+                async with aclosing(await self._endpoint.open("GET", headers)) as response:
                     if response.status_code == 404 and "mcp-session-id" in headers:
                         # Its server stopped: initialize again (2025-11-25); the request may have been acted on.
                         self._session_gone(request_id, headers["mcp-session-id"], ran=True)
@@ -520,7 +429,7 @@ class HttpClientTransport:
             if last_id is not None:
                 headers["last-event-id"] = last_id
             try:
-                async with aclosing(await self._open("GET", headers)) as response:
+                async with aclosing(await self._endpoint.open("GET", headers)) as response:
                     if response.status_code != 200:
                         return  # 405: the server offers no standalone stream
                     _, new_last, new_retry = await self._read_events(response, None)
@@ -598,31 +507,3 @@ def _answers(data: bytes, request_id: RequestId) -> bool:
     except (msgspec.DecodeError, UnicodeDecodeError):
         return False
     return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
-
-
-def encode_header(value: str) -> str:
-    """A value fit for an ``Mcp-Name``/``Mcp-Param-*`` header: as is if plain ASCII, else the Base64 sentinel."""
-    plain = value == value.strip() and all(0x20 <= ord(c) <= 0x7E for c in value)
-    if plain and not (value.startswith("=?base64?") and value.endswith("?=")):
-        return value
-    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
-
-
-def _environment_proxies(url: str) -> bool:
-    """Whether the environment names a proxy for HTTP: as ``httpx`` reads it (``urllib.request.getproxies``: the
-    ``*_PROXY`` variables, else the system's settings), for ``http``, ``https`` or ``all``.
-
-    A server on this machine (``localhost``, a loopback address) is never reached through one, whatever
-    ``NO_PROXY`` says, as Go's and most browsers' clients do: a proxy elsewhere cannot reach it, and a local server
-    is the usual development setup (``elicitor connect http://127.0.0.1:8000/mcp``).
-    """
-    host = httpx.URL(url).host
-    if host == "localhost" or host.endswith(".localhost"):
-        return False
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return False
-    except ValueError:
-        pass
-    proxies = urllib.request.getproxies()
-    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))

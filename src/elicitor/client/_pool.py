@@ -10,7 +10,7 @@ give back), and nothing else runs per request: one write for the request head an
 
 What stays httpx's: the client API (``Client.http(http=...)`` takes any ``httpx.AsyncClient``), auth flows (OAuth
 sign-in is an ``httpx.Auth``), cookies and redirects; a proxy from the environment is left to ``httpx``'s own
-transport altogether (see ``client/_http.py``). What this transport does not speak: HTTP/2 (pass ``http=`` a
+transport altogether (see ``client/_endpoint.py``). What this transport does not speak: HTTP/2 (pass ``http=`` a
 client made with ``http2=True``) and pipelining (never needed: one request per connection at a time).
 
 Errors are ``httpx``'s, as its own transport raises them (``ConnectError``, ``ReadError``, ``RemoteProtocolError``,

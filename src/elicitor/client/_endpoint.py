@@ -1,0 +1,110 @@
+"""Where an HTTP transport's requests go, and by which road: the caller's or its own ``httpx`` client, or the
+lean path straight to the connection pool (``_pool``), which a cookie or a proxy from the environment rules out.
+
+The transport (``_http``) decides what to send and what an answer means; this module only gets a request to the
+server and its response back, unread.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import urllib.request
+from collections.abc import AsyncIterator, Mapping
+from typing import Protocol
+
+import httpx2 as httpx
+
+from ._connection import check_header
+from ._pool import PooledTransport, Target, Timeouts
+
+_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": None}
+"""The lean path's timeouts, as the own ``httpx`` client's: a response may take as long as a person does."""
+_BRIEF_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read": 30.0}
+"""For an answer or a notification, which the server acknowledges at once (202 Accepted): 30 s for everything."""
+
+
+class _Headers(Protocol):
+    def get(self, key: str, /) -> str | None: ...
+
+
+class Response(Protocol):
+    """What an HTTP transport reads of a response: ``httpx.Response`` or the lean path's ``RawResponse``."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def headers(self) -> _Headers: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+    async def aread(self) -> bytes: ...
+    async def aclose(self) -> None: ...
+
+
+class Endpoint:
+    """One MCP endpoint's URL and the road its requests take (see :meth:`open`)."""
+
+    def __init__(
+        self, url: str, http: httpx.AsyncClient, lean: PooledTransport | None, fixed: Mapping[str, str] | None
+    ) -> None:
+        self.url = url
+        self.http = http
+        self.lean = lean
+        """The pool under ``http`` when requests may skip ``httpx``'s models (see :meth:`open`), else ``None``."""
+        self._target = Target(url) if lean is not None else None
+        self._fixed = dict(check_header(name, value) for name, value in (fixed or {}).items())
+        """What the lean path sends on every request besides ``Host`` and ``Content-Length`` (the caller's ``Host``
+        replaces the URL's): the own client's headers, checked and encoded once, by lowercase name."""
+
+    async def open(
+        self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
+    ) -> Response:
+        """Send a request to the endpoint and return its response, unread (close it once done).
+
+        ``brief``: the server acknowledges it at once (an answer, a notification): its response has 30 s to come.
+
+        With the client's own connections, no ``auth`` and no proxy, the request goes straight to the pool
+        (:meth:`PooledTransport.request`): building ``httpx``'s request and response models, merging its URL,
+        headers and cookies and running its auth and redirect steps cost about 180 µs of CPU per request, more
+        than twice the round trip itself, and every answer to a server's question is a request. A server that
+        sets a cookie (a balancer's affinity, say) moves this transport to ``httpx``'s path, whose jar sends it
+        back from then on.
+        """
+        lean = self.lean
+        if lean is None:
+            timeout = httpx.Timeout(30.0) if brief else httpx.USE_CLIENT_DEFAULT
+            body = content or None
+            request = self.http.build_request(method, self.url, content=body, headers=headers, timeout=timeout)
+            return await self.http.send(request, stream=True)
+        assert self._target is not None
+        pairs = self._fixed.copy()
+        for name, value in headers.items():
+            encoded, text = check_header(name, value)
+            pairs[encoded] = text
+        timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
+        response = await lean.request(self._target, method.encode("ascii"), list(pairs.items()), content, timeouts)
+        if "set-cookie" in response.headers:
+            self.lean = None
+            request = httpx.Request(method, self.url)
+            self.http.cookies.extract_cookies(
+                httpx.Response(response.status_code, headers=response.raw_headers, request=request)
+            )
+        return response
+
+
+def environment_proxies(url: str) -> bool:
+    """Whether the environment names a proxy for HTTP: as ``httpx`` reads it (``urllib.request.getproxies``: the
+    ``*_PROXY`` variables, else the system's settings), for ``http``, ``https`` or ``all``.
+
+    A server on this machine (``localhost``, a loopback address) is never reached through one, whatever
+    ``NO_PROXY`` says, as Go's and most browsers' clients do: a proxy elsewhere cannot reach it, and a local server
+    is the usual development setup (``elicitor connect http://127.0.0.1:8000/mcp``).
+    """
+    host = httpx.URL(url).host
+    if host == "localhost" or host.endswith(".localhost"):
+        return False
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return False
+    except ValueError:
+        pass
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
