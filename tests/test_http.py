@@ -586,6 +586,75 @@ async def test_a_streams_queue_delivers_in_order_and_ends_on_close(anyio_backend
         queue.put((5, b"e", False))
 
 
+async def test_a_listening_response_is_woken_stopped_or_cancelled_from_elsewhere_as_each_should_be(
+    anyio_backend: str,
+) -> None:
+    """The one task of a waiting SSE response (``Listening``, server/http/_asgi.py) waits on the client itself: a
+    wake interrupts that wait and it listens on, a stop ends it quietly, and a cancellation from elsewhere goes on
+    even when a wake comes in the same step. What the client sent meanwhile is read by the next wait."""
+    import asyncio
+
+    from elicitor.server.http._asgi import Listening
+
+    async def respond(client: asyncio.Queue[str], log: list[str], made: list[Listening]) -> None:
+        listening = Listening()
+        made.append(listening)
+        try:
+            while True:
+                listening.waiting = True
+                try:
+                    message = await client.get()  # a receive() that keeps what arrives for the next call
+                except asyncio.CancelledError:
+                    if listening.woken():
+                        log.append("woken")
+                        continue
+                    raise
+                finally:
+                    listening.waiting = False
+                if message == "http.disconnect":
+                    log.append("gone")
+                    return
+        except asyncio.CancelledError:
+            if not listening.settle():
+                log.append("cancelled")
+                raise
+            log.append("stopped")
+
+    async def started(client: asyncio.Queue[str], log: list[str]) -> tuple[asyncio.Task[None], Listening]:
+        made: list[Listening] = []
+        task = asyncio.get_running_loop().create_task(respond(client, log, made))
+        await anyio.wait_all_tasks_blocked()
+        return task, made[0]
+
+    client: asyncio.Queue[str] = asyncio.Queue()
+    log: list[str] = []
+    task, listening = await started(client, log)
+    listening.wake()
+    listening.wake()  # two events in one step: one interruption
+    await anyio.wait_all_tasks_blocked()
+    client.put_nowait("http.disconnect")
+    listening.wake()  # in the same step as the client's leaving: that is read next
+    with anyio.fail_after(10):
+        await task
+    assert log == ["woken", "woken", "gone"] and task.cancelling() == 0
+
+    log.clear()
+    task, listening = await started(client, log)
+    listening.wake()
+    listening.cancel()  # a resume superseded the response
+    with anyio.fail_after(10):
+        await task
+    assert log == ["stopped"] and not task.cancelled() and task.cancelling() == 0
+
+    log.clear()
+    task, listening = await started(client, log)
+    listening.wake()
+    task.cancel()  # the server shutting down, in the same step
+    with anyio.fail_after(10), pytest.raises(asyncio.CancelledError):
+        await task
+    assert log == ["cancelled"]
+
+
 def test_request_headers_are_found_by_lowercase_name_whatever_case_the_server_gives() -> None:
     from elicitor.server.http._asgi import Headers
 

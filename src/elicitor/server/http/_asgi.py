@@ -252,3 +252,62 @@ class _Watched:
             return
         self._watcher = None
         self.cancel()  # the client left (or the server cannot tell us any more): stop delivering
+
+
+class Listening:
+    """A response's own task listening to the client while it has nothing to send, on asyncio, interruptibly.
+
+    The task awaits the ASGI server's ``receive()`` itself (it learns at once that the client left), and
+    :meth:`wake` interrupts that wait when there is something to send: one task per waiting response where
+    :func:`until_gone` takes two. :meth:`cancel` stops the delivery (a resume superseded it), at once if it waits.
+
+    Both are the task's own counted cancellation, as in ``asyncio.timeout``: what this object asked for is undone
+    (``uncancel``), and a cancellation from anywhere else (the server shutting down) goes on. Only a wait on
+    ``receive()`` is ever interrupted by :meth:`wake`, and the ASGI servers' ``receive()`` keeps what arrived in
+    the meantime for the next call (uvicorn answers ``http.disconnect`` again; an ``asyncio.Queue`` keeps its
+    item). Nothing in the delivering code may be shielded: a task's own cancellation does not honour anyio's
+    shields.
+    """
+
+    __slots__ = ("_asked", "_cancelling", "_task", "stopping", "waiting")
+
+    def __init__(self) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        self._cancelling = task.cancelling()
+        self._asked = 0
+        """Cancellations of the task this object asked for and has not undone yet."""
+        self.waiting = False
+        """Whether the task waits on ``receive()`` now (the delivering code says so)."""
+        self.stopping = False
+
+    def wake(self) -> None:
+        """Interrupt the wait on ``receive()``, if the task is in it: there is something to send."""
+        if self.waiting and not self._asked:
+            self._asked += 1
+            self._task.cancel()
+
+    def cancel(self) -> None:
+        """Stop the delivery at its next step (at once if it waits); nothing after the first time."""
+        if not self.stopping:
+            self.stopping = True
+            self._asked += 1
+            self._task.cancel()
+
+    def woken(self) -> bool:
+        """For a ``CancelledError`` out of ``receive()``: whether :meth:`wake` alone caused it (then it is undone
+        and the delivery goes on); otherwise it must propagate."""
+        if self.stopping or not self._asked:
+            return False
+        self._asked -= 1
+        self._task.uncancel()
+        return self._task.cancelling() <= self._cancelling
+
+    def settle(self) -> bool:
+        """For a ``CancelledError`` ending the delivery: undo what this object asked for, and say whether the
+        error is only that (then it is swallowed, and the response ends normally)."""
+        while self._asked:
+            self._asked -= 1
+            self._task.uncancel()
+        return self._task.cancelling() <= self._cancelling

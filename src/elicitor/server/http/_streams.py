@@ -135,6 +135,22 @@ class Stream:
             return _ready(self._unsent.pop())
         return self.out.receive()
 
+    def poll(self, nudge: Callable[[], None]) -> tuple[int, bytes, bool] | None:
+        """The next event to deliver if there is one, else ``None`` and ``nudge`` is called at the next one (once).
+
+        For a pump that waits on something else meanwhile (the client's leaving, in the response's own task).
+
+        Raises:
+            anyio.ClosedResourceError: the stream is closed and nothing is left to deliver.
+        """
+        if self._unsent:
+            return self._unsent.pop()
+        return self.out.poll(nudge)
+
+    def unpoll(self, nudge: Callable[[], None]) -> None:
+        """``nudge`` is not to be called any more (its pump ended)."""
+        self.out.unpoll(nudge)
+
     def give_back(self, item: tuple[int, bytes, bool]) -> None:
         """A pump took ``item`` but may not have delivered it: the next pump starts with it.
 
@@ -199,11 +215,13 @@ class _Queue:
     bare future on asyncio), made when it waits: an ``anyio.Event`` there cost 1.5 KiB per waiting call.
     """
 
-    __slots__ = ("_closed", "_items", "_waiter", "dropped")
+    __slots__ = ("_closed", "_items", "_nudge", "_waiter", "dropped")
 
     def __init__(self) -> None:
         self._items: list[tuple[int, bytes, bool]] = []
         self._waiter: Waiter | None = None
+        self._nudge: Callable[[], None] | None = None
+        """Called at the next put or close instead of a waiter (see :meth:`poll`)."""
         self._closed = False
         self.dropped = 0
         """The highest sequence dropped unread (the queue was full)."""
@@ -228,6 +246,24 @@ class _Queue:
                     self._waiter = None
         return self._items.pop(0)
 
+    def poll(self, nudge: Callable[[], None]) -> tuple[int, bytes, bool] | None:
+        """The oldest item, or ``None`` with ``nudge`` called (once) at the next put or close.
+
+        Raises:
+            anyio.ClosedResourceError: closed, and nothing is left.
+        """
+        if self._items:
+            self._nudge = None
+            return self._items.pop(0)
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._nudge = nudge
+        return None
+
+    def unpoll(self, nudge: Callable[[], None]) -> None:
+        if self._nudge is nudge:
+            self._nudge = None
+
     def close(self) -> None:
         self._closed = True
         self._items.clear()
@@ -237,3 +273,6 @@ class _Queue:
         waiter, self._waiter = self._waiter, None
         if waiter is not None:
             waiter.set()
+        nudge, self._nudge = self._nudge, None
+        if nudge is not None:
+            nudge()
