@@ -28,12 +28,14 @@ import pytest
 from elicitor.state import (
     Backoff,
     MemoryStore,
+    SessionRecord,
     Store,
     StoreUnavailable,
     Subscription,
     TaskRecord,
     UrlRecord,
     open_store,
+    replica_channel,
     supervised,
 )
 from elicitor.state._redis import RedisStore
@@ -218,6 +220,55 @@ async def test_directory_dead_owner(kind: str, request: pytest.FixtureRequest) -
             assert record is not None and not record.alive
         finally:
             await crashed.aclose()
+
+
+async def test_forward_appends_only_while_the_session_is_as_expected(replicas: tuple[Store, Store]) -> None:
+    """``forward`` puts a message in the owner's queue only while the directory says the session is that owner's,
+    for that principal (``""`` is not None): anything else sends nothing and says so."""
+    a, b = replicas
+    await a.sessions.claim("s", "alice")
+    await a.sessions.claim("anonymous", None)
+    owner = SessionRecord(a.replica, "alice", alive=True)
+    assert await b.forward("s", owner, b"one")
+    assert not await b.forward("s", replace(owner, principal="mallory"), b"not the user's")
+    assert not await b.forward("s", replace(owner, principal=None), b"not anonymous")
+    assert not await b.forward("s", replace(owner, owner="someone-else"), b"not that replica's")
+    assert not await b.forward("nobody", owner, b"no such session")
+    assert not await b.forward("anonymous", replace(owner, principal=""), b"the empty principal is not None")
+    assert await b.forward("anonymous", replace(owner, principal=None), b"two")
+    await a.sessions.release("s")
+    assert not await b.forward("s", owner, b"ended")
+    async with a.bus.read(replica_channel(a.replica), "0") as messages:
+        assert [(await next_message(messages))[1] for _ in range(2)] == [b"one", b"two"]
+        with anyio.move_on_after(0.3) as waited:
+            await messages.__anext__()
+        assert waited.cancelled_caught  # nothing else was sent
+
+
+@redis_only
+async def test_forward_refuses_an_owner_whose_lease_lapsed(redis_server: RedisServer) -> None:
+    """An owner that stopped (its lease dropped) or died (its lease expired) gets nothing forwarded: the sender
+    looks the session up again and applies the liveness rule instead of writing to a queue nobody reads."""
+    prefix = fresh_prefix()
+    async with replica(redis_server, prefix) as b:
+        async with replica(redis_server, prefix) as a:
+            await a.sessions.claim("s", None)
+            expected = SessionRecord(a.replica, None, alive=True)
+            assert await b.forward("s", expected, b"while it runs")
+        assert not await b.forward("s", expected, b"after it stopped")
+        crashed = RedisStore(redis_server.url, prefix=prefix, lease=0.3)
+        try:
+            await crashed._renew_lease()
+            await crashed.sessions.claim("t", None)
+            expected = SessionRecord(crashed.replica, None, alive=True)
+            assert await b.forward("t", expected, b"while its lease holds")
+            await anyio.sleep(0.6)
+            assert not await b.forward("t", expected, b"after it expired")
+        finally:
+            await crashed.aclose()
+        queue = b._shared.key("queue", replica_channel(crashed.replica))
+        assert await b._shared.client.xlen(queue) == 1
+        assert await b._shared.client.pttl(queue) > 0  # the queue expires like any other
 
 
 async def test_events_order_after_and_bound(replicas: tuple[Store, Store]) -> None:
@@ -940,6 +991,12 @@ async def test_redis_seals_records_at_rest_and_messages_between_replicas(redis_s
                 await stranger.aclose()
             await a.bus.append("replica:b", b"genuine")
             assert (await next_message(messages))[1] == b"genuine"
+        await b.sessions.claim("s", None)
+        async with b.bus.read(replica_channel(b.replica), "0") as messages:  # forwarded: sealed for that queue
+            assert await a.forward("s", SessionRecord(b.replica, None, alive=True), b"forwarded")
+            assert (await next_message(messages))[1] == b"forwarded"
+        entries = await a._shared.client.xrange(a._shared.key("queue", replica_channel(b.replica)))
+        assert entries and all(fields and b"forwarded" not in fields[b"m"] for _, fields in entries)
         async with b.bus.subscribe("changes") as channel:
             await a.bus.publish("changes", b"changed")
             assert await next_message(channel) == b"changed"

@@ -26,6 +26,7 @@ from ._ports import (
     TaskRegistry,
     UrlRecord,
     UrlRegistry,
+    replica_channel,
 )
 
 
@@ -288,6 +289,14 @@ class MemoryStore:
     async def check(self) -> None:
         """Always ready: the state lives in this process."""
         return
+
+    async def forward(self, session_id: str, expected: SessionRecord, payload: bytes) -> bool:
+        """Append ``payload`` to the owner's queue if the directory still says ``expected`` (nothing awaits between
+        the check and the append, so it is one step here too)."""
+        if await self.sessions.lookup(session_id) != expected:
+            return False
+        await self.bus.append(replica_channel(expected.owner), payload)
+        return True
 
     def seal_with(self, sealer: Sealer) -> None:
         """Nothing to seal: nothing leaves this process."""

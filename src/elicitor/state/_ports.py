@@ -329,6 +329,20 @@ class Store(Protocol):
         open is dropped). A store in this process has nothing to seal."""
         ...
 
+    async def forward(self, session_id: str, expected: SessionRecord, payload: bytes) -> bool:
+        """Append ``payload`` to the queue of ``expected.owner`` (:func:`replica_channel`) if, at that moment,
+        ``session_id`` is still that replica's session for ``expected.principal`` and its lease is current: what a
+        replica that remembers a session's owner sends there, checked against the directory in the same step.
+
+        Returns whether it was appended; ``False`` (nothing was) if the session ended, is someone else's, or its
+        owner's lease lapsed: look the session up again.
+
+        Raises:
+            StoreUnavailable: the shared state cannot be reached (nothing was appended, or it may have been if the
+                reply was lost).
+        """
+        ...
+
     async def check(self) -> None:
         """Raise :class:`StoreUnavailable` if the shared state cannot be reached now (readiness checks)."""
         ...

@@ -47,6 +47,9 @@ Why each operation is atomic, and one round trip:
   succeeds once. ``get`` is one ``HGETALL``.
 * ``append`` is ``XADD`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``; ``read`` is ``XREAD BLOCK`` from the last offset,
   with an ``XTRIM MINID`` before each read once a batch is handled (the acknowledgement).
+* ``forward`` (the store's) is one script: the session's owner, principal and the owner's lease are checked and the
+  message appended to the owner's queue in the same step, so a replica that remembers an owner sends to it in one
+  round trip, and never to one that no longer runs the session.
 * ``publish`` is one ``PUBLISH``; a subscription holds its own connection (``SUBSCRIBE``) for its lifetime.
 
 Scripts reach keys named by the data (a session's owner, an indexed elicitation id), so they need every key on one
@@ -90,7 +93,7 @@ from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
 from ..telemetry import _state as _telemetry
-from ._ports import Sealer, SessionRecord, StoreUnavailable, TaskRecord, UrlRecord
+from ._ports import Sealer, SessionRecord, StoreUnavailable, TaskRecord, UrlRecord, replica_channel
 from ._supervise import supervised
 
 __all__ = ["RedisStore", "RedisBus", "RedisEventStore", "RedisSessionDirectory", "RedisUrlRegistry"]
@@ -189,6 +192,24 @@ return {found[1], found[2], redis.call('EXISTS', ARGV[1] .. found[1])}
 """KEYS: the session hash, the deployment's boot mark. ARGV: the prefix of lease keys, the grace in ms. Returns
 ``[owner, principal or nil, 0/1]``; nil if there is no such session; an empty list if there is none *yet*: Redis
 lost its data moments ago (no boot mark, or a fresh one) and the owner may not have claimed it again."""
+
+_FORWARD = """
+local found = redis.call('HMGET', KEYS[1], 'owner', 'principal')
+if found[1] ~= ARGV[1] then return 0 end
+if ARGV[2] == '' then
+  if found[2] then return 0 end
+elseif found[2] ~= string.sub(ARGV[2], 2) then
+  return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[4], '*', 'm', ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[5])
+return 1
+"""
+"""KEYS: the session hash, its expected owner's lease, that owner's queue. ARGV: the expected owner, ``=`` followed
+by the expected principal (empty for None), the sealed message, the queue's cap, its TTL in ms. Appends the message
+(as :meth:`RedisBus.append` does) only if the session is the owner's, the principal's, and the lease is current;
+returns 1 if it did, 0 if not."""
 
 _RELEASE = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
@@ -689,16 +710,17 @@ class RedisBus:
     def __init__(self, shared: _Shared, *, heartbeat: float, queue_limit: int, queue_ttl: float) -> None:
         self._shared = shared
         self._heartbeat = heartbeat
-        self._queue_limit = queue_limit
-        self._queue_ttl = _ms(queue_ttl)
+        self.queue_limit = queue_limit
+        self.queue_ttl = _ms(queue_ttl)
+        """In ms."""
 
     async def append(self, queue: str, payload: bytes) -> None:
         """``XADD`` (capped at ``queue_limit`` entries) and renew the queue's TTL, in one round trip."""
         key = self._shared.key("queue", queue)
         with self._shared.failing(f"sending on {queue!r}"):
             async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.xadd(key, {b"m": self._shared.seal(payload, key)}, maxlen=self._queue_limit, approximate=True)
-                pipe.pexpire(key, self._queue_ttl)
+                pipe.xadd(key, {b"m": self._shared.seal(payload, key)}, maxlen=self.queue_limit, approximate=True)
+                pipe.pexpire(key, self.queue_ttl)
                 await pipe.execute()
 
     @asynccontextmanager
@@ -854,6 +876,7 @@ class RedisStore:
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
         self.bus = RedisBus(self._shared, heartbeat=heartbeat, queue_limit=queue_limit, queue_ttl=queue_ttl)
         self.tasks = RedisTaskRegistry(self._shared, self.replica)
+        self._forward = client.register_script(_FORWARD)
 
     def seal_with(self, sealer: Sealer) -> None:
         """Seal task records at rest and every message between replicas with ``sealer`` (the server's key ring).
@@ -870,6 +893,19 @@ class RedisStore:
         are closed (they reopen if the store is used again; call :meth:`aclose` after such use).
         """
         return _Running(self)
+
+    async def forward(self, session_id: str, expected: SessionRecord, payload: bytes) -> bool:
+        """Append ``payload`` to ``expected.owner``'s queue if the session is still as ``expected`` says and its
+        owner's lease is current: the check and the append in one script, one round trip (see :data:`_FORWARD`)."""
+        queue = self._shared.key("queue", replica_channel(expected.owner))
+        keys = [self._shared.key("session", session_id), self._shared.key("replica", expected.owner), queue]
+        principal = "" if expected.principal is None else "=" + expected.principal
+        sealed = self._shared.seal(payload, queue)
+        with self._shared.failing(f"forwarding to replica {expected.owner!r}"):
+            sent = await self._forward(
+                keys=keys, args=[expected.owner, principal, sealed, self.bus.queue_limit, self.bus.queue_ttl]
+            )
+        return bool(sent)
 
     async def check(self) -> None:
         """``PING`` Redis; raises :class:`StoreUnavailable` if it does not answer within ``timeout``."""

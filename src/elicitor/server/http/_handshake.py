@@ -47,7 +47,7 @@ from ._asgi import (
     respond_json,
     until_gone,
 )
-from ._peers import Attach, Open, Peers, RemoteStream
+from ._peers import Attach, Moved, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
 
 if TYPE_CHECKING:
@@ -61,6 +61,9 @@ logger = logging.getLogger("elicitor.http")
 
 MAX_BACKLOG = 4096
 """Messages from other replicas a session may be behind on, past its inbox, before it is ended."""
+
+OWNERS_KEPT = 10_000
+"""Owners of other replicas' sessions a replica remembers (the most recently used; each entry about 0.3 KiB)."""
 
 HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
 """MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
@@ -202,11 +205,13 @@ class SessionTransport:
 
 @dataclass(frozen=True, slots=True)
 class _Elsewhere:
-    """A session another replica runs (or ran: ``alive`` says whether its lease is current)."""
+    """A session another replica runs, as just looked up (``remembered`` is ``None``), or as remembered from an
+    earlier lookup (``remembered`` is that record: what is sent there is checked against the directory)."""
 
     replica: str
     session: str
-    alive: bool
+    principal: str | None
+    remembered: SessionRecord | None = None
 
 
 class HandshakeSessions:
@@ -231,6 +236,10 @@ class HandshakeSessions:
         self._max_sessions = max_sessions
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, SessionTransport] = {}
+        self._owners: dict[str, SessionRecord] = {}
+        """Other replicas' sessions this replica forwarded to, by id, the most recently used last: a POST for one
+        is sent to its owner without looking it up first, checked against the directory in the same round trip
+        (:meth:`~elicitor.state.Store.forward`), so an entry gone stale costs one lookup and is never trusted."""
         self._peers = Peers(self._store, self._sessions, server.url_elicitations, events.replay, self._end)
         self._tg: anyio.abc.TaskGroup | None = None
 
@@ -327,10 +336,13 @@ class HandshakeSessions:
                 await refuse(send, 503, request_id_of(message), INVALID_REQUEST, "Too many sessions; try again later")
                 return None
         else:
-            found = await self._find(session_id, headers, send, request_id_of(message))
+            supported = version is None or version in HANDSHAKE_HEADER_VERSIONS
+            # A remembered owner is checked only when the message is sent: with a version to refuse, look the
+            # session up, so that a session that is gone is still a 404 first.
+            found = await self._find(session_id, headers.principal, send, request_id_of(message), remembered=supported)
             if found is None:
                 return None
-            if version is not None and version not in HANDSHAKE_HEADER_VERSIONS:
+            if not supported:
                 await refuse(
                     send, 400, request_id_of(message), INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version!r}"
                 )
@@ -353,37 +365,70 @@ class HandshakeSessions:
     async def _forward_post(
         self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
     ) -> None:
-        """A POST for a session another replica runs: forward it there, and relay the answer stream back."""
+        """A POST for a session another replica runs: forward it there, and relay the answer stream back.
+
+        To an owner remembered rather than just looked up, the message goes only if the directory still says so
+        (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever).
+        """
         request_id = request_id_of(message)
         try:
-            if "method" not in message or "id" not in message:
-                await self._peers.deliver(owner.replica, owner.session, body)
-                await respond_empty(send, 202)  # durably in the owner's queue
-                return
-            if request_id is None:
-                await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
-                return
-            opening = functools.partial(Open, owner.session, request_id, body)
-            async with self._peers.relay(owner.replica, owner.session, opening) as stream:
-                rest = await self._respond_from(stream, owner.session, receive, send)
-                if rest is not None:
-                    await rest
+            try:
+                await self._forward_to(owner, message, body, receive, send)
+            except Moved:
+                self._owners.pop(owner.session, None)
+                found = await self._find(owner.session, owner.principal, send, request_id, remembered=False)
+                if found is None:
+                    return
+                if not isinstance(found, _Elsewhere):  # session ids are never reused: it cannot have come here
+                    await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
+                    return
+                await self._forward_to(found, message, body, receive, send)
         except StoreUnavailable as exc:
             await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
 
+    async def _forward_to(
+        self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
+    ) -> None:
+        """:meth:`_forward_post` once: raises :class:`Moved` (nothing sent) if a remembered owner is not the
+        session's any more, :class:`StoreUnavailable` if the message could not be sent."""
+        if "method" not in message or "id" not in message:
+            await self._peers.deliver(owner.replica, owner.session, body, owner.remembered)
+            await respond_empty(send, 202)  # durably in the owner's queue
+            return
+        request_id = request_id_of(message)
+        if request_id is None:
+            await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
+            return
+        opening = functools.partial(Open, owner.session, request_id, body)
+        async with self._peers.relay(owner.replica, owner.session, opening, owner.remembered) as stream:
+            rest = await self._respond_from(stream, owner.session, receive, send)
+            if rest is not None:
+                await rest
+
     async def _find(
-        self, session_id: str, headers: Headers, send: Send, request_id: RequestId | None
+        self,
+        session_id: str,
+        principal: str | None,
+        send: Send,
+        request_id: RequestId | None,
+        *,
+        remembered: bool = False,
     ) -> SessionTransport | _Elsewhere | None:
-        """The session with this id if it belongs to the user making the request: run here, or by another replica.
+        """The session with this id if it belongs to ``principal`` (the user making the request): run here, or by
+        another replica — with ``remembered``, as remembered from an earlier lookup if it was (see ``_owners``).
 
         Answers the request itself (404, or 503 when the shared state cannot be reached) and returns ``None`` if
         there is no such session for this user.
         """
         session = self._sessions.get(session_id)
         if session is not None:
-            if session.principal == headers.principal:
+            if session.principal == principal:
                 return session
         elif self._store.shared:
+            known = self._owners.get(session_id) if remembered else None
+            if known is not None and known.principal == principal:
+                self._remember(session_id, known)  # the most recently used last
+                return _Elsewhere(known.owner, session_id, principal, known)
             try:
                 record = await self._store.sessions.lookup(session_id)
                 if record is not None and record.owner != self._store.replica and not record.alive:
@@ -391,13 +436,22 @@ class HandshakeSessions:
             except StoreUnavailable as exc:
                 await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
                 return None
-            if record is not None and record.principal == headers.principal:
+            if record is not None and record.principal == principal:
                 if record.owner != self._store.replica:
-                    return _Elsewhere(record.owner, session_id, record.alive)
+                    if record.alive:
+                        self._remember(session_id, record)
+                    return _Elsewhere(record.owner, session_id, principal)
                 with suppress(StoreUnavailable):  # this replica does not run it any more: it is gone
                     await self._store.sessions.release(session_id)
         await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
         return None
+
+    def _remember(self, session_id: str, record: SessionRecord) -> None:
+        """Remember the owner of another replica's session (the least recently used is forgotten past a bound)."""
+        self._owners.pop(session_id, None)
+        self._owners[session_id] = record
+        if len(self._owners) > OWNERS_KEPT:
+            del self._owners[next(iter(self._owners))]
 
     async def _look_again(self, session_id: str, owner: str) -> SessionRecord | None:
         """The owner's lease had lapsed: look once more after a pause (the rule everywhere is two misses in a row,
@@ -616,7 +670,7 @@ class HandshakeSessions:
         if "text/event-stream" not in (headers.get("accept") or ""):
             await refuse(send, 406, None, INVALID_REQUEST, "Not acceptable: Accept must list text/event-stream")
             return
-        found = await self._find(session_id, headers, send, None)
+        found = await self._find(session_id, headers.principal, send, None)
         if found is None:
             return
         last = headers.get("last-event-id")
@@ -708,10 +762,11 @@ class HandshakeSessions:
         if session_id is None:
             await refuse(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
             return
-        found = await self._find(session_id, headers, send, None)
+        found = await self._find(session_id, headers.principal, send, None)
         if found is None:
             return
         if isinstance(found, _Elsewhere):
+            self._owners.pop(found.session, None)
             try:
                 await self._peers.end(found.replica, found.session)
             except StoreUnavailable as exc:

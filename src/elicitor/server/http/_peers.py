@@ -31,7 +31,7 @@ import anyio
 import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ...state import Backoff, Store, StoreUnavailable, Subscription, replica_channel
+from ...state import Backoff, SessionRecord, Store, StoreUnavailable, Subscription, replica_channel
 from ...types import RequestId
 from .._url import UrlComplete
 
@@ -95,6 +95,11 @@ class Closed(msgspec.Struct, tag="closed", frozen=True):
 PeerMessage = Deliver | Open | Attach | Detach | End | Opened | Item | Closed | UrlComplete
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(PeerMessage).decode
+
+
+class Moved(Exception):
+    """A message sent to the owner a replica remembered was not sent: the session ended, is not that principal's,
+    or its owner's lease lapsed. Look the session up again (nothing was sent)."""
 
 
 RELAY_DEPTH = 256
@@ -384,13 +389,27 @@ class Peers:
 
     # ---- the landing replica's end -------------------------------------------------------------------------
 
-    async def deliver(self, owner: str, session_id: str, body: bytes) -> None:
+    async def _forward(self, owner: str, session_id: str, message: PeerMessage, expected: SessionRecord | None) -> None:
+        """Put ``message`` in ``owner``'s queue; with ``expected`` (an owner remembered, not just looked up), only
+        if the directory still says so, checked in the same round trip.
+
+        Raises:
+            Moved: ``expected`` is no longer true (nothing was sent).
+            StoreUnavailable: the message could not be sent.
+        """
+        if expected is None:
+            await self._publish(owner, message)
+        elif not await self._store.forward(session_id, expected, _encode(message)):
+            raise Moved(session_id)
+
+    async def deliver(self, owner: str, session_id: str, body: bytes, expected: SessionRecord | None = None) -> None:
         """Forward a message that needs no answer stream: once this returns it is in the owner's queue.
 
         Raises:
+            Moved: ``expected`` is no longer true (see :meth:`_forward`; it was not delivered).
             StoreUnavailable: the message could not be sent (it was not delivered).
         """
-        await self._publish(owner, Deliver(session_id, body))
+        await self._forward(owner, session_id, Deliver(session_id, body), expected)
 
     async def end(self, owner: str, session_id: str) -> None:
         """Ask ``owner`` to end a session (in its queue once this returns). Raises :class:`StoreUnavailable`."""
@@ -398,7 +417,11 @@ class Peers:
 
     @asynccontextmanager
     async def relay(
-        self, owner: str, session_id: str, request: Callable[[str, str], Open | Attach]
+        self,
+        owner: str,
+        session_id: str,
+        request: Callable[[str, str], Open | Attach],
+        expected: SessionRecord | None = None,
     ) -> AsyncIterator[RemoteStream]:
         """Ask ``owner`` to pump a stream here; yields it.
 
@@ -406,6 +429,7 @@ class Peers:
         Leaving the block before the stream finished tells the owner to stop (the stream stays for a resume).
 
         Raises:
+            Moved: ``expected`` is no longer true (see :meth:`_forward`; nothing was sent, the block did not run).
             StoreUnavailable: the request could not be sent to the owner.
         """
         if not self.listening:
@@ -413,7 +437,7 @@ class Peers:
         token = secrets.token_hex(12)
         stream = self._relays[token] = RemoteStream(token)
         try:
-            await self._publish(owner, request(self.me, token))
+            await self._forward(owner, session_id, request(self.me, token), expected)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, owner, session_id, stream)
                 yield stream
