@@ -46,7 +46,7 @@ Why each operation is atomic, and one round trip:
   question asked twice at once on one connection gets one record, and a completion raced from two replicas
   succeeds once. ``get`` is one ``HGETALL``.
 * ``append`` is ``XADD`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``; ``read`` is ``XREAD BLOCK`` from the last offset,
-  with an ``XTRIM MINID`` before each read once a batch is handled (the acknowledgement).
+  with an ``XTRIM MINID`` pipelined before each read once a batch is handled (the acknowledgement: one round trip).
 * ``forward`` (the store's) is one script: the session's owner, principal and the owner's lease are checked and the
   message appended to the owner's queue in the same step, so a replica that remembers an owner sends to it in one
   round trip, and never to one that no longer runs the session.
@@ -662,7 +662,8 @@ class _Messages:
 class _QueueReader:
     """The messages of one queue (a Redis stream) after an offset: ``XREAD BLOCK`` in turns shorter than the socket
     timeout, so a dead connection is noticed within ``timeout``; each batch read is acknowledged (``XTRIM MINID``)
-    once handled, when the next read starts. Any failure ends the iteration: read again from the last offset."""
+    once handled, pipelined with the next read (one round trip for both). Any failure ends the iteration: read
+    again from the last offset."""
 
     def __init__(self, shared: _Shared, key: str, after: str) -> None:
         self._shared = shared
@@ -679,10 +680,14 @@ class _QueueReader:
         listener = self._shared.listener
         while not self._batch:
             try:
-                if self._trim:  # what was read before is handled: Redis may forget it
-                    await listener.xtrim(self._key, minid=self._last, approximate=False)
+                if self._trim:  # what was read before is handled: Redis may forget it (sent with the read)
+                    async with listener.pipeline(transaction=False) as pipe:
+                        pipe.xtrim(self._key, minid=self._last, approximate=False)
+                        pipe.xread({self._key: self._last}, count=256, block=self._block)
+                        _, found = await pipe.execute()
                     self._trim = False
-                found = await listener.xread({self._key: self._last}, count=256, block=self._block)
+                else:
+                    found = await listener.xread({self._key: self._last}, count=256, block=self._block)
             except _FAILURES:
                 raise StopAsyncIteration from None
             for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", found or []):
