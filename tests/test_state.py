@@ -246,6 +246,46 @@ async def test_forward_appends_only_while_the_session_is_as_expected(replicas: t
 
 
 @redis_only
+async def test_writes_of_one_turn_go_to_redis_together_each_with_its_own_outcome(redis_server: RedisServer) -> None:
+    """History writes and queue appends issued together (an owner keeping an event and relaying it; many sessions
+    at once) reach Redis in one transaction, one round trip; a write Redis refuses fails its caller alone."""
+    prefix = fresh_prefix()
+    async with replica(redis_server, prefix) as a, replica(redis_server, prefix) as b:
+        client = a._shared.client
+
+        async def transactions() -> int:
+            stats = await client.info("commandstats")
+            return int(stats.get("cmdstat_exec", {}).get("calls", 0))
+
+        before = await transactions()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.events.store, "k", 1, b"kept")
+            tg.start_soon(a.bus.append, "replica:r", b"relayed")
+            tg.start_soon(b.events.store, "k2", 1, b"another replica's")
+        assert await transactions() == before + 2  # a's two writes in one, b's on its own
+        assert await b.events.replay("k", 0) == [(1, b"kept")]
+        assert await a.events.replay("k2", 0) == [(1, b"another replica's")]
+        assert await client.xlen(a._shared.key("queue", "replica:r")) == 1
+
+        await client.set(a._shared.key("queue", "replica:broken"), "not a stream")
+        outcomes: dict[str, BaseException | None] = {}
+
+        async def attempt(name: str, write: Callable[[], Awaitable[None]]) -> None:
+            try:
+                await write()
+                outcomes[name] = None
+            except StoreUnavailable as exc:
+                outcomes[name] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(attempt, "refused", functools.partial(a.bus.append, "replica:broken", b"x"))
+            tg.start_soon(attempt, "fine", functools.partial(a.events.store, "k", 2, b"kept too"))
+        assert isinstance(outcomes["refused"], StoreUnavailable) and "WRONGTYPE" in str(outcomes["refused"])
+        assert outcomes["fine"] is None
+        assert await b.events.replay("k", 1) == [(2, b"kept too")]
+
+
+@redis_only
 async def test_forward_refuses_an_owner_whose_lease_lapsed(redis_server: RedisServer) -> None:
     """An owner that stopped (its lease dropped) or died (its lease expired) gets nothing forwarded: the sender
     looks the session up again and applies the liveness rule instead of writing to a queue nobody reads."""

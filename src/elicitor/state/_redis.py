@@ -40,7 +40,9 @@ Why each operation is atomic, and one round trip:
   half-written record, nor the principal of a former claim); ``release`` one script (``DEL``, ``SREM``); the
   heartbeat one script (lease, boot mark, count of claims).
 * ``store`` is ``ZADD`` + ``ZREMRANGEBYRANK`` + ``PEXPIRE`` in one ``MULTI``/``EXEC``: the bound and the expiry
-  apply with the write, and writes may land in any order. ``replay`` is one ``ZRANGEBYSCORE`` above ``after``
+  apply with the write, and writes may land in any order. The ``store`` and ``append`` calls made in one turn of
+  the event loop share that ``MULTI``/``EXEC`` (:class:`_Writes`): an owner keeping an event and relaying it, or
+  many sessions writing at once, cost one round trip. ``replay`` is one ``ZRANGEBYSCORE`` above ``after``
   (Redis filters and orders); ``discard`` one ``DEL``.
 * ``add``, ``find``, ``complete`` and ``forget_connection`` are Lua scripts: Redis runs a script alone, so a
   question asked twice at once on one connection gets one record, and a completion raced from two replicas
@@ -74,7 +76,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import replace
 from types import TracebackType
@@ -121,6 +123,67 @@ _SEALED = b"\x00s1"
 """What begins a sealed value (JSON and msgpack never begin with a NUL byte)."""
 
 
+class _Writes:
+    """Writes issued in the same turn of the event loop, sent to Redis as one ``MULTI``/``EXEC``: one round trip.
+
+    Why: on the handshake era's forwarded path, the owner of a session writes each event's history
+    (:meth:`RedisEventStore.store`) and, in the same turn, the relay of that stream appends the event to the
+    queue of the replica that relays it (:meth:`RedisBus.append`); sent apart, that is two round trips, each with
+    redis-py's own cost per call. Each write is a transaction of its own either way, so sending several in one
+    changes nothing a reader sees but the round trips; each caller gets its own outcome (a connection that fails
+    fails every write of the batch, as it would have failed each). A caller cancelled before the batch left sends
+    nothing; once it left, its write may have run, as any command that was sent.
+    """
+
+    def __init__(self, client: Redis) -> None:
+        self._client = client
+        self._pending: list[tuple[Callable[[Pipeline], int], asyncio.Future[None]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
+
+    async def run(self, write: Callable[[Pipeline], int]) -> None:
+        """Send ``write`` (which queues its commands on a pipeline and returns how many) with the writes issued
+        in this turn of the event loop; raises what Redis or the connection raised for it."""
+        loop = asyncio.get_running_loop()
+        if not self._pending:
+            loop.call_soon(self._flush)
+        future: asyncio.Future[None] = loop.create_future()
+        self._pending.append((write, future))
+        await future
+
+    def _flush(self) -> None:
+        batch = [(write, future) for write, future in self._pending if not future.done()]
+        self._pending = []
+        if batch:
+            task = asyncio.ensure_future(self._send(batch))
+            self._sending.add(task)  # held until done: the loop keeps only a weak reference to a task
+            task.add_done_callback(self._sending.discard)
+
+    async def _send(self, batch: list[tuple[Callable[[Pipeline], int], asyncio.Future[None]]]) -> None:
+        try:
+            async with self._client.pipeline(transaction=True) as pipe:
+                counts = [write(pipe) for write, _ in batch]
+                results = await pipe.execute(raise_on_error=False)
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        start = 0
+        for (_, future), count in zip(batch, counts, strict=True):
+            errors = [result for result in results[start : start + count] if isinstance(result, Exception)]
+            start += count
+            if future.done():
+                continue
+            if errors:
+                future.set_exception(errors[0])
+            else:
+                future.set_result(None)
+
+
 class _Shared:
     """What the ports of one store share: the clients, the key prefix, the error translation."""
 
@@ -132,6 +195,8 @@ class _Shared:
         self.prefix = prefix
         self.where = where
         self.timeout = timeout
+        self.writes = _Writes(client)
+        """Where the event history and the queues' appends are written (batched: see :class:`_Writes`)."""
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -359,12 +424,15 @@ class RedisEventStore:
     async def store(self, stream: str, sequence: int, message: bytes) -> None:
         """Keep ``message`` as event ``sequence``, dropping the oldest beyond the bound and renewing the TTL."""
         key = self._shared.key("events", stream)
+
+        def write(pipe: Pipeline) -> int:
+            pipe.zadd(key, {b"%d:%s" % (sequence, message): sequence})
+            pipe.zremrangebyrank(key, 0, -self._per_stream - 1)
+            pipe.pexpire(key, self._ttl)
+            return 3
+
         with self._shared.failing("storing an event"):
-            async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.zadd(key, {b"%d:%s" % (sequence, message): sequence})
-                pipe.zremrangebyrank(key, 0, -self._per_stream - 1)
-                pipe.pexpire(key, self._ttl)
-                await pipe.execute()
+            await self._shared.writes.run(write)
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
         """The kept events after sequence ``after``, oldest first (Redis filters: one ``ZRANGEBYSCORE``)."""
@@ -722,11 +790,15 @@ class RedisBus:
     async def append(self, queue: str, payload: bytes) -> None:
         """``XADD`` (capped at ``queue_limit`` entries) and renew the queue's TTL, in one round trip."""
         key = self._shared.key("queue", queue)
+        sealed = self._shared.seal(payload, key)
+
+        def write(pipe: Pipeline) -> int:
+            pipe.xadd(key, {b"m": sealed}, maxlen=self.queue_limit, approximate=True)
+            pipe.pexpire(key, self.queue_ttl)
+            return 2
+
         with self._shared.failing(f"sending on {queue!r}"):
-            async with self._shared.client.pipeline(transaction=True) as pipe:
-                pipe.xadd(key, {b"m": self._shared.seal(payload, key)}, maxlen=self.queue_limit, approximate=True)
-                pipe.pexpire(key, self.queue_ttl)
-                await pipe.execute()
+            await self._shared.writes.run(write)
 
     @asynccontextmanager
     async def read(self, queue: str, after: str) -> AsyncIterator[AsyncIterator[tuple[str, bytes]]]:
