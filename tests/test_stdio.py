@@ -249,3 +249,63 @@ async def test_prints_and_logs_of_a_stdio_server_go_to_stderr(
     assert logged.count("child output\n") == 2
     assert "no newline yet" in logged
     assert "-32700" not in logged and "unknown request id" not in logged  # the server was not answered noise
+
+
+async def test_a_message_costs_one_read_and_a_stream_reads_only_while_asked(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The readable callback reads the pipe itself: the woken receive never retries a read that finds the pipe
+    empty (EAGAIN), which a level-triggered selector caused once per message when the task read instead. And it
+    reads only while a receive waits: bytes nobody asked for stay in the pipe (backpressure)."""
+    import os
+
+    import anyio.lowlevel
+
+    from elicitor.transports import _stdio
+
+    empty_reads = 0
+    real_read = os.read
+
+    def read(fd: int, size: int) -> bytes:
+        nonlocal empty_reads
+        try:
+            return real_read(fd, size)
+        except BlockingIOError:
+            empty_reads += 1
+            raise
+
+    monkeypatch.setattr(os, "read", read)
+    inbound, peer = os.pipe()
+    _, outbound = os.pipe()
+    stream = _stdio.FdStream(inbound, outbound, max_message_size=1 << 16, own_fds=True)
+    got: list[bytes] = []
+    received = anyio.Event()
+
+    async def reader() -> None:  # the session's read loop: straight back to receive after each message
+        nonlocal received
+        while True:
+            message = await stream.receive()
+            assert isinstance(message, bytes)
+            got.append(message)
+            received.set()
+            received = anyio.Event()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            for n in range(50):  # one at a time, as a peer waiting on each answer sends them
+                for _ in range(5):  # the peer is another process: its next line comes after the reader settled
+                    await anyio.lowlevel.checkpoint()
+                event = received
+                os.write(peer, b'{"n": %d}\n' % n)
+                await event.wait()
+            tg.cancel_scope.cancel()
+    assert got == [b'{"n": %d}' % n for n in range(50)]
+    assert empty_reads <= 1  # the first receive, before the descriptor is watched
+
+    os.write(peer, b'{"n": "unread"}\n')
+    await anyio.sleep(0.05)  # loop passes while the descriptor is readable and no receive waits
+    assert not stream._ready
+    assert await stream.receive() == b'{"n": "unread"}'
+    await stream.aclose()
+    os.close(peer)
