@@ -364,7 +364,9 @@ def _serve(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {}
         if args.keep_alive is not None:
             if args.keep_alive < 1:
-                print("elicitor serve: --keep-alive must be a whole number of seconds, 1 or more", file=sys.stderr)
+                print(
+                    "elicitor serve: " + t("--keep-alive must be a whole number of seconds, 1 or more"), file=sys.stderr
+                )
                 return 2
             options["keep_alive"] = args.keep_alive
         if args.auth_issuer or args.auth_introspect:
