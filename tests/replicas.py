@@ -97,7 +97,11 @@ class Replicas:
         self.command = list(command)
         self.ports = [free_port() for _ in range(count)]
         self.folder = folder
-        self.env = {**os.environ, "ELICITOR_STATE_KEYS": keys, "PYTHONPATH": str(ROOT)}
+        self.env = {
+            **os.environ,
+            "ELICITOR_STATE_KEYS": keys,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
         if redis is not None:
             self.env["ELICITOR_REDIS_URL"] = redis
         self._processes: list[subprocess.Popen[bytes] | None] = [None] * count
