@@ -431,7 +431,21 @@ def _outcome(form: None, raw: JSONObject) -> Outcome[None]: ...
 
 
 def _outcome(form: Form[T] | None, raw: JSONObject) -> Outcome[T] | Outcome[None]:
-    """An ElicitResult as an outcome: a form's answer parsed into its type; URL mode (no form) carries no data."""
+    """An ElicitResult as an outcome: a form's answer parsed into its type; URL mode (no form) carries no data.
+
+    On 2026-07-28 a replayed round reads its answers from the sealed ``requestState``, which only a replica of this
+    deployment can have written; they are checked against the form again all the same, on purpose:
+
+    * The state keeps each answer as the client sent it, valid or not (only its action is checked on arrival). An
+      invalid one made this ``ctx.elicit`` raise ``InvalidAnswer`` when it came, and the replay must raise it at
+      the same point, so that the tool takes the same path (it may catch the error and ask something else).
+    * The form in the tool's hand may not be the one the answer was given for: a replica running a newer version
+      of the tool, with ``key=`` keeping the question's key, must not hand the tool data its form does not allow.
+    * Parsing is also what builds the value of the form's type; each run gets its own, as the first one did.
+
+    Checking depends on nothing but the form and the answer, so a replay gets the outcome the first run got, at
+    about a microsecond per answer.
+    """
     action = raw.get("action")
     if action == "accept":
         if form is None:
