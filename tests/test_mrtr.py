@@ -42,6 +42,19 @@ async def two_steps(ctx: Context) -> str:
     return f"{first.action}/{second.action}"
 
 
+waiting: list[int] = [0]
+"""Runs of ``questions`` alive: parked, or running."""
+
+
+@server.tool()
+async def questions(ctx: Context, n: int) -> int:
+    waiting[0] += 1
+    try:
+        return sum([isinstance(await ctx.elicit(f"Question {i}", NAME), Accepted) for i in range(n)])
+    finally:
+        waiting[0] -= 1
+
+
 @server.tool()
 async def ages(ctx: Context) -> str:
     outcome = await ctx.elicit("Age?", {"type": "object", "properties": {"age": {"type": "integer"}}})
@@ -170,6 +183,26 @@ async def test_rounds_on_different_connections_replay_from_the_sealed_state(anyi
         r3 = await call(a, "two_steps", inputResponses={"step2": {"action": "cancel"}}, requestState=r2["requestState"])
         assert r3["content"][0]["text"] == "accept/cancel"
     assert len(runs) == 3
+
+
+async def test_a_call_whose_rounds_go_from_replica_to_replica_leaves_one_run_parked_on_each(anyio_backend: str) -> None:
+    """Each round that lands where the call's run is not parked replays it there and parks the new run; the run it
+    left behind on the other connection is replaced when the call comes back, instead of waiting out its time."""
+    answer = {"action": "accept", "content": {"name": "a"}}
+    async with raw() as a, raw() as b:
+        result = await call(a, "questions", arguments={"n": 8})
+        for number in range(1, 9):
+            (key,) = result["inputRequests"]
+            result = await call(
+                (a, b)[number % 2], "questions", arguments={"n": 8}, inputResponses={key: answer},
+                requestState=result["requestState"],
+            )  # fmt: skip
+        assert result["content"][0]["text"] == "8"
+        with anyio.fail_after(30):  # a replaced run ends once it is cancelled (generous: a loaded machine)
+            while waiting[0] > 1:
+                await anyio.sleep(0.01)
+        assert waiting[0] == 1  # the run parked on the connection that did not serve the last round
+    assert waiting[0] == 0
 
 
 async def test_retrying_the_same_round_twice(anyio_backend: str) -> None:

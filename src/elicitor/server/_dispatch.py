@@ -537,7 +537,7 @@ class ServerSession:
             fresh = {}
         if not isinstance(fresh, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-        run = self.parked.claim(state.get("r"), state.get("n")) if self.parked is not None else None
+        run = self.parked.claim(state.get("r"), state.get("n"), state.get("c")) if self.parked is not None else None
         if _telemetry.state.on:
             from ..telemetry import _hooks
 
@@ -552,7 +552,7 @@ class ServerSession:
             # Stateless path: replay the handler with every answer the sealed state carries.
             asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
             ctx = self._context(request, meta, notify, token, asker)
-            run = Run(functools.partial(invoke, ctx), asker, ctx)
+            run = Run(functools.partial(invoke, ctx), asker, ctx, state.get("c"))
             if self.parked is None:
                 return await self._one_round(run, binding)
             self.parked.start(run)
@@ -585,7 +585,7 @@ class ServerSession:
             run.cancel()  # the task replays the tool from the answers so far, wherever it runs
             assert escalate is not None
             return await escalate(run.asker.answers.pack(), run.asker.memo)
-        sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round}
+        sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round, "c": run.call}
         token_out = self.server.sealer.seal(sealed, binding, compress=("a",))  # "a": the client's answers
         if parked is not None:
             parked.park(run)

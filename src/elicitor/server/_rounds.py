@@ -10,6 +10,10 @@ Design (docs/architecture.md, "One ctx.elicit, every revision"):
   id and the expected round number resumes the run in place — each round costs O(1) instead of a replay of every
   earlier question. Parking is a cache, never a requirement: evicted, expired, restarted or on another replica,
   the retry replays.
+* **One parked run per call.** A retry that lands on another replica replays the call there and parks the new run;
+  the one it left behind would wait out its time to live, and a long call whose rounds go round three replicas
+  would leave one per round. Every run of a call carries the call's id (sealed into the state from its first round
+  on), and parking a run replaces whatever run of the same call was parked before it: a replica keeps at most one.
 * **One round for questions asked together.** Once some question is pending, the driver lets the handler's other
   branches run until no new question has appeared for a few scheduler ticks, so questions awaited concurrently
   (``asyncio.gather``, a task group) go out in the same ``input_required`` result. A branch that waits on real
@@ -200,8 +204,12 @@ class Escalate:
 class Run:
     """One handler invocation on the 2026-07-28 path, alive across rounds while parked."""
 
-    def __init__(self, invoke: Callable[[], Awaitable[JSONObject]], asker: RoundAsker, context: Any) -> None:
+    def __init__(
+        self, invoke: Callable[[], Awaitable[JSONObject]], asker: RoundAsker, context: Any, call: object = None
+    ) -> None:
         self.id = os.urandom(12).hex()
+        self.call = call if isinstance(call, str) and len(call) == 24 else self.id
+        """The call this run serves: the id of its first run, carried from round to round in the sealed state."""
         self.round = 0
         self.asker = asker
         self.context = context
@@ -266,6 +274,8 @@ class ParkedRuns:
         self._limit = limit
         self._ttl = ttl
         self._runs: OrderedDict[str, tuple[float, Run]] = OrderedDict()
+        self._calls: dict[str, str] = {}
+        """The parked run of each call, by call id."""
         self._sweeping = False
         _telemetry.refresh()
         _telemetry.track_parked(self)
@@ -279,18 +289,22 @@ class ParkedRuns:
         self._tg.start_soon(run.main)
 
     def park(self, run: Run) -> None:
-        """Keep ``run`` for its next round; with a limit of 0 nothing is kept (every retry replays)."""
+        """Keep ``run`` for its next round, instead of any run of the same call parked before; with a limit of 0
+        nothing is kept (every retry replays)."""
         if self._limit <= 0:
             run.cancel()
             return
+        earlier = self._calls.get(run.call)
+        if earlier is not None and earlier != run.id:
+            self._drop(earlier)  # the call went on elsewhere: this replica's older run of it cannot be resumed
         now = time.monotonic()
         while self._runs:
-            oldest_id, (since, oldest) = next(iter(self._runs.items()))
+            oldest_id, (since, _) = next(iter(self._runs.items()))
             if len(self._runs) < self._limit and now - since < self._ttl:
                 break
-            del self._runs[oldest_id]
-            oldest.cancel()
+            self._drop(oldest_id)
         self._runs[run.id] = (now, run)
+        self._calls[run.call] = run.id
         if not self._sweeping:
             self._sweeping = True
             self._tg.start_soon(self._sweep)
@@ -299,29 +313,47 @@ class ParkedRuns:
         """Cancel runs whose time is up, oldest first (the table is in parking order), until none is parked."""
         try:
             while self._runs:
-                run_id, (since, run) = next(iter(self._runs.items()))
+                run_id, (since, _) = next(iter(self._runs.items()))
                 remaining = since + self._ttl - time.monotonic()
                 if remaining > 0:
                     await anyio.sleep(remaining)
                     continue  # the oldest may have been claimed meanwhile: look again
-                del self._runs[run_id]
-                run.cancel()
+                self._drop(run_id)
         finally:
             self._sweeping = False
 
-    def claim(self, run_id: object, round_number: object) -> Run | None:
+    def _drop(self, run_id: str) -> None:
+        """Cancel the parked run ``run_id`` and forget it."""
+        _, run = self._runs.pop(run_id)
+        self._release(run)
+        run.cancel()
+
+    def _release(self, run: Run) -> None:
+        if self._calls.get(run.call) == run.id:
+            del self._calls[run.call]
+
+    def claim(self, run_id: object, round_number: object, call: object = None) -> Run | None:
         """Take the parked run ``run_id`` if it waits for round ``round_number``; it is no longer parked.
 
         A retry of an older round (the client sent the same state twice) leaves the run parked: that retry
-        replays, and the run stays available to the retry of its current round.
+        replays, and the run stays available to the retry of its current round. A round of ``call`` from a run
+        parked elsewhere (the call went on on another replica) ends the run of that call parked here, if any: the
+        client holds a state this run never produced, most likely a later one (at worst, a retry of this run's
+        round replays).
         """
         if not isinstance(run_id, str):
             return None
         entry = self._runs.get(run_id)
-        if entry is None or entry[1].round != round_number:
+        if entry is None:
+            stale = self._calls.get(call) if isinstance(call, str) else None
+            if stale is not None:
+                self._drop(stale)
+            return None
+        if entry[1].round != round_number:
             return None
         del self._runs[run_id]
         since, run = entry
+        self._release(run)
         if time.monotonic() - since >= self._ttl:
             run.cancel()
             return None
