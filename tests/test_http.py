@@ -387,6 +387,48 @@ async def test_a_client_leaving_an_sse_response_frees_its_stream_and_nothing_is_
         assert data == [{"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "hello Di"}]}}]
 
 
+async def test_an_sse_response_whose_server_cannot_say_any_more_ends_cleanly_and_frees_its_stream(
+    anyio_backend: str,
+) -> None:
+    """An ASGI server whose ``receive()`` fails while a response waits is taken as the client leaving: the response
+    ends as any other does (the client reads it to its end) and the stream is free for a resume."""
+    app = server.http_app()
+
+    async def failing_receive_once_read(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        reads = 0
+
+        async def receive_then_fail() -> dict[str, Any]:
+            nonlocal reads
+            reads += 1
+            if reads > 1:  # the body is read: what the response waits on fails
+                raise RuntimeError("the server cannot say any more")
+            return dict(await receive())
+
+        await app(scope, receive_then_fail, send)
+
+    async with (
+        serving(failing_receive_once_read) as url,
+        httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http,
+    ):
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        data = []
+        with anyio.fail_after(30):
+            async with http.stream(
+                "POST", "/mcp", content=rpc("tools/call", {"name": "greet"}, id=9), headers=headers
+            ) as r:
+                async for line in r.aiter_lines():  # read to the end: a response cut short would raise here
+                    data.append(line)
+        assert any(line.startswith("data: {") for line in data)
+        stream = app._handshake._sessions[session].streams[9]
+        with anyio.fail_after(10):
+            while stream.attached:
+                await anyio.sleep(0.02)
+
+
 async def test_client_starts_a_new_session_when_the_server_forgot_it(anyio_backend: str) -> None:
     app = server.http_app()
     handler = ScriptedHandler(otherwise={"name": "Eve"})

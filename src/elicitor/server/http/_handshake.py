@@ -579,6 +579,8 @@ class HandshakeSessions:
                                 if listening.woken():
                                     continue
                                 raise
+                            except Exception:  # the server cannot tell us any more: as if the client left
+                                gone = True
                             finally:
                                 listening.waiting = False
                             if gone:
