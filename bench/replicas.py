@@ -26,7 +26,8 @@ calls of ``--short`` each: what a typical call meets, as a replayed round costs 
 it): its p50 is the latency of one elicitation on an idle deployment, and its difference between (2) and (1) is what
 the Redis path adds to each elicitation; between (3) and (2), what the durable path across replicas adds (two
 requests in three land on a replica that does not hold the conversation: on the handshake era forwarded through the
-owner's Redis queue, on 2026-07-28 replayed from ``requestState``). CPU time per elicitation is read from ``/proc``
+owner's Redis queue; on 2026-07-28 every round of one session alone, as round robin never sends it where the round
+before went, replayed from ``requestState``). CPU time per elicitation is read from ``/proc``
 for every process of the deployment (the replicas, nginx's master and workers, redis-server), for this process (the
 clients) and for the whole machine (``others`` is what the rest of the machine used meanwhile: the noise); in the
 runs of one session alone, for the replicas. Redis commands per elicitation (INFO commandstats deltas; what a script
@@ -467,8 +468,8 @@ def report_era(
     print(
         "  Durable path across replicas, (3) - (2), run by run: one session p50 "
         f"{summary(across, 2)} ms/elicitation in calls of {single}, {summary(across_short, 2)} ms in calls of "
-        f"{short} (two requests in three land on a replica that does not hold the "
-        "conversation: forwarded through the owner's Redis queue, or replayed from requestState)"
+        f"{short} (requests that land on a replica that does not hold the conversation: forwarded through the "
+        "owner's Redis queue, or replayed from requestState)"
     )
     ratio_redis = [s.rate / r.rate for s, r in zip(scaled, redis, strict=True)]
     ratio_memory = [s.rate / m.rate for s, m in zip(scaled, memory, strict=True)]
