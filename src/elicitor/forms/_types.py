@@ -117,8 +117,14 @@ def _object_form(spec: Any, rows: list[_Row], construct: Callable[[dict[str, Any
         if _marker(hint).not_secret:
             allow_secret.add(name)
 
+    converting = [(name, convert) for name, convert in converters.items() if convert is not _identity]
+
     def build(data: dict[str, Any]) -> Any:
-        return construct({k: converters[k](v) for k, v in data.items()})
+        """The value of ``spec`` from validated content (a dict of its own, which this converts in place)."""
+        for name, convert in converting:
+            if name in data:
+                data[name] = convert(data[name])
+        return construct(data)
 
     try:
         return Form(tuple(fields), build, allow_secret=frozenset(allow_secret))
