@@ -222,6 +222,8 @@ class Sample:
     """CPU µs per elicitation by component (replicas, nginx, redis, client, others)."""
     commands: dict[str, float] = field(default_factory=dict)
     """Redis commands per elicitation, by name (the bench's own INFO left out): unlike time, load does not move it."""
+    alone_commands: dict[str, float] = field(default_factory=dict)
+    """The same for one session alone (calls of ``--single``): nothing to share a transaction with."""
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -277,7 +279,7 @@ async def measure(running: Running, protocol: str, sessions: int, n: int, single
     ours = sum(value for name, value in used.items() if name != "machine")
     cpu = {name: value / total * 1e6 for name, value in used.items() if name != "machine"}
     cpu["others"] = max(0.0, used["machine"] - ours) / total * 1e6
-    _, alone, alone_used, _ = await calls(running, protocol, 1, single)
+    _, alone, alone_used, alone_ran = await calls(running, protocol, 1, single)
     _, brief, brief_used, _ = await calls(running, protocol, 1, short, repeat=max(1, single // short))
     return Sample(
         rate=total / elapsed,
@@ -288,6 +290,7 @@ async def measure(running: Running, protocol: str, sessions: int, n: int, single
         alone_cpu=(alone_used["replicas"] / len(alone) * 1e6, brief_used["replicas"] / len(brief) * 1e6),
         cpu=cpu,
         commands={name: count / total for name, count in ran.items()},
+        alone_commands={name: count / len(alone) for name, count in alone_ran.items()},
     )
 
 
@@ -442,15 +445,19 @@ def report_era(
         each = [summary([s.alone_cpu[i] for s in runs], 0) for i in (0, 1)]
         print(f"  {setup.label:30} {each[0]}, {each[1]}")
     print("  Redis commands per elicitation (medians; MULTI and EXEC count as commands):")
-    for setup, runs in samples.items():
-        if runs[0].commands:
-            names = sorted({name for s in runs for name in s.commands})
-            each = {name: statistics.median([s.commands.get(name, 0.0) for s in runs]) for name in names}
-            total = statistics.median([sum(s.commands.values()) for s in runs])
+    for alone in (False, True):  # the sessions at once, then one session alone (nothing to share a transaction with)
+        for setup, runs in samples.items():
+            if not runs[0].commands:
+                continue
+            figures = [s.alone_commands if alone else s.commands for s in runs]
+            names = sorted({name for counts in figures for name in counts})
+            each = {name: statistics.median([counts.get(name, 0.0) for counts in figures]) for name in names}
+            total = statistics.median([sum(counts.values()) for counts in figures])
             parts = [
                 f"{name} {count:.2f}" for name, count in sorted(each.items(), key=lambda x: -x[1]) if count >= 0.01
             ]
-            print(f"  {setup.label:30} {total:.2f}: " + (", ".join(parts) or "(the bench's own only)"))
+            label = f"{setup.label[:3]} one session alone" if alone else setup.label
+            print(f"  {label:30} {total:.2f}: " + (", ".join(parts) or "(the bench's own only)"))
     memory, redis, scaled = (samples[setup] for setup in SETUPS)
 
     def differences(metric: Callable[[Sample], float]) -> list[float]:
