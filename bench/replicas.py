@@ -143,7 +143,12 @@ class Running:
         self.setup = setup
         self.deployed = deployed
         self.url = deployed.nginx.url
-        master = int((deployed.nginx.folder / "logs" / "nginx.pid").read_text())
+        pid_file = deployed.nginx.folder / "logs" / "nginx.pid"
+        for _ in range(600):  # nginx may write it a moment after it listens (a loaded machine: seconds)
+            if pid_file.exists() and pid_file.read_text().strip():
+                break
+            time.sleep(0.05)
+        master = int(pid_file.read_text())
         self.nginx = [master, *children(master)]
         self.redis_pid: int | None = None
         self._redis: Redis | None = None
