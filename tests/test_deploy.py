@@ -163,8 +163,26 @@ def test_keep_alive_sets_how_long_an_idle_connection_stays_open() -> None:
             with connection:
 
                 def answered() -> bytes:
+                    """Send the request and read its whole response (head, then Content-Length bytes of body)."""
                     connection.sendall(request)
-                    return connection.recv(65536)
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        chunk = connection.recv(65536)
+                        if not chunk:
+                            return data  # closed: the caller sees no response
+                        data += chunk
+                    head, _, body = data.partition(b"\r\n\r\n")
+                    length = next(
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    )
+                    while len(body) < length:
+                        chunk = connection.recv(65536)
+                        if not chunk:
+                            break
+                        body += chunk
+                    return head + b"\r\n\r\n" + body
 
                 assert answered().startswith(b"HTTP/1.1 200")
                 time.sleep(6.5)  # idle past the default: with it, the replica would have closed the connection
