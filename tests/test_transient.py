@@ -166,21 +166,27 @@ async def test_a_client_following_a_task_rides_out_a_store_away_longer_than_an_i
 
 @needs_redis
 async def test_a_request_refused_with_503_while_the_store_is_away_says_it_is_retryable_in_its_body_too(
-    anyio_backend: str, redis: RedisServer
+    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Refused before it reached a session (the store cannot say which replica runs it): 503 with ``Retry-After``,
     and the JSON-RPC error in the body carries the same mark a handler's retryable error does, for a client that
-    reads only the error."""
+    reads only the error. The store's address stays in the server's log (WARNING, with the reference the client
+    gets), never in the answer."""
     import httpx2 as httpx
 
+    caplog.set_level(logging.WARNING)
     async with shop(redis) as (_, url), httpx.AsyncClient(timeout=30) as http:
         redis.stop()
         headers = {"mcp-session-id": "elsewhere", "accept": "application/json, text/event-stream"}
         response = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
     assert response.status_code == 503 and response.headers["retry-after"] == "1"
     error = response.json()["error"]
+    reference = error["data"].pop("reference")
     assert error["data"] == {"retryable": True, "retryAfter": 1}
     assert JSONRPCError(error["code"], error["message"], error["data"]).retryable
+    assert str(redis.port) not in response.text and "Redis" not in response.text
+    logged = [r for r in caplog.records if reference in r.getMessage()]
+    assert [r.levelno for r in logged] == [logging.WARNING] and str(redis.port) in logged[0].getMessage()
 
 
 async def test_a_tool_that_meets_a_service_away_is_answered_retryable_and_never_called_again(

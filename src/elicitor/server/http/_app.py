@@ -238,7 +238,13 @@ class HttpApp:
         if self._auth is not None and not await self._authorize(headers, send):
             return
         if self._failed is not None:
-            await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: this replica failed ({self._failed})")
+            await refuse(
+                send,
+                503,
+                None,
+                INTERNAL_ERROR,
+                "Service unavailable: this replica failed; its log and /healthz say why",
+            )
             return
         method = scope["method"]
         if method == "POST":

@@ -7,6 +7,8 @@ learns what was wrong from the response alone.
 from __future__ import annotations
 
 import asyncio
+import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
@@ -18,7 +20,9 @@ import msgspec
 from ..._loop import running_asyncio_loop
 from ...protocol import decode_json as decode_json
 from ...protocol import error_reply
-from ...types import JSONObject, RequestId
+from ...types import INTERNAL_ERROR, JSONObject, RequestId
+
+logger = logging.getLogger("elicitor.http")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -115,7 +119,14 @@ async def respond_json(send: Send, status: int, body: bytes, *, extra: list[tupl
 
 
 async def refuse(
-    send: Send, status: int, request_id: RequestId | None, code: int, message: str, *, allow: bool = False
+    send: Send,
+    status: int,
+    request_id: RequestId | None,
+    code: int,
+    message: str,
+    *,
+    allow: bool = False,
+    reference: str | None = None,
 ) -> None:
     """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds),
     in the body too (``data.retryable``, ``data.retryAfter``), as a handler's retryable error does: a client that
@@ -126,7 +137,21 @@ async def refuse(
     if status == 503:
         extra = RETRY_AFTER
         data = {"retryable": True, "retryAfter": RETRY_AFTER_SECONDS}
+        if reference is not None:
+            data["reference"] = reference
     await respond_json(send, status, error_reply(request_id, code, message, data), extra=extra)
+
+
+async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: BaseException, doing: str) -> None:
+    """Answer 503 (``Retry-After``) for a store that cannot be reached while ``doing`` (nothing ran).
+
+    The exception's text names the store's address: it goes to this server's log (WARNING, no traceback: the
+    store was away, nothing is wrong with the code) with a reference the client's error carries, never to the client.
+    """
+    reference = secrets.token_hex(6)
+    logger.warning("%s: the shared state could not be reached (reference %s): %s", doing, reference, exc)
+    message = f"Service unavailable: the shared state cannot be reached now; retry (reference {reference})"
+    await refuse(send, 503, request_id, INTERNAL_ERROR, message, reference=reference)
 
 
 RETRY_AFTER_SECONDS = 1

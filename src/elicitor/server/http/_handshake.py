@@ -34,7 +34,7 @@ from ..._loop import running_asyncio_loop
 from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
 from ...transports._sse import encode_event, parse_event_id, priming_event
-from ...types import HANDSHAKE_REVISIONS, INTERNAL_ERROR, INVALID_REQUEST, STATELESS_REVISIONS, JSONObject, RequestId
+from ...types import HANDSHAKE_REVISIONS, INVALID_REQUEST, STATELESS_REVISIONS, JSONObject, RequestId
 from ._asgi import (
     SSE_HEADERS,
     Headers,
@@ -42,6 +42,7 @@ from ._asgi import (
     Receive,
     Send,
     refuse,
+    refuse_unavailable,
     request_id_of,
     respond_empty,
     respond_json,
@@ -330,7 +331,7 @@ class HandshakeSessions:
             try:
                 session = await self._create_session(headers.principal)
             except StoreUnavailable as exc:
-                await refuse(send, 503, request_id_of(message), INTERNAL_ERROR, f"Service unavailable: {exc}")
+                await refuse_unavailable(send, request_id_of(message), exc, "POST")
                 return None
             if session is None:
                 await refuse(send, 503, request_id_of(message), INVALID_REQUEST, "Too many sessions; try again later")
@@ -384,7 +385,7 @@ class HandshakeSessions:
                     return
                 await self._forward_to(found, message, body, receive, send)
         except StoreUnavailable as exc:
-            await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
+            await refuse_unavailable(send, request_id, exc, "forwarding a POST")
 
     async def _forward_to(
         self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
@@ -434,7 +435,7 @@ class HandshakeSessions:
                 if record is not None and record.owner != self._store.replica and not record.alive:
                     record = await self._look_again(session_id, record.owner)
             except StoreUnavailable as exc:
-                await refuse(send, 503, request_id, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                await refuse_unavailable(send, request_id, exc, "finding a session")
                 return None
             if record is not None and record.principal == principal:
                 if record.owner != self._store.replica:
@@ -686,7 +687,7 @@ class HandshakeSessions:
             try:
                 await self._relay_get(found, attaching, after, last, receive, send)
             except StoreUnavailable as exc:
-                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                await refuse_unavailable(send, None, exc, "GET")
             return
         await self._serve_get(found, parsed, last, receive, send)
 
@@ -735,7 +736,7 @@ class HandshakeSessions:
             try:
                 history = await self._events.replay(stream.key, delivered)
             except StoreUnavailable as exc:
-                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                await refuse_unavailable(send, None, exc, "resuming a stream")
                 return
             if claim.superseded:  # a newer resume came while this one read the history: that one delivers
                 await refuse(send, 409, None, INVALID_REQUEST, "Conflict: a newer resume of that stream delivers it")
@@ -772,7 +773,7 @@ class HandshakeSessions:
             try:
                 await self._peers.end(found.replica, found.session)
             except StoreUnavailable as exc:
-                await refuse(send, 503, None, INTERNAL_ERROR, f"Service unavailable: {exc}")
+                await refuse_unavailable(send, None, exc, "DELETE")
                 return
         else:
             await self._end(found)
