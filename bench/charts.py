@@ -89,7 +89,7 @@ def throughput_and_cpu(run: dict[str, Any]) -> None:
 
 def memory(run: dict[str, Any]) -> None:
     scenarios = run["scenarios"]
-    rows = [(title, s) for title, s in scenarios.items() if s["unit"] == "KiB" and "elicitor" in s]
+    rows = [(title, s) for title, s in scenarios.items() if s["unit"] == "KiB" and "elicitor" in s and "official" in s]
     if not rows:
         return
     labels = ["stdio" if "stdio" in title else "HTTP" for title, _ in rows]
