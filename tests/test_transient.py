@@ -65,11 +65,13 @@ class Colour:
 
 @asynccontextmanager
 async def shop(redis: RedisServer) -> AsyncIterator[tuple[Server, str]]:
-    """A server keeping its tasks in ``redis``, served over HTTP; yields it and its URL."""
+    """A server keeping its tasks in ``redis``, served over HTTP; yields it and its URL. Its ``answers`` are those
+    its surveys went on with."""
     store = RedisStore(redis.url, prefix=f"transient-{secrets.token_hex(4)}:", timeout=2.0)
     keys = StateSealer([generate_key()])
     server = Server("transient", "1.0.0", store=store, state=keys, task_poll_interval=0.05)
     server.go = anyio.Event()  # type: ignore[attr-defined]
+    server.answers = []  # type: ignore[attr-defined]
 
     @server.tool(task="required")
     async def wait_for_go() -> str:
@@ -79,7 +81,12 @@ async def shop(redis: RedisServer) -> AsyncIterator[tuple[Server, str]]:
     @server.tool(task="required")
     async def survey(ctx: Context) -> str:
         answer = await ctx.elicit("Favourite colour?", Colour)
+        server.answers.append(answer)  # type: ignore[attr-defined]
         return f"likes {answer.data.name if isinstance(answer, Accepted) else '-'}"
+
+    @server.tool()
+    async def survey_now(ctx: Context) -> str:
+        return await survey(ctx)
 
     try:
         async with serving(server.http_app()) as url:
@@ -227,3 +234,85 @@ def test_a_store_away_is_a_passing_failure_and_an_error_says_whether_it_is() -> 
     assert marked.retryable and marked.retry_after == 2.0
     for odd in (-1, "2", True, float("inf"), None):
         assert JSONRPCError(INTERNAL_ERROR, "x", {"retryable": True, "retryAfter": odd}).retry_after is None
+
+
+@needs_redis
+async def test_an_answer_given_while_the_store_is_away_is_used_and_the_person_is_asked_once(
+    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """2025-11-25: the person answers a task's question (shown on ``tasks/result``'s stream) just as the store goes
+    away. The answer is neither lost nor asked for again: once the store is back, the task ends with it."""
+    caplog.set_level(logging.INFO, logger="elicitor")
+    shown, answer = anyio.Event(), anyio.Event()
+    asked: list[str] = []
+
+    async def person(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        shown.set()
+        await answer.wait()
+        return Accepted({"name": "blue" if len(asked) == 1 else "asked again"})
+
+    async with shop(redis) as (server, url), Client.http(url, protocol=HANDSHAKE, elicitation=person) as client:
+        handle = await client.start_tool("survey")
+        async with anyio.create_task_group() as tg:
+            result: list[str] = []
+
+            async def follow() -> None:
+                result.append((await handle.wait()).text)
+
+            tg.start_soon(follow)
+            with anyio.fail_after(30):
+                await shown.wait()
+            redis.stop()
+            answer.set()  # reaches the server, which then fails to read the task: the store is away
+            with anyio.fail_after(60):
+                while len(transient(caplog)) < 2:
+                    await anyio.sleep(0.05)
+            redis.start()
+            with anyio.fail_after(60):
+                while not result:
+                    await anyio.sleep(0.05)
+    assert result == ["likes blue"]
+    assert asked == ["Favourite colour?"]
+    assert server.answers == [Accepted(Colour("blue"))]  # type: ignore[attr-defined]
+
+
+@needs_redis
+async def test_an_answer_to_a_plain_call_given_while_the_store_is_away_is_used_and_the_person_is_asked_once(
+    anyio_backend: str, redis: RedisServer
+) -> None:
+    """2025-11-25, no task: the question waits in the session that asked it, in this replica, and the answer's POST
+    reaches it there without the store. (A replica that had to look the session up in the store would refuse the
+    POST with 503, and the client would send it again.)"""
+    shown, answer = anyio.Event(), anyio.Event()
+    asked: list[str] = []
+
+    async def person(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        shown.set()
+        await answer.wait()
+        return Accepted({"name": "blue" if len(asked) == 1 else "asked again"})
+
+    result: list[str] = []
+    async with (
+        shop(redis) as (server, url),
+        Client.http(url, protocol=HANDSHAKE, elicitation=person) as client,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def call() -> None:
+            result.append((await client.call_tool("survey_now")).text)
+
+        tg.start_soon(call)
+        with anyio.fail_after(30):
+            await shown.wait()
+        redis.stop()
+        answer.set()
+        await anyio.sleep(1.5)  # the store stays away a moment after the answer (longer than a Retry-After)
+        redis.start()
+        with anyio.fail_after(60):
+            while not result:
+                await anyio.sleep(0.05)
+    assert result == ["likes blue"]
+    assert asked == ["Favourite colour?"]
+    assert server.answers == [Accepted(Colour("blue"))]  # type: ignore[attr-defined]

@@ -48,7 +48,7 @@ from ..types import (
     RequestId,
     is_stateless,
 )
-from ._journal import Apply, change
+from ._journal import Apply, Change, change, patient
 from ._rounds import AnswerBook, usable_response
 from ._task_runs import TaskRuns, ToolRunner
 from ._task_wire import (
@@ -86,6 +86,8 @@ class TaskEngine:
         self.poll_interval = poll_interval
         self._changes: dict[str, anyio.Event] = {}
         """Set when a task's record changes in this replica (``tasks/result`` waits on it, polling besides)."""
+        self._delivering: set[tuple[str, str]] = set()
+        """(task id, question key): answers that came on a ``tasks/result`` stream, being written to the record."""
         self.runs = TaskRuns(server, self._change, max_parked=max_parked)
         """The runs of tasks in this replica."""
         self.subscription = Subscription("tasks")
@@ -197,7 +199,7 @@ class TaskEngine:
             responses = params.get("inputResponses")
             if not isinstance(responses, dict):
                 raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-            await self._answer(session, record, responses, tg)
+            await self._answer(session, record.id, responses, tg)
             return _traced(record, {"resultType": "complete"})
         await self._cancel(record)
         return _traced(record, {"resultType": "complete"})
@@ -245,7 +247,7 @@ class TaskEngine:
                 if record.status == "working" and not self._runs_here(record):
                     record = await self._take_over(session, record, tg)
                 for key, ask in record.asks.items():
-                    if key not in asking and isinstance(ask, dict):
+                    if key not in asking and (task_id, key) not in self._delivering and isinstance(ask, dict):
                         asking.add(key)
                         questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
                 changed = self._changes.setdefault(task_id, anyio.Event())
@@ -294,9 +296,23 @@ class TaskEngine:
         except TimeoutError as exc:  # Server(elicitation_timeout): the client was told (notifications/cancelled)
             logger.info("task %s: question %s unanswered: %s", task_id, key, exc)
             answer = {"action": "cancel"} if method == "elicitation/create" else {}
-        record = await self._registry.get(task_id)
-        if record is not None:
-            await self._answer(session, record, {key: answer}, tg)
+        self._delivering.add((task_id, key))
+        tg.start_soon(self._deliver, session, task_id, key, answer, tg)
+
+    async def _deliver(
+        self, session: ServerSession, task_id: str, key: str, answer: JSONValue, tg: anyio.abc.TaskGroup
+    ) -> None:
+        """Write an answer that came on a ``tasks/result`` stream into the task's record, waiting for the store to
+        come back if it is away (:func:`~._journal.patient`). It runs in the connection's task group, not the
+        request's: a ``tasks/result`` that fails meanwhile (its own read of the record met the store away) must not
+        take the answer with it. Until it is written, ``tasks/result`` does not ask the question again."""
+        try:
+            await self._answer(session, task_id, {key: answer}, tg, write=patient(self._change))
+        except Exception as exc:  # the store stayed away past the patience: the question is asked again
+            logger.warning("task %s: could not record the answer to question %s (%s)", task_id, key, exc)
+        finally:
+            self._delivering.discard((task_id, key))
+            self._changes.pop(task_id, anyio.Event()).set()
 
     async def _own(self, task_id: str, meta: RequestMeta, connection: str | None = None) -> TaskRecord:
         """The record, if it exists and belongs to this caller; another user's task reads as unknown."""
@@ -307,9 +323,16 @@ class TaskEngine:
         return record
 
     async def _answer(
-        self, session: ServerSession, record: TaskRecord, responses: JSONObject, tg: anyio.abc.TaskGroup
+        self,
+        session: ServerSession,
+        task_id: str,
+        responses: JSONObject,
+        tg: anyio.abc.TaskGroup,
+        *,
+        write: Change | None = None,
     ) -> None:
-        """Record the answers to open questions (others are ignored, as the spec asks); resume once none is open."""
+        """Record the answers to open questions (others are ignored, as the spec asks); resume once none is open.
+        ``write``: how the record is changed (by default :meth:`_change`, once)."""
 
         def apply(current: TaskRecord) -> TaskRecord | None:
             if current.status != "input_required":
@@ -331,7 +354,7 @@ class TaskEngine:
                 updated=time.time(), message=None if status == "working" else current.message,
             )  # fmt: skip
 
-        changed = await self._change(record.id, apply)
+        changed = await (write or self._change)(task_id, apply)
         if changed is not None and changed.status == "working":
             await self._resume(session, changed, tg)
 
