@@ -30,6 +30,7 @@ from elicitor import (
     TemporarilyUnavailable,
 )
 from elicitor.client import _tasks
+from elicitor.server import _tasks as server_tasks
 from elicitor.server import generate_key
 from elicitor.state import RedisStore, StoreUnavailable
 from elicitor.types import INTERNAL_ERROR
@@ -132,9 +133,11 @@ async def test_a_client_following_a_task_rides_out_a_store_away_longer_than_an_i
     anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """2025-11-25: the store goes away while the person is asked (on ``tasks/result``'s stream) and stays away
-    for several failed polls, longer than an unmarked internal error is ridden out; once it is back, the
-    question is asked again (the first one was withdrawn unanswered) and the task ends with its result."""
+    longer than the server keeps ``tasks/result`` open for it (here, not at all), then for several failed polls,
+    longer than an unmarked internal error is ridden out; once it is back, the question is asked again (the first
+    one was withdrawn unanswered) and the task ends with its result."""
     monkeypatch.setattr(_tasks, "POLL_FAILURES_FOR", 0.5)  # an unmarked -32603 would end the wait after 0.5 s
+    monkeypatch.setattr(server_tasks, "RESULT_RIDES_OUT", 0.0)  # tasks/result fails at the first failed read
     caplog.set_level(logging.INFO, logger="elicitor")
     shown = anyio.Event()
     asked: list[str] = []
@@ -264,9 +267,9 @@ async def test_an_answer_given_while_the_store_is_away_is_used_and_the_person_is
             with anyio.fail_after(30):
                 await shown.wait()
             redis.stop()
-            answer.set()  # reaches the server, which then fails to read the task: the store is away
+            answer.set()  # reaches the server, whose write of it into the task then meets the store away
             with anyio.fail_after(60):
-                while len(transient(caplog)) < 2:
+                while not [r for r in caplog.records if "the shared state is unavailable; trying" in r.getMessage()]:
                     await anyio.sleep(0.05)
             redis.start()
             with anyio.fail_after(60):
@@ -274,6 +277,58 @@ async def test_an_answer_given_while_the_store_is_away_is_used_and_the_person_is
                     await anyio.sleep(0.05)
     assert result == ["likes blue"]
     assert asked == ["Favourite colour?"]
+    assert server.answers == [Accepted(Colour("blue"))]  # type: ignore[attr-defined]
+
+
+@needs_redis
+async def test_a_question_shown_while_the_store_is_away_stays_up_and_its_answer_is_used(
+    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """2025-11-25: the store goes away while a task's question is shown on ``tasks/result``'s stream, and the
+    person answers while it is still away: ``tasks/result`` waits for the store with the question left up (not
+    withdrawn), the answer is written once the store is back, and the task ends with it."""
+    caplog.set_level(logging.INFO, logger="elicitor")
+    shown, answer = anyio.Event(), anyio.Event()
+    asked: list[str] = []
+    withdrawn: list[str] = []
+
+    async def person(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        shown.set()
+        try:
+            await answer.wait()
+        except anyio.get_cancelled_exc_class():
+            withdrawn.append(request.message)
+            raise
+        return Accepted({"name": "blue" if len(asked) == 1 else "asked again"})
+
+    def noticed() -> bool:  # tasks/result waiting for the store, or failing for want of it
+        return any("tasks/result waits for it" in r.getMessage() for r in caplog.records) or bool(transient(caplog))
+
+    async with shop(redis) as (server, url), Client.http(url, protocol=HANDSHAKE, elicitation=person) as client:
+        handle = await client.start_tool("survey")
+        async with anyio.create_task_group() as tg:
+            result: list[str] = []
+
+            async def follow() -> None:
+                result.append((await handle.wait()).text)
+
+            tg.start_soon(follow)
+            with anyio.fail_after(30):
+                await shown.wait()
+            redis.stop()
+            with anyio.fail_after(60):
+                while not noticed():  # the server has found the store away
+                    await anyio.sleep(0.05)
+            await anyio.sleep(1.5)  # and keeps finding it so, a read a second
+            answer.set()
+            await anyio.sleep(1.5)
+            redis.start()
+            with anyio.fail_after(60):
+                while not result:
+                    await anyio.sleep(0.05)
+    assert result == ["likes blue"]
+    assert asked == ["Favourite colour?"] and withdrawn == []
     assert server.answers == [Accepted(Colour("blue"))]  # type: ignore[attr-defined]
 
 

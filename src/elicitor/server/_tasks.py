@@ -68,6 +68,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("elicitor.server")
 
+RESULT_RIDES_OUT = 60.0
+"""Seconds of failed reads of a task in a row that a 2025-11-25 ``tasks/result`` rides out, its stream and the
+questions asked on it left open: a person may be answering, and a store away for a moment (a Redis restart) must not
+withdraw the question to ask it again later. Past this it fails with the retryable error (the client asks again)."""
+
 
 class TaskEngine:
     """Creates, drives and answers for the tasks of one server, in this replica (see the module docstring).
@@ -242,18 +247,30 @@ class TaskEngine:
         ``elicitation/create`` (and kin) tagged with the task; then exactly what the call would have returned."""
         task_id = record.id
         asking: set[str] = set()
+        failing_since: float | None = None  # when the reads of the record started failing, if the last one did
         async with anyio.create_task_group() as questions:
             while not record.terminal:
-                if record.status == "working" and not self._runs_here(record):
-                    record = await self._take_over(session, record, tg)
-                for key, ask in record.asks.items():
-                    if key not in asking and (task_id, key) not in self._delivering and isinstance(ask, dict):
-                        asking.add(key)
-                        questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
-                changed = self._changes.setdefault(task_id, anyio.Event())
-                with anyio.move_on_after(max(self.poll_interval, 0.2)):  # other replicas change it too
-                    await changed.wait()
-                current = await self._registry.get(task_id)
+                try:
+                    if record.status == "working" and not self._runs_here(record):
+                        record = await self._take_over(session, record, tg)
+                    for key, ask in record.asks.items():
+                        if key not in asking and (task_id, key) not in self._delivering and isinstance(ask, dict):
+                            asking.add(key)
+                            questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
+                    changed = self._changes.setdefault(task_id, anyio.Event())
+                    with anyio.move_on_after(max(self.poll_interval, 0.2)):  # other replicas change it too
+                        await changed.wait()
+                    current = await self._registry.get(task_id)
+                except StoreUnavailable:
+                    now = anyio.current_time()
+                    if failing_since is None:
+                        failing_since = now
+                        logger.info("task %s: the shared state is unavailable; tasks/result waits for it", task_id)
+                    if now - failing_since >= RESULT_RIDES_OUT:
+                        raise
+                    await anyio.sleep(1.0)
+                    continue
+                failing_since = None
                 if current is None:
                     raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has expired")
                 record = current
