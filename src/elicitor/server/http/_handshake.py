@@ -587,23 +587,10 @@ class HandshakeSessions:
                             if gone:
                                 break
                             continue
-                    sequence, message, final = item
-                    if sequence <= delivered:
-                        item = None
-                        continue
-                    if delivered < stream.dropped:  # the client read too slowly: what it missed is in the store
-                        stream.give_back(item)
-                        break  # it resumes from its Last-Event-ID, served from the event store
-                    chunk = encode_event(message, event_id=stream.event_id(sequence))
-                    try:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    except BaseException:
-                        stream.give_back(item)  # the client left: a resume starts with it
-                        raise
-                    if final:
+                    delivered, done = await _send_event(stream, item, delivered, send)
+                    if done:
                         break
-                    delivered, item = sequence, None
-                    del message, chunk  # delivered: nothing of it is held while the next one is awaited
+                    item = None  # nothing of it is held while the next one is awaited
             except asyncio.CancelledError:
                 if not listening.settle():
                     raise
@@ -638,23 +625,10 @@ class HandshakeSessions:
                             item = await stream.take()
                         except (anyio.EndOfStream, anyio.ClosedResourceError):
                             break
-                    sequence, message, final = item
-                    if sequence <= delivered:
-                        item = None
-                        continue
-                    if delivered < stream.dropped:  # the client read too slowly: what it missed is in the store
-                        stream.give_back(item)
-                        break  # it resumes from its Last-Event-ID, served from the event store
-                    chunk = encode_event(message, event_id=stream.event_id(sequence))
-                    try:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    except BaseException:
-                        stream.give_back(item)  # the client left: a resume starts with it
-                        raise
-                    if final:
+                    delivered, done = await _send_event(stream, item, delivered, send)
+                    if done:
                         break
-                    delivered, item = sequence, None
-                    del message, chunk  # delivered: nothing of it is held while the next one is awaited
+                    item = None  # nothing of it is held while the next one is awaited
             with anyio.CancelScope(shield=True):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
@@ -778,3 +752,24 @@ class HandshakeSessions:
         else:
             await self._end(found)
         await respond_empty(send, 200)
+
+
+async def _send_event(
+    stream: Stream | RemoteStream, item: tuple[int, bytes, bool], delivered: int, send: Send
+) -> tuple[int, bool]:
+    """Write one of ``stream``'s events to the SSE response unless it was delivered already; returns the sequence
+    delivered so far and whether the response ends (the final event went out, or the client read too slowly and
+    resumes from the event store). An event that could not be written is given back for a resume."""
+    sequence, message, final = item
+    if sequence <= delivered:
+        return delivered, False
+    if delivered < stream.dropped:  # the client read too slowly: what it missed is in the store
+        stream.give_back(item)
+        return delivered, True  # it resumes from its Last-Event-ID, served from the event store
+    chunk = encode_event(message, event_id=stream.event_id(sequence))
+    try:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    except BaseException:
+        stream.give_back(item)  # the client left: a resume starts with it
+        raise
+    return sequence, final
