@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._exceptions import ElicitationUnsupported, FormDefinitionError
-from .client._terminal import _hint
+from .client._present import hint
 from .forms import EnumField, Form, FormField, MultiEnumField
 from .i18n import ENGLISH
 from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
 
 REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
-_TERMINAL_ONLY = ("'-'", "type its number or its name", "separated by commas", "today is")
-"""Parts of the terminal's hints about typing, not about what the field accepts."""
+_TODAY = "today is"
+"""The start of a date field's hint that names today's date: about the day the person answers, not the field."""
 
 
 class _Unreadable(Exception):
@@ -70,7 +70,7 @@ def report(form: Form[Any], out: TextIO) -> None:
         out.write(f"    shown as: {f.label}\n")
         if f.description:
             out.write(f"    description: {f.description}\n")
-        rules = [part for part in _hint(f, ENGLISH).split("; ") if part and not any(t in part for t in _TERMINAL_ONLY)]
+        rules = [part for part in hint(f, ENGLISH) if not part.startswith(_TODAY)]
         if rules:
             out.write(f"    accepts: {'; '.join(rules)}\n")
         default = getattr(f, "default", None)
