@@ -113,6 +113,9 @@ def test_text_that_is_only_read_is_left_as_it_is(text: str) -> None:
     assert printable(text) == printable(text, newlines=True) == text
 
 
+IMITATES = "the server's name uses characters that imitate ordinary"
+
+
 @pytest.mark.parametrize(
     ("server", "warned"),
     [
@@ -123,6 +126,9 @@ def test_text_that_is_only_read_is_left_as_it_is(text: str) -> None:
         (Implementation(name="paypal", version="1", title="Pаypal"), [MIXED]),
         (Implementation(name="рорра", version="1"), ["the server's name is written in Cyrillic letters that look"]),
         (Implementation(name="ｂａｎｋ", version="1"), ["the server's name uses characters that imitate ordinary"]),
+        (Implementation(name="ding-can", version="1", title="订餐助手（测试版）：北京，上海　分店"), []),  # CJK marks
+        (Implementation(name="ｂａｎｋ（测试）", version="1"), [IMITATES]),
+        (Implementation(name="bank①", version="1"), [IMITATES]),
         (Implementation(name="bank\u202etxt.exe", version="1"), [INVISIBLE]),
         (Implementation(name="bank", version="1\x1b[2J"), [INVISIBLE]),
     ],

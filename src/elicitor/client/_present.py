@@ -116,9 +116,18 @@ def _name_warnings(text: str) -> list[Message]:
     elif scripts in (["Cyrillic"], ["Greek"]) and all(c in _LATIN_LOOKALIKES for c in text if c.isalpha()):
         warnings.append(N_("the server's name is written in {script} letters that look like Latin ones",
                            script=scripts[0]))  # fmt: skip
-    if any(unicodedata.normalize("NFKC", c) != c and unicodedata.normalize("NFKC", c).isascii() for c in text):
+    if any(_imitates_ascii(c) for c in text):
         warnings.append(N_("the server's name uses characters that imitate ordinary letters or digits"))
     return warnings
+
+
+def _imitates_ascii(ch: str) -> bool:
+    """Whether ``ch`` is a compatibility form of an ASCII letter or digit (a fullwidth or mathematical bold B, a
+    circled digit...). Punctuation and spaces are left out: Chinese and Japanese are written with fullwidth
+    parentheses, colons and commas and the ideographic space, whose NFKC forms are ASCII too, and a name written
+    with them imitates nothing."""
+    plain = unicodedata.normalize("NFKC", ch)
+    return plain != ch and plain.isascii() and any(c.isalnum() for c in plain)
 
 
 def identity_warnings(server: Implementation | None) -> list[Message]:
