@@ -191,7 +191,7 @@ async def test_elicitor_connect_signs_in_through_the_browser_once(anyio_backend:
         assert page.status_code == 200 and "You are signed in" in page.text
         out, rest = await anyio.to_thread.run_sync(lambda: first.communicate("greet\n\nAda\n\n\n", timeout=60))
         assert first.returncode == 0, rest
-        assert "Result: hello Ada" in out, rest
+        assert "Result: hello Ada" in out and "You are signed in." in rest, rest
         kept = json.loads((tmp_path / "elicitor" / "tokens.json").read_text())
         assert set(kept) == {url}
         assert stat.S_IMODE((tmp_path / "elicitor" / "tokens.json").stat().st_mode) == 0o600

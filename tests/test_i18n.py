@@ -60,7 +60,13 @@ def test_every_sentence_the_source_marks_is_in_the_catalogs_and_nothing_else() -
 
 SAYING = {"write", "_write", "say", "print", "result", "error"}
 """What puts a line in front of the person in the command's own modules (the terminal, stderr, a usage error)."""
-SAYS_ITSELF = ("src/elicitor/_connect.py", "src/elicitor/demo.py", "src/elicitor/cli.py", "src/elicitor/proxy/_run.py")
+SAYS_ITSELF = (
+    "src/elicitor/_connect.py",
+    "src/elicitor/demo.py",
+    "src/elicitor/cli.py",
+    "src/elicitor/proxy/_run.py",
+    "src/elicitor/client/auth/_loopback.py",  # the sign-in's lines on the terminal
+)
 NOT_WORDS = re.compile(r"^elicitor (connect|serve|proxy)(: --ui terminal)?: |^elicitor $|^--lang: $|\[server\]")
 """Not sentences: the program's name before what it says (and before its version), an option's, a tag."""
 

@@ -156,7 +156,7 @@ class LoopbackAuthorizer:
         self._waiting = None
         if isinstance(outcome[0], AuthError):
             raise outcome[0]
-        self._write("Signed in.")
+        self._write(self._lang._("You are signed in."))
         return outcome[0]
 
     async def _exchange(self, stream: anyio.abc.SocketStream, state: str) -> AuthorizationResponse | AuthError | None:
