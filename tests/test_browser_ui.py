@@ -217,6 +217,34 @@ async def test_validation_errors_edit_and_send() -> None:
     assert isinstance(sent, Accepted) and sent.data["guests"] == 4
 
 
+async def test_chinese_answers_count_characters_and_keep_their_domain() -> None:
+    """What the schema allows, the page lets a person type and sends as typed: three characters where maxLength is 3
+    even when one is outside the BMP (two UTF-16 units: the browser's count), and an email address in Chinese,
+    local part and domain (not refused by the browser, not turned into Punycode)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "店名", "maxLength": 3},
+            "email": {"type": "string", "format": "email", "title": "邮箱"},
+        },
+        "required": ["name", "email"],
+    }
+    async with person_and_handler(lang="zh") as (person, handler):
+        request = ElicitationRequest("请填写", Form.from_schema(schema), Implementation(name="shop", version="1"))
+        async with anyio.create_task_group() as tg:
+            outcome = later(tg, handler, request)
+            page = await person.page()
+            await page.get_by_label("店名").click()
+            await page.keyboard.insert_text("𠮷野家")  # as an input method commits it
+            await page.get_by_label("邮箱").click()
+            await page.keyboard.insert_text("李雷@例子.中国")
+            await page.get_by_role("button", name="检查").click()
+            assert "李雷@例子.中国" in await page.inner_text("dl")
+            await page.get_by_role("button", name="发送").click()
+            sent = await outcome.value()
+    assert sent == Accepted({"name": "𠮷野家", "email": "李雷@例子.中国"})
+
+
 @pytest.mark.parametrize(("button", "expected"), [("Decline", Declined()), ("Cancel", Cancelled())])
 async def test_decline_and_cancel_buttons(button: str, expected: Any) -> None:
     async with person_and_handler() as (person, handler), anyio.create_task_group() as tg:

@@ -31,7 +31,11 @@ from .._present import asker, error_text, hint, identity_warnings, printable, se
 from .._url import UrlElicitationRequest
 from ._pages import State
 
-_INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
+_INPUT_TYPES = {"email": 'text" inputmode="email', "uri": "url", "date": "date", "date-time": "datetime-local"}
+"""The input for each string format. An email address is a text input with the email keyboard: Chromium's
+``type=email`` refuses a local part in Chinese (``李雷@例子.中国``), which the shared validator and the terminal
+accept, and sends a Chinese domain as Punycode (``xn--fiqs8s``), which the review would show the person instead
+of what they typed."""
 _HOST_SOURCE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$")
 
 
@@ -245,8 +249,9 @@ def _field(
         attrs += f' max="{f.maximum:g}"' if f.maximum is not None else ""
     elif isinstance(f, StringField):
         attrs += f' type="{_INPUT_TYPES.get(f.format or "", "text")}"'
+        # minlength, never maxlength: the browser counts UTF-16 units, the schema characters, so maxlength="3"
+        # would stop "𠮷野家" (three characters, one outside the BMP) at its second; the validator says too long.
         attrs += f' minlength="{f.min_length}"' if f.min_length else ""
-        attrs += f' maxlength="{f.max_length}"' if f.max_length is not None else ""
     shown = "" if value is None else str(value)
     zone = ""
     if isinstance(f, StringField) and f.format == "date-time":
