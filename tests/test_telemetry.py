@@ -607,3 +607,29 @@ async def test_setup_configures_the_sdk_for_a_prometheus_scrape() -> None:
     done = await anyio.run_process([sys.executable, "-c", code], check=True)
     scraped = done.stdout.decode()
     assert 'mcp_server_operation_duration_seconds_count{gen_ai_tool_name="t",mcp_method_name="tools/call"' in scraped
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_what_a_caller_makes_up_never_becomes_a_metric_label(otel: Otel, protocol: str) -> None:
+    """Tool and prompt names a server does not have, methods MCP does not define and protocol versions nobody
+    speaks are the caller's to invent: a series each would let one client grow every replica's metrics without
+    bound. The server's metrics count them under one label (``_OTHER``, or without the name); spans keep them."""
+    async with connected(server, protocol=protocol) as client:
+        for i in range(5):
+            with pytest.raises(JSONRPCError):
+                await client.call_tool(f"made-up-{i}")
+            with pytest.raises(JSONRPCError):
+                await client.get_prompt(f"made-up-{i}")
+            with pytest.raises(JSONRPCError):
+                await client.request(f"made/up-{i}", {"_meta": {"io.modelcontextprotocol/protocolVersion": f"v{i}"}})
+        await client.call_tool("refuse")  # a tool the server has: named
+    points = otel.metric_points()
+    served = [dict(p.attributes) for p in points["mcp.server.operation.duration"]]
+    labels = {(k, v) for attributes in served for k, v in attributes.items()}
+    assert not any("made" in str(v) or str(v).startswith("v") for _, v in labels), labels
+    assert ("gen_ai.tool.name", "refuse") in labels and ("mcp.method.name", "_OTHER") in labels
+    assert len([a for a in served if a.get("mcp.method.name") == "tools/call"]) == 2  # refuse; the unknown ones
+    called = {(k, v) for p in points["mcp.client.operation.duration"] for k, v in p.attributes.items()}
+    assert not any("made" in str(v) for _, v in called), called
+    spans = {s.name for s in otel.finished() if s.kind == SpanKind.SERVER}
+    assert "tools/call made-up-4" in spans and "made/up-4" in spans  # the trace still says what was asked

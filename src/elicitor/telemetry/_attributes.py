@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import StatusCode
 
-from ..types import JSONObject, RequestId
+from ..types import ALL_REVISIONS, INVALID_PARAMS, METHOD_NOT_FOUND, JSONObject, RequestId
 from ._propagation import span_context
 from ._state import TASK_ORIGIN, state
 
@@ -140,6 +140,41 @@ def settle_result(span: Span | None, attributes: dict[str, Any], result: JSONObj
             span.add_link(created, {"elicitor.link": "task_created"})
 
 
+_METHODS = frozenset({
+    "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel", "completion/complete",
+    "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
+    "resources/read", "resources/subscribe", "resources/unsubscribe", "elicitation/create",
+    "sampling/createMessage", "roots/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
+    "tasks/update",
+})  # fmt: skip
+"""The requests MCP defines (every revision elicitor speaks): any other method is counted as ``_OTHER``."""
+
+_NOT_ITS_NAME = frozenset({str(METHOD_NOT_FOUND), str(INVALID_PARAMS)})
+"""Errors that may mean the tool or prompt named does not exist: counted without the name."""
+
+
 def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    keep = ("mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "error.type", "mcp.protocol.version")
-    return {k: attributes[k] for k in keep if k in attributes}
+    """A request's attributes as a metric's labels, each from a bounded set whatever a peer sends.
+
+    Method names, tool and prompt names and the protocol version arrive in the request, so a caller could invent
+    a new one each time and grow every replica's series without bound (the SDK's cardinality limit would then
+    fold the real ones into its overflow series). A method MCP does not define and a revision elicitor does not
+    speak become ``_OTHER`` (as the HTTP conventions count an unknown method); a tool or prompt name is kept
+    unless the request failed with ``-32601``/``-32602`` (an unknown tool or prompt is one of those). The span
+    keeps every value: it is one event, not a series.
+    """
+    out: dict[str, Any] = {}
+    method = attributes.get("mcp.method.name")
+    if method is not None:
+        out["mcp.method.name"] = method if method in _METHODS else "_OTHER"
+    error = attributes.get("error.type")
+    if error is not None:
+        out["error.type"] = error
+    if error not in _NOT_ITS_NAME:
+        for key in ("gen_ai.tool.name", "gen_ai.prompt.name"):
+            if key in attributes:
+                out[key] = attributes[key]
+    version = attributes.get("mcp.protocol.version")
+    if version is not None:
+        out["mcp.protocol.version"] = version if version in ALL_REVISIONS else "_OTHER"
+    return out
