@@ -309,3 +309,96 @@ async def test_a_message_costs_one_read_and_a_stream_reads_only_while_asked(
     assert await stream.receive() == b'{"n": "unread"}'
     await stream.aclose()
     os.close(peer)
+
+
+async def test_what_the_reading_callback_delivers_is_taken_in_order_and_the_rest_left_to_receive(
+    anyio_backend: str,
+) -> None:
+    """``deliver_to``: messages read while a receive waits go to the handler first, in order; the first it refuses
+    and every one after it (even one it would take) go to ``receive``, in order; what the handler raises, the
+    waiting receive raises."""
+    import os
+
+    from elicitor.transports import _stdio
+
+    inbound, peer = os.pipe()
+    _, outbound = os.pipe()
+    stream = _stdio.FdStream(inbound, outbound, max_message_size=1 << 16, own_fds=True)
+    offered: list[bytes] = []
+
+    def handler(message: object) -> bool:
+        assert isinstance(message, bytes)
+        offered.append(message)
+        if message == b"boom":
+            raise ValueError("the handler failed")
+        return message.startswith(b"take")
+
+    stream.deliver_to(handler)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            got: list[object] = []
+
+            async def reader() -> None:
+                got.append(await stream.receive())
+
+            tg.start_soon(reader)
+            await anyio.sleep(0.05)  # the reader waits on the selector
+            os.write(peer, b"take 1\ntake 2\nkeep 3\ntake 4\n")
+        assert got == [b"keep 3"]
+        assert offered == [b"take 1", b"take 2", b"keep 3"]
+        assert await stream.receive() == b"take 4"  # left in order, not offered: the reader asked itself
+
+        async def fails() -> None:
+            with pytest.raises(ValueError, match="the handler failed"):
+                await stream.receive()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fails)
+            await anyio.sleep(0.05)
+            os.write(peer, b"take 5\nboom\n")
+        assert offered[-2:] == [b"take 5", b"boom"]
+        os.write(peer, b"keep 6\n")
+        assert await stream.receive() == b"keep 6"  # the stream goes on
+    await stream.aclose()
+    os.close(peer)
+
+
+async def test_a_notification_read_with_requests_is_handled_before_the_requests_after_it(anyio_backend: str) -> None:
+    """The session acts on requests and results from the reading callback, but a notification (which its handler
+    awaits in the read loop) and everything after it wait for the read loop: the order the peer sent is kept."""
+    import os
+
+    from elicitor.protocol import NotificationReceived, RequestReceived
+    from elicitor.session import open_session
+    from elicitor.transports import _stdio
+
+    inbound, peer = os.pipe()
+    outbound, replies = os.pipe()
+    stream = _stdio.FdStream(inbound, replies, max_message_size=1 << 16, own_fds=True)
+    seen: list[str] = []
+
+    async def on_request(request: RequestReceived) -> dict[str, Any]:
+        seen.append(f"request {request.id}")
+        return {}
+
+    async def on_notification(note: NotificationReceived) -> None:
+        await anyio.sleep(0.01)  # the read loop waits for it
+        seen.append(f"notification {note.method}")
+
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+    ]
+    with anyio.fail_after(60):
+        async with open_session(stream, on_request, on_notification):
+            await anyio.sleep(0.05)  # the read loop waits on the selector
+            os.write(peer, b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+            while len(seen) < 4:
+                await anyio.sleep(0.01)
+    assert seen == ["request 1", "notification notifications/initialized", "request 2", "request 3"]
+    answered = os.read(outbound, 1 << 16).splitlines()
+    assert sorted(json.loads(line)["id"] for line in answered) == [1, 2, 3]
+    for fd in (peer, outbound):
+        os.close(fd)

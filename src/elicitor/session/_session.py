@@ -27,6 +27,7 @@ from .._loop import running_asyncio_loop
 from ..protocol import (
     Connection,
     ErrorReceived,
+    Event,
     InvalidMessage,
     NotificationReceived,
     Oversized,
@@ -125,6 +126,13 @@ class Session:
         the backend up on every call, a third of the cost of starting a request's task)."""
         self._deadlines = Deadlines(self._loop) if self._loop is not None else None
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
+        self._held: tuple[bytes, Event] | None = None
+        """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
+        deliver_to: Callable[[Callable[[bytes | Oversized], bool]], None] | None = getattr(
+            transport, "deliver_to", None
+        )
+        if deliver_to is not None and self._loop is not None:
+            deliver_to(self._dispatch_now)
         _telemetry.refresh()
 
     @property
@@ -264,9 +272,24 @@ class Session:
         finally:
             self._close()
 
-    async def dispatch(self, message: bytes) -> None:
-        """Act on one framed message from the peer."""
+    def _dispatch_now(self, message: bytes | Oversized) -> bool:
+        """Act on ``message`` at once, from the transport's reading callback, if nothing in it waits: a request
+        (its task started), a result or an error (its requester woken). Anything else is left to the read loop
+        (``False``), which gets the same message next and everything after it in order.
+
+        The read loop's own task need not wake for the messages of a busy exchange (a 2026-07-28 retry, a result):
+        one pass of the event loop fewer per message on either side.
+        """
+        if self._closed or type(message) is not bytes:
+            return False
         event = self.connection.receive(message)
+        if not self._act_now(event):
+            self._held = (message, event)
+            return False
+        return True
+
+    def _act_now(self, event: Event) -> bool:
+        """Act on ``event`` if nothing in it waits (see :meth:`_dispatch_now`); ``False`` if it needs the loop."""
         if isinstance(event, RequestReceived):
             self._inflight[event.id] = self._spawn(event)
         elif isinstance(event, ResultReceived):
@@ -279,7 +302,21 @@ class Session:
             if pending is not None:
                 pending.error = event.error
                 pending.set()
-        elif isinstance(event, NotificationReceived):
+        else:
+            return False
+        return True
+
+    async def dispatch(self, message: bytes) -> None:
+        """Act on one framed message from the peer."""
+        held = self._held
+        if held is not None and held[0] is message:  # classified already, by _dispatch_now
+            self._held = None
+            event = held[1]
+        else:
+            event = self.connection.receive(message)
+        if self._act_now(event):
+            return
+        if isinstance(event, NotificationReceived):
             try:
                 await self._on_notification(event)
             except Exception:

@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, cast
 
 import anyio
@@ -62,6 +62,9 @@ class FdStream:
         self._drained_in = False
         """The last read took all the pipe held (a short read) and the selector has not said "readable" since: a
         read now would only fail (EAGAIN), so the next receive waits first (asyncio, whose selector says)."""
+        self._deliver: Callable[[bytes | Oversized], bool] | None = None
+        self._failure: Exception | None = None
+        """What the reading callback's :meth:`deliver_to` handler raised, for the waiting receive to raise."""
 
     async def _wait_readable(self) -> None:
         """Wait until the read descriptor has data (on asyncio: until :meth:`_on_readable` has read it).
@@ -86,6 +89,14 @@ class FdStream:
         finally:
             self._readable = None
 
+    def deliver_to(self, handler: Callable[[bytes | Oversized], bool]) -> None:
+        """On asyncio, offer each message read while a :meth:`receive` waits to ``handler`` first, from the loop's
+        reading callback: ``True`` means it took the message, ``False`` leaves that message and the ones after it
+        to ``receive`` (which is then woken). What needs no waiting is acted on without a wake-up of the receiving
+        task, one pass of the event loop fewer per message. An exception from ``handler`` is raised by the
+        waiting ``receive``."""
+        self._deliver = handler
+
     def _on_readable(self) -> None:
         waiting = self._readable
         if waiting is None or waiting.done():  # nobody waits: the bytes stay in the pipe until a receive reads them
@@ -95,7 +106,17 @@ class FdStream:
         # selector is level-triggered, so bytes left for the task reported "readable" once more on that poll, which
         # woke the task again for a read that only failed (EAGAIN): a loop pass, a wake-up and a system call more
         # per message.
-        if self._read():
+        if not self._read():
+            return
+        deliver, ready = self._deliver, self._ready
+        if deliver is not None:
+            try:
+                while ready and deliver(ready[0]):
+                    ready.popleft()
+            except Exception as exc:
+                ready.popleft()
+                self._failure = exc
+        if ready or self._eof or self._failure is not None:
             waiting.set_result(None)
 
     def _read(self) -> bool:
@@ -119,6 +140,9 @@ class FdStream:
 
     async def receive(self) -> bytes | Oversized:
         while True:
+            if self._failure is not None:
+                failure, self._failure = self._failure, None
+                raise failure
             if self._ready:
                 return self._ready.popleft()
             if self._eof:
