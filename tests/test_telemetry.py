@@ -437,9 +437,10 @@ async def test_a_tasks_run_polls_and_answers_are_one_trace(otel: Otel) -> None:
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
 async def test_a_task_picked_up_later_links_to_the_call_that_created_it(otel: Otel, protocol: str) -> None:
     """``client.task(id)`` — another client object on 2026-07-28 (the id is all it needs, as in another process),
-    the same connection on 2025-11-25 (its tasks are its session's) — follows the task in traces of its own, each
-    request's span on both sides linked to the server span of the ``tools/call`` that created the task; the task's
-    questions stay in that call's trace, although the run that asks them is started again by a later poll."""
+    the same connection on 2025-11-25 (its tasks are its session's) — follows the task in a trace of its own, each
+    request's span on both sides linked to the server span of the ``tools/call`` that created the task; the wait
+    is one ``follow task`` span with every poll under it (not a trace per poll); the task's questions stay in the
+    creating call's trace, although the run that asks them is started again by a later poll."""
     handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
     async with connected(tasked, elicitation=handler, protocol=protocol) as first:
         started = await first.start_tool("migrate")
@@ -464,6 +465,15 @@ async def test_a_task_picked_up_later_links_to_the_call_that_created_it(otel: Ot
             links = [(link.context.trace_id, link.context.span_id) for link in span.links]
             assert (created.trace_id, created.span_id) in links, span.name
             assert span.context is not None and span.context.trace_id != created.trace_id  # a trace of its own
+    [follow] = otel.named("follow task")
+    assert follow.context is not None and (follow.attributes or {})["elicitor.task.id"] == started.id
+    assert [(link.context.trace_id, link.context.span_id) for link in follow.links] == [
+        (created.trace_id, created.span_id)
+    ]
+    sent = [s for s in later if s.kind == SpanKind.CLIENT]
+    polled = [s for s in sent if s.context is not None and s.context.trace_id == follow.context.trace_id]
+    assert len(polled) == len(sent) - 1 >= 2  # all but the one tasks/get of client.task(id)
+    assert all(s.parent is not None and s.parent.span_id == follow.context.span_id for s in polled)
     # The questions the task's runs asked (the first run's cut short when its connection closed, on 2026-07-28;
     # an answer a replay reads from the record asks nothing) are in the creating call's trace.
     questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]

@@ -206,11 +206,11 @@ class TaskHandle:
         """One input request answered by the person; for telemetry, in the trace of the call that created the task
         (its ``_meta`` names it) when this handle follows the task from elsewhere, as the server's question is."""
         if _telemetry.state.on:
-            meta = self._task.get("_meta")
-            if isinstance(meta, dict) and TASK_ORIGIN in meta:
+            origin = self._origin()
+            if origin is not None:
                 from ..telemetry import _hooks
 
-                with _hooks.in_task_origin(meta[TASK_ORIGIN], elsewhere=True):
+                with _hooks.in_task_origin(origin, elsewhere=True):
                     return await self._port.answer_input(request)
         return await self._port.answer_input(request)
 
@@ -225,6 +225,20 @@ class TaskHandle:
             JSONRPCError: the task failed with this error.
             TaskCancelled: the task was cancelled.
         """
+        if _telemetry.state.on:
+            from ..telemetry import _hooks
+
+            with _hooks.following(self.id, self._origin):
+                return await self._wait(on_status)
+        return await self._wait(on_status)
+
+    def _origin(self) -> object:
+        """What the server said of the call that created the task (telemetry links to it), if it did."""
+        meta = self._task.get("_meta")
+        return meta.get(TASK_ORIGIN) if isinstance(meta, dict) else None
+
+    async def _wait(self, on_status: Callable[[TaskHandle], Awaitable[None] | None] | None) -> CallToolResult:
+        """:meth:`wait`'s work."""
         seen: tuple[str, str | None] | None = None
 
         async def report() -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar, Token
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
@@ -46,7 +47,7 @@ from opentelemetry.trace import SpanKind
 
 from ..types import JSONObject, RequestId
 from ._attributes import add_network, fail, metric_attributes, request_attributes, settle_result, span_name
-from ._propagation import extract, inject
+from ._propagation import extract, inject, span_context
 from ._propagation import in_task_origin as in_task_origin
 from ._propagation import task_origin as task_origin
 from ._propagation import with_task_origin as with_task_origin
@@ -360,6 +361,48 @@ class _Within:
 
 
 _current_call: ContextVar[Call | None] = ContextVar("elicitor_call", default=None)
+
+
+class Following:
+    """A context manager: one ``follow task`` span around following a task outside the call that created it
+    (``TaskHandle.wait`` on a handle from ``client.task(id)``, or after ``start_tool`` returned), so its polls,
+    updates and ``tasks/result`` are one trace instead of one trace each: a task that waits four minutes for a
+    person at one poll a second would otherwise leave hundreds of one-span traces and no trace of the wait.
+
+    The span names the task (``elicitor.task.id``) and, once a response has said which call created the task,
+    links to it (``elicitor.link = task_created``), as each request's span does.
+    """
+
+    __slots__ = ("_origin", "_span", "_token")
+
+    def __init__(self, span: Span, origin: Callable[[], object]) -> None:
+        self._span = span
+        self._origin = origin
+        self._token = otel_context.attach(trace.set_span_in_context(span))
+
+    def __enter__(self) -> Following:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        span = self._span
+        created = span_context(self._origin())
+        if created is not None:
+            span.add_link(created, {"elicitor.link": "task_created"})
+        if exc is not None:
+            fail(span, {}, exc)
+        otel_context.detach(self._token)
+        span.end()
+
+
+def following(task_id: str | None, origin: Callable[[], object]) -> AbstractContextManager[object]:
+    """``with following(handle.id, origin):`` around following a task; ``origin()`` gives, at the end, what the
+    server said of the call that created it (``_meta`` under ``dev.elicitor/taskOrigin``). Inside a call already
+    traced (``call_tool`` following its own task) or without a tracer it adds nothing."""
+    tracer = state.tracer
+    if tracer is None or _current_call.get() is not None:
+        return nullcontext()
+    attributes = {"elicitor.task.id": task_id} if task_id is not None else {}
+    return Following(tracer.start_span("follow task", kind=SpanKind.INTERNAL, attributes=attributes), origin)
 
 
 def calling(method: str, params: JSONObject | None) -> Call | _Within:
