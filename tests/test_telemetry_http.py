@@ -123,6 +123,40 @@ async def test_the_rounds_of_a_call_on_three_replicas_are_one_trace(
         assert SECRET_NAME not in path.read_text()
 
 
+async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_for_the_person(
+    otel: Otel, traced_cluster: tuple[Deployment, Path]
+) -> None:
+    """2025-11-25 through the balancer: the session lives on one replica, and the POSTs that land on the others
+    (the call, the person's answers) are forwarded to it through Redis. The owner's spans continue the client's
+    trace, and each question is an ``elicitation`` span there (the wait for the person and its outcome, never the
+    answer), the ``elicitation/create`` pushed to the client under it: also when the call is kept in the shared
+    store for a retry, as every call with an idempotency key is."""
+    cluster, folder = traced_cluster
+    start = len(cluster.nginx.upstreams())
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"size": 4}])
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("book")).text == f"{SECRET_NAME} x4"
+    posted = {u for request, u in cluster.nginx.upstreams()[start:] if request.startswith("POST")}
+    assert len(posted) >= 2  # round robin: some POSTs were forwarded to the session's replica
+    [call] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.INTERNAL]
+    trace_id = f"0x{call.context.trace_id:032x}"
+    with anyio.fail_after(10):
+        while len([s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]) < 5:
+            await anyio.sleep(0.05)
+    spans = [s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]
+    [served] = [s for s in spans if s["name"] == "tools/call book" and s["kind"] == "SpanKind.SERVER"]
+    [sent] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.CLIENT]
+    assert served["parent_id"] == f"0x{sent.context.span_id:016x}"  # through whichever replica the POST hit
+    questions = [s for s in spans if s["name"] == "elicitation"]
+    assert [q["attributes"]["elicitor.elicitation.outcome"] for q in questions] == ["accept", "accept"]
+    assert {q["parent_id"] for q in questions} == {served["context"]["span_id"]}
+    pushes = [s for s in spans if s["name"] == "elicitation/create"]
+    assert {p["parent_id"] for p in pushes} == {q["context"]["span_id"] for q in questions}
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
 async def test_a_task_picked_up_by_another_client_links_to_its_creation_on_any_replica(
     otel: Otel, traced_cluster: tuple[Deployment, Path]
 ) -> None:

@@ -62,6 +62,11 @@ class PushAsker:
         self._timeout = timeout
 
     def ask(self, method: str, params: JSONObject, key: str) -> Awaitable[JSONObject]:
+        return self._push(method, params)
+
+    def _push(self, method: str, params: JSONObject) -> Awaitable[JSONObject]:
+        """The question sent to the client, its answer awaited (in an ``elicitation`` span, with its metrics, when
+        telemetry is on): what every push asker does for a question it has no answer to yet."""
         answer = self._session.request(method, params, related=self._related, timeout=self._timeout)
         if _telemetry.state.on and method == "elicitation/create":
             from ..telemetry import _hooks

@@ -130,7 +130,7 @@ class _KeptAsker(PushAsker):
         known = self.kept.answers.get(key)
         if known is not None:
             return known
-        answer = await self._session.request(method, params, related=self._related, timeout=self._timeout)
+        answer = await self._push(method, params)
         if isinstance(answer, dict):
             await self.kept.remember(key, answer)
         return answer
