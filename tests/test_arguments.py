@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from elicitor import FormDefinitionError, Server
 from elicitor._arguments import argument_form, arguments_from
@@ -240,3 +242,36 @@ def test_long_tool_descriptions_wrap_at_word_boundaries_in_the_menu() -> None:
     assert all(line.startswith(" " * 17) and not line[17].isspace() for line in lines[1:])  # under the text
     assert " ".join(line.strip() for line in lines) == "3. book_table: " + about  # no word was cut
     assert menu_line(1, Tool(name="x", input_schema={"type": "object"}), width=60) == "  1. x"
+
+
+def test_a_chinese_description_wraps_by_cells_between_characters() -> None:
+    """Chinese has no spaces to break at and each character takes two cells: the menu breaks between characters,
+    never before a closing mark, and no line is wider than the terminal (it was one line of 101 cells at 60)."""
+    from prompt_toolkit.utils import get_cwidth
+
+    from elicitor._connect import menu_line
+    from elicitor.types import Tool
+
+    ask = "为您预订餐厅的座位，需要提供日期、时间、人数以及联系方式，"
+    about = ask + "我们会在确认后通过电子邮件通知您预订结果和注意事项。"
+    lines = menu_line(2, Tool(name="订餐", description=about, input_schema={"type": "object"}), width=60).splitlines()
+    assert lines[0].startswith("  2. 订餐: 为您预订") and len(lines) == 3
+    assert all(get_cwidth(line) <= 59 for line in lines)
+    assert all(line.startswith(" " * 11) and line[11] not in "，。、" for line in lines[1:])  # under the text
+    assert "".join(line.strip() for line in lines) == "2. 订餐: " + about
+
+
+WRAPPED = st.text(
+    st.sampled_from("ab Zé\u0301 中文字，。（）😀 -/"), max_size=200
+)  # letters, a combining mark, Chinese with its punctuation, an emoji, spaces
+
+
+@given(text=WRAPPED, width=st.integers(4, 80))
+def test_wrapped_lines_fit_their_cells_and_keep_every_character(text: str, width: int) -> None:
+    from prompt_toolkit.utils import get_cwidth
+
+    from elicitor.client._present import wrap
+
+    lines = wrap(text, width, indent="  ")
+    assert all(get_cwidth(line) <= width for line in lines)
+    assert "".join(line.replace(" ", "") for line in lines) == text.replace(" ", "")

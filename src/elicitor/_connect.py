@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-import textwrap
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -25,7 +24,7 @@ from ._arguments import argument_form, arguments_from
 from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
-from .client._present import printable
+from .client._present import printable, wrap
 from .i18n import Language, language
 from .types import CallToolResult, JSONValue, Tool
 
@@ -212,16 +211,18 @@ async def _connected(client: Client, console: Console) -> int:
 
 
 def menu_line(number: int, tool: Tool, width: int | None = None) -> str:
-    """One tool of the menu: its number, name and description's first line, wrapped at word boundaries to the
-    terminal's width with the continuation lines indented under the description."""
+    """One tool of the menu: its number, name and description's first line, wrapped to the terminal's width in
+    cells (at spaces, and between the characters of Chinese; :func:`~elicitor.client._present.wrap`) with the
+    continuation lines indented under the description."""
+    from prompt_toolkit.utils import get_cwidth
+
     head = f"  {number}. {printable(tool.name)}"
     about = summary(tool.description)
     if not about:
         return head
     columns = width if width is not None else shutil.get_terminal_size().columns
-    indent = " " * min(len(head) + 2, 24)
-    lines = textwrap.wrap(f"{head}: {about}", width=max(columns - 1, 40), subsequent_indent=indent)
-    return "\n".join(lines)
+    indent = " " * min(get_cwidth(head) + 2, 24)
+    return "\n".join(wrap(f"{head}: {about}", max(columns - 1, 40), indent))
 
 
 def summary(description: str | None) -> str:

@@ -75,6 +75,84 @@ def printable(text: str, *, newlines: bool = False) -> str:
     return "".join(out)
 
 
+_NO_LINE_START = frozenset("，。、；：？！）》」』】〕〉…—·,.;:?!)]}%")
+"""Punctuation a line must not begin with (closing marks, commas, full stops): kept with what it follows."""
+
+
+def wrap(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` in lines of at most ``width`` terminal cells, the lines after the first starting with ``indent``.
+
+    Measured in cells, not code points (a Chinese character takes two, a combining mark none), and broken where the
+    text allows it: at spaces, and between two characters of a script written without spaces (Chinese, Japanese),
+    never before a closing mark (a Chinese comma, full stop or closing bracket). A word longer than a line is cut
+    between characters.
+    ``textwrap`` counts code points and breaks at spaces only, so a Chinese sentence came out as one line twice
+    the terminal's width.
+    """
+    from prompt_toolkit.utils import get_cwidth
+
+    lines: list[str] = []
+    line = text[: len(text) - len(text.lstrip())]  # the first line's own indentation is kept
+    used = get_cwidth(line)
+    for word, space in _pieces(text):
+        room = width - (get_cwidth(indent) if lines else 0)
+        cells = get_cwidth(word)
+        if line.strip() and used + cells > room:
+            lines.append(line.rstrip())
+            line, used, room = "", 0, width - get_cwidth(indent)
+        while cells > room - used and len(word) > 1:  # longer than a line: cut where it reaches the end
+            cut = max(_fitting(word, room - used), 1)
+            lines.append((line + word[:cut]).rstrip())
+            line, used, room = "", 0, width - get_cwidth(indent)
+            word = word[cut:]
+            cells = get_cwidth(word)
+        line, used = line + word, used + cells
+        if space:
+            line, used = line + " ", used + 1
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines[:1] + [indent + rest for rest in lines[1:]]
+
+
+def _pieces(text: str) -> list[tuple[str, bool]]:
+    """What a line may break between, each with whether a space follows it: words, and each character of a
+    script written without spaces, with the closing marks that follow it."""
+    from prompt_toolkit.utils import get_cwidth
+
+    pieces: list[tuple[str, bool]] = []
+    for word in text.split():
+        first, current = len(pieces), ""
+        for ch in word:
+            if ch in _NO_LINE_START and (current or len(pieces) > first):
+                if current:
+                    current += ch
+                else:
+                    pieces[-1] = (pieces[-1][0] + ch, False)
+            elif get_cwidth(ch) == 2:  # a wide character: a line may break before and after it
+                if current:
+                    pieces.append((current, False))
+                pieces.append((ch, False))
+                current = ""
+            else:
+                current += ch
+        if current:
+            pieces.append((current, False))
+        pieces[-1] = (pieces[-1][0], True)
+    return pieces
+
+
+def _fitting(word: str, cells: int) -> int:
+    """How many of ``word``'s characters fit in ``cells`` terminal cells."""
+    from prompt_toolkit.utils import get_cwidth
+
+    used = 0
+    for index, ch in enumerate(word):
+        used += get_cwidth(ch)
+        if used > cells:
+            return index
+    return len(word)
+
+
 def _escape(ch: str) -> str:
     code = ord(ch)
     if ch in _ESCAPES:
