@@ -727,6 +727,16 @@ class _Messages:
         raise StopAsyncIteration
 
 
+_SETTLE_TURNS = 3
+"""Turns of the event loop a queue reader lets pass before it asks Redis for more, once a batch is handed out.
+
+Why: the message just handed out woke work that is waiting for it (a session's dispatch and then the tool that
+asked, or the response relaying a stream), a few hops of the loop away. Asking for more first (building and
+sending ``XTRIM`` + ``XREAD``, a few hundred microseconds of redis-py) would put that cost on the path of every
+forwarded answer and relayed event. Three turns cover the hops from the reader to the tool or to the HTTP
+response; a message that arrives meanwhile waits in the queue (Redis keeps it) for as many turns."""
+
+
 class _QueueReader:
     """The messages of one queue (a Redis stream) after an offset: ``XREAD BLOCK`` in turns shorter than the socket
     timeout, so a dead connection is noticed within ``timeout``; each batch read is acknowledged (``XTRIM MINID``)
@@ -746,6 +756,9 @@ class _QueueReader:
 
     async def __anext__(self) -> tuple[str, bytes]:
         listener = self._shared.listener
+        if not self._batch and self._trim:
+            for _ in range(_SETTLE_TURNS):  # let what the last message woke run first (see _SETTLE_TURNS)
+                await asyncio.sleep(0)
         while not self._batch:
             try:
                 if self._trim:  # what was read before is handled: Redis may forget it (sent with the read)
