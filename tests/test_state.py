@@ -38,6 +38,7 @@ from elicitor.state import (
     replica_channel,
     supervised,
 )
+from elicitor.state._lane import lane_for
 from elicitor.state._redis import RedisStore
 
 from .conftest import free_port
@@ -735,6 +736,9 @@ def port_calls(store: Store) -> list[Callable[[], Awaitable[object]]]:
         lambda: store.urls.complete("e", None),
         lambda: store.urls.forget_connection("c"),
         lambda: store.bus.publish("changes", b"x"),
+        lambda: store.bus.append("replica:r", b"x"),
+        lambda: store.forward("s", SessionRecord(store.replica, None, alive=True), b"x"),
+        lambda: store.tasks.swap(task("t")),
         subscribe,
     ]
 
@@ -810,6 +814,44 @@ async def test_redis_restart_between_calls(redis_server: RedisServer) -> None:
         await a.sessions.claim("s", None)  # a MULTI/EXEC pipeline
         assert await a.urls.add(url_record("e1")) == url_record("e1")  # a script Redis no longer knows
         assert await a.sessions.lookup("s") is not None
+        await a.tasks.create(task("t"))
+        await a.events.store("k", 1, b"m")  # the commands of the hot path (one connection of their own)
+        await a._renew_lease()  # Redis lost it with the restart
+        assert await a.forward("s", SessionRecord(a.replica, None, alive=True), b"x")
+        redis_server.stop()
+        redis_server.start()
+        await a.events.store("k", 1, b"m")
+        await a.sessions.claim("s", None)
+        await a._renew_lease()
+        assert await a.forward("s", SessionRecord(a.replica, None, alive=True), b"x")  # a script Redis forgot
+        await a.tasks.create(task("t"))
+        assert await a.tasks.swap(task("t")) is not None
+
+
+@redis_only
+async def test_redis_lane_gives_each_command_its_own_reply_through_cancellations(redis_server: RedisServer) -> None:
+    """Commands pipelined on one connection get their replies in order; a caller cancelled while its command is
+    out leaves its reply to be dropped, not taken by the next caller."""
+    lane = lane_for(redis_server.url, 3.0, "test")
+    assert lane is not None
+    seen: list[int] = []
+
+    async def echo(n: int) -> None:
+        assert await lane.execute([("ECHO", str(n)), ("ECHO", f"{n}+")]) == [str(n).encode(), f"{n}+".encode()]
+        seen.append(n)
+
+    try:
+        await lane.execute([("PING",)])
+        async with anyio.create_task_group() as tg:
+            for n in range(100):
+                tg.start_soon(echo, n)
+                if n % 7 == 0:
+                    with anyio.move_on_after(0):
+                        await lane.execute([("ECHO", "never read")])
+        assert sorted(seen) == list(range(100))
+        assert await lane.execute([("ECHO", "last")]) == [b"last"]
+    finally:
+        lane.close()
 
 
 @redis_only

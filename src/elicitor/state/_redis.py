@@ -53,6 +53,10 @@ Why each operation is atomic, and one round trip:
   message appended to the owner's queue in the same step, so a replica that remembers an owner sends to it in one
   round trip, and never to one that no longer runs the session.
 * ``publish`` is one ``PUBLISH``; a subscription holds its own connection (``SUBSCRIBE``) for its lifetime.
+* The commands on the path of an answer across replicas (``forward``, a task's compare-and-swap, the batched
+  ``store`` and ``append`` writes) go on one connection of their own, each written as soon as it is issued and
+  its reply matched in order (:mod:`._lane`): none of redis-py's per-call layers on the path. Over TLS
+  (``rediss://``) they go through redis-py as the others do.
 
 Scripts reach keys named by the data (a session's owner, an indexed elicitation id), so they need every key on one
 Redis: a single server, or a replicated/Sentinel pair — not Redis Cluster.
@@ -76,7 +80,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import replace
 from types import TracebackType
@@ -90,11 +94,13 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.client import Pipeline, PubSub
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
 from ..telemetry import _state as _telemetry
+from ._lane import Command, Lane, lane_for
 from ._ports import Sealer, SessionRecord, StoreUnavailable, TaskRecord, UrlRecord, replica_channel
 from ._supervise import supervised
 
@@ -135,34 +141,32 @@ class _Writes:
     nothing; once it left, its write may have run, as any command that was sent.
     """
 
-    def __init__(self, client: Redis) -> None:
-        self._client = client
-        self._pending: list[tuple[Callable[[Pipeline], int], asyncio.Future[None]]] = []
+    def __init__(self, shared: _Shared) -> None:
+        self._shared = shared
+        self._pending: list[tuple[Sequence[Command], asyncio.Future[None]]] = []
         self._sending: set[asyncio.Task[None]] = set()
 
-    async def run(self, write: Callable[[Pipeline], int]) -> None:
-        """Send ``write`` (which queues its commands on a pipeline and returns how many) with the writes issued
-        in this turn of the event loop; raises what Redis or the connection raised for it."""
+    async def run(self, commands: Sequence[Command]) -> None:
+        """Send ``commands`` with the writes issued in this turn of the event loop; raises what Redis or the
+        connection raised for them."""
         loop = asyncio.get_running_loop()
         if not self._pending:
             loop.call_soon(self._flush)
         future: asyncio.Future[None] = loop.create_future()
-        self._pending.append((write, future))
+        self._pending.append((commands, future))
         await future
 
     def _flush(self) -> None:
-        batch = [(write, future) for write, future in self._pending if not future.done()]
+        batch = [(commands, future) for commands, future in self._pending if not future.done()]
         self._pending = []
         if batch:
             task = asyncio.ensure_future(self._send(batch))
             self._sending.add(task)  # held until done: the loop keeps only a weak reference to a task
             task.add_done_callback(self._sending.discard)
 
-    async def _send(self, batch: list[tuple[Callable[[Pipeline], int], asyncio.Future[None]]]) -> None:
+    async def _send(self, batch: list[tuple[Sequence[Command], asyncio.Future[None]]]) -> None:
         try:
-            async with self._client.pipeline(transaction=True) as pipe:
-                counts = [write(pipe) for write, _ in batch]
-                results = await pipe.execute(raise_on_error=False)
+            results = await self._execute([command for commands, _ in batch for command in commands])
         except asyncio.CancelledError:
             for _, future in batch:
                 future.cancel()
@@ -173,9 +177,9 @@ class _Writes:
                     future.set_exception(exc)
             return
         start = 0
-        for (_, future), count in zip(batch, counts, strict=True):
-            errors = [result for result in results[start : start + count] if isinstance(result, Exception)]
-            start += count
+        for commands, future in batch:
+            errors = [result for result in results[start : start + len(commands)] if isinstance(result, Exception)]
+            start += len(commands)
             if future.done():
                 continue
             if errors:
@@ -183,11 +187,27 @@ class _Writes:
             else:
                 future.set_result(None)
 
+    async def _execute(self, commands: list[Command]) -> Sequence[object]:
+        """The replies of ``commands`` run in one transaction (errors as values); raises if it did not run."""
+        lane = self._shared.lane
+        if lane is None:
+            async with self._shared.client.pipeline(transaction=True) as pipe:
+                for command in commands:
+                    pipe.execute_command(*command)
+                return cast("list[object]", await pipe.execute(raise_on_error=False))
+        replies = await lane.execute([("MULTI",), *commands, ("EXEC",)])
+        executed = replies[-1]
+        if isinstance(executed, Exception):  # EXECABORT: a command was refused as queued, nothing ran
+            raise executed
+        return cast("list[object]", executed)
+
 
 class _Shared:
     """What the ports of one store share: the clients, the key prefix, the error translation."""
 
-    def __init__(self, client: Redis, listener: Redis, prefix: str, where: str, timeout: float) -> None:
+    def __init__(
+        self, client: Redis, listener: Redis, prefix: str, where: str, timeout: float, lane: Lane | None = None
+    ) -> None:
         self.client = client
         """For commands: a broken connection is replaced and the command sent once more (see the module)."""
         self.listener = listener
@@ -195,8 +215,17 @@ class _Shared:
         self.prefix = prefix
         self.where = where
         self.timeout = timeout
-        self.writes = _Writes(client)
+        self.lane = lane
+        """Where the commands on the path of an answer go (see :mod:`._lane`); ``None``: through ``client``."""
+        self.writes = _Writes(self)
         """Where the event history and the queues' appends are written (batched: see :class:`_Writes`)."""
+
+    async def script(self, script: AsyncScript, keys: Sequence[str], args: Sequence[EncodableT]) -> object:
+        """Run a registered script, on the lane if there is one."""
+        if self.lane is None:
+            return await script(keys=keys, args=args)
+        source = script.script if isinstance(script.script, bytes) else str(script.script).encode()
+        return await self.lane.script(script.sha, source, keys, args)
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -424,15 +453,13 @@ class RedisEventStore:
     async def store(self, stream: str, sequence: int, message: bytes) -> None:
         """Keep ``message`` as event ``sequence``, dropping the oldest beyond the bound and renewing the TTL."""
         key = self._shared.key("events", stream)
-
-        def write(pipe: Pipeline) -> int:
-            pipe.zadd(key, {b"%d:%s" % (sequence, message): sequence})
-            pipe.zremrangebyrank(key, 0, -self._per_stream - 1)
-            pipe.pexpire(key, self._ttl)
-            return 3
-
+        writes: list[Command] = [
+            ("ZADD", key, sequence, b"%d:%s" % (sequence, message)),
+            ("ZREMRANGEBYRANK", key, 0, -self._per_stream - 1),
+            ("PEXPIRE", key, self._ttl),
+        ]
         with self._shared.failing("storing an event"):
-            await self._shared.writes.run(write)
+            await self._shared.writes.run(writes)
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]]:
         """The kept events after sequence ``after``, oldest first (Redis filters: one ``ZRANGEBYSCORE``)."""
@@ -669,7 +696,7 @@ class RedisTaskRegistry:
         data = self._shared.seal(_task_json(record, record.version + 1), key)
         args: list[EncodableT] = [str(record.version), data, record.owner or ""]
         with self._shared.failing("updating a task"):
-            swapped = await self._swap(keys=[key], args=args)
+            swapped = await self._shared.script(self._swap, [key], args)
         if not swapped:
             return None
         return replace(record, version=record.version + 1, owner_alive=record.owner == self._replica)
@@ -804,14 +831,12 @@ class RedisBus:
         """``XADD`` (capped at ``queue_limit`` entries) and renew the queue's TTL, in one round trip."""
         key = self._shared.key("queue", queue)
         sealed = self._shared.seal(payload, key)
-
-        def write(pipe: Pipeline) -> int:
-            pipe.xadd(key, {b"m": sealed}, maxlen=self.queue_limit, approximate=True)
-            pipe.pexpire(key, self.queue_ttl)
-            return 2
-
+        writes: list[Command] = [
+            ("XADD", key, "MAXLEN", "~", self.queue_limit, "*", "m", sealed),
+            ("PEXPIRE", key, self.queue_ttl),
+        ]
         with self._shared.failing(f"sending on {queue!r}"):
-            await self._shared.writes.run(write)
+            await self._shared.writes.run(writes)
 
     @asynccontextmanager
     async def read(self, queue: str, after: str) -> AsyncIterator[AsyncIterator[tuple[str, bytes]]]:
@@ -959,7 +984,8 @@ class RedisStore:
 
         client = connect(retries=1)  # commands: a broken pooled connection is replaced, the command sent again
         listener = connect(retries=0)  # subscriptions: a lost connection ends them
-        self._shared = _Shared(client, listener, prefix, _redacted(url), timeout)
+        lane = lane_for(url, timeout, f"elicitor-{self.replica}")
+        self._shared = _Shared(client, listener, prefix, _redacted(url), timeout, lane)
         self._lease_key = self._shared.key("replica", self.replica)
         self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=lease)
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
@@ -992,8 +1018,8 @@ class RedisStore:
         principal = "" if expected.principal is None else "=" + expected.principal
         sealed = self._shared.seal(payload, queue)
         with self._shared.failing(f"forwarding to replica {expected.owner!r}"):
-            sent = await self._forward(
-                keys=keys, args=[expected.owner, principal, sealed, self.bus.queue_limit, self.bus.queue_ttl]
+            sent = await self._shared.script(
+                self._forward, keys, [expected.owner, principal, sealed, self.bus.queue_limit, self.bus.queue_ttl]
             )
         return bool(sent)
 
@@ -1005,6 +1031,8 @@ class RedisStore:
 
     async def aclose(self) -> None:
         """Close every connection of this store (:meth:`running` does it on exit)."""
+        if self._shared.lane is not None:
+            self._shared.lane.close()
         try:
             await self._shared.client.aclose()
         finally:
