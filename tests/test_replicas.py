@@ -23,6 +23,7 @@ import httpx2 as httpx
 import mcp_types as types
 import pytest
 from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
 from elicitor.server import HttpApp, StateSealer, generate_key
@@ -621,6 +622,56 @@ async def test_an_answer_sent_while_its_owner_is_cut_off_from_redis_still_arrive
                 async for _, message in stream:
                     assert message["result"]["content"][0]["text"] == "Grace"
                     break
+
+
+class AnswersTo(httpx.AsyncHTTPTransport):
+    """Sends the client's answers (JSON-RPC responses) to the replica at ``url``, everything else where asked: a
+    balancer that happened to route the answer to another replica than the session's."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.target = httpx.URL(url)
+        self.sent: list[int] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and b'"result"' in request.content:
+            request.url = request.url.copy_with(port=self.target.port)
+            response = await super().handle_async_request(request)
+            self.sent.append(response.status_code)
+            return response
+        return await super().handle_async_request(request)
+
+
+async def test_an_answer_of_the_official_sdk_given_while_redis_is_paused_still_arrives(redis: RedisServer) -> None:
+    """The official SDK's client does not send an answer again on 503. Its person answers while Redis is paused
+    (``CLIENT PAUSE``), and the answer lands on B, not on A which runs the session: B holds the POST until Redis
+    is back and forwards it (202), instead of refusing it and leaving the call waiting for ever."""
+    from redis.asyncio import Redis
+
+    asked: list[str] = []
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, _):
+        admin = Redis.from_url(redis.url)
+
+        async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            asked.append(params.message)
+            await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")  # the person answers meanwhile
+            await anyio.sleep(0.5)
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        transport = AnswersTo(b)
+        try:
+            with anyio.fail_after(60):
+                async with (
+                    httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+                    McpClient(
+                        streamable_http_client(a, http_client=http), elicitation_callback=callback, mode="legacy"
+                    ) as client,
+                ):
+                    result = await client.call_tool("pick", {})
+        finally:
+            await admin.aclose()
+    assert result.content[0].text == "Ada"  # type: ignore[union-attr]
+    assert asked == ["Pick a name"] and transport.sent == [202]
 
 
 async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_resumes_it() -> None:

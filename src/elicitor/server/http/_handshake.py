@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -59,6 +59,7 @@ Respond = Callable[[Receive, Send], Awaitable[Awaitable[None] | None]]
 returns, if anything, delivers the rest of the answer and is awaited by the caller (see :meth:`_respond_from`)."""
 
 logger = logging.getLogger("elicitor.http")
+_T = TypeVar("_T")
 
 MAX_BACKLOG = 4096
 """Messages from other replicas a session may be behind on, past its inbox, before it is ended."""
@@ -68,6 +69,28 @@ OWNERS_KEPT = 10_000
 
 HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
 """MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
+
+ONE_WAY_HOLD = 15.0
+"""Seconds a POST of answers or notifications for another replica's session waits for an unreachable store before
+it is refused with 503. Clients that do not send such a POST again on 503 (the official SDKs do not) would lose the
+person's answer, and the call would wait for it for ever; holding the POST rides out a Redis restart, failover or
+pause (``docs/deploying.md`` promises up to 10 s), and the client only sees a slower 202."""
+
+HOLD_RETRY = 0.5
+"""Seconds between two attempts of a held POST (a refused connection fails at once; a paused Redis takes the
+store's timeout per attempt)."""
+
+
+async def _patiently(attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
+    """``attempt()``, tried again while the store cannot be reached, until the clock reads ``until`` (``None``:
+    once); then its :class:`StoreUnavailable` is raised."""
+    while True:
+        try:
+            return await attempt()
+        except StoreUnavailable:
+            if until is None or anyio.current_time() + HOLD_RETRY >= until:
+                raise
+            await anyio.sleep(HOLD_RETRY)
 
 
 class SessionTransport:
@@ -309,6 +332,7 @@ class HandshakeSessions:
         """
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
+        until = None if is_request else anyio.current_time() + ONE_WAY_HOLD
         version = headers.get("mcp-protocol-version")
         request_id = message.get("id")
         if is_request and not (type(request_id) is int or type(request_id) is str):
@@ -340,7 +364,9 @@ class HandshakeSessions:
             supported = version is None or version in HANDSHAKE_HEADER_VERSIONS
             # A remembered owner is checked only when the message is sent: with a version to refuse, look the
             # session up, so that a session that is gone is still a 404 first.
-            found = await self._find(session_id, headers.principal, send, request_id_of(message), remembered=supported)
+            found = await self._find(
+                session_id, headers.principal, send, request_id_of(message), remembered=supported, until=until
+            )
             if found is None:
                 return None
             if not supported:
@@ -349,7 +375,7 @@ class HandshakeSessions:
                 )
                 return None
             if isinstance(found, _Elsewhere):
-                return functools.partial(self._forward_post, found, message, body)
+                return functools.partial(self._forward_post, found, message, body, until)
             session = found
         if not is_request:
             await session.deliver(body)
@@ -364,36 +390,52 @@ class HandshakeSessions:
         return functools.partial(self._respond_from, stream, session.id)
 
     async def _forward_post(
-        self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
+        self,
+        owner: _Elsewhere,
+        message: JSONObject,
+        body: bytes,
+        until: float | None,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """A POST for a session another replica runs: forward it there, and relay the answer stream back.
 
         To an owner remembered rather than just looked up, the message goes only if the directory still says so
-        (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever).
+        (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever). A
+        message that needs no answer waits for an unreachable store until ``until`` (see :data:`ONE_WAY_HOLD`).
         """
         request_id = request_id_of(message)
         try:
             try:
-                await self._forward_to(owner, message, body, receive, send)
+                await self._forward_to(owner, message, body, until, receive, send)
             except Moved:
                 self._owners.pop(owner.session, None)
-                found = await self._find(owner.session, owner.principal, send, request_id, remembered=False)
+                found = await self._find(
+                    owner.session, owner.principal, send, request_id, remembered=False, until=until
+                )
                 if found is None:
                     return
                 if not isinstance(found, _Elsewhere):  # session ids are never reused: it cannot have come here
                     await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
                     return
-                await self._forward_to(found, message, body, receive, send)
+                await self._forward_to(found, message, body, until, receive, send)
         except StoreUnavailable as exc:
             await refuse_unavailable(send, request_id, exc, "forwarding a POST")
 
     async def _forward_to(
-        self, owner: _Elsewhere, message: JSONObject, body: bytes, receive: Receive, send: Send
+        self,
+        owner: _Elsewhere,
+        message: JSONObject,
+        body: bytes,
+        until: float | None,
+        receive: Receive,
+        send: Send,
     ) -> None:
         """:meth:`_forward_post` once: raises :class:`Moved` (nothing sent) if a remembered owner is not the
-        session's any more, :class:`StoreUnavailable` if the message could not be sent."""
+        session's any more, :class:`StoreUnavailable` if the message could not be sent (by ``until``)."""
         if "method" not in message or "id" not in message:
-            await self._peers.deliver(owner.replica, owner.session, body, owner.remembered)
+            deliver = functools.partial(self._peers.deliver, owner.replica, owner.session, body, owner.remembered)
+            await _patiently(deliver, until)
             await respond_empty(send, 202)  # durably in the owner's queue
             return
         request_id = request_id_of(message)
@@ -414,12 +456,13 @@ class HandshakeSessions:
         request_id: RequestId | None,
         *,
         remembered: bool = False,
+        until: float | None = None,
     ) -> SessionTransport | _Elsewhere | None:
         """The session with this id if it belongs to ``principal`` (the user making the request): run here, or by
         another replica — with ``remembered``, as remembered from an earlier lookup if it was (see ``_owners``).
 
-        Answers the request itself (404, or 503 when the shared state cannot be reached) and returns ``None`` if
-        there is no such session for this user.
+        Answers the request itself (404, or 503 when the shared state cannot be reached, by ``until`` if given)
+        and returns ``None`` if there is no such session for this user.
         """
         session = self._sessions.get(session_id)
         if session is not None:
@@ -430,10 +473,15 @@ class HandshakeSessions:
             if known is not None and known.principal == principal:
                 self._remember(session_id, known)  # the most recently used last
                 return _Elsewhere(known.owner, session_id, principal, known)
-            try:
+
+            async def look_up() -> SessionRecord | None:
                 record = await self._store.sessions.lookup(session_id)
                 if record is not None and record.owner != self._store.replica and not record.alive:
                     record = await self._look_again(session_id, record.owner)
+                return record
+
+            try:
+                record = await _patiently(look_up, until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, request_id, exc, "finding a session")
                 return None
