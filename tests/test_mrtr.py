@@ -61,6 +61,30 @@ async def ages(ctx: Context) -> str:
     return f"age {outcome.data['age']}" if isinstance(outcome, Accepted) else outcome.action
 
 
+stopped: list[str] = []
+"""What ``slow_second`` saw happen to it."""
+
+
+@server.tool()
+async def slow_second(ctx: Context) -> str:
+    """Asks, then takes its time before asking again (a retry can be cancelled while the run serves it)."""
+    await ctx.elicit("Step 1: name?", NAME, key="step1")
+    try:
+        await anyio.sleep_forever()
+    except BaseException:
+        stopped.append("cancelled")
+        raise
+    return "never"
+
+
+@server.tool()
+async def fails_after_an_answer(ctx: Context, code: int) -> str:
+    await ctx.elicit("Step 1: name?", NAME, key="step1")
+    if code:
+        raise JSONRPCError(code, "the tool refused the call")
+    raise RuntimeError("the tool broke")
+
+
 def meta(capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -486,3 +510,42 @@ def test_a_malformed_answers_part_is_refused_with_invalid_params(packed: bytes) 
     with pytest.raises(JSONRPCError, match="malformed") as info:
         StateSealer(keys=[key]).open(token.rstrip("="), b"b")
     assert info.value.code == -32602
+
+
+async def test_a_retry_the_client_cancels_stops_the_run_serving_it_and_is_not_answered(anyio_backend: str) -> None:
+    """A retry whose run waits in this process is served by that run (no task of its own): the peer's
+    ``notifications/cancelled`` for it stops the run as it would stop the request's task, and the session goes on."""
+    stopped.clear()
+    async with raw() as s:
+        first = await call(s, "slow_second")
+        answer = {"step1": {"action": "accept", "content": {"name": "Ada"}}}
+        with anyio.move_on_after(0.5):  # the run waits forever after the answer: the request is cancelled
+            await call(s, "slow_second", inputResponses=answer, requestState=first["requestState"])
+            raise AssertionError("a run that never ends answered")
+        with anyio.fail_after(30):
+            while not stopped:
+                await anyio.sleep(0.01)
+        assert stopped == ["cancelled"]
+        again = await call(s, "hello", arguments={"greeting": "Hi"})
+        assert again["resultType"] == "input_required"
+
+
+async def test_a_tool_failing_after_a_resumed_round_answers_that_request(anyio_backend: str) -> None:
+    """What a resumed run raises answers the retry that resumed it: its JSON-RPC error as such, anything else as
+    the tool's error result."""
+    answer = {"step1": {"action": "accept", "content": {"name": "Ada"}}}
+    async with raw() as s:
+        first = await call(s, "fails_after_an_answer", arguments={"code": -32602})
+        with pytest.raises(JSONRPCError) as caught:
+            await call(
+                s, "fails_after_an_answer", arguments={"code": -32602}, inputResponses=answer,
+                requestState=first["requestState"],
+            )  # fmt: skip
+        assert caught.value.code == -32602 and "the tool refused the call" in str(caught.value)
+        first = await call(s, "fails_after_an_answer", arguments={"code": 0})
+        result = await call(
+            s, "fails_after_an_answer", arguments={"code": 0}, inputResponses=answer,
+            requestState=first["requestState"],
+        )  # fmt: skip
+        assert result["isError"] is True and "the tool broke" in result["content"][0]["text"]
+        assert result["resultType"] == "complete" and result["_meta"]["io.modelcontextprotocol/serverInfo"]

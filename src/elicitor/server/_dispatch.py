@@ -113,6 +113,7 @@ class ServerSession:
                     transport, self.on_request, self.on_notification, max_incoming=self.server.max_in_flight
                 ) as session:
                     self.session = session
+                    session.take = self.take_round
                     runs.start_soon(self._forward_changes, session)
                     await session.wait_closed()
                 runs.cancel_scope.cancel()
@@ -177,13 +178,72 @@ class ServerSession:
             meta = dataclasses.replace(meta, principal=principal)
         if request.method in _HANDSHAKE_ONLY:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
-        result = await self._route(request, meta, notify, stateless=True)
+        return self._stamp(await self._route(request, meta, notify, stateless=True))
+
+    def _stamp(self, result: JSONObject) -> JSONObject:
+        """A 2026-07-28 result as sent: its ``resultType`` (``complete`` unless said) and the server's info."""
         result.setdefault("resultType", "complete")
         result_meta = result.get("_meta")
         if not isinstance(result_meta, dict):
             result_meta = result["_meta"] = {}
         result_meta[META_SERVER_INFO] = self.server.info
         return result
+
+    def take_round(self, request: RequestReceived) -> _RoundReply | None:
+        """Serve the next round of a call whose run is parked here without a task for the request
+        (:attr:`Session.take`): the retry's answers wake the run, and the run's own task answers the request as
+        it asks again or ends (two passes of the event loop per round instead of four).
+
+        Only the plain case: a ``tools/call`` retry whose run waits here for this round with the same client
+        capabilities, of a tool that never becomes a task, telemetry off, the handler asking from its own task.
+        Anything else, a token that does not open included, is left to :meth:`on_request` (``None``), which
+        serves it, or refuses it, as ever.
+        """
+        params, parked, session = request.params, self.parked, self.session
+        if (
+            request.method != "tools/call"
+            or parked is None
+            or session is None
+            or _telemetry.state.on
+            or not params
+            or "requestState" not in params
+            or not is_stateless_request(params)
+        ):
+            return None
+        name = params.get("name")
+        tool = self.server._tools.get(name) if isinstance(name, str) else None
+        fresh = params.get("inputResponses")
+        if tool is None or tool.task != "never" or not (fresh is None or isinstance(fresh, dict)):
+            return None
+        try:
+            meta = parse_request_meta(params, STATELESS_REVISIONS)
+            if self.principal is not None:
+                meta = dataclasses.replace(meta, principal=self.principal)
+            binding = request_binding(request.method, params, meta.principal)
+            state = self.server.sealer.open(params["requestState"], binding)
+        except JSONRPCError:
+            return None
+        run = parked.claim(state.get("r"), state.get("n"), state.get("c"))
+        if run is None:
+            return None
+        if run.context.capabilities != meta.capabilities:
+            run.cancel()  # what _in_rounds does with it: the call is replayed under the new capabilities
+            return None
+        if run.asker.concurrent:
+            parked.park(run)  # its round settles in a task: _in_rounds claims it again
+            return None
+        request_meta = params.get("_meta")
+        token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
+        run.context.rebind(request.id, meta, self.notifier(request.id), token)
+        asker = run.asker
+        asker.may_escalate = False
+        reply = _RoundReply(self, session, run, request.id, binding)
+        asker.next_round(fresh or {})
+        if asker.asks:
+            reply.deliver_soon()  # a question is still unanswered: the round ends at once, asking it again
+        else:
+            asker.round_end = reply
+        return reply
 
     async def serve_modern(
         self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
@@ -665,6 +725,38 @@ def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:
     if method == "notifications/resources/updated":
         return params.get("uri") in agreed.get("resourceSubscriptions", ())
     return any(agreed.get(flag) for flag, listed in _LIST_CHANGED.items() if listed == method)
+
+
+class _RoundReply:
+    """A round taken by :meth:`ServerSession.take_round`: answers its request with the round's outcome."""
+
+    __slots__ = ("_binding", "_owner", "_request_id", "_run", "_session")
+
+    def __init__(self, owner: ServerSession, session: Session, run: Run, request_id: RequestId, binding: bytes) -> None:
+        self._owner = owner
+        self._session = session
+        self._run = run
+        self._request_id = request_id
+        self._binding = binding
+
+    async def deliver(self) -> None:
+        owner = self._owner
+        outcome: JSONObject | Exception
+        try:
+            outcome = owner._stamp(await owner._round(self._run, self._binding, owner.parked))
+        except Exception as exc:
+            outcome = exc
+        await self._session.answer(self._request_id, "tools/call", outcome)
+
+    def deliver_soon(self) -> None:
+        self._session.start_soon(self.deliver)
+
+    def cancel(self) -> None:
+        """The peer cancelled the request, or the connection ended: the run stops, as a request's task would
+        have stopped it."""
+        self._run.asker.round_end = None
+        self._session.connection.forget_incoming(self._request_id)
+        self._run.cancel()
 
 
 class _Notifier:

@@ -28,7 +28,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -86,6 +86,18 @@ def _current_task_id(loop: asyncio.AbstractEventLoop | None) -> int:
     return anyio.get_current_task().id
 
 
+class RoundEnd(Protocol):
+    """Answers a round's request once the run has asked again or ended (see :attr:`RoundAsker.round_end`)."""
+
+    async def deliver(self) -> None:
+        """Answer the request with the round's outcome, in the calling task."""
+        ...
+
+    def deliver_soon(self) -> None:
+        """The same, in a task of its own."""
+        ...
+
+
 class _Waiter:
     __slots__ = ("answer", "event", "method")
 
@@ -123,6 +135,9 @@ class RoundAsker:
         """``ctx.run_as_task()`` turns this call into a task (the tool defers its task, the client can take it)."""
         self.escalate = False
         """The handler called ``ctx.run_as_task()``: the round ends and the call becomes a task."""
+        self.round_end: RoundEnd | None = None
+        """Who answers the current round's request when nobody waits on :meth:`Run.next` for it (a round taken
+        without a task of its own): the run's own task delivers it as it asks again or ends."""
 
     async def become_task(self) -> None:
         """``ctx.run_as_task()``: end the multi-round-trip phase here; the call goes on as a task, replayed from
@@ -153,6 +168,13 @@ class RoundAsker:
             waiter = self._waiting[key] = _Waiter(method, self.loop)
         self.asks[key] = {"method": method, "params": params}
         self.activity.set()
+        end = self.round_end
+        if end is not None:
+            self.round_end = None
+            if self.concurrent:
+                end.deliver_soon()  # other branches may still ask: the round settles in a task of its own
+            else:
+                await end.deliver()  # the handler's only task waits here anyway: it answers the round itself
         if _telemetry.state.on and method == "elicitation/create":
             from ..telemetry import _hooks
 
@@ -228,6 +250,10 @@ class Run:
                 self._failure = exc
         self._done = True
         self.asker.activity.set()
+        end = self.asker.round_end
+        if end is not None:
+            self.asker.round_end = None
+            await end.deliver()
 
     def cancel(self) -> None:
         self._scope.cancel()

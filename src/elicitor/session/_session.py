@@ -16,7 +16,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, nullcontext, suppress
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -72,6 +72,14 @@ _CANCEL_GRACE = 5.0
 """How long a shielded cleanup may try to tell the peer that a request was cancelled."""
 
 
+class Taken(Protocol):
+    """A peer request :attr:`Session.take` took: answered through :meth:`Session.answer` by whoever took it."""
+
+    def cancel(self) -> None:
+        """Stop serving it (the peer cancelled it, or the session ended): it is not answered."""
+        ...
+
+
 class _Pending(Waiter):
     """A request we sent, waiting for its answer: the :class:`Waiter` itself (one object less per waiting call)."""
 
@@ -113,7 +121,11 @@ class Session:
         self._on_request = on_request
         self._on_notification = on_notification
         self._pending: dict[RequestId, _Pending] = {}
-        self._inflight: dict[RequestId, TaskHandle[None] | anyio.CancelScope] = {}
+        self._inflight: dict[RequestId, TaskHandle[None] | anyio.CancelScope | Taken] = {}
+        self.take: Callable[[RequestReceived], Taken | None] | None = None
+        """Offered each peer request before a task is started for it: what it takes (it returns what cancels it)
+        is answered with :meth:`answer` by whoever took it, with no task of its own; ``None`` leaves the request
+        to ``on_request`` in a task, as usual. (A 2026-07-28 round whose run waits here is answered by the run.)"""
         self._tasks: dict[anyio.CancelScope, asyncio.Task[None]] = {}
         """On asyncio, the scopes of the tasks answering peer requests, and those tasks (see :meth:`_spawn`)."""
         self._closed = False
@@ -291,7 +303,8 @@ class Session:
     def _act_now(self, event: Event) -> bool:
         """Act on ``event`` if nothing in it waits (see :meth:`_dispatch_now`); ``False`` if it needs the loop."""
         if isinstance(event, RequestReceived):
-            self._inflight[event.id] = self._spawn(event)
+            taken = self.take(event) if self.take is not None else None
+            self._inflight[event.id] = taken if taken is not None else self._spawn(event)
         elif isinstance(event, ResultReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
@@ -398,6 +411,23 @@ class Session:
         finally:
             if scope is not None:
                 self._tasks.pop(scope, None)  # ended: see _spawn
+
+    async def answer(self, request_id: RequestId, method: str, outcome: JSONObject | Exception) -> None:
+        """Answer a request :attr:`take` took, as the request's own task answers the others: ``outcome`` is its
+        result or what serving it raised. Nothing is sent for one cancelled meanwhile."""
+        if self._inflight.pop(request_id, None) is None:
+            return
+        data: bytes | None = None
+        if isinstance(outcome, JSONRPCError):
+            data = self.connection.send_error(request_id, outcome)
+        elif isinstance(outcome, Exception):
+            if not isinstance(outcome, ConnectionClosed):  # the peer went away meanwhile: nobody is left to answer
+                data = self.connection.send_error(request_id, internal_error(outcome, f"handler for {method}"))
+        else:
+            data = self.connection.send_result(request_id, outcome)
+        self.connection.forget_incoming(request_id)
+        if data is not None:
+            await self._reply(data, request_id, final=True)
 
     def _traced(self, request: RequestReceived) -> Awaitable[JSONObject]:
         from ..telemetry import _hooks
