@@ -415,3 +415,26 @@ def test_connects_own_lines_are_in_chinese_and_arabic() -> None:
     assert "تم الاتصال بـ elicitor conformance fixtures 1.0.0، البروتوكول 2025-11-25." in run.stderr
     assert "الأداة المراد استدعاؤها (رقمها أو اسمها؛ Enter أو q للخروج): " in run.stderr
     assert "لا توجد أداة باسم 'nope'." in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "said"),
+    [
+        (["--lang", "zh", "connect", "--ui", "nope", "x"], {},
+         "elicitor connect：错误：参数 --ui：无效的选择：'nope'（可选：'terminal', 'lines', 'browser'）"),
+        (["serve", "app:server", "--port", "abc"], {"LANG": "zh_CN.UTF-8"},
+         "elicitor serve：错误：参数 --port：无效的 int 值：'abc'"),
+        (["serve"], {"LC_MESSAGES": "ar_EG.UTF-8"}, "elicitor serve: خطأ: الوسائط التالية مطلوبة: target"),
+        (["--lang=en", "serve"], {"LANG": "zh_CN.UTF-8"}, "elicitor serve: error: the following arguments are"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_command_line_is_explained_in_the_persons_language(
+    argv: list[str], environ: dict[str, str], said: str
+) -> None:
+    """argparse's own sentences (an unknown choice, a missing argument, a value that is not a number) come from
+    the catalogs too, in the language ``--lang`` names (read before the parsing that fails) or the environment's."""
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", *argv], capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    )  # fmt: skip
+    assert run.returncode == 2 and said in run.stderr, run.stderr

@@ -5,12 +5,38 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import suppress
 from typing import Any
 
 import anyio
 
 from ._connect import UI_CHOICES
 from ._version import __version__
+from .i18n import N_, NP_
+
+_ARGPARSE_SAYS = frozenset(
+    message.msgid
+    for message in (
+        N_("usage: "),
+        N_("%(prog)s: error: %(message)s\n"),
+        N_("argument %(argument_name)s: %(message)s"),
+        N_("unrecognized arguments: %s"),
+        N_("the following arguments are required: %s"),
+        N_("one of the arguments %s is required"),
+        N_("not allowed with argument %s"),
+        N_("ignored explicit argument %r"),
+        N_("expected one argument"),
+        N_("expected at most one argument"),
+        N_("expected at least one argument"),
+        NP_("expected %s argument", "expected %s arguments", 2),
+        N_("ambiguous option: %(option)s could match %(matches)s"),
+        N_("invalid %(type)s value: %(value)r"),
+        N_("invalid choice: %(value)r (choose from %(choices)s)"),
+        N_("can't open '%(filename)s': %(error)s"),
+    )
+)
+"""argparse's own words in a usage error (it asks ``gettext`` for them, in its own domain): the catalogs have
+them, so a person who mistypes an option reads why in their language. Its help texts stay English."""
 
 _UI_HELP = (
     "where to answer elicitations: terminal (full-screen forms; one question per line when the terminal cannot "
@@ -211,6 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    _speak_in_usage_errors(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.lang is not None:
@@ -268,6 +295,39 @@ def t(msgid: str, /, **args: Any) -> str:
     from .i18n import language
 
     return language()._(msgid, **args)
+
+
+def _speak_in_usage_errors(argv: list[str]) -> None:
+    """Have argparse's usage errors said in the person's language: the one ``--lang`` names (read here, before
+    the parsing that may fail), else their environment's. Only the sentences of :data:`_ARGPARSE_SAYS` are looked
+    up, and only when argparse says one, so a command line without a mistake reads no catalog."""
+    from .i18n import use
+
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            break
+        spec = arg.partition("=")[2] if arg.startswith("--lang=") else None
+        if arg == "--lang" and index + 1 < len(argv):
+            spec = argv[index + 1]
+        if spec is not None:
+            with suppress(ValueError):  # said by main once parsed
+                use(spec)
+            break
+
+    def gettext(message: str) -> str:
+        from .i18n import language
+
+        return language().catalog.gettext(message) if message in _ARGPARSE_SAYS else message
+
+    def ngettext(singular: str, plural: str, n: int) -> str:
+        from .i18n import language
+
+        if singular in _ARGPARSE_SAYS:
+            return language().catalog.ngettext(singular, plural, n)
+        return singular if n == 1 else plural
+
+    argparse._ = gettext  # type: ignore[attr-defined]
+    argparse.ngettext = ngettext  # type: ignore[attr-defined]
 
 
 def _command(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
