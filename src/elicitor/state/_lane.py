@@ -101,10 +101,11 @@ class Lane:
     """The commands of one store's hot path, pipelined on one connection (opened on first use, and again after a
     failure). See the module."""
 
-    def __init__(self, connect: dict[str, object], timeout: float, name: str) -> None:
+    def __init__(self, connect: dict[str, object], timeout: float, name: str, *, resend: bool = True) -> None:
         self._connect = connect
         self._timeout = timeout
         self._name = name
+        self._resend = resend
         self._connection: _Connection | None = None
         self._opening: asyncio.Future[_Connection] | None = None
 
@@ -123,7 +124,7 @@ class Lane:
                     await futures[-1]  # replies come in order: the last one in, all are
             except ConnectionLost:
                 _retrieve(futures)
-                if fresh or attempt == 2:
+                if fresh or attempt == 2 or not self._resend:
                     raise
                 continue
             except TimeoutError:
@@ -200,8 +201,11 @@ class Lane:
             connection.close(ConnectionLost("Connection to Redis closed"))
 
 
-def lane_for(url: str, timeout: float, name: str) -> Lane | None:
-    """A lane to the Redis at ``url``, or ``None`` for a TLS connection (``rediss://``: redis-py serves it)."""
+def lane_for(url: str, timeout: float, name: str, *, resend: bool = True) -> Lane | None:
+    """A lane to the Redis at ``url``, or ``None`` for a TLS connection (``rediss://``: redis-py serves it).
+
+    ``resend``: whether a command that met a broken connection is sent once more on a new one (not for a reader
+    whose failure must end its iteration)."""
     if url.startswith("rediss://"):
         return None
-    return Lane(dict(parse_url(url)), timeout, name)
+    return Lane(dict(parse_url(url)), timeout, name, resend=resend)

@@ -77,10 +77,11 @@ asyncio backend.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import replace
 from types import TracebackType
@@ -206,7 +207,14 @@ class _Shared:
     """What the ports of one store share: the clients, the key prefix, the error translation."""
 
     def __init__(
-        self, client: Redis, listener: Redis, prefix: str, where: str, timeout: float, lane: Lane | None = None
+        self,
+        client: Redis,
+        listener: Redis,
+        prefix: str,
+        where: str,
+        timeout: float,
+        lane: Lane | None = None,
+        reader_lane: Callable[[], Lane | None] = lambda: None,
     ) -> None:
         self.client = client
         """For commands: a broken connection is replaced and the command sent once more (see the module)."""
@@ -216,6 +224,8 @@ class _Shared:
         self.where = where
         self.timeout = timeout
         self.lane = lane
+        self.reader_lane = reader_lane
+        """A new lane for one queue reader (its blocking reads hold a connection), or ``None``: the listener's."""
         """Where the commands on the path of an answer go (see :mod:`._lane`); ``None``: through ``client``."""
         self.writes = _Writes(self)
         """Where the event history and the queues' appends are written (batched: see :class:`_Writes`)."""
@@ -768,37 +778,31 @@ class _QueueReader:
     """The messages of one queue (a Redis stream) after an offset: ``XREAD BLOCK`` in turns shorter than the socket
     timeout, so a dead connection is noticed within ``timeout``; each batch read is acknowledged (``XTRIM MINID``)
     once handled, pipelined with the next read (one round trip for both). Any failure ends the iteration: read
-    again from the last offset."""
+    again from the last offset. The reads go on a lane of the reader's own (:mod:`._lane`: the reply of a wake-up
+    reaches the reader without redis-py's layers), or on the listener's connections over TLS."""
 
-    def __init__(self, shared: _Shared, key: str, after: str) -> None:
+    def __init__(self, shared: _Shared, key: str, after: str, lane: Lane | None) -> None:
         self._shared = shared
         self._key = key
         self._last = after
         self._batch: list[tuple[str, bytes]] = []
         self._trim = False
         self._block = _ms(shared.timeout / 2)
+        self._lane = lane
 
     def __aiter__(self) -> _QueueReader:
         return self
 
     async def __anext__(self) -> tuple[str, bytes]:
-        listener = self._shared.listener
         if not self._batch and self._trim:
             for _ in range(_SETTLE_TURNS):  # let what the last message woke run first (see _SETTLE_TURNS)
                 await asyncio.sleep(0)
         while not self._batch:
             try:
-                if self._trim:  # what was read before is handled: Redis may forget it (sent with the read)
-                    async with listener.pipeline(transaction=False) as pipe:
-                        pipe.xtrim(self._key, minid=self._last, approximate=False)
-                        pipe.xread({self._key: self._last}, count=256, block=self._block)
-                        _, found = await pipe.execute()
-                    self._trim = False
-                else:
-                    found = await listener.xread({self._key: self._last}, count=256, block=self._block)
+                found = await self._read()
             except _FAILURES:
                 raise StopAsyncIteration from None
-            for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", found or []):
+            for _, entries in found:
                 for raw_offset, fields in entries:
                     offset = raw_offset.decode()
                     opened = self._shared.unseal(fields.get(b"m", b""), self._key)
@@ -814,6 +818,28 @@ class _QueueReader:
         self._last = offset
         self._trim = True
         return offset, payload
+
+    async def _read(self) -> list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]:
+        """One ``XREAD BLOCK`` after the last offset, with the ``XTRIM`` of what was handled if any is due."""
+        trim, self._trim = self._trim, False
+        if self._lane is not None:
+            read: Command = ("XREAD", "COUNT", 256, "BLOCK", self._block, "STREAMS", self._key, self._last)
+            commands: list[Command] = [("XTRIM", self._key, "MINID", self._last), read] if trim else [read]
+            replies = await self._lane.execute(commands)
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+            streams = cast("list[tuple[bytes, list[tuple[bytes, list[bytes]]]]] | None", replies[-1]) or []
+            return [(name, [(offset, _fields(flat)) for offset, flat in entries]) for name, entries in streams]
+        listener = self._shared.listener
+        if trim:  # what was read before is handled: Redis may forget it (sent with the read)
+            async with listener.pipeline(transaction=False) as pipe:
+                pipe.xtrim(self._key, minid=self._last, approximate=False)
+                pipe.xread({self._key: self._last}, count=256, block=self._block)
+                _, found = await pipe.execute()
+        else:
+            found = await listener.xread({self._key: self._last}, count=256, block=self._block)
+        return cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", found or [])
 
 
 class RedisBus:
@@ -840,8 +866,13 @@ class RedisBus:
 
     @asynccontextmanager
     async def read(self, queue: str, after: str) -> AsyncIterator[AsyncIterator[tuple[str, bytes]]]:
-        """Read ``queue`` from ``after`` on a connection of the listener's (never retried: a failure ends it)."""
-        yield _QueueReader(self._shared, self._shared.key("queue", queue), after)
+        """Read ``queue`` from ``after`` on a connection of its own (never retried: a failure ends it)."""
+        lane = self._shared.reader_lane()
+        try:
+            yield _QueueReader(self._shared, self._shared.key("queue", queue), after, lane)
+        finally:
+            if lane is not None:
+                lane.close()
 
     async def publish(self, channel: str, payload: bytes) -> int:
         """``PUBLISH`` ``payload``; returns how many subscriptions received it (a replica holds one per channel)."""
@@ -984,8 +1015,10 @@ class RedisStore:
 
         client = connect(retries=1)  # commands: a broken pooled connection is replaced, the command sent again
         listener = connect(retries=0)  # subscriptions: a lost connection ends them
-        lane = lane_for(url, timeout, f"elicitor-{self.replica}")
-        self._shared = _Shared(client, listener, prefix, _redacted(url), timeout, lane)
+        name = f"elicitor-{self.replica}"
+        lane = lane_for(url, timeout, name)
+        reader_lane = functools.partial(lane_for, url, timeout, name, resend=False)
+        self._shared = _Shared(client, listener, prefix, _redacted(url), timeout, lane, reader_lane)
         self._lease_key = self._shared.key("replica", self.replica)
         self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=lease)
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
