@@ -204,7 +204,7 @@ async def test_line_mode_in_chinese_isolates_the_servers_words(anyio_backend: st
     assert "现在回答吗？[Enter] 是，d = 拒绝，c = 取消：" in text
     assert f"{FSI}入住人数{PDI} （必填）" in text and "整数; 从 1 到 12" not in text and "整数；从 1 到 12" in text
     assert "应为整数" in text  # "十三" is not a number a person can type here
-    assert "检查：" in text and f"  2. {FSI}入住人数{PDI}: {FSI}3{PDI}" in text
+    assert "检查：" in text and f"  2. {FSI}入住人数{PDI}：{FSI}3{PDI}" in text
 
 
 def test_a_dumb_terminal_gets_the_line_mode(monkeypatch: pytest.MonkeyPatch) -> None:

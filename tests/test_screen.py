@@ -255,7 +255,7 @@ async def test_a_retry_shows_the_previous_errors_and_prefills_the_previous_answe
     async with screen_handler() as (handler, screen):
 
         async def drive() -> None:
-            await screen.shows("Your previous answer was not accepted: guests: the desk refused this")
+            await screen.shows("Your previous answer was not accepted: Guests: the desk refused this")  # its title
             await screen.shows("✗ the desk refused this")
             await screen.type(TAB, TAB, "\x7f5", TAB * 6, ENTER)
             await screen.shows("Guests: 5")

@@ -299,7 +299,9 @@ class FormScreen:
                         found.force(error_text(error, self.lang))
                         bad.append(found)
                 if not bad:
-                    self.summary = self.lang._("; ").join(error_line(e, self.lang) for e in exc.errors)
+                    self.summary = self.lang._("; ").join(
+                        error_line(e, self.lang, self.request.form) for e in exc.errors
+                    )
                     return
         if bad:
             self.summary = self.lang.n_("Please fix {n} field marked ✗.", "Please fix {n} fields marked ✗.", len(bad))

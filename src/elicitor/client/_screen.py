@@ -65,6 +65,7 @@ from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Button
 
 from .._exceptions import FieldError
+from ..forms import Form
 from ..i18n import ENGLISH, Language
 from ..types import Implementation
 from ._handlers import ElicitationRequest
@@ -208,12 +209,16 @@ def text_lines(get: Callable[[], StyleAndTextTuples]) -> Window:
     return Window(FormattedTextControl(lambda: escaped(get())), dont_extend_height=True, wrap_lines=True)
 
 
-def error_line(error: FieldError, lang: Language) -> str:
-    """One error as "field: what is wrong" (the whole form's without a name)."""
+def error_line(error: FieldError, lang: Language, form: Form[Any] | None = None) -> str:
+    """One error as "field: what is wrong" (the whole form's without a name), the field named by its title, as
+    the person saw it, when ``form`` has it (the error names it by its key in the schema)."""
     text = error_text(error, lang)
-    return f"{error.field}{lang._(': ')}{text}" if error.field else text
+    if not error.field:
+        return text
+    label = next((f.label for f in form.fields if f.name == error.field), error.field) if form else error.field
+    return f"{label}{lang._(': ')}{text}"
 
 
 def not_accepted(request: ElicitationRequest, lang: Language) -> str:
-    listed = lang._("; ").join(error_line(e, lang) for e in request.errors)
+    listed = lang._("; ").join(error_line(e, lang, request.form) for e in request.errors)
     return lang._("Your previous answer was not accepted:") + " " + listed

@@ -318,7 +318,7 @@ class TerminalHandler:
             for error in request.errors:
                 label = next((f.label for f in request.form.fields if f.name == error.field), error.field)
                 text = error_text(error, self.lang)
-                say(f"  • {isolated(label)}: {text}" if label else f"  • {text}")
+                say(f"  • {isolated(label)}{t(': ')}{text}" if label else f"  • {text}")
         question = yes_no(request.form)
         if question is not None:
             return self._yes_no(question)
@@ -335,7 +335,8 @@ class TerminalHandler:
             w("")
             say(t("Review:"))
             for i, f in enumerate(fields, 1):
-                say(f"  {self.lang.number(i)}. {isolated(f.label)}: {FSI}{show(f, values.get(f.name), self.lang)}{PDI}")
+                shown = show(f, values.get(f.name), self.lang)
+                say(f"  {self.lang.number(i)}. {isolated(f.label)}{t(': ')}{FSI}{shown}{PDI}")
             choice = self._line(t("[Enter] submit, a number to edit, d = decline, c = cancel: ")).lower()
             if choice == "":
                 return Accepted({k: v for k, v in values.items() if v is not None})
