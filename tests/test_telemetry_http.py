@@ -130,7 +130,8 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
     (the call, the person's answers) are forwarded to it through Redis. The owner's spans continue the client's
     trace, and each question is an ``elicitation`` span there (the wait for the person and its outcome, never the
     answer), the ``elicitation/create`` pushed to the client under it: also when the call is kept in the shared
-    store for a retry, as every call with an idempotency key is."""
+    store for a retry, as every call with an idempotency key is. Each hop through another replica is a
+    ``forward`` span of that replica's in the same trace, under the client's request or the person's answer."""
     cluster, folder = traced_cluster
     start = len(cluster.nginx.upstreams())
     handler = ScriptedHandler([{"name": SECRET_NAME}, {"size": 4}])
@@ -141,10 +142,15 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
     assert len(posted) >= 2  # round robin: some POSTs were forwarded to the session's replica
     [call] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.INTERNAL]
     trace_id = f"0x{call.context.trace_id:032x}"
+
+    def traced() -> list[dict[str, Any]]:
+        return [s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]
+
     with anyio.fail_after(10):
-        while len([s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]) < 5:
-            await anyio.sleep(0.05)
-    spans = [s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id]
+        while len(traced()) < 6 or len({s["pid"] for s in traced()}) < 2:
+            await anyio.sleep(0.05)  # the owner's five, and another replica's
+    await anyio.sleep(0.5)  # a forward ends once the answer it relays has been sent: let the last ones land
+    spans = traced()
     [served] = [s for s in spans if s["name"] == "tools/call book" and s["kind"] == "SpanKind.SERVER"]
     [sent] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.CLIENT]
     assert served["parent_id"] == f"0x{sent.context.span_id:016x}"  # through whichever replica the POST hit
@@ -153,6 +159,13 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
     assert {q["parent_id"] for q in questions} == {served["context"]["span_id"]}
     pushes = [s for s in spans if s["name"] == "elicitation/create"]
     assert {p["parent_id"] for p in pushes} == {q["context"]["span_id"] for q in questions}
+    forwards = [s for s in spans if s["name"].startswith("forward ")]
+    assert forwards and served["pid"] not in {hop["pid"] for hop in forwards}
+    ours = {f"0x{s.context.span_id:016x}": s for s in otel.finished()}
+    for hop in forwards:  # under the client's request, or under the person's answer for a forwarded answer
+        wanted = "elicitation" if hop["name"] == "forward response" else hop["name"].removeprefix("forward ")
+        assert ours[hop["parent_id"]].name == wanted, hop["name"]
+        assert hop["attributes"]["elicitor.forwarded_to"] and hop["attributes"]["mcp.session.id"]
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
 

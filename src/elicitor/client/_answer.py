@@ -94,7 +94,7 @@ def answer_elicitation(
     if _telemetry.state.on:  # an "elicitation" span: mode, outcome, the person's time (never the answer)
         from ..telemetry import _hooks
 
-        return _hooks.elicitation("client", params, answer)
+        return _hooks.elicitation("client", params, answer, carry=not stateless)
     return answer
 
 

@@ -47,7 +47,7 @@ from opentelemetry.trace import SpanKind
 
 from ..types import JSONObject, RequestId
 from ._attributes import add_network, fail, metric_attributes, request_attributes, settle_result, span_name
-from ._propagation import extract, inject, span_context
+from ._propagation import context_of, extract, inject, span_context
 from ._propagation import in_task_origin as in_task_origin
 from ._propagation import task_origin as task_origin
 from ._propagation import with_task_origin as with_task_origin
@@ -196,14 +196,67 @@ def annotate(**attributes: Any) -> None:
         span.set_attributes({k: v for k, v in attributes.items() if v is not None})
 
 
+def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractContextManager[object]:
+    """A ``forward`` span around a message this replica passes to the replica that runs its session (a POST that
+    landed here, handshake era), in the trace the message names: a request's ``params._meta``, an answer's
+    ``result._meta`` (where an elicitor client puts the context of the question it answers). So the hop through
+    the shared store, and how long it took, is in the call's trace. A message that names no trace adds nothing:
+    no trace of its own per forwarded message.
+
+    Called only when ``state.on``.
+    """
+    tracer = state.tracer
+    if tracer is None:
+        return nullcontext()
+    method = message.get("method")
+    if isinstance(method, str):
+        params = message.get("params")
+        parent = extract(params if isinstance(params, dict) else None)
+        attributes = request_attributes(method, params if isinstance(params, dict) else None, message.get("id"))
+        name = f"forward {span_name(method, attributes)}"
+    else:
+        result = message.get("result")
+        parent = extract(result if isinstance(result, dict) else None)
+        request_id = message.get("id")
+        attributes = {"jsonrpc.request.id": str(request_id)} if isinstance(request_id, int | str) else {}
+        name = "forward response"
+    if parent is None:
+        return nullcontext()
+    attributes.update({"mcp.session.id": session_id, "elicitor.forwarded_to": owner})
+    return _Forwarding(tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes))
+
+
+class _Forwarding:
+    """The span :func:`forwarding` opened: ended when the message is handed over (and, for a request, its answer
+    relayed back), with ``error.type`` if that failed."""
+
+    __slots__ = ("_span",)
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def __enter__(self) -> _Forwarding:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        if exc is not None:
+            fail(self._span, {}, exc)
+        self._span.end()
+
+
 # ---- questions and the person ------------------------------------------------------------------------------
 
 
-async def elicitation(side: Literal["server", "client"], params: JSONObject, ask: Awaitable[JSONObject]) -> JSONObject:
+async def elicitation(
+    side: Literal["server", "client"], params: JSONObject, ask: Awaitable[JSONObject], carry: bool = False
+) -> JSONObject:
     """Await ``ask`` (one question's answer) inside an ``elicitation`` span: its mode, its outcome, how long the
     person took; ``elicitor.elicitation.duration`` and ``elicitor.elicitations`` by outcome.
 
     Called only when ``state.on``. Records the outcome (``accept``, ``decline``, ``cancel``), never the answer.
+    ``carry`` (a client answering a handshake-era request): the answer carries this span's context in its
+    ``_meta`` (``traceparent``, ``tracestate``; never the baggage), so a replica that forwards it to the one that
+    asked can put that hop in the trace (:func:`forwarding`).
     """
     tracer = state.tracer
     instruments = state.instruments
@@ -230,7 +283,13 @@ async def elicitation(side: Literal["server", "client"], params: JSONObject, ask
                 instruments.elicitation_duration.record(elapsed, attributes)
                 instruments.elicitations.add(1, attributes)
 
-    return await _measured(span, token, attributes, _outcome, ended, _given, ask)
+    answer = await _measured(span, token, attributes, _outcome, ended, _given, ask)
+    if carry and span is not None:
+        carrier = context_of(span)
+        if carrier is not None:
+            meta = answer.get("_meta")
+            answer = {**answer, "_meta": {**(meta if isinstance(meta, dict) else {}), **carrier}}
+    return answer
 
 
 def _given(ask: Awaitable[JSONObject]) -> Awaitable[JSONObject]:

@@ -72,6 +72,14 @@ def task_origin() -> dict[str, str] | None:
     return kept or None
 
 
+def context_of(span: trace.Span) -> dict[str, str] | None:
+    """``span``'s context as a W3C carrier (``traceparent``, ``tracestate``; never the baggage), or ``None``."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
+    kept = {key: carrier[key] for key in (TRACEPARENT, TRACESTATE) if key in carrier}
+    return kept or None
+
+
 def with_task_origin(result: JSONObject, origin: object) -> JSONObject:
     """``result`` (a ``tasks/*`` response) naming the request that created its task in ``_meta`` (a copy)."""
     if span_context(origin) is None:

@@ -33,6 +33,7 @@ import anyio.abc
 from ..._loop import running_asyncio_loop
 from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
+from ...telemetry import _state as _telemetry
 from ...transports._sse import encode_event, parse_event_id, priming_event
 from ...types import HANDSHAKE_REVISIONS, INVALID_REQUEST, STATELESS_REVISIONS, JSONObject, RequestId
 from ._asgi import (
@@ -404,6 +405,24 @@ class HandshakeSessions:
         (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever). A
         message that needs no answer waits for an unreachable store until ``until`` (see :data:`ONE_WAY_HOLD`).
         """
+        if _telemetry.state.on:  # a span in the message's trace, if it names one
+            from ...telemetry import _hooks
+
+            with _hooks.forwarding(message, owner.session, owner.replica):
+                await self._forward_with_retry(owner, message, body, until, receive, send)
+            return
+        await self._forward_with_retry(owner, message, body, until, receive, send)
+
+    async def _forward_with_retry(
+        self,
+        owner: _Elsewhere,
+        message: JSONObject,
+        body: bytes,
+        until: float | None,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """:meth:`_forward_post`'s work: to the owner looked up again if the one remembered has moved on."""
         request_id = request_id_of(message)
         try:
             try:
