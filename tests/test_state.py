@@ -1082,3 +1082,38 @@ async def test_redis_seals_records_at_rest_and_messages_between_replicas(redis_s
         async with b.bus.subscribe("changes") as channel:
             await a.bus.publish("changes", b"changed")
             assert await next_message(channel) == b"changed"
+
+
+@redis_only
+async def test_redis_lane_opens_afresh_after_an_opening_nobody_waited_for_failed() -> None:
+    """A connection whose opening outlived the call that started it (cancelled) and then failed is not held
+    against the next call: that one opens a new connection (here the server answers from its second one on)."""
+    import asyncio
+
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        if len(writers) == 1:  # says nothing: the opening times out
+            await reader.read()
+        else:
+            while data := await reader.read(65536):
+                writer.write(b"+OK\r\n" * data.count(b"*"))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    lane = lane_for(f"redis://127.0.0.1:{port}", 0.3, "test")
+    assert lane is not None
+    try:
+        with anyio.move_on_after(0.05):
+            await lane.execute([("PING",)])  # cancelled while its connection opens
+        await anyio.sleep(0.6)  # that opening failed meanwhile
+        with anyio.fail_after(5):
+            assert await lane.execute([("PING",)]) == [b"OK"]
+    finally:
+        lane.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+            await writer.wait_closed()
+        await server.wait_closed()

@@ -97,6 +97,12 @@ def _retrieve(futures: list[asyncio.Future[object]]) -> None:
             future.exception()
 
 
+def _seen(future: asyncio.Future[_Connection]) -> None:
+    """Mark an opening's failure as seen (its callers may all have been cancelled; asyncio would log it)."""
+    if not future.cancelled():
+        future.exception()
+
+
 class Lane:
     """The commands of one store's hot path, pipelined on one connection (opened on first use, and again after a
     failure). See the module."""
@@ -148,11 +154,12 @@ class Lane:
         return reply
 
     async def _open(self) -> _Connection:
-        if self._opening is not None and self._opening.get_loop() is not asyncio.get_running_loop():
-            self._opening = None
-        if self._opening is None:
-            self._opening = asyncio.ensure_future(self._connected())
+        """The connection being opened, or a new one: an opening that ended (failed while nobody waited for it,
+        its caller cancelled) or belongs to another event loop is not reused."""
         opening = self._opening
+        if opening is None or opening.done() or opening.get_loop() is not asyncio.get_running_loop():
+            opening = self._opening = asyncio.ensure_future(self._connected())
+            opening.add_done_callback(_seen)
         try:
             return await asyncio.shield(opening)
         finally:
