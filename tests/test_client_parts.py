@@ -128,3 +128,35 @@ async def test_a_task_update_that_keeps_failing_ends_the_wait(anyio_backend: str
     handle = TaskHandle(port, {"taskId": "t1", "status": "input_required", "inputRequests": {"q": question}})
     with anyio.fail_after(10), pytest.raises(JSONRPCError, match="Internal error"):
         await handle.wait()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_request_clock_cancels_a_wait_as_asyncio_timeout_does(anyio_backend: str) -> None:
+    """On asyncio ``request_timeout`` cancels the waiting task itself, no cancel scope: its expiry ends the wait
+    with nothing left pending on the task, and a cancellation from anyone else at the same time goes on."""
+    import asyncio
+
+    from elicitor.client._quiet import QuietClock
+
+    clock = QuietClock(3600.0)
+    task = asyncio.current_task()
+    assert task is not None
+    finished = False
+    with clock.request():
+        next(iter(clock._waiting)).expire()  # what the watchdog does when the server was silent too long
+        await asyncio.sleep(30)
+        finished = True
+    assert not finished and not clock._waiting
+    assert task.cancelling() == 0
+    await asyncio.sleep(0)  # no stray cancellation left for the next wait
+
+    async def both() -> None:
+        with clock.request():
+            next(iter(clock._waiting)).expire()
+            task.cancel()  # someone else's cancellation, at the same time
+            await asyncio.sleep(30)
+
+    with pytest.raises(asyncio.CancelledError):
+        await both()
+    assert task.cancelling() == 1
+    task.uncancel()
