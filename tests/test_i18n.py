@@ -311,6 +311,26 @@ async def test_the_full_screen_in_chinese_lines_up_by_cells(anyio_backend: str) 
 
 
 @pytest.mark.anyio
+async def test_a_long_chinese_title_wraps_in_the_banner_and_hides_nothing(anyio_backend: str) -> None:
+    """A title wider than the terminal (twenty Chinese characters fill forty cells) goes on over the banner's next
+    lines: "asks" and the server's own name stay on screen, where one line cut at the edge used to hide them."""
+    title = "东京寿司店的非常非常长的名字用来测试横幅是否会被截断"
+    server = Implementation(name="chef", version="1.0", title=title)
+    async with screen_handler(Size(rows=24, columns=41), lang="zh") as (handler, screen):
+        seen: list[str] = []
+
+        async def drive() -> None:
+            await screen.shows("请选择")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, ElicitationRequest("请选择", CHINESE_FORM, server), drive)
+    lines = seen[0].splitlines()
+    banner = "".join(line.strip() for line in lines[: lines.index("")])  # its lines, up to the first blank one
+    assert banner == f"{title} 1.0 提问（服务器名称：chef）", seen[0]
+
+
+@pytest.mark.anyio
 async def test_the_full_screen_in_arabic_keeps_the_servers_words_as_sent(anyio_backend: str) -> None:
     async with screen_handler(lang="ar") as (handler, screen):
 

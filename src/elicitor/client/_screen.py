@@ -176,11 +176,15 @@ def escaped(fragments: StyleAndTextTuples, newlines: bool = True) -> StyleAndTex
 
 
 def banner_line(text: Callable[[], str | StyleAndTextTuples]) -> Window:
+    """The banner: who asks, on as many lines as it takes. A server's title is as long as the server likes (and
+    Chinese takes two cells a character): on one line cut at the edge, it hid "asks", the server's own name and
+    how many questions wait, the very things the banner is there to say."""
+
     def fragments() -> StyleAndTextTuples:
         shown = text()
         return escaped([("class:banner", f" {shown} ")] if isinstance(shown, str) else shown, newlines=False)
 
-    return Window(FormattedTextControl(fragments), height=1, style="class:banner")
+    return Window(FormattedTextControl(fragments), style="class:banner", wrap_lines=True, dont_extend_height=True)
 
 
 def sized_button(text: str, handler: Callable[[], None]) -> Button:
