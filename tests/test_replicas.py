@@ -365,6 +365,43 @@ async def test_change_notices_reach_sessions_on_every_replica(cluster: Deploymen
         assert sorted(heard) == sorted(h["mcp-session-id"] for h in listeners)
 
 
+async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone(cluster: Deployment) -> None:
+    """The replica running a session is stopped (SIGSTOP) for 8 s, a long pause. The person's answer lands on
+    another replica after the stopped one's lease lapsed: the session is not answered 404 (the replica is only
+    stalled); the answer waits in its queue, and once the replica runs again the call goes on to its next question."""
+    import os
+    import signal
+
+    owner, other = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
+    pid = cluster.replicas.pids()[0]
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with http.stream("POST", owner, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as call:
+            stream = events(call)
+            _, question = await anext(stream)
+            assert question["params"]["message"] == "Your name?"
+            accepted = {"action": "accept", "content": {"name": "Ada"}}
+            answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
+
+            async def stop_for_8_seconds() -> None:
+                os.killpg(pid, signal.SIGSTOP)
+                try:
+                    await anyio.sleep(8)
+                finally:
+                    os.killpg(pid, signal.SIGCONT)
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(stop_for_8_seconds)
+                    await anyio.sleep(5.5)  # past the lease (5 s): the stopped replica's sessions read as not alive
+                    delivered = await http.post(other, json=answer, headers=headers)
+            assert delivered.status_code == 202, delivered.text
+            with anyio.fail_after(30):
+                _, question = await anext(stream)
+            assert question["params"]["message"] == "How many people?"
+        assert (await http.delete(owner, headers=headers)).status_code == 200
+
+
 async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:
     """SIGTERM: the replica gives up its sessions at once; their clients start again elsewhere."""
     replicas = cluster.replicas

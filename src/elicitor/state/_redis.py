@@ -1027,6 +1027,12 @@ class RedisStore:
         self.tasks = RedisTaskRegistry(self._shared, self.replica)
         self._forward = client.register_script(_FORWARD)
 
+    @property
+    def lease(self) -> float:
+        """Seconds this replica's lease lasts unless renewed (renewed every third of it): how soon after it dies or
+        stalls its sessions read as not alive."""
+        return self._lease
+
     def seal_with(self, sealer: Sealer) -> None:
         """Seal task records at rest and every message between replicas with ``sealer`` (the server's key ring).
 

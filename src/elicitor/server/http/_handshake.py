@@ -82,6 +82,21 @@ HOLD_RETRY = 0.5
 store's timeout per attempt)."""
 
 
+def gone_after(store: Store) -> float:
+    """Seconds a session owner's lease must stay lapsed before its sessions are taken as gone: one more lease and
+    one check (7 s with the 5 s lease). The lease lapses a lease after the owner's last renewal (renewed every
+    third of one), so an owner is declared gone only once it has said nothing for about two leases: a replica
+    that dies is known gone within 12 s, and one that stalls for up to 10 s (a SIGSTOP, a long GC pause) keeps its
+    live sessions. A store without leases (this process only) gets the same for the default lease."""
+    lease = getattr(store, "lease", DEFAULT_LEASE)
+    return (lease if isinstance(lease, float | int) else DEFAULT_LEASE) + CHECK_EVERY
+
+
+DEFAULT_LEASE = 5.0
+CHECK_EVERY = 2.0
+"""Seconds between two looks at a relayed stream's owner."""
+
+
 async def _patiently(attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
     """``attempt()``, tried again while the store cannot be reached, until the clock reads ``until`` (``None``:
     once); then its :class:`StoreUnavailable` is raised."""
@@ -265,7 +280,15 @@ class HandshakeSessions:
         """Other replicas' sessions this replica forwarded to, by id, the most recently used last: a POST for one
         is sent to its owner without looking it up first, checked against the directory in the same round trip
         (:meth:`~elicitor.state.Store.forward`), so an entry gone stale costs one lookup and is never trusted."""
-        self._peers = Peers(self._store, self._sessions, server.url_elicitations, events.replay, self._end)
+        self._peers = Peers(
+            self._store,
+            self._sessions,
+            server.url_elicitations,
+            events.replay,
+            self._end,
+            check_every=CHECK_EVERY,
+            gone_after=gone_after(self._store),
+        )
         self._tg: anyio.abc.TaskGroup | None = None
 
     def __len__(self) -> int:
@@ -522,14 +545,15 @@ class HandshakeSessions:
             del self._owners[next(iter(self._owners))]
 
     async def _look_again(self, session_id: str, owner: str) -> SessionRecord | None:
-        """The owner's lease had lapsed: look once more after a pause (the rule everywhere is two misses in a row,
-        since one can be a Redis restart or pause the owner has not renewed its lease after yet). ``None``, with
-        the record released, if the owner is still gone; the record as it is now otherwise.
+        """The owner's lease had lapsed: look once more after ``gone_after`` (the rule everywhere: lapsed on two
+        looks that far apart, since one can be a Redis restart the owner has not renewed its lease after yet, or an
+        owner that stalled for a few seconds). ``None``, with the record released, if the owner is still gone; the
+        record as it is now otherwise.
 
         Raises:
             StoreUnavailable: the store cannot be reached (the caller answers 503, never 404).
         """
-        await anyio.sleep(self._peers.check_every)
+        await anyio.sleep(self._peers.gone_after)
         record = await self._store.sessions.lookup(session_id)
         if record is not None and record.owner == owner and not record.alive:
             with suppress(StoreUnavailable):

@@ -180,6 +180,7 @@ class Peers:
         end_session: Callable[[SessionTransport], Coroutine[Any, Any, None]],
         *,
         check_every: float = 2.0,
+        gone_after: float = 7.0,
     ) -> None:
         self._store = store
         self._sessions = sessions
@@ -189,6 +190,9 @@ class Peers:
         self._relays: dict[str, RemoteStream] = {}
         self._pumps: dict[str, anyio.CancelScope] = {}
         self.check_every = check_every
+        self.gone_after = gone_after
+        """Seconds an owner's lease must stay lapsed before its sessions are gone: long enough that an owner that
+        stalls (stopped, a long pause) for a lease and more keeps them (see ``gone_after`` in :mod:`._handshake`)."""
         self._tg: anyio.abc.TaskGroup | None = None
         self.subscription = Subscription("peers")
         """This replica's own queue (``replica:<id>``), as ``/healthz`` reports it."""
@@ -450,11 +454,12 @@ class Peers:
             stream.close()
 
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
-        """End ``stream`` when its owner is gone: its lease lapsed on two checks in a row (a single miss can be a
-        Redis restart that the owner has not yet renewed its lease after). Also end it (503: the client resumes
-        from the event store) when the store has been away longer than an owner keeps trying to send (``send_for``):
-        the owner may have stopped pumping, and the client must not wait on a stream nobody feeds."""
-        misses = 0
+        """End ``stream`` when its owner is gone: its lease found lapsed on every check for ``gone_after`` seconds
+        (a single miss can be a Redis restart that the owner has not yet renewed its lease after, or the owner
+        stalled a few seconds). Also end it (503: the client resumes from the event store) when the store has been
+        away longer than an owner keeps trying to send (``send_for``): the owner may have stopped pumping, and the
+        client must not wait on a stream nobody feeds."""
+        lapsed_since: float | None = None
         away_since: float | None = None
         while not stream.finished:
             await anyio.sleep(self.check_every)
@@ -469,9 +474,10 @@ class Peers:
                 continue
             away_since = None
             if record is not None and record.alive and record.owner == owner:
-                misses = 0
+                lapsed_since = None
                 continue
-            misses += 1
-            if misses >= 2 or (record is not None and record.owner != owner):
+            now = anyio.current_time()
+            lapsed_since = now if lapsed_since is None else lapsed_since
+            if now - lapsed_since >= self.gone_after or (record is not None and record.owner != owner):
                 stream.lost()
                 return
