@@ -341,6 +341,11 @@ class Server:
         signed in there as ``principal``: the initiating client, and only it, gets
         ``notifications/elicitation/complete``. Returns ``False`` for an unknown, expired or already completed id,
         or another user's elicitation — a forged, replayed or phished completion.
+
+        Raises:
+            StoreUnavailable: replicas sharing a store, and it cannot be reached now (a restart, a failover):
+                nothing was completed. Answer the page with 503 and ``Retry-After`` (the person reloads it) or
+                try again; a 500 would tell the person the link is broken.
         """
         return await self.url_elicitations.complete(elicitation_id, principal=principal)
 
