@@ -817,3 +817,80 @@ async def test_a_task_call_sent_again_finds_its_task_instead_of_starting_another
         again = await client.request("tools/call", params)
         other = await client.request("tools/call", {**params, "_meta": {}})  # another call: another key
     assert first["task"]["taskId"] == again["task"]["taskId"] != other["task"]["taskId"]
+
+
+async def test_a_kept_call_whose_record_redis_lost_says_so_instead_of_pointing_to_another_attempt(
+    redis: RedisServer,
+) -> None:
+    """2025-11-25, a call kept under its idempotency key; Redis loses its data (a restart without persistence)
+    while the person answers. At ``ctx.once`` the call finds its record gone: it stops before the charge, and its
+    error says the record is gone, not that the call "goes on in the new attempt" (there is none)."""
+    prefix = f"faults-{secrets.token_hex(4)}:"
+    store = RedisStore(redis.url, prefix=prefix, lease=1.0)
+    server = Server("shop", "1.0.0", store=store)
+    charged: list[str] = []
+    admin = Redis.from_url(redis.url)
+
+    @server.tool()
+    async def order(ctx: Context, item: str) -> str:
+        await ctx.elicit(f"How many {item}?", Quantity)
+
+        async def charge() -> str:
+            charged.append(item)
+            return "charged"
+
+        receipt: str = await ctx.once("charge", charge)
+        return receipt
+
+    async def forget_everything(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, Any]:
+        keys = [key async for key in admin.scan_iter(match=f"{prefix}*")]
+        assert keys, "nothing of this call in Redis"
+        await admin.delete(*keys)  # what a restart without persistence leaves: nothing
+        return {"count": 1}
+
+    try:
+        async with store.running():
+            handler = ScriptedHandler(otherwise=forget_everything)
+            async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+                with anyio.fail_after(30), pytest.raises(JSONRPCError) as failed:
+                    await client.call_tool("order", {"item": "tea"})
+    finally:
+        await admin.aclose()
+        await store.aclose()
+    assert "record in the shared state is gone" in failed.value.message
+    assert "new attempt" not in failed.value.message and charged == []
+
+
+async def test_tasks_result_for_a_task_whose_record_redis_lost_answers_that_it_expired(redis: RedisServer) -> None:
+    """2025-11-25: ``tasks/result`` is following a task when Redis loses its data. The answer is the task's own
+    error, "has expired" (-32602), as for any task that is gone: not an internal error, and nothing for the
+    server to log as a failure of its own."""
+    prefix = f"faults-{secrets.token_hex(4)}:"
+    store = RedisStore(redis.url, prefix=prefix, lease=1.0)
+    server = Server("shop", "1.0.0", store=store, task_poll_interval=0.05)
+    admin = Redis.from_url(redis.url)
+
+    @server.tool(task="required")
+    async def order(ctx: Context, item: str) -> str:
+        await ctx.elicit(f"How many {item}?", Quantity)
+        return "ordered"
+
+    async def forget_everything(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, Any]:
+        keys = [key async for key in admin.scan_iter(match=f"{prefix}*")]
+        assert keys, "nothing of this task in Redis"
+        await admin.delete(*keys)  # what a restart without persistence leaves: nothing
+        await anyio.sleep(30)  # the person is still reading when the task goes
+        return {"count": 1}
+
+    params: dict[str, Any] = {"name": "order", "arguments": {"item": "tea"}, "task": {"ttl": 60_000}}
+    try:
+        async with store.running():
+            handler = ScriptedHandler(otherwise=forget_everything)
+            async with connected(server, elicitation=handler, protocol="2025-11-25") as client:
+                task_id = (await client.request("tools/call", params))["task"]["taskId"]
+                with anyio.fail_after(30), pytest.raises(JSONRPCError) as failed:
+                    await client.request("tasks/result", {"taskId": task_id})
+    finally:
+        await admin.aclose()
+        await store.aclose()
+    assert failed.value.code == -32602 and "has expired" in failed.value.message

@@ -457,6 +457,12 @@ class ServerSession:
             result = await self._invoke(tool, ctx, kwargs, stateless=False)
             await kept.finish(result)
             return result
+        if kept.claim.gone:  # no other attempt has it: say what happened, not that it goes on elsewhere
+            raise JSONRPCError(
+                INTERNAL_ERROR,
+                "Internal error: this call's record in the shared state is gone (it expired, or the store restarted "
+                "without its data), so it stopped before a step it could not record; call again",
+            )
         raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call was sent again; it goes on in the new attempt")
 
     def run_tool(

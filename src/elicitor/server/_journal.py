@@ -41,21 +41,30 @@ class Fenced(Exception):
 class Claim:
     """A run's hold on a record as of ``epoch``; ``scope`` is the run's own cancel scope, cancelled when it loses."""
 
-    __slots__ = ("epoch", "lost", "record_id", "scope")
+    __slots__ = ("epoch", "gone", "lost", "record_id", "scope")
 
     def __init__(self, record_id: str, epoch: int) -> None:
         self.record_id = record_id
         self.epoch = epoch
         self.scope = anyio.CancelScope()
         self.lost = False
+        self.gone = False
+        """Lost because the record is no longer there (it expired, or the store lost its data), not to a newer run:
+        no other run goes on with it, which is what the caller must be told."""
 
-    def lose(self) -> None:
-        """The record ended, expired or was claimed by a newer run: this run stops and writes nothing more."""
+    def lose(self, *, gone: bool = False) -> None:
+        """The record ended, expired or was claimed by a newer run (``gone``: it is not there any more): this run
+        stops and writes nothing more."""
         if not self.lost:
-            self.lost = True
-            logger.info(
-                "%s: ended, expired or claimed by a newer run (epoch > %d): this run stops", self.record_id, self.epoch
-            )
+            self.lost, self.gone = True, gone
+            if gone:
+                logger.warning(
+                    "%s: its record is gone (expired, or the store lost its data): this run stops", self.record_id
+                )
+            else:
+                logger.info(
+                    "%s: ended or claimed by a newer run (epoch > %d): this run stops", self.record_id, self.epoch
+                )
         self.scope.cancel()
 
 
@@ -164,14 +173,15 @@ class OnceSteps:
                 )
             return dataclasses.replace(current, answers={**current.answers, "p": {**started, name: claim.epoch}})
 
+        fenced = False
         try:
             written = await self._write(claim.record_id, apply)
         except Fenced:
-            written = None
+            written, fenced = None, True
         if found:
             return True, found[0]
-        if written is None:  # fenced, ended or expired: this run goes no further
-            claim.lose()
+        if written is None:  # fenced, ended, or the record is gone: this run goes no further
+            claim.lose(gone=not fenced)
             await anyio.sleep_forever()
         return False, None
 

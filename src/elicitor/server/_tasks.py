@@ -247,34 +247,15 @@ class TaskEngine:
         ``elicitation/create`` (and kin) tagged with the task; then exactly what the call would have returned."""
         task_id = record.id
         asking: set[str] = set()
-        failing_since: float | None = None  # when the reads of the record started failing, if the last one did
+        failure: Exception | None = None
         async with anyio.create_task_group() as questions:
-            while not record.terminal:
-                try:
-                    if record.status == "working" and not self._runs_here(record):
-                        record = await self._take_over(session, record, tg)
-                    for key, ask in record.asks.items():
-                        if key not in asking and (task_id, key) not in self._delivering and isinstance(ask, dict):
-                            asking.add(key)
-                            questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
-                    changed = self._changes.setdefault(task_id, anyio.Event())
-                    with anyio.move_on_after(max(self.poll_interval, 0.2)):  # other replicas change it too
-                        await changed.wait()
-                    current = await self._registry.get(task_id)
-                except StoreUnavailable:
-                    now = anyio.current_time()
-                    if failing_since is None:
-                        failing_since = now
-                        logger.info("task %s: the shared state is unavailable; tasks/result waits for it", task_id)
-                    if now - failing_since >= RESULT_RIDES_OUT:
-                        raise
-                    await anyio.sleep(1.0)
-                    continue
-                failing_since = None
-                if current is None:
-                    raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has expired")
-                record = current
+            try:
+                record = await self._follow(session, request_id, record, tg, questions, asking)
+            except Exception as exc:  # raised below, outside the group: as itself, not in an exception group
+                failure = exc
             questions.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
         related = {RELATED_TASK: {"taskId": task_id}}
         if record.status == "failed" and record.error is not None:
             error = dict(record.error)
@@ -285,6 +266,46 @@ class TaskEngine:
         own = result.get("_meta")
         result["_meta"] = {**own, **related} if isinstance(own, dict) else related
         return result
+
+    async def _follow(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        record: TaskRecord,
+        tg: anyio.abc.TaskGroup,
+        questions: anyio.abc.TaskGroup,
+        asking: set[str],
+    ) -> TaskRecord:
+        """:meth:`_result`'s wait: the task's record once it is terminal, its open questions asked meanwhile in
+        ``questions``. Raises the error ``tasks/result`` answers with (expired; the store away too long)."""
+        task_id = record.id
+        failing_since: float | None = None  # when the reads of the record started failing, if the last one did
+        while not record.terminal:
+            try:
+                if record.status == "working" and not self._runs_here(record):
+                    record = await self._take_over(session, record, tg)
+                for key, ask in record.asks.items():
+                    if key not in asking and (task_id, key) not in self._delivering and isinstance(ask, dict):
+                        asking.add(key)
+                        questions.start_soon(self._push_question, session, request_id, task_id, key, ask, tg)
+                changed = self._changes.setdefault(task_id, anyio.Event())
+                with anyio.move_on_after(max(self.poll_interval, 0.2)):  # other replicas change it too
+                    await changed.wait()
+                current = await self._registry.get(task_id)
+            except StoreUnavailable:
+                now = anyio.current_time()
+                if failing_since is None:
+                    failing_since = now
+                    logger.info("task %s: the shared state is unavailable; tasks/result waits for it", task_id)
+                if now - failing_since >= RESULT_RIDES_OUT:
+                    raise
+                await anyio.sleep(1.0)
+                continue
+            failing_since = None
+            if current is None:
+                raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has expired")
+            record = current
+        return record
 
     async def _push_question(
         self,
