@@ -752,7 +752,10 @@ class _RoundReply:
             outcome = owner._stamp(await owner._round(self._run, self._binding, owner.parked))
         except Exception as exc:
             outcome = exc
-        await self._session.answer(self._request_id, "tools/call", outcome)
+        try:
+            await self._session.answer(self._request_id, "tools/call", outcome)
+        except Exception:  # a result that cannot be sent must not fail the tool's task (or the connection's tasks)
+            logger.exception("answering request %r failed", self._request_id)
 
     def deliver_soon(self) -> None:
         self._session.start_soon(self.deliver)
