@@ -53,10 +53,10 @@ Why each operation is atomic, and one round trip:
   message appended to the owner's queue in the same step, so a replica that remembers an owner sends to it in one
   round trip, and never to one that no longer runs the session.
 * ``publish`` is one ``PUBLISH``; a subscription holds its own connection (``SUBSCRIBE``) for its lifetime.
-* The commands on the path of an answer across replicas (``forward``, a task's compare-and-swap, the batched
-  ``store`` and ``append`` writes) go on one connection of their own, each written as soon as it is issued and
-  its reply matched in order (:mod:`._lane`): none of redis-py's per-call layers on the path. Over TLS
-  (``rediss://``) they go through redis-py as the others do.
+* The commands on the path of an answer across replicas (``forward``, ``lookup``, a task's creation, read and
+  compare-and-swap, the batched ``store`` and ``append`` writes) go on one connection of their own, each written
+  as soon as it is issued and its reply matched in order (:mod:`._lane`): none of redis-py's per-call layers on
+  the path. Over TLS (``rediss://``) they go through redis-py as the others do.
 
 Scripts reach keys named by the data (a session's owner, an indexed elicitation id), so they need every key on one
 Redis: a single server, or a replicated/Sentinel pair — not Redis Cluster.
@@ -406,7 +406,7 @@ class RedisSessionDirectory:
         waited = 0.0
         while True:
             with self._shared.failing("looking up a session"):
-                found = await self._lookup(keys=keys, args=[self._shared.key("replica", ""), self._grace])
+                found = await self._shared.script(self._lookup, keys, [self._shared.key("replica", ""), self._grace])
             if found is None:
                 return None
             if found:
@@ -415,7 +415,7 @@ class RedisSessionDirectory:
                 return None
             await anyio.sleep(0.2)
             waited += 0.2
-        owner, principal, alive = found
+        owner, principal, alive = cast("tuple[bytes, bytes | None, int]", found)
         return SessionRecord(owner.decode(), _text(principal), alive=bool(alive))
 
     async def release(self, session_id: str) -> None:
@@ -686,16 +686,18 @@ class RedisTaskRegistry:
         key = self._shared.key("task", record.id)
         args: list[EncodableT] = [self._shared.seal(_task_json(record, 0), key), record.owner or "", expires]
         with self._shared.failing("creating a task"):
-            created = await self._create(keys=[key], args=args)
+            created = await self._shared.script(self._create, [key], args)
         if not created:
             raise ValueError(f"task {record.id!r} exists")
 
     async def get(self, task_id: str) -> TaskRecord | None:
         with self._shared.failing("reading a task"):
-            found = await self._get(keys=[self._shared.key("task", task_id)], args=[self._shared.key("replica", "")])
+            found = await self._shared.script(
+                self._get, [self._shared.key("task", task_id)], [self._shared.key("replica", "")]
+            )
         if found is None:
             return None
-        version, data, alive = found
+        version, data, alive = cast("tuple[bytes, bytes, int]", found)
         opened = self._shared.unseal(data, self._shared.key("task", task_id))
         if opened is None:
             raise StoreUnavailable(f"task record {task_id!r} does not open with this deployment's keys")
