@@ -207,6 +207,62 @@ async def test_line_mode_in_chinese_isolates_the_servers_words(anyio_backend: st
     assert "检查：" in text and f"  2. {FSI}入住人数{PDI}：{FSI}3{PDI}" in text
 
 
+FULLWIDTH_FORM = Form.from_schema(
+    {
+        "type": "object",
+        "properties": {
+            "day": {"type": "string", "format": "date", "title": "入住日期"},
+            "email": {"type": "string", "format": "email", "title": "邮箱"},
+            "nights": {"type": "number", "title": "晚数"},
+            "note": {"type": "string", "title": "备注"},
+        },
+    }
+)
+FULLWIDTH = ["２０２６－１１－２５", "ｌｉ＠例子。中国", "２．５", "ｌｉ＠ｌｅｉ"]  # an input method in full-width mode
+
+
+@pytest.mark.anyio
+async def test_what_an_input_method_types_in_full_width_is_read_as_ascii(anyio_backend: str) -> None:
+    """A date, an email address and a number typed in full-width mode are what they read as: sent as ASCII, not
+    refused. Free text is sent exactly as typed."""
+    handler, shown = scripted_terminal(["", *FULLWIDTH, ""], lang="zh")
+    req = ElicitationRequest("请填写", FULLWIDTH_FORM, Implementation(name="hotel", version="1"))
+    outcome = await handler(req)
+    assert outcome == Accepted({"day": "2026-11-25", "email": "li@例子.中国", "nights": 2.5, "note": "ｌｉ＠ｌｅｉ"})
+    assert not any("✗" in line or "应为" in line for line in shown), shown
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_page_reads_an_email_address_typed_in_full_width_as_ascii(anyio_backend: str) -> None:
+    links: list[str] = []
+    request = ElicitationRequest("请填写", FULLWIDTH_FORM, Implementation(name="hotel", version="1"))
+    answered: list[Any] = []
+
+    def opened(url: str) -> bool:
+        links.append(url)
+        return True
+
+    async def ask(handler: BrowserHandler) -> None:
+        answered.append(await handler(request))
+
+    async with (
+        BrowserHandler(open_url=opened, write=lambda text: None, lang="zh") as handler,
+        anyio.create_task_group() as tg,
+    ):
+        tg.cancel_scope.deadline = anyio.current_time() + 30  # a hang guard: the answer never sent
+        tg.start_soon(ask, handler)
+        with anyio.fail_after(10):
+            while not links:
+                await anyio.sleep(0.01)
+        typed = {"day": "2026-11-25", "email": FULLWIDTH[1], "nights": "2.5", "note": FULLWIDTH[3]}
+        async with httpx2.AsyncClient() as browser:
+            review = await browser.post(links[0], data={**typed, "_action": "review"})
+            assert "li@例子.中国" in review.text and "✗" not in review.text
+            await browser.post(links[0], data={"_action": "send"})
+    assert answered == [Accepted({"day": "2026-11-25", "email": "li@例子.中国", "nights": 2.5, "note": "ｌｉ＠ｌｅｉ"})]
+
+
 def test_a_dumb_terminal_gets_the_line_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)

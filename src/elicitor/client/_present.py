@@ -360,11 +360,32 @@ def _date_words(value: str, day: bool, lang: Language) -> str:
         return ""
 
 
+_FULLWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000: 0x20}
+"""Fullwidth ASCII (``１２``, ``＠``, ``－``) and the ideographic space as their ASCII selves."""
+_FULLWIDTH_EMAIL = _FULLWIDTH | {0x3002: 0x2E}
+"""The same, and the ideographic full stop ``。`` as a dot (IDNA reads it as one between labels)."""
+
+
+def ascii_typed(f: FormField, text: str) -> str:
+    """What a person typed into a number, date or email field with ASCII where they typed its fullwidth forms.
+
+    A Chinese or Japanese input method in full-width mode types fullwidth digits, hyphens and at signs (U+FF10,
+    U+FF0D, U+FF20...): characters that read as the date and the address but are not the ASCII the formats are
+    made of, so they were refused. Free text is left exactly as typed (it is the person's own), and so are URLs
+    (a path may mean its fullwidth letters)."""
+    if isinstance(f, NumberField) or (isinstance(f, StringField) and f.format in ("date", "date-time")):
+        return text.translate(_FULLWIDTH)
+    if isinstance(f, StringField) and f.format == "email":
+        return text.translate(_FULLWIDTH_EMAIL)
+    return text
+
+
 def parse_text(f: FormField, text: str, lang: Language) -> Any:
     """Typed text as the field's value, checked by the field's shared validator; raises ``Problem`` if it is not.
 
     Yes and no may be typed in English or in ``lang``; numbers as Python reads them (any script's digits) or as
-    the person's region writes them (``1,234.5``)."""
+    the person's region writes them (``1,234.5``), fullwidth forms too (:func:`ascii_typed`)."""
+    text = ascii_typed(f, text)
     if isinstance(f, BooleanField):
         lowered = text.lower()
         if lowered in ("y", "yes", "true", "1", lang._("yes").lower()):

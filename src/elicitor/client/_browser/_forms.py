@@ -8,6 +8,7 @@ from typing import Any
 from ..._exceptions import FieldError
 from ...forms import BooleanField, MultiEnumField, NumberField, StringField
 from .._handlers import ElicitationRequest
+from .._present import ascii_typed
 
 _LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$")
 _ZONE = re.compile(r"^[+-]\d{2}:\d{2}$")
@@ -39,5 +40,5 @@ def read_answer(request: ElicitationRequest, posted: dict[str, list[str]]) -> tu
             seconds = raw[0] if len(raw[0]) > 16 else raw[0] + ":00"
             values[f.name] = seconds + (zone if _ZONE.match(zone) else "Z")
         else:
-            values[f.name] = raw[0]
+            values[f.name] = ascii_typed(f, raw[0])  # an email address typed in full-width mode
     return values, errors
