@@ -10,6 +10,7 @@ and coming back.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -1110,6 +1111,51 @@ async def test_redis_lane_opens_afresh_after_an_opening_nobody_waited_for_failed
         await anyio.sleep(0.6)  # that opening failed meanwhile
         with anyio.fail_after(5):
             assert await lane.execute([("PING",)]) == [b"OK"]
+    finally:
+        lane.close()
+        server.close()
+        for writer in writers:
+            writer.close()
+            await writer.wait_closed()
+        await server.wait_closed()
+
+
+@redis_only
+async def test_redis_lane_failing_commands_leave_no_unseen_errors(caplog: pytest.LogCaptureFixture) -> None:
+    """When one command times out and its connection is closed, the commands pipelined behind it fail with it,
+    each caller told once, and asyncio has no error left over to log as never retrieved."""
+    import asyncio
+    import gc
+
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        while data := await reader.read(65536):  # answers the connection's opening, then nothing
+            if b"SETNAME" in data:
+                writer.write(b"+OK\r\n")
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    lane = lane_for(f"redis://127.0.0.1:{server.sockets[0].getsockname()[1]}", 0.3, "test")
+    assert lane is not None
+    failures: list[str] = []
+
+    async def call(delay: float) -> None:
+        await anyio.sleep(delay)
+        try:
+            await lane.execute([("PING",), ("PING",), ("PING",)])
+        except Exception as exc:
+            failures.append(type(exc).__name__)  # not the exception: its frames would keep the futures alive
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, 0.0)
+                tg.start_soon(call, 0.1)  # behind the first: fails when the first times out
+            gc.collect()
+            await anyio.sleep(0.05)
+        assert failures == ["TimeoutError", "TimeoutError"]
+        assert not [record for record in caplog.records if "never retrieved" in record.getMessage()]
     finally:
         lane.close()
         server.close()

@@ -134,12 +134,13 @@ class Lane:
                     raise
                 continue
             except TimeoutError:
+                connection.close(TimedOut("Timeout reading from Redis"))  # fails every command waiting on it
                 _retrieve(futures)
-                connection.close(TimedOut("Timeout reading from Redis"))
                 raise TimedOut("Timeout reading from Redis") from None
-            except BaseException:  # cancelled: the replies still come, and are dropped
+            except BaseException:  # cancelled (the replies still come, and are dropped), or failed otherwise
                 for future in futures:
                     future.cancel()
+                _retrieve(futures)
                 raise
             return [future.result() for future in futures]
         raise AssertionError("unreachable")
