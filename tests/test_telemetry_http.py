@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,9 +219,10 @@ async def test_a_task_picked_up_by_another_client_links_to_its_creation_on_any_r
 
 async def test_a_running_replica_is_scraped_once(traced_cluster: tuple[Deployment, Path]) -> None:
     cluster, _ = traced_cluster
-    handler = ScriptedHandler([{"name": "Ada"}, {"size": 2}])
-    async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2026-07-28") as client:
-        await client.call_tool("book")
+    for protocol in ("2026-07-28", "2025-11-25"):  # the second forwards POSTs between replicas through Redis
+        handler = ScriptedHandler([{"name": "Ada"}, {"size": 2}])
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol=protocol) as client:
+            await client.call_tool("book")
     texts = []
     async with httpx.AsyncClient() as http:
         for port in cluster.replicas.ports:
@@ -234,6 +236,10 @@ async def test_a_running_replica_is_scraped_once(traced_cluster: tuple[Deploymen
     assert "elicitor_rounds_total" in scraped and "elicitor_runs_parked" in scraped
     assert "elicitor_elicitation_pending" in scraped
     assert 'elicitor_store_operation_duration_seconds_count{elicitor_store_operation="' in scraped  # Redis, timed
+    # What was being done, never which replica it was done with: a replica's id is new at every restart.
+    operations = set(re.findall(r'elicitor_store_operation="([^"]*)"', scraped))
+    assert {"forwarding to a replica", "sending on a queue"} <= operations, operations
+    assert not [op for op in operations if re.search(r"[0-9a-f]{16}|replica:|tasks:", op)], operations
     assert "Ada" not in scraped
 
 

@@ -258,19 +258,24 @@ class _Shared:
             return None
 
     @contextmanager
-    def failing(self, doing: str) -> Iterator[None]:
-        """Turn every Redis failure while ``doing`` into :class:`StoreUnavailable` (and time it, for telemetry)."""
+    def failing(self, doing: str, about: str | None = None) -> Iterator[None]:
+        """Turn every Redis failure while ``doing`` into :class:`StoreUnavailable` (and time it, for telemetry).
+
+        ``doing`` says what in words that name no session, task or replica: it is the metric's label, and a label
+        naming a replica (a new id at every restart) would grow the series without end. ``about`` says which one,
+        in the error only."""
+        said = doing if about is None else f"{doing} {about!r}"
         if _telemetry.state.on:  # elicitor.store.operation.duration, by what was being done
-            with self._timed(doing):
+            with self._timed(doing, said):
                 yield
             return
         try:
             yield
         except _FAILURES as exc:
-            raise StoreUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"shared state unavailable ({said}): Redis at {self.where}: {exc}") from exc
 
     @contextmanager
-    def _timed(self, doing: str) -> Iterator[None]:
+    def _timed(self, doing: str, said: str) -> Iterator[None]:
         from ..telemetry import _hooks
 
         start = time.perf_counter()
@@ -278,7 +283,7 @@ class _Shared:
             yield
         except _FAILURES as exc:
             _hooks.store_operation(doing, time.perf_counter() - start, exc)
-            raise StoreUnavailable(f"shared state unavailable ({doing}): Redis at {self.where}: {exc}") from exc
+            raise StoreUnavailable(f"shared state unavailable ({said}): Redis at {self.where}: {exc}") from exc
         _hooks.store_operation(doing, time.perf_counter() - start, None)
 
 
@@ -863,7 +868,7 @@ class RedisBus:
             ("XADD", key, "MAXLEN", "~", self.queue_limit, "*", "m", sealed),
             ("PEXPIRE", key, self.queue_ttl),
         ]
-        with self._shared.failing(f"sending on {queue!r}"):
+        with self._shared.failing("sending on a queue", queue):
             await self._shared.writes.run(writes)
 
     @asynccontextmanager
@@ -878,7 +883,7 @@ class RedisBus:
 
     async def publish(self, channel: str, payload: bytes) -> int:
         """``PUBLISH`` ``payload``; returns how many subscriptions received it (a replica holds one per channel)."""
-        with self._shared.failing(f"publishing on {channel!r}"):
+        with self._shared.failing("publishing on a channel", channel):
             key = self._shared.key("bus", channel)
             return int(await self._shared.client.publish(key, self._shared.seal(payload, key)))
 
@@ -891,7 +896,7 @@ class RedisBus:
         """
         pubsub = self._shared.listener.pubsub()
         try:
-            with self._shared.failing(f"subscribing to {channel!r}"):
+            with self._shared.failing("subscribing to a channel", channel):
                 await pubsub.subscribe(self._shared.key("bus", channel))
                 while True:  # wait for the confirmation: a message published after this block starts reaches it
                     confirmation = await pubsub.get_message(timeout=self._shared.timeout)
@@ -1058,7 +1063,7 @@ class RedisStore:
         keys = [self._shared.key("session", session_id), self._shared.key("replica", expected.owner), queue]
         principal = "" if expected.principal is None else "=" + expected.principal
         sealed = self._shared.seal(payload, queue)
-        with self._shared.failing(f"forwarding to replica {expected.owner!r}"):
+        with self._shared.failing("forwarding to a replica", expected.owner):
             sent = await self._shared.script(
                 self._forward, keys, [expected.owner, principal, sealed, self.bus.queue_limit, self.bus.queue_ttl]
             )
