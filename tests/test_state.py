@@ -1163,3 +1163,48 @@ async def test_redis_lane_failing_commands_leave_no_unseen_errors(caplog: pytest
             writer.close()
             await writer.wait_closed()
         await server.wait_closed()
+
+
+@redis_only
+async def test_redis_store_authenticates_selects_and_reaches_a_unix_socket() -> None:
+    """The store's own connections (the answer's path) log in, select the URL's database and reach a unix socket,
+    as redis-py's do: a password-protected Redis, database 2 over TCP with a user name, database 3 over a socket."""
+    assert REDIS_SERVER is not None
+    import tempfile
+
+    import redis
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        port, sock = free_port(), f"{folder}/redis.sock"
+        command = [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command += ["--dir", folder, "--requirepass", "s3cret", "--unixsocket", sock]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            check = redis.Redis(port=port, password="s3cret")
+            with anyio.fail_after(10):
+                while True:
+                    try:
+                        check.ping()
+                        break
+                    except redis.ConnectionError:
+                        await anyio.sleep(0.05)
+            for url, db in (
+                (f"redis://default:s3cret@127.0.0.1:{port}/2", 2),
+                (f"unix://{sock}?db=3&password=s3cret", 3),
+            ):
+                store = RedisStore(url, prefix="p:")
+                async with store.running():
+                    await store.sessions.claim("s", None)
+                    await store.events.store("k", 1, b"kept")
+                    assert await store.forward("s", SessionRecord(store.replica, None, alive=True), b"x")
+                    assert await store.sessions.lookup("s") is not None
+                assert redis.Redis(port=port, password="s3cret", db=db).exists("p:events:k", "p:session:s") == 2
+            refused = RedisStore(f"redis://:wrong@127.0.0.1:{port}/0")
+            try:
+                with pytest.raises(StoreUnavailable):
+                    await refused.events.store("k", 1, b"m")
+            finally:
+                await refused.aclose()
+        finally:
+            process.kill()
+            process.wait()
