@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -827,6 +828,41 @@ async def test_redis_restart_between_calls(redis_server: RedisServer) -> None:
         assert await a.forward("s", SessionRecord(a.replica, None, alive=True), b"x")  # a script Redis forgot
         await a.tasks.create(task("t"))
         assert await a.tasks.swap(task("t")) is not None
+
+
+_WITHOUT_HIREDIS = """
+import sys
+sys.modules["hiredis"] = None  # redis installed without hiredis: importing it fails
+import anyio
+from elicitor.state import SessionRecord, replica_channel
+from elicitor.state._lane import lane_for
+from elicitor.state._redis import RedisStore
+
+async def main(url: str) -> None:
+    assert lane_for(url, 1.0, "test") is None
+    a, b = RedisStore(url, prefix="nohiredis:"), RedisStore(url, prefix="nohiredis:")
+    async with a.running(), b.running():
+        await a.sessions.claim("s", None)
+        assert await b.sessions.lookup("s") is not None
+        assert await b.forward("s", SessionRecord(a.replica, None, alive=True), b"forwarded")
+        async with a.bus.read(replica_channel(a.replica), "0") as messages:
+            assert (await messages.__anext__())[1] == b"forwarded"
+        await a.events.store("k", 1, b"m")
+        assert await b.events.replay("k", after=0) == [(1, b"m")]
+    print("served without hiredis")
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+def test_redis_store_works_without_hiredis(redis_server: RedisServer) -> None:
+    """``redis`` installed on its own (without ``hiredis``): the store imports, and every command, the answer's path
+    included, goes through redis-py instead of a lane."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_HIREDIS, redis_server.url], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "served without hiredis"
 
 
 @redis_only

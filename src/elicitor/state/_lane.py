@@ -14,8 +14,9 @@ sent again); a command sent on a connection that turns out broken (Redis restart
 sent once more, at once, on a new one. Errors are redis-py's (``ConnectionError``, ``TimeoutError``,
 ``ResponseError``), so callers translate them as they translate redis-py's.
 
-Only plain connections (``redis://``, ``unix://``) take a lane; a store on ``rediss://`` uses redis-py for every
-command (:func:`lane_for` returns ``None``).
+Only plain connections (``redis://``, ``unix://``) take a lane, and only with ``hiredis`` installed (the ``redis``
+extra installs it): a store on ``rediss://``, or without ``hiredis``, uses redis-py for every command
+(:func:`lane_for` returns ``None``), slower and otherwise the same.
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
-import hiredis
+try:
+    import hiredis
+except ImportError:  # redis installed without it: every command goes through redis-py
+    hiredis = None  # type: ignore[assignment]
 from redis.asyncio.connection import parse_url
 from redis.exceptions import ConnectionError as ConnectionLost
 from redis.exceptions import NoScriptError, ResponseError
@@ -210,10 +214,11 @@ class Lane:
 
 
 def lane_for(url: str, timeout: float, name: str, *, resend: bool = True) -> Lane | None:
-    """A lane to the Redis at ``url``, or ``None`` for a TLS connection (``rediss://``: redis-py serves it).
+    """A lane to the Redis at ``url``, or ``None`` for a TLS connection (``rediss://``) or without ``hiredis``:
+    redis-py serves those.
 
     ``resend``: whether a command that met a broken connection is sent once more on a new one (not for a reader
     whose failure must end its iteration)."""
-    if url.startswith("rediss://"):
+    if url.startswith("rediss://") or hiredis is None:
         return None
     return Lane(dict(parse_url(url)), timeout, name, resend=resend)
