@@ -643,3 +643,35 @@ async def test_what_a_caller_makes_up_never_becomes_a_metric_label(otel: Otel, p
     assert not any("made" in str(v) for _, v in called), called
     spans = {s.name for s in otel.finished() if s.kind == SpanKind.SERVER}
     assert "tools/call made-up-4" in spans and "made/up-4" in spans  # the trace still says what was asked
+
+
+async def test_rounds_a_client_sends_in_traces_of_their_own_link_to_the_first(otel: Otel) -> None:
+    """A 2026-07-28 client that sends each round of a call in a trace of its own (one that keeps no span around the
+    call, as ``client.request`` does not): the server seals the first round's span into ``requestState``, and the
+    SERVER span of every later round links to it, parked or replayed, whichever replica serves it."""
+    replaying = Server("replaying", "1.0", max_parked_runs=0)  # every retry replays, as on another replica
+    replaying.tool()(introduce)
+    answers = {"name": {"name": SECRET_NAME}, "city": {"city": SECRET_CITY}}
+    never = ScriptedHandler([])  # declares elicitation; the rounds below are answered by hand
+    async with connected(replaying, elicitation=never, protocol="2026-07-28") as client:
+        params: dict[str, Any] = {"name": "introduce", "arguments": {}}
+        while True:
+            result = await client.request("tools/call", params)
+            if result.get("resultType") != "input_required":
+                break
+            (key,) = result["inputRequests"]
+            params = {
+                "name": "introduce", "arguments": {}, "requestState": result["requestState"],
+                "inputResponses": {key: {"action": "accept", "content": answers[key]}},
+            }  # fmt: skip
+    assert SECRET_NAME in result["content"][0]["text"]
+    rounds = sorted(
+        (s for s in otel.named("tools/call introduce") if s.kind == SpanKind.SERVER), key=lambda s: s.start_time or 0
+    )
+    assert len(rounds) == 3 and len({s.context.trace_id for s in rounds}) == 3  # a trace per round
+    first = rounds[0].context
+    assert not rounds[0].links
+    for later in rounds[1:]:
+        assert [(link.context.trace_id, link.context.span_id, dict(link.attributes or {})) for link in later.links] == [
+            (first.trace_id, first.span_id, {"elicitor.link": "first_round"})
+        ]

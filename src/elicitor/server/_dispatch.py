@@ -599,10 +599,12 @@ class ServerSession:
         if not isinstance(fresh, dict):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
         run = self.parked.claim(state.get("r"), state.get("n"), state.get("c")) if self.parked is not None else None
+        origin: object = state.get("o")  # the first round's span (telemetry): every later round links to it
         if _telemetry.state.on:
             from ..telemetry import _hooks
 
             _hooks.round_served(bool(state), run is not None and run.context.capabilities == meta.capabilities)
+            origin = _hooks.first_round(origin)
         if run is not None and run.context.capabilities == meta.capabilities:
             # Fast path: the run waits in this process; hand it this round's answers.
             run.context.rebind(request.id, meta, notify, token)
@@ -615,25 +617,30 @@ class ServerSession:
             ctx = self._context(request, meta, notify, token, asker)
             run = Run(functools.partial(invoke, ctx), asker, ctx, state.get("c"))
             if self.parked is None:
-                return await self._one_round(run, binding)
+                return await self._one_round(run, binding, origin)
             self.parked.start(run)
         run.asker.may_escalate = escalate is not None
-        return await self._round(run, binding, self.parked, escalate)
+        return await self._round(run, binding, self.parked, escalate, origin)
 
-    async def _one_round(self, run: Run, binding: bytes) -> JSONObject:
+    async def _one_round(self, run: Run, binding: bytes, origin: object) -> JSONObject:
         """Serve a round with nothing to park the run in (no long-lived task group): replay-only."""
         result: JSONObject | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(run.main)
             try:
-                result = await self._round(run, binding, None)
+                result = await self._round(run, binding, None, origin=origin)
             finally:
                 tg.cancel_scope.cancel()
         assert result is not None
         return result
 
     async def _round(
-        self, run: Run, binding: bytes, parked: ParkedRuns | None, escalate: _Escalation | None = None
+        self,
+        run: Run,
+        binding: bytes,
+        parked: ParkedRuns | None,
+        escalate: _Escalation | None = None,
+        origin: object = None,
     ) -> JSONObject:
         try:
             outcome = await run.next()
@@ -646,7 +653,11 @@ class ServerSession:
             run.cancel()  # the task replays the tool from the answers so far, wherever it runs
             assert escalate is not None
             return await escalate(run.asker.answers.pack(), run.asker.memo)
-        sealed = {"a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round, "c": run.call}
+        sealed: JSONObject = {
+            "a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round, "c": run.call
+        }  # fmt: skip
+        if isinstance(origin, dict):
+            sealed["o"] = origin
         token_out = self.server.sealer.seal(sealed, binding, compress=("a",))  # "a": the client's answers
         if parked is not None:
             parked.park(run)

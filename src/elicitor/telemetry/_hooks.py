@@ -344,6 +344,28 @@ def round_served(retry: bool, parked: bool) -> None:
     annotate(**{"elicitor.round.path": path})
 
 
+def first_round(origin: object) -> dict[str, str] | None:
+    """2026-07-28: the span of a call's first round, to seal into ``requestState`` (``traceparent`` only: a
+    round's state is bounded) and link every later round to (``elicitor.link = first_round``).
+
+    ``origin`` is what the round's sealed state carries, ``None`` on the first round (whose own ``SERVER`` span,
+    the current one, is then the origin). elicitor's client keeps the rounds of a call in one trace already; a
+    client that sends each round in a trace of its own still has every round linked to the first, whichever
+    replica serves it. A link is added only across traces."""
+    current = trace.get_current_span()
+    here = current.get_span_context()
+    first = span_context(origin)
+    if first is None:
+        return {"traceparent": _traceparent(here)} if here.is_valid else None
+    if here.trace_id != first.trace_id and current.is_recording():
+        current.add_link(first, {"elicitor.link": "first_round"})
+    return {"traceparent": _traceparent(first)}
+
+
+def _traceparent(context: trace.SpanContext) -> str:
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
 def task_status(status: str) -> None:
     """A task entered ``status`` (``working``, ``input_required``, ``completed``, ``failed``, ``cancelled``)."""
     instruments = state.instruments
