@@ -402,6 +402,36 @@ async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone
         assert (await http.delete(owner, headers=headers)).status_code == 200
 
 
+async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(cluster: Deployment) -> None:
+    """The call is POSTed to another replica than the session's, which relays its stream. The session's replica
+    is stopped for 8 s while the question waits: the relay does not take it for dead (its lease lapsed, but only
+    for moments), so the stream goes on, and the person's answer, given once it runs again, brings the next
+    question on that same stream."""
+    import os
+    import signal
+
+    owner, relay = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
+    pid = cluster.replicas.pids()[0]
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with http.stream("POST", relay, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as call:
+            stream = events(call)
+            _, question = await anext(stream)
+            assert question["params"]["message"] == "Your name?"
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                await anyio.sleep(8)
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            accepted = {"action": "accept", "content": {"name": "Ada"}}
+            answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
+            assert (await http.post(owner, json=answer, headers=headers)).status_code == 202
+            with anyio.fail_after(30):
+                _, question = await anext(stream)
+            assert question.get("params", {}).get("message") == "How many people?", question
+        assert (await http.delete(owner, headers=headers)).status_code == 200
+
+
 async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:
     """SIGTERM: the replica gives up its sessions at once; their clients start again elsewhere."""
     replicas = cluster.replicas
