@@ -645,6 +645,26 @@ async def test_what_a_caller_makes_up_never_becomes_a_metric_label(otel: Otel, p
     assert "tools/call made-up-4" in spans and "made/up-4" in spans  # the trace still says what was asked
 
 
+async def test_error_codes_a_server_makes_up_never_become_a_client_metric_label(otel: Otel) -> None:
+    """A server picks any integer for an error's code, a new one per request if it likes: the client's metrics
+    count codes outside JSON-RPC's reserved range as ``_OTHER`` (its span keeps the code); reserved codes stay."""
+    inventive = Server("inventive", "1.0")
+
+    @inventive.tool()
+    async def odd(code: int) -> str:
+        raise JSONRPCError(code, "an error of the server's own")
+
+    async with connected(inventive) as client:
+        for code in (7, 1234567, -5, -32603, -32042 + 1):
+            with pytest.raises(JSONRPCError):
+                await client.call_tool("odd", {"code": code})
+    called = [dict(p.attributes) for p in otel.metric_points()["mcp.client.operation.duration"]]
+    kinds = {a.get("error.type") for a in called if a.get("mcp.method.name") == "tools/call"}
+    assert kinds == {"_OTHER", "-32603", "-32041"}, kinds
+    errors = {(s.attributes or {}).get("error.type") for s in otel.finished() if s.kind == SpanKind.CLIENT}
+    assert {"7", "1234567", "-5"} <= errors  # the trace still says what the server sent
+
+
 async def test_rounds_a_client_sends_in_traces_of_their_own_link_to_the_first(otel: Otel) -> None:
     """A 2026-07-28 client that sends each round of a call in a trace of its own (one that keeps no span around the
     call, as ``client.request`` does not): the server seals the first round's span into ``requestState``, and the

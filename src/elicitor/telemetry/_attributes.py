@@ -149,6 +149,19 @@ _METHODS = frozenset({
 })  # fmt: skip
 """The requests MCP defines (every revision elicitor speaks): any other method is counted as ``_OTHER``."""
 
+_RESERVED_CODES = range(-32768, -31999)
+"""JSON-RPC 2.0's reserved error codes (§5.1: its own, MCP's and a server's pre-defined errors): a bounded set."""
+
+
+def _bounded_error(error: object) -> bool:
+    """Whether an ``error.type`` can be a label: a name our code gives (a tool error, a timeout, an exception's
+    class), or a JSON-RPC code in the reserved range. A peer picks any other integer it likes for an error's code,
+    one per request if it wants."""
+    if not isinstance(error, str) or not error.lstrip("-").isdigit():
+        return True
+    return int(error) in _RESERVED_CODES
+
+
 _NOT_ITS_NAME = frozenset({str(METHOD_NOT_FOUND), str(INVALID_PARAMS)})
 """Errors that may mean the tool or prompt named does not exist: counted without the name."""
 
@@ -159,9 +172,10 @@ def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     Method names, tool and prompt names and the protocol version arrive in the request, so a caller could invent
     a new one each time and grow every replica's series without bound (the SDK's cardinality limit would then
     fold the real ones into its overflow series). A method MCP does not define and a revision elicitor does not
-    speak become ``_OTHER`` (as the HTTP conventions count an unknown method); a tool or prompt name is kept
-    unless the request failed with ``-32601``/``-32602`` (an unknown tool or prompt is one of those). The span
-    keeps every value: it is one event, not a series.
+    speak become ``_OTHER`` (as the HTTP conventions count an unknown method), and so does an error code outside
+    JSON-RPC's reserved range (a peer's to invent); a tool or prompt name is kept unless the request failed with
+    ``-32601``/``-32602`` (an unknown tool or prompt is one of those). The span keeps every value: it is one
+    event, not a series.
     """
     out: dict[str, Any] = {}
     method = attributes.get("mcp.method.name")
@@ -169,7 +183,7 @@ def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
         out["mcp.method.name"] = method if method in _METHODS else "_OTHER"
     error = attributes.get("error.type")
     if error is not None:
-        out["error.type"] = error
+        out["error.type"] = error if _bounded_error(error) else "_OTHER"
     if error not in _NOT_ITS_NAME:
         for key in ("gen_ai.tool.name", "gen_ai.prompt.name"):
             if key in attributes:
