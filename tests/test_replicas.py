@@ -741,6 +741,24 @@ async def test_an_answer_of_the_official_sdk_given_while_redis_is_paused_still_a
     assert asked == ["Pick a name"] and transport.sent == [202]
 
 
+async def test_the_official_sdk_connects_while_redis_is_paused(redis: RedisServer) -> None:
+    """The official SDK's client connects (``initialize``) while Redis is paused: the replica waits for Redis to
+    record the new session instead of refusing with 503, which that client does not retry, and the client then
+    works."""
+    from redis.asyncio import Redis
+
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, _, _):
+        admin = Redis.from_url(redis.url)
+        try:
+            await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+            with anyio.fail_after(60):
+                async with McpClient(a, mode="legacy") as client:
+                    tools = await client.list_tools()
+        finally:
+            await admin.aclose()
+    assert [tool.name for tool in tools.tools] == ["pick"]
+
+
 async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_resumes_it() -> None:
     app = in_process.http_app()
     async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:

@@ -72,10 +72,12 @@ HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
 """MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
 
 ONE_WAY_HOLD = 15.0
-"""Seconds a POST of answers or notifications for another replica's session waits for an unreachable store before
-it is refused with 503. Clients that do not send such a POST again on 503 (the official SDKs do not) would lose the
-person's answer, and the call would wait for it for ever; holding the POST rides out a Redis restart, failover or
-pause (``docs/deploying.md`` promises up to 10 s), and the client only sees a slower 202."""
+"""Seconds a POST of answers or notifications for another replica's session, or an ``initialize``, waits for an
+unreachable store before it is refused with 503. Clients that do not send such a POST again on 503 (the official
+SDKs do not) would lose the person's answer, and the call would wait for it for ever, or fail to connect; holding
+the POST rides out a Redis restart, failover or pause (``docs/deploying.md`` promises up to 10 s), and the client
+only sees a slower answer. Other requests keep their prompt 503 (a client that fails on it fails cleanly: nothing
+ran)."""
 
 HOLD_RETRY = 0.5
 """Seconds between two attempts of a held POST (a refused connection fails at once; a paused Redis takes the
@@ -356,7 +358,8 @@ class HandshakeSessions:
         """
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
-        until = None if is_request else anyio.current_time() + ONE_WAY_HOLD
+        held = not is_request or (session_id is None and message.get("method") == "initialize")
+        until = anyio.current_time() + ONE_WAY_HOLD if held else None
         version = headers.get("mcp-protocol-version")
         request_id = message.get("id")
         if is_request and not (type(request_id) is int or type(request_id) is str):
@@ -377,7 +380,7 @@ class HandshakeSessions:
                 )
                 return None
             try:
-                session = await self._create_session(headers.principal)
+                session = await _patiently(functools.partial(self._create_session, headers.principal), until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, request_id_of(message), exc, "POST")
                 return None
@@ -569,8 +572,9 @@ class HandshakeSessions:
             )
         if len(self._sessions) >= self._max_sessions:
             return None
-        session = SessionTransport(secrets.token_urlsafe(32), self._events, principal)
-        await self._store.sessions.claim(session.id, principal)
+        session_id = secrets.token_urlsafe(32)
+        await self._store.sessions.claim(session_id, principal)  # first: a claim the store refused leaves nothing
+        session = SessionTransport(session_id, self._events, principal)
         self._sessions[session.id] = session
 
         async def run() -> None:
