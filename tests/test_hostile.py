@@ -107,3 +107,45 @@ async def test_an_unexpected_exception_reaches_the_peer_as_a_reference_never_its
     assert isinstance(reference, str) and reference in str(raised.value)
     logged = [r for r in caplog.records if reference in r.getMessage()]
     assert logged and logged[0].exc_info is not None and "hunter2" in str(logged[0].exc_info[1])
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2024-11-05"])
+@pytest.mark.parametrize("mode", ["form", "url"])
+async def test_a_server_that_chose_an_older_revision_cannot_elicit(anyio_backend: str, version: str, mode: str) -> None:
+    """The client offers 2025-11-25 declaring form and URL mode; the server answers ``initialize`` with a revision
+    that has no elicitation (still accepted: its tools work). An ``elicitation/create`` it pushes anyway is refused
+    with -32601 naming the revision, the person is never asked, and the call goes on."""
+    from elicitor import Accepted
+
+    asked: list[object] = []
+
+    class Person:
+        async def __call__(self, request: object) -> Accepted[dict[str, str]]:
+            asked.append(request)
+            return Accepted({"name": "x"})
+
+        async def url(self, request: object) -> Accepted[None]:
+            asked.append(request)
+            return Accepted(None)
+
+    params: dict[str, Any] = {"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}
+    if mode == "url":
+        params = {"mode": "url", "message": "Sign in", "url": "https://example.com/", "elicitationId": "e1"}
+    refusals: list[dict[str, Any]] = []
+
+    async def pushing(peer: RawPeer, message: dict[str, Any]) -> None:
+        await peer.send({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": params})
+        refusals.append(await peer.reply("q"))
+        content = [{"type": "text", "text": "done"}]
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": content}})
+
+    async with (
+        raw_server(pushing, version=version) as (transport, _),
+        Client(transport, elicitation=Person()) as client,
+    ):
+        assert client.protocol_version == version
+        with anyio.fail_after(10):
+            assert (await client.call_tool("anything")).text == "done"
+    assert asked == []
+    assert refusals[0]["error"]["code"] == -32601
+    assert f"not part of protocol revision {version}" in refusals[0]["error"]["message"]

@@ -306,9 +306,13 @@ async def test_a_parked_run_the_client_never_comes_back_for_expires_and_a_late_r
 
 @asynccontextmanager
 async def raw_server(
-    on_call: Callable[[RawPeer, dict[str, Any]], Any], *, stateless: bool = False, discover_delay: float = 0.0
+    on_call: Callable[[RawPeer, dict[str, Any]], Any],
+    *,
+    stateless: bool = False,
+    discover_delay: float = 0.0,
+    version: str = "2025-11-25",
 ) -> AsyncIterator[tuple[MemoryTransport, RawPeer]]:
-    """A :class:`RawPeer` playing the server: it completes the handshake (``initialize`` on 2025-11-25, or
+    """A :class:`RawPeer` playing the server: it completes the handshake (``initialize`` on ``version``, or
     ``server/discover``, answered after ``discover_delay`` seconds), answers ``ping``, and hands each
     ``tools/call`` to ``on_call`` in a task of its own, which reads the client's replies with ``peer.reply(id)``."""
     server_end, client_end = memory_pair()
@@ -326,7 +330,7 @@ async def raw_server(
                     peer.route(message)
                 elif method == "initialize":
                     result: dict[str, Any] = {
-                        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                        "protocolVersion": version, "capabilities": {"tools": {}},
                         "serverInfo": {"name": "raw", "version": "0"},
                     }  # fmt: skip
                     await peer.send({"jsonrpc": "2.0", "id": request_id, "result": result})

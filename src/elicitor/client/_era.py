@@ -38,6 +38,7 @@ from ..types import (
     Implementation,
     JSONObject,
     LoggingLevel,
+    has_elicitation,
     is_stateless,
 )
 from ._pace import Pace
@@ -61,7 +62,9 @@ class Declared:
     def modes_for(self, version: str | None) -> frozenset[str]:
         """The elicitation modes declared on ``version``, which are exactly the modes accepted: 2025-06-18 knows
         form mode only (its capability is a bare ``elicitation: {}``), so a URL request there is refused (-32602)
-        before any handler sees it."""
+        before any handler sees it; the older revisions a server may choose (2025-03-26, 2024-11-05) know none."""
+        if version is not None and not has_elicitation(version):
+            return frozenset()
         if version == REV_2025_06_18:
             return self.modes & {"form"}
         return self.modes
@@ -184,7 +187,8 @@ class Era:
         offered = result.get("protocolVersion")
         if offered not in HANDSHAKE_REVISIONS + ACCEPTED_OLDER_REVISIONS:
             raise ElicitorError(
-                f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)}"
+                f"the server offered protocol version {offered!r}; elicitor speaks {', '.join(ALL_REVISIONS)} "
+                f"(and accepts {', '.join(ACCEPTED_OLDER_REVISIONS)}, without elicitation)"
             )
         self.adopt(str(offered))
         self.server_capabilities = _dict(result.get("capabilities"))

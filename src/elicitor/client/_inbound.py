@@ -20,7 +20,7 @@ import anyio
 
 from .._exceptions import JSONRPCError, RemoteProtocolError
 from ..protocol import RequestReceived
-from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, REV_2025_11_25, JSONObject
+from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, REV_2025_11_25, JSONObject, has_elicitation
 from ._answer import answer_elicitation
 from ._elicitation_tasks import ElicitationTasks
 from ._era import Era
@@ -111,6 +111,16 @@ class Inbound:
     async def _answer_request(self, request: RequestReceived) -> JSONObject:
         method, params = request.method, request.params or {}
         if method == "elicitation/create":
+            version = self._era.protocol_version
+            if version is not None and not has_elicitation(version):
+                # The server chose a revision without elicitation in initialize: whatever this client declared
+                # when it offered a newer one, the method does not exist on this connection.
+                logger.warning("the server sent elicitation/create on %s, which has no elicitation", version)
+                raise JSONRPCError(
+                    METHOD_NOT_FOUND,
+                    f"Method not found: elicitation/create is not part of protocol revision {version}, "
+                    "which the server chose in initialize",
+                )
             if "task" in params and self._runs_tasks():
                 return self.tasks.create(params, self._answer_in_task)
             try:

@@ -23,8 +23,10 @@ STATELESS_REVISIONS: Final[tuple[Revision, ...]] = ("2026-07-28",)
 ALL_REVISIONS: Final[tuple[Revision, ...]] = STATELESS_REVISIONS + HANDSHAKE_REVISIONS
 """Every revision elicitor speaks, newest first."""
 
-ACCEPTED_OLDER_REVISIONS: Final = ("2025-03-26",)
-"""A server may offer these in ``initialize``; the client goes on with them (they have no elicitation at all)."""
+ACCEPTED_OLDER_REVISIONS: Final = ("2025-03-26", "2024-11-05")
+"""A server may offer these in ``initialize``; the client goes on with them. They have no elicitation at all: a
+client on one of them accepts no ``elicitation/create`` (-32601), whatever it declared when it offered a newer
+revision, because the server chose a revision where the capability does not exist."""
 
 META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
@@ -38,14 +40,19 @@ def is_stateless(revision: str) -> bool:
     return revision in STATELESS_REVISIONS
 
 
+def has_elicitation(revision: str) -> bool:
+    """Elicitation exists from 2025-06-18 on (not in the older revisions a client still accepts)."""
+    return revision not in ACCEPTED_OLDER_REVISIONS
+
+
 def supports_url_mode(revision: str) -> bool:
     """URL-mode elicitation exists from 2025-11-25 on."""
-    return revision != REV_2025_06_18
+    return revision != REV_2025_06_18 and has_elicitation(revision)
 
 
 def supports_rich_enums(revision: str) -> bool:
     """SEP-1330 enums (titled ``oneOf``, multi-select) and SEP-1034 defaults exist from 2025-11-25 on."""
-    return revision != REV_2025_06_18
+    return revision != REV_2025_06_18 and has_elicitation(revision)
 
 
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
