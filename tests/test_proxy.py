@@ -141,6 +141,36 @@ async def test_every_era_pair_bridges_forms_confirmations_and_declines(
 
 @pytest.mark.parametrize("downstream", ERAS)
 @pytest.mark.parametrize("upstream", ERAS)
+async def test_the_servers_logs_reach_the_client_on_every_era_pair(
+    anyio_backend: str, downstream: str, upstream: str
+) -> None:
+    """A 2026-07-28 request carries its log level (a server sends no logs without it); a handshake-era connection
+    has ``logging/setLevel`` (and a server's own default without it). The proxy asks the server, on the era it
+    speaks, for what the client asked on its own; a handshake-era client that set no level gets the server's
+    info and above, as it would directly."""
+    server = Server("logs", "1")
+
+    @server.tool()
+    async def talk(ctx: Context) -> str:
+        await ctx.log("debug", "fine detail")
+        await ctx.log("warning", "watch out")
+        return "said"
+
+    logs: list[str] = []
+
+    async def on_log(level: str, data: Any, logger: str | None) -> None:
+        logs.append(str(data))
+
+    level = "info" if downstream == "2025-11-25" else "debug"
+    async with proxied(server, upstream, protocol=downstream, on_log=on_log, log_level=level) as client:
+        with anyio.fail_after(10):
+            assert (await client.call_tool("talk")).text == "said"
+            await client.list_tools()  # a notification sent before the result may be handled after it: one more turn
+    assert logs == (["watch out"] if downstream == "2025-11-25" else ["fine detail", "watch out"])
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+@pytest.mark.parametrize("upstream", ERAS)
 async def test_a_call_cancelled_while_it_waits_is_cancelled_upstream(
     anyio_backend: str, downstream: str, upstream: str
 ) -> None:

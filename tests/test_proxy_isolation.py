@@ -1,9 +1,9 @@
-"""Many people on one ``--listen`` proxy: each answers only their own questions and sees only their own progress
-and results, whatever request ids and progress tokens their clients choose (elicitor's client numbers both the
+"""Many people on one ``--listen`` proxy: each answers only their own questions and sees only their own progress,
+logs and results, whatever request ids and progress tokens their clients choose (elicitor's client numbers both the
 same way in every process, so every client here collides with every other on purpose).
 
-The checker: every question a person is shown names that person's own call; every progress message they receive
-names it too; every result carries their own answer. All calls wait on their questions at the same moment (a
+The checker: every question a person is shown names that person's own call; every progress and log message they
+receive names it too; every result carries their own answer. All calls wait on their questions at the same moment (a
 barrier), so a proxy routing by arrival order rather than by call would hand a question to the wrong person.
 """
 
@@ -38,8 +38,9 @@ def make_server() -> Server:
 
     @server.tool()
     async def greet(ctx: Context, tag: str) -> str:
-        """Reports progress naming the call, asks a name, reports again, and answers with both."""
+        """Reports progress and logs naming the call, asks a name, reports again, and answers with both."""
         await ctx.report_progress(1, 3, f"{tag} started")
+        await ctx.log("info", f"{tag} logged")
         outcome = await ctx.elicit(f"Name for {tag}?", Name)
         await ctx.report_progress(2, 3, f"{tag} answered")
         return f"{tag}:{outcome.data.name}" if isinstance(outcome, Accepted) else f"{tag}:{outcome.action}"
@@ -61,6 +62,7 @@ async def test_people_on_one_listen_proxy_see_only_their_own_calls(
     asked = 0
     seen: dict[str, list[str]] = {}
     progress: dict[str, list[str]] = {}
+    logs: dict[str, list[str]] = {}
     results: dict[str, str] = {}
 
     def handler_for(person: str) -> Any:
@@ -77,14 +79,19 @@ async def test_people_on_one_listen_proxy_see_only_their_own_calls(
 
     async def one(url: str, index: int) -> None:
         person = f"user{index}"
-        seen[person], progress[person] = [], []
+        seen[person], progress[person], logs[person] = [], [], []
 
         async def on_progress(done: float, total: float | None, message: str | None) -> None:
             progress[person].append(str(message))
 
+        async def on_log(level: str, data: Any, logger: str | None) -> None:
+            logs[person].append(str(data))
+
         era = "2025-11-25" if index % 3 == 2 else "2026-07-28"  # two people: both stateless; twenty: both eras
         headers = {"Authorization": f"Bearer {person}"}
-        async with Client.http(url, elicitation=handler_for(person), protocol=era, headers=headers) as client:
+        async with Client.http(
+            url, elicitation=handler_for(person), protocol=era, headers=headers, on_log=on_log, log_level="info"
+        ) as client:
             results[person] = (await client.call_tool("greet", {"tag": person}, progress=on_progress)).text
 
     with anyio.fail_after(60):  # a proxy that misroutes may leave a call waiting forever: end the test instead
@@ -102,3 +109,4 @@ async def test_people_on_one_listen_proxy_see_only_their_own_calls(
         assert results[person] == f"{person}:{person}"
         assert progress[person], person  # progress reached them, and only theirs:
         assert all(message.startswith(f"{person} ") for message in progress[person]), progress[person]
+        assert logs[person] == [f"{person} logged"], logs[person]  # theirs, once, on either era

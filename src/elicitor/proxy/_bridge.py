@@ -25,6 +25,7 @@ import logging
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import anyio
 import anyio.abc
@@ -164,6 +165,11 @@ class Bridge:
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
+        if method == "logging/setLevel" and isinstance(params.get("level"), str):
+            # Kept for what goes on 2026-07-28, where each request carries its level (that era has no setLevel).
+            self.down_info = replace(self.down_info, log_level=params["level"])
+            if up.stateless:
+                return {}
         if up.stateless:
             return await self._over_stateless(up, request.id, method, params)
         in_rounds = method == "tools/call" and self._wanted == "auto" and str(params.get("name")) in self._in_rounds
@@ -206,7 +212,7 @@ class Bridge:
 
     async def _stateless_upstream(self) -> Upstream | None:
         """A 2026-07-28 connection to the server, if it speaks that era too (for a handshake-era client)."""
-        down = Downstream(STATELESS_REVISIONS[0], self.down_info.capabilities, self.down_info.client, None, self._ui)
+        down = replace(self.down_info, revision=STATELESS_REVISIONS[0], principal=None, ui=self._ui)
         try:
             first = await self._stateless_proxy().lanes.first(down)
         except JSONRPCError:
@@ -228,7 +234,7 @@ class Bridge:
             self._stateless = Stateless(
                 self._connect, self._tg, ui=self._ui, upstream_protocol=self._wanted,
                 elicitation_timeout=self._timeout, mirrored=self.mirrored,
-                first=self._prepared if self.up is None else None,
+                first=self._prepared if self.up is None else None, on_note=self._upstream_note,
             )  # fmt: skip
         return self._stateless
 
@@ -243,6 +249,9 @@ class Bridge:
             params.get("clientInfo"),
             None,
             self._ui,
+            # No logging/setLevel yet: a handshake-era server sends its logs anyway (elicitor's from info up);
+            # on 2026-07-28 a request without a level gets none, so the proxy asks for the same on its behalf.
+            "info",
         )
         async with self._ready:
             if self.up is not None:
@@ -438,9 +447,7 @@ def _with_tasks(down: Downstream) -> Downstream:
     """``down`` declaring the tasks extension upstream: the proxy follows the tasks, not the client."""
     extensions = down.capabilities.get("extensions")
     extensions = {**(extensions if isinstance(extensions, dict) else {}), TASKS_EXTENSION: {}}
-    return Downstream(
-        down.revision, {**down.capabilities, "extensions": extensions}, down.client, down.principal, down.ui
-    )
+    return replace(down, capabilities={**down.capabilities, "extensions": extensions})
 
 
 @asynccontextmanager

@@ -37,6 +37,10 @@ class Downstream:
     principal: str | None = None
     ui: ElicitationHandler | None = None
     """What answers the elicitations this client cannot (``--ui``), if anything."""
+    log_level: str | None = None
+    """The log level the client asked for (a 2026-07-28 request's ``_meta``; a handshake-era client's
+    ``logging/setLevel``), stamped on what goes to a 2026-07-28 server and set on a handshake-era call's own
+    connection: without it a server sends no log messages about the call."""
 
     @classmethod
     def of_request(cls, params: JSONObject, principal: str | None, ui: ElicitationHandler | None) -> Downstream:
@@ -44,12 +48,14 @@ class Downstream:
         meta = params.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         caps = meta.get(META_CLIENT_CAPABILITIES)
+        level = meta.get(META_LOG_LEVEL)
         return cls(
             str(meta.get(META_PROTOCOL_VERSION)),
             caps if isinstance(caps, dict) else {},
             meta.get(META_CLIENT_INFO),
             principal,
             ui,
+            level if isinstance(level, str) else None,
         )
 
     @property
@@ -98,6 +104,8 @@ class Downstream:
         meta[META_PROTOCOL_VERSION] = version
         meta[META_CLIENT_CAPABILITIES] = self.upstream_capabilities()
         meta[META_CLIENT_INFO] = self.client if isinstance(self.client, dict) else PROXY_INFO
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
         return {**params, "_meta": meta}
 
     def client_info(self) -> JSONObject:

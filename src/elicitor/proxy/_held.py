@@ -24,6 +24,8 @@ from __future__ import annotations
 import itertools
 import logging
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeGuard
 
@@ -84,6 +86,8 @@ class _Held:
         self.dropped = False
         """Cancelled by the proxy (too many held calls), not by the time limit."""
         self.route = Route(None, None, self.touch)
+        self.notify: Notify | None = None
+        """The response stream of the client's request being served, while it is open (its logs go there)."""
         self.last = anyio.current_time()
         self._keys = itertools.count(1)
         self.touch()
@@ -93,6 +97,13 @@ class _Held:
         self.last = anyio.current_time()
         if self.timeout is not None and not self.finished.is_set():
             self.scope.deadline = self.last + self.timeout
+
+    async def note(self, method: str, params: JSONObject | None) -> None:
+        """A notification naming no call on this call's own connection: the server's log messages about it go to
+        the client's request being served, when the client asked for them; nothing else does (a 2026-07-28
+        client hears of list changes through ``subscriptions/listen``), nor anything while the client is away."""
+        if method == "notifications/message" and self.down.log_level is not None and self.notify is not None:
+            await self.notify(method, params or {})
 
     def push(self, pushed: _Pushed) -> None:
         self.asked[f"q{next(self._keys)}"] = pushed
@@ -127,7 +138,8 @@ class HeldCalls:
         binding = request_binding(method, params, down.principal)
         if "requestState" not in params:
             held = self._hold(down, method, strip_meta(params), notify)
-            return await self._round(held, binding)
+            with _attending(held):
+                return await self._round(held, binding)
         token = params["requestState"]
         if not is_held(token):
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this requestState was not issued for this call")
@@ -139,7 +151,7 @@ class HeldCalls:
             )
         held = found
         held.touch()
-        _point(held.route, params, notify)
+        _point(held, params, notify)
         responses = params.get("inputResponses")
         responses = responses if isinstance(responses, dict) else {}
         if held.url_required:
@@ -152,7 +164,8 @@ class HeldCalls:
         held.arrived = anyio.Event()
         if held.finished.is_set():  # it ended while the client was away (the server gone, say): nothing to wait for
             held.arrived.set()
-        return await self._round(held, binding)
+        with _attending(held):
+            return await self._round(held, binding)
 
     async def _afterurl_required(
         self, held: _Held, responses: JSONObject, binding: bytes, notify: Notify | None
@@ -175,7 +188,7 @@ class HeldCalls:
             oldest.dropped = True
             oldest.scope.cancel()
         held = _Held(down, method, params, self._timeout)
-        _point(held.route, params, notify)
+        _point(held, params, notify)
         self._held[held.id] = held
         self._tg.start_soon(self._call, held)
         return held
@@ -189,6 +202,8 @@ class HeldCalls:
                         return await self._pushed(held, upstream, request)
 
                     upstream.on_push = pushed
+                    upstream.on_note = held.note
+                    await upstream.set_log_level(held.down.log_level)
                     if held.method == "tools/call":
                         held.result = await upstream.call_tool(held.params, held.route, ttl_ms=self._task_ttl)
                     else:
@@ -278,12 +293,25 @@ def is_held(token: object) -> TypeGuard[str]:
     return isinstance(token, str) and token.startswith(HELD_STATE)
 
 
-def _point(route: Route, params: JSONObject, notify: Notify | None) -> None:
-    """Point a held call's progress at this round's request (its response stream, its own progress token)."""
+def _point(held: _Held, params: JSONObject, notify: Notify | None) -> None:
+    """Point a held call's progress and logs at this round's request (its response stream, its own progress
+    token)."""
     meta = params.get("_meta")
     token = meta.get("progressToken") if isinstance(meta, dict) else None
-    route.notify = notify if isinstance(token, str | int) else None
-    route.token = token if isinstance(token, str | int) else None
+    held.route.notify = notify if isinstance(token, str | int) else None
+    held.route.token = token if isinstance(token, str | int) else None
+    held.notify = notify
+
+
+@contextmanager
+def _attending(held: _Held) -> Iterator[None]:
+    """While a request of the client is served: once it is answered, its response stream is closed, and what the
+    server says about the call until the next round has nowhere to go."""
+    try:
+        yield
+    finally:
+        held.notify = None
+        held.route.notify = None
 
 
 def _outcome(held: _Held) -> JSONObject:

@@ -71,6 +71,9 @@ class Lanes:
         mirrored: shared by every connection (see :class:`Upstream`).
         first: gives the first connection, already opened (a stdio proxy opens it while its client starts; its
             end is the proxy's); by default the first connection is opened on first use like the others.
+        on_note: where a 2026-07-28 server's notifications that name no call go (its logs, on stdio): given only
+            when one client sends every request (a stdio proxy's); without it they go nowhere, since on a
+            connection shared by several people nothing says whose they are.
     """
 
     def __init__(
@@ -81,8 +84,10 @@ class Lanes:
         wanted: str = "auto",
         mirrored: dict[str, dict[str, str]],
         first: Callable[[], Awaitable[Upstream]] | None = None,
+        on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None,
     ) -> None:
         self._connect = connect
+        self._on_note = on_note
         self._opened_first = first
         self._tg = task_group
         self._wanted = wanted
@@ -140,6 +145,8 @@ class Lanes:
                     raise
                 if not upstream.stateless:
                     self._idle.setdefault(_key(down), []).append(upstream)
+                else:
+                    upstream.on_note = self._on_note
             assert self._first is not None
             return self._first
 
@@ -168,6 +175,7 @@ class Lanes:
             yield upstream
         finally:
             upstream.on_push = None
+            upstream.on_note = None
             if upstream.closed:
                 pass
             elif sum(len(v) for v in self._idle.values()) < MAX_IDLE:

@@ -37,6 +37,7 @@ class Stateless:
         elicitation_timeout: see :class:`~._held.HeldCalls`.
         mirrored: see :class:`~._upstream.Upstream`.
         first: the first upstream connection, opened already (see :class:`~._lanes.Lanes`).
+        on_note: see :class:`~._lanes.Lanes`.
     """
 
     def __init__(
@@ -49,12 +50,15 @@ class Stateless:
         elicitation_timeout: float | None,
         mirrored: dict[str, dict[str, str]],
         first: Callable[[], Awaitable[Upstream]] | None = None,
+        on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None,
     ) -> None:
         self.ui = ui
         self.wanted = upstream_protocol
         self.in_rounds: set[str] = set()
         """Tools of a server that speaks both eras found to ask in rounds (2026-07-28 only): called there."""
-        self.lanes = Lanes(connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first)
+        self.lanes = Lanes(
+            connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note
+        )
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
 
     async def serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:

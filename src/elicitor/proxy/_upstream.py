@@ -95,6 +95,8 @@ class Upstream:
         self.task_support: dict[str, str] = {}
         """Tool name to its ``execution.taskSupport`` (2025-11-25), learnt from ``tools/list``; shared by a proxy's
         connections to one server."""
+        self.log_level: str | None = None
+        """The level this (handshake-era) connection was last given with ``logging/setLevel``."""
         self._progress: dict[RequestId, Route] = {}
         self._listens: dict[RequestId, Route] = {}
         self._tokens = itertools.count(1)
@@ -206,6 +208,17 @@ class Upstream:
             for upstream_id in seen:
                 self._listens.pop(upstream_id, None)
         return _retag(result, seen[0] if seen else None, route.token)
+
+    async def set_log_level(self, level: str | None) -> None:
+        """``logging/setLevel`` on a handshake-era connection, when ``level`` is not the one it has: a call that
+        asks for its logs gets them whoever used the connection before. A server that refuses it sends none."""
+        if level is None or level == self.log_level or self.stateless:
+            return
+        try:
+            await self.request("logging/setLevel", {"level": level})
+        except JSONRPCError as exc:
+            logger.info("the server refused logging/setLevel: %s", exc.message)
+        self.log_level = level
 
     async def notify(self, method: str, params: JSONObject | None) -> None:
         if not self.closed:
