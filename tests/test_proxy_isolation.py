@@ -110,3 +110,91 @@ async def test_people_on_one_listen_proxy_see_only_their_own_calls(
         assert progress[person], person  # progress reached them, and only theirs:
         assert all(message.startswith(f"{person} ") for message in progress[person]), progress[person]
         assert logs[person] == [f"{person} logged"], logs[person]  # theirs, once, on either era
+
+
+async def test_a_connection_whose_call_was_given_up_never_carries_another_persons_call(anyio_backend: str) -> None:
+    """A slow server may still act on a call the proxy gave up (its person went away, the call was cancelled
+    upstream): here it asks that call's second question when the next call arrives on the same connection. The
+    next person (anonymous, declaring the same capabilities, so the proxy would reuse an idle connection) must
+    never be shown it: a connection whose call did not end with the server's answer is closed, not kept idle."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import json
+
+    from elicitor.transports import memory_pair
+
+    from .conftest import serving
+
+    a_asked, a_cancelled = anyio.Event(), anyio.Event()
+    shown_to_b: list[str] = []
+
+    async def raw_server(transport: Any) -> None:
+        """A handshake-era server that never stops a call it was told to cancel."""
+        try:
+            await serve_raw(transport)
+        finally:
+            await transport.aclose()
+
+    async def serve_raw(transport: Any) -> None:
+        given_up: list[object] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            await transport.send(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+        while True:
+            try:
+                message = json.loads(await transport.receive())
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            method, request_id, params = message.get("method"), message.get("id"), message.get("params") or {}
+            if method == "initialize":
+                result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                          "serverInfo": {"name": "slow", "version": "0"}}  # fmt: skip
+                await send({"id": request_id, "result": result})
+            elif method == "server/discover":
+                await send({"id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+            elif method == "notifications/cancelled":
+                given_up.append(params.get("requestId"))
+                a_cancelled.set()
+            elif method == "tools/call" and params.get("name") == "first":
+                form = {"type": "object", "properties": {"name": {"type": "string"}}}
+                ask = {"message": "A's first question", "requestedSchema": form}
+                await send({"id": "a1", "method": "elicitation/create", "params": ask})
+            elif method == "tools/call":
+                if given_up:  # still running A's call: its next question
+                    ask = {"message": "A's second question", "requestedSchema": {"type": "object", "properties": {}}}
+                    await send({"id": "a2", "method": "elicitation/create", "params": ask})
+                await send({"id": request_id, "result": {"content": [{"type": "text", "text": "B's result"}]}})
+            elif request_id is not None and method is not None:
+                await send({"id": request_id, "result": {}})
+
+    async def person_a(request: ElicitationRequest) -> Any:
+        a_asked.set()
+        await anyio.sleep_forever()  # A walks away from the question
+
+    async def person_b(request: ElicitationRequest) -> Any:
+        shown_to_b.append(request.message)
+        return Accepted({})
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+
+            async def connect() -> Any:
+                up_end, server_end = memory_pair()
+                tg.start_soon(raw_server, server_end)
+                return up_end
+
+            proxy = ProxyServer(connect, upstream_protocol="2025-11-25", elicitation_timeout=0.5)
+            async with serving(proxy.http_app()) as url:
+                async with (
+                    Client.http(url, elicitation=person_a, protocol="2026-07-28") as a,
+                    anyio.create_task_group() as calls,
+                ):
+                    calls.start_soon(a.call_tool, "first")
+                    await a_asked.wait()
+                    calls.cancel_scope.cancel()
+                await a_cancelled.wait()  # the proxy gave A's call up after its time without progress
+                async with Client.http(url, elicitation=person_b, protocol="2026-07-28") as b:
+                    assert (await b.call_tool("second")).text == "B's result"
+            tg.cancel_scope.cancel()
+    assert shown_to_b == []

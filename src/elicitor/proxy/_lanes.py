@@ -9,7 +9,9 @@ A 2026-07-28 request belongs to no connection, so the proxy chooses the upstream
   says which call it belongs to. So a call holds an upstream connection (a *lane*) of its own for as long as it
   runs upstream: a question arriving on a lane belongs to the one call on it, by construction. An idle lane is
   kept for the next call of the same principal declaring the same capabilities (the server decided what to ask
-  by what the connection declared), up to :data:`MAX_IDLE`; at most :data:`MAX_LANES` are open at once.
+  by what the connection declared), up to :data:`MAX_IDLE`, only when the server answered the call on it (a
+  server may go on with a call the proxy gave up, and ask its next question there); at most :data:`MAX_LANES`
+  are open at once.
 
 The first connection learns the server's era (``server/discover``, else the handshake) and answers
 ``server/discover`` for a handshake-era server from its ``initialize``.
@@ -171,13 +173,25 @@ class Lanes:
                 if isinstance(exc, JSONRPCError):
                     self.no_handshake = True
                 raise
+        answered = False
         try:
             yield upstream
+            answered = True
+        except JSONRPCError:
+            answered = True  # the server answered the call with an error: it is over there too
+            raise
         finally:
             upstream.on_push = None
             upstream.on_note = None
             if upstream.closed:
                 pass
+            elif not answered:
+                # The call was given up (its time without progress, a cancellation, too many held calls) before
+                # the server answered: the server may still be running it and push its next question, which the
+                # next call on this connection would take for its own. Never reused; closed unless it is the
+                # connection whose end is the proxy's (it then serves server/discover and no call).
+                if upstream is not self._first:
+                    upstream.close()
             elif sum(len(v) for v in self._idle.values()) < MAX_IDLE:
                 self._idle.setdefault(key, []).append(upstream)
             elif upstream is not self._first:
