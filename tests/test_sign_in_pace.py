@@ -184,3 +184,45 @@ async def test_a_person_who_takes_their_time_gets_in_on_every_path(anyio_backend
         assert outcome["version"] == ("2026-07-28" if era == "auto" else era), case  # the era does not hang on speed
         assert outcome["said"].count("Sign in to continue") == 1 and len(outcome["links"]) == 1, case  # one link
         assert len(deployment.registrations) == 1 and len(deployment.authorizations) == 1, case
+
+
+async def test_through_the_proxy_a_probe_given_up_during_the_upstream_sign_in_leaves_it_running(
+    anyio_backend: str,
+) -> None:
+    """The proxy (over stdio, here in memory) starts its upstream connection's sign-in when the client's first
+    request, its ``server/discover`` probe, arrives. The client gives the probe up before the person is done and
+    sends ``initialize``: the proxy must go on (not end with the probe), the sign-in too, with the same link, and
+    the client gets in on the handshake era once the person has approved: one link, one authorization."""
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.transports import memory_pair
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        client_end, down_end = memory_pair()
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+
+                async def approve() -> None:
+                    await arrived.wait()
+                    await person(links[0], 2.0)  # longer than the probe's limit, well within the handshake's
+
+                tg.start_soon(approve)
+                tg.start_soon(Bridge(lambda: HttpClientTransport.connect(url, auth=auth)).serve, down_end)
+                handler = ScriptedHandler([{"name": "Ada"}])
+                clocks: Clocks = {"probe_timeout": 0.5, "handshake_timeout": 30, "request_timeout": 30}
+                async with Client(client_end, elicitation=handler, **clocks) as client:
+                    assert client.protocol_version == "2025-11-25"  # the probe went unanswered in its time
+                    assert (await client.call_tool("greet")).text.endswith("hello Ada")
+                tg.cancel_scope.cancel()
+    assert len(links) == 1
+    assert len(deployment.authorizations) == 1

@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 import anyio
 import anyio.abc
 
-from .._exceptions import JSONRPCError
+from .._exceptions import ConnectionClosed, JSONRPCError
 from ..types import INTERNAL_ERROR, META_SERVER_INFO, STATELESS_REVISIONS, JSONObject
 from ._downstream import Downstream
 from ._upstream import Connect, Upstream
@@ -95,7 +95,8 @@ class Lanes:
         self._wanted = wanted
         self._mirrored = mirrored
         self._first: Upstream | None = None
-        self._learning = anyio.Lock()
+        self._learned: tuple[anyio.Event, list[BaseException]] | None = None
+        """The learning under way (see :meth:`first`): set when it ends, with its failure if it failed."""
         self._idle: dict[str, list[Upstream]] = {}
         self._open = 0
         self.task_support: dict[str, str] = {}
@@ -125,32 +126,53 @@ class Lanes:
         return await start(upstream, self._tg, ended)
 
     async def first(self, down: Downstream) -> Upstream:
-        """The connection that learnt the server's era (opened, and the era learnt, on first use)."""
-        first = self._first
-        if first is not None and first.revision is not None:
-            return first
-        async with self._learning:
-            if self._first is None or self._first.closed:
+        """The connection that learnt the server's era (opened, and the era learnt, on first use).
+
+        The learning runs in the proxy's task group, not in the request that needed it: a client that gives up
+        on that request (its probe's time ran out while the server started, or while a person signed in to it)
+        leaves the learning to go on, and its next request waits for the same one. Cancelling the learning
+        instead would close the first connection, whose end is a stdio proxy's, and could leave the server a
+        half-made handshake or a sign-in to begin again."""
+        while True:
+            first = self._first
+            if first is not None and first.revision is not None and not first.closed:
+                return first
+            if self._learned is None:
+                self._learned = (anyio.Event(), [])
+                self._tg.start_soon(self._learn, down, self._learned)
+            done, failure = self._learned
+            await done.wait()
+            if failure:
+                raise failure[0]
+
+    async def _learn(self, down: Downstream, learned: tuple[anyio.Event, list[BaseException]]) -> None:
+        """Open the first connection and learn the server's era on it (see :meth:`first`)."""
+        done, failure = learned
+        try:
+            if self._opened_first is not None:
+                opened, self._opened_first = self._opened_first, None
+                upstream = await opened()
+                upstream.task_support = self.task_support
+            else:
+                upstream = await self._start()
+            self._first = upstream
+            try:
+                await upstream.learn(down)
+            except BaseException:
                 self._first = None
-                if self._opened_first is not None:
-                    upstream = await self._opened_first()
-                    upstream.task_support = self.task_support
-                    self._opened_first = None
-                else:
-                    upstream = await self._start()
-                self._first = upstream
-                try:
-                    await upstream.learn(down)
-                except BaseException:
-                    self._first = None
-                    upstream.close()
-                    raise
-                if not upstream.stateless:
-                    self._idle.setdefault(_key(down), []).append(upstream)
-                else:
-                    upstream.on_note = self._on_note
-            assert self._first is not None
-            return self._first
+                upstream.close()
+                raise
+            if not upstream.stateless:
+                self._idle.setdefault(_key(down), []).append(upstream)
+            else:
+                upstream.on_note = self._on_note
+        except Exception as exc:
+            failure.append(exc)
+        finally:
+            if self._first is None and not failure:
+                failure.append(ConnectionClosed("the proxy is closing"))
+            self._learned = None
+            done.set()
 
     @asynccontextmanager
     async def lane(self, down: Downstream) -> AsyncIterator[Upstream]:
