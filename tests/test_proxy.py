@@ -713,3 +713,37 @@ async def test_a_fastmcp_server_through_a_default_proxy(anyio_backend: str, down
             assert (await client.call_tool("confirm_delete")).text == "deleted"
             assert (await client.call_tool("tier")).text == "accept pro"
     assert [r.message for r in handler.requests] == ["Delete the file?", "Which tier?"]
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_a_form_outside_the_subset_is_refused_to_the_server_with_its_reason(
+    anyio_backend: str, downstream: str
+) -> None:
+    """A handshake-era server pushes a form with a nested object. Without the proxy our client answers -32602
+    saying why; through it the server hears the same, never a "cancel" the person did not choose: a handshake-era
+    client's error goes upstream as it is, and for a 2026-07-28 client (whose answer would be an input response,
+    which cannot carry an error) the proxy refuses the request itself. Nobody is asked."""
+    from .test_waits import RawPeer, raw_server
+
+    nested = {"type": "object", "properties": {"name": {"type": "object"}}}
+    replies: list[dict[str, Any]] = []
+
+    async def pushing(peer: RawPeer, message: dict[str, Any]) -> None:
+        ask = {"message": "Name?", "requestedSchema": nested}
+        await peer.send({"jsonrpc": "2.0", "id": "q", "method": "elicitation/create", "params": ask})
+        replies.append(await peer.reply("q"))
+        content = [{"type": "text", "text": "done"}]
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": content}})
+
+    handler = ScriptedHandler([{"name": "never asked"}])
+    client_end, down_end = memory_pair()
+    async with raw_server(pushing) as (transport, _), anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(static(transport), upstream_protocol="2025-11-25").serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol=downstream) as client:
+            with anyio.fail_after(10):
+                assert (await client.call_tool("anything")).text == "done"
+        tg.cancel_scope.cancel()
+    assert handler.requests == []
+    error = replies[0]["error"]
+    assert error["code"] == -32602
+    assert "nested objects are not allowed" in error["message"]

@@ -393,7 +393,7 @@ class Bridge:
             # 2025-11-25 requires an id on a URL request; 2026-07-28 has none. The retry that follows the
             # answer is the server's way to learn whether the person finished (it asks again if not).
             params = {**params, "elicitationId": secrets.token_urlsafe(16)}
-        return await self._ask_client(method, params, request_id)
+        return await self._ask_client(method, params, request_id, refusal_as_cancel=True)
 
     # ---- the server ------------------------------------------------------------------------------------------
 
@@ -406,11 +406,17 @@ class Bridge:
             return await render(self.down_info, self.up, question)
         return await self._ask_client(method, params, None)
 
-    async def _ask_client(self, method: str, params: JSONObject, related: RequestId | None) -> JSONObject:
+    async def _ask_client(
+        self, method: str, params: JSONObject, related: RequestId | None, *, refusal_as_cancel: bool = False
+    ) -> JSONObject:
+        """Ask the client what the server asks. The client's error answer goes to the server as it is (its code and
+        its reason: a form outside the spec's subset, a mode it did not declare), as it would without the proxy;
+        only an input request of a 2026-07-28 server (``refusal_as_cancel``), whose answer cannot be an error, is
+        answered ``cancel`` instead."""
         try:
             return await self._down().request(method, params or None, related=related, timeout=self._timeout)
         except JSONRPCError as exc:
-            if method != "elicitation/create":
+            if method != "elicitation/create" or not refusal_as_cancel:
                 raise
             logger.info("the client refused %s: %s", method, exc.message)
             return {"action": "cancel"}

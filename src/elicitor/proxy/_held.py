@@ -32,7 +32,8 @@ from typing import TypeGuard
 import anyio
 import anyio.abc
 
-from .._exceptions import ConnectionClosed, JSONRPCError
+from .._exceptions import ConnectionClosed, FormDefinitionError, JSONRPCError
+from ..client._answer import request_form
 from ..protocol import RequestReceived
 from ..server._sealing import StateSealer, request_binding
 from ..types import INTERNAL_ERROR, INVALID_PARAMS, URL_ELICITATION_REQUIRED, JSONObject
@@ -234,6 +235,10 @@ class HeldCalls:
         if request.method == "elicitation/create" and params.get("mode", "form") not in held.down.modes():
             # Never forwarded to a client that did not declare the mode (what our own client answers, too).
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the client did not declare this elicitation mode")
+        if request.method == "elicitation/create":
+            # The client's answer will be an input response, which cannot say what was wrong with the request: a
+            # request no client may be asked is refused here, with the reason, as elicitor's client refuses it.
+            _check_elicitation(params)
         pushed = _Pushed(request.method, params)
         held.push(pushed)
         await pushed.done.wait()
@@ -286,6 +291,22 @@ class HeldCalls:
         held.touch()  # the person's time starts now
         token = HELD_STATE + self._sealer.seal({"h": held.id, "n": held.round}, binding)
         return {"resultType": "input_required", "inputRequests": requests, "requestState": token}
+
+
+def _check_elicitation(params: JSONObject) -> None:
+    """Refuse (-32602, saying why) an ``elicitation/create`` outside the spec: a message that is not a string, a
+    form outside the restricted subset, a URL request without its URL."""
+    message = params.get("message")
+    if not isinstance(message, str):
+        raise JSONRPCError(INVALID_PARAMS, "Invalid params: elicitation message must be a string")
+    if params.get("mode", "form") == "url":
+        if not isinstance(params.get("url"), str) or not params["url"]:
+            raise JSONRPCError(INVALID_PARAMS, "Invalid params: a URL-mode elicitation needs a url")
+        return
+    try:
+        request_form(params.get("requestedSchema"), message)
+    except FormDefinitionError as exc:
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: requestedSchema is not a valid form: {exc}") from None
 
 
 def is_held(token: object) -> TypeGuard[str]:
