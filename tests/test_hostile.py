@@ -149,3 +149,27 @@ async def test_a_server_that_chose_an_older_revision_cannot_elicit(anyio_backend
     assert asked == []
     assert refusals[0]["error"]["code"] == -32601
     assert f"not part of protocol revision {version}" in refusals[0]["error"]["message"]
+
+
+async def test_a_server_asking_again_for_input_the_client_refused_is_told_apart_from_a_long_call(
+    anyio_backend: str,
+) -> None:
+    """2026-07-28: a server asks a client that declared no elicitation for a form (it should have answered -32021)
+    and, answered ``cancel``, asks the same again (the official SDK's tools that ask in rounds do). The client
+    stops on the second round saying what the server asks for, instead of answering cancel until ``max_rounds``."""
+    from elicitor import RemoteProtocolError
+
+    form = {"type": "object", "properties": {"name": {"type": "string"}}}
+    question = {"method": "elicitation/create", "params": {"message": "Who?", "requestedSchema": form}}
+
+    async def asks_forever(peer: RawPeer, message: dict[str, Any]) -> None:
+        result = {"resultType": "input_required", "inputRequests": {"who": question}}
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    async with raw_server(asks_forever, stateless=True) as (transport, peer), Client(transport) as client:
+        with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match="asked again for input this client") as e:
+            await client.call_tool("anything")
+    assert "did not declare elicitation mode 'form'" in str(e.value)
+    calls = [m for m in peer.seen if m.get("method") == "tools/call"]
+    assert len(calls) == 2
+    assert calls[1]["params"]["inputResponses"] == {"who": {"action": "cancel"}}

@@ -11,6 +11,7 @@ answers the server -32603 (its tool stops) and hands the exception to the oldest
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -189,8 +190,9 @@ class Inbound:
             admit=self._limit.admit if self._limit is not None else None,
         )
 
-    async def answer_input(self, request: object) -> JSONObject:
-        """The response to one of a 2026-07-28 round's (or task's) ``inputRequests``."""
+    async def answer_input(self, request: object, refused: dict[str, str] | None = None) -> JSONObject:
+        """The response to one of a 2026-07-28 round's (or task's) ``inputRequests``; a request this client
+        cannot answer is answered ``cancel``, and why is put in ``refused`` under the request (as JSON)."""
         method = request.get("method") if isinstance(request, dict) else None
         params = request.get("params") if isinstance(request, dict) else None
         if method == "elicitation/create" and isinstance(params, dict):
@@ -199,6 +201,8 @@ class Inbound:
             except JSONRPCError as exc:
                 # An input response cannot carry an error: tell the server the request was dismissed.
                 logger.warning("cancelling an input request the client cannot answer: %s", exc.message)
+                if refused is not None:
+                    refused[json.dumps(request, sort_keys=True)] = exc.message
                 return {"action": "cancel"}
             wait_done = getattr(self._handler, "wait_done", None)
             if params.get("mode") == "url" and answer.get("action") == "accept" and wait_done is not None:

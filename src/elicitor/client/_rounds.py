@@ -11,6 +11,7 @@ completion notice, the person, or ``url_timeout``) and retries the call; a decli
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
@@ -96,6 +97,8 @@ class Rounds:
         responses: JSONObject | None = None
         state: JSONValue = None
         seen: set[str] = set()
+        cannot: dict[str, str] = {}
+        """Input requests of the last round this client could not answer (as JSON), and why."""
         for number in range(1, self.max_rounds + 2):
             if call is not None:
                 call.round(number)
@@ -128,8 +131,17 @@ class Rounds:
             if not isinstance(requests, dict) or (state is not None and not isinstance(state, str)):
                 raise RemoteProtocolError("the server sent a malformed input_required result")
             responses = {}
+            for request in requests.values():
+                again = cannot.get(json.dumps(request, sort_keys=True))
+                if again is not None:
+                    # Cancelled last round because this client cannot answer it, asked again as it was: a server
+                    # that does so would ask until max_rounds. Say what it asks for instead.
+                    raise RemoteProtocolError(
+                        f"the server asked again for input this client refused (answered cancel): {again}"
+                    )
+            cannot = {}
             for key, request in requests.items():
-                responses[key] = await self._inbound.answer_input(request)
+                responses[key] = await self._inbound.answer_input(request, cannot)
         raise TooManyRounds(f"{method} still asked for input after {self.max_rounds} rounds")
 
     async def _url_required(self, error: JSONRPCError, seen: set[str]) -> str | None:
