@@ -198,3 +198,47 @@ async def test_a_connection_whose_call_was_given_up_never_carries_another_person
                     assert (await b.call_tool("second")).text == "B's result"
             tg.cancel_scope.cancel()
     assert shown_to_b == []
+
+
+@pytest.mark.parametrize("bob_era", ["2026-07-28", "2025-11-25"])
+async def test_a_task_of_one_person_is_nobody_elses_through_the_proxy(anyio_backend: str, bob_era: str) -> None:
+    """A 2026-07-28 server binds each task to who created it; through the proxy it sees one client whoever asks.
+    Alice creates a task; Bob, signed in as himself and holding her task's id, gets "unknown task" for it, on
+    either era, while Alice reads her result."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor import JSONRPCError
+
+    from .conftest import serving
+
+    server = Server("tasks", "1", task_poll_interval=0.05)
+
+    @server.tool(task="required")
+    async def secret(who: str) -> str:
+        return f"the secret of {who}"
+
+    def as_bob(url: str) -> Any:
+        return Client.http(url, protocol=bob_era, headers={"Authorization": "Bearer bob"})
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2026-07-28")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                Client.http(url, protocol="2026-07-28", headers={"Authorization": "Bearer alice"}) as alice,
+                as_bob(url) as bob,
+            ):
+                created = await alice.request("tools/call", {"name": "secret", "arguments": {"who": "alice"}})
+                assert created["resultType"] == "task"
+                task_id = created["taskId"]
+                while (await alice.request("tasks/get", {"taskId": task_id}))["status"] != "completed":
+                    await anyio.sleep(0.05)
+                mine = await alice.request("tasks/get", {"taskId": task_id})
+                assert mine["result"]["content"][0]["text"] == "the secret of alice"
+                for method in ("tasks/get", "tasks/cancel"):
+                    with pytest.raises(JSONRPCError, match="unknown task") as refused:
+                        await bob.request(method, {"taskId": task_id})
+                    assert refused.value.code == -32602
+                    assert "alice" not in str(refused.value.data)
+            tg.cancel_scope.cancel()

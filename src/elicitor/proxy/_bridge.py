@@ -50,6 +50,7 @@ from ..types import (
 from ._downstream import Downstream
 from ._held import declined, url_required
 from ._lanes import start
+from ._owners import TaskOwners
 from ._render import render
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
 from ._upstream import Connect, Notify, Route, Upstream
@@ -70,6 +71,9 @@ class Bridge:
             client may go without progress, before it is cancelled (the client is told, the server hears a
             dismissal); as ``Server(elicitation_timeout=...)``, an hour by default. ``None``: no limit.
         mirrored: tool name to mirrored headers (SEP-2243), shared by the proxy's connections.
+        principal: who the client authenticated as (the proxy's HTTP app with ``auth``), or ``None``.
+        owners: whose task is whose on 2026-07-28 servers (:class:`~._owners.TaskOwners`), shared by the proxy's
+            connections.
     """
 
     def __init__(
@@ -80,8 +84,12 @@ class Bridge:
         upstream_protocol: str = "auto",
         elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
         mirrored: dict[str, dict[str, str]] | None = None,
+        principal: str | None = None,
+        owners: TaskOwners | None = None,
     ) -> None:
         self._connect = connect
+        self._principal = principal
+        self._owners = owners if owners is not None else TaskOwners()
         self._ui = ui
         self._wanted = upstream_protocol
         self._timeout = elicitation_timeout
@@ -234,7 +242,7 @@ class Bridge:
             self._stateless = Stateless(
                 self._connect, self._tg, ui=self._ui, upstream_protocol=self._wanted,
                 elicitation_timeout=self._timeout, mirrored=self.mirrored,
-                first=self._prepared if self.up is None else None, on_note=self._upstream_note,
+                first=self._prepared if self.up is None else None, on_note=self._upstream_note, owners=self._owners,
             )  # fmt: skip
         return self._stateless
 
@@ -298,6 +306,9 @@ class Bridge:
         """Follow ``input_required`` rounds upstream, pushing each question to the client mid-call; a tool the
         server runs only as a task (2026-07-28 tasks extension) is followed to its end (:meth:`_as_task`)."""
         assert up.revision is not None
+        # This client never receives a 2026-07-28 task id (a task the server creates, the proxy follows itself):
+        # any other person's task is refused here, as the server would refuse it without the proxy between.
+        self._owners.check(method, params, self._principal)
         as_task = method == "tools/call" and str(params.get("name")) in self._as_tasks
         down = _with_tasks(self.down_info) if as_task else self.down_info
         route = Route(self._related_notify(request_id), None)

@@ -25,6 +25,7 @@ from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, STATELESS_REVISIONS, JSONObject
 from ._bridge import Bridge
+from ._owners import TaskOwners
 from ._stateless import Stateless
 from ._upstream import Connect
 
@@ -55,12 +56,15 @@ class ProxyServer(Server):
         self.ui = ui
         self.upstream_protocol = upstream_protocol
         self._mirrored: dict[str, dict[str, str]] = {}
+        self.owners = TaskOwners()
+        """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
 
-    def bridge(self) -> Bridge:
+    def bridge(self, principal: str | None = None) -> Bridge:
         """A new :class:`Bridge` for one client connection, with this proxy's upstream and options."""
         return Bridge(
             self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol,
-            elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored,
+            elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored, principal=principal,
+            owners=self.owners,
         )  # fmt: skip
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:
@@ -72,7 +76,7 @@ class ProxyServer(Server):
 
     async def serve(self, transport: Transport, *, principal: str | None = None) -> None:
         """A handshake-era session: a bridge of its own to a new upstream connection."""
-        await self.bridge().serve(transport)
+        await self.bridge(principal).serve(transport)
 
 
 class _Forwarding(ServerSession):
@@ -101,6 +105,6 @@ class _Forwarding(ServerSession):
             proxy = self._proxy
             self._stateless = Stateless(
                 proxy.connect, self.parked.task_group, ui=proxy.ui, upstream_protocol=proxy.upstream_protocol,
-                elicitation_timeout=proxy.elicitation_timeout, mirrored=proxy._mirrored,
+                elicitation_timeout=proxy.elicitation_timeout, mirrored=proxy._mirrored, owners=proxy.owners,
             )  # fmt: skip
         return self._stateless

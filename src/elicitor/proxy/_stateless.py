@@ -19,6 +19,7 @@ from ..types import INTERNAL_ERROR, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
 from ._held import HeldCalls, is_held
 from ._lanes import Lanes
+from ._owners import TaskOwners
 from ._render import render
 from ._upstream import Connect, Notify, Route, Upstream
 
@@ -38,6 +39,7 @@ class Stateless:
         mirrored: see :class:`~._upstream.Upstream`.
         first: the first upstream connection, opened already (see :class:`~._lanes.Lanes`).
         on_note: see :class:`~._lanes.Lanes`.
+        owners: whose task is whose (:class:`~._owners.TaskOwners`), shared by the proxy's connections.
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class Stateless:
         mirrored: dict[str, dict[str, str]],
         first: Callable[[], Awaitable[Upstream]] | None = None,
         on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None,
+        owners: TaskOwners | None = None,
     ) -> None:
         self.ui = ui
         self.wanted = upstream_protocol
@@ -60,6 +63,7 @@ class Stateless:
             connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note
         )
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
+        self.owners = owners if owners is not None else TaskOwners()
 
     async def serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:
         """Serve one request; the server's notifications about it go to ``notify`` (its response stream)."""
@@ -77,7 +81,10 @@ class Stateless:
                         raise
                     if asks_in_rounds(exc):
                         self.in_rounds.add(str(params.get("name")))
-            return await self._forward(first, down, request.method, params, notify)
+            self.owners.check(request.method, params, down.principal)
+            result = await self._forward(first, down, request.method, params, notify)
+            self.owners.created(result, down.principal)
+            return result
         if request.method == "server/discover":
             return self.lanes.discovered()
         return await self.held.serve(down, request.method, params, notify)
