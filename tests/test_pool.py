@@ -6,6 +6,7 @@ Servers are real: uvicorn for well-behaved ones, a raw TCP listener for a server
 from __future__ import annotations
 
 import os
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
@@ -136,6 +137,26 @@ async def test_a_streamed_request_body_is_sent_chunked(anyio_backend: str) -> No
     assert response.content == b"one two|-"
 
 
+@ASYNCIO
+async def test_a_body_larger_than_the_socket_takes_at_once_arrives_whole(anyio_backend: str) -> None:
+    """Most of a large body waits in the connection's buffer until the server reads it: all of it arrives, in
+    order, on the httpx path and on the lean path, and the connection serves the next request."""
+    body = bytes(range(256)) * 3000  # 768 kB, more than the kernel's socket buffers take at once
+    transport = PooledTransport()
+    async with serving(Held(hold=False)) as url, httpx.AsyncClient(transport=transport) as http:
+        with anyio.fail_after(20):
+            first = await http.post(url.replace("/mcp", "/echo"), content=body)
+            timeouts: dict[str, float | None] = {"connect": 5.0, "write": 5.0, "pool": 5.0, "read": 5.0}
+            lean = await transport.request(Target(url.replace("/mcp", "/echo")), b"POST", [], body, timeouts)
+            try:
+                second = await lean.aread()
+            finally:
+                await lean.aclose()
+            third = await http.post(url.replace("/mcp", "/echo"), content=b"small")
+        assert transport.connections == 1
+    assert first.content == body + b"|-" and second == body + b"|-" and third.content == b"small|-"
+
+
 # ---- a server that sends what it should not ---------------------------------------------------------------------
 
 
@@ -250,6 +271,22 @@ async def test_a_silent_server_times_out_as_httpx_says(anyio_backend: str) -> No
     async with raw_server(sends(close=False)) as url, httpx.AsyncClient(transport=PooledTransport()) as http:
         with anyio.fail_after(5), pytest.raises(httpx.ReadTimeout):
             await http.get(url, timeout=httpx.Timeout(5, read=0.2))
+
+
+@ASYNCIO
+async def test_a_server_that_reads_nothing_is_a_write_timeout(anyio_backend: str) -> None:
+    """A body the server never reads fills the socket's buffers: the write times out (not the read after it).
+
+    The server is a listening socket that never accepts: the kernel takes the connection and holds what arrives,
+    up to a small receive buffer, and nothing more is read."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)  # what an accepted connection would get
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/mcp"
+        async with httpx.AsyncClient(transport=PooledTransport()) as http:
+            with anyio.fail_after(8), pytest.raises(httpx.WriteTimeout):
+                await http.post(url, content=b"x" * (16 << 20), timeout=httpx.Timeout(5, write=0.3, read=3))
 
 
 @ASYNCIO

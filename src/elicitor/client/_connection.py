@@ -7,6 +7,7 @@ other connections. Errors are ``httpx``'s, as its own transport raises them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import select
@@ -61,6 +62,7 @@ class Connection:
         "_parser",
         "_problem",
         "_raw_socket",
+        "_transport",
         "chunks",
         "complete",
         "head_done",
@@ -75,6 +77,9 @@ class Connection:
         self.stream = stream
         self.origin = origin
         self._raw_socket: Any = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        transport = getattr(stream, "_transport", None)  # anyio's TCP stream on asyncio; not a TLS stream's
+        self._transport = transport if isinstance(transport, asyncio.WriteTransport) else None
+        """The asyncio transport under a plain TCP stream, which :meth:`write` hands a request to directly."""
         self.idle_since = 0.0
         self.prepare()
 
@@ -141,6 +146,19 @@ class Connection:
     # reading and writing
 
     async def write(self, data: bytes, timeout: float | None, request: httpx.Request | None) -> None:
+        """Send ``data`` within ``timeout``.
+
+        On plain TCP over asyncio ``data`` goes to the transport as anyio's stream would hand it, and when the
+        kernel took every byte (a request's head and small body almost always) that is all: no timeout's cancel
+        scope and none of the stream's checkpoint, a pass of the event loop after every write. Bytes left in the
+        transport's buffer are waited for through the stream, as before, within ``timeout``.
+        """
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+            if not transport.get_write_buffer_size():
+                return
+            data = b""  # already buffered: what is left is to wait until the transport takes more
         try:
             if timeout is None:
                 await self.stream.send(data)
