@@ -23,6 +23,10 @@ _BRIEF_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read
 """For an answer or a notification, which the server acknowledges at once (202 Accepted): 30 s for everything."""
 
 
+_CHECKED = 256
+"""The most headers :class:`Endpoint` keeps checked at once."""
+
+
 class _Headers(Protocol):
     def get(self, key: str, /) -> str | None: ...
 
@@ -53,6 +57,9 @@ class Endpoint:
         self._fixed = dict(check_header(name, value) for name, value in (fixed or {}).items())
         """What the lean path sends on every request besides ``Host`` and ``Content-Length`` (the caller's ``Host``
         replaces the URL's): the own client's headers, checked and encoded once, by lowercase name."""
+        self._checked: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+        """Headers already checked and encoded (:func:`check_header`), by name and value: most requests repeat
+        them all (``Accept``, the revision, ``Mcp-Method``, the tool's name), so each is checked once."""
 
     async def open(
         self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
@@ -76,9 +83,15 @@ class Endpoint:
             return await self.http.send(request, stream=True)
         assert self._target is not None
         pairs = self._fixed.copy()
-        for name, value in headers.items():
-            encoded, text = check_header(name, value)
-            pairs[encoded] = text
+        checked = self._checked
+        for header in headers.items():
+            pair = checked.get(header)
+            if pair is None:
+                pair = check_header(*header)
+                if len(checked) >= _CHECKED:  # values that change (a mirrored argument) do not pile up
+                    checked.clear()
+                checked[header] = pair
+            pairs[pair[0]] = pair[1]
         timeouts = _BRIEF_TIMEOUTS if brief else _TIMEOUTS
         response = await lean.request(self._target, method.encode("ascii"), list(pairs.items()), content, timeouts)
         if "set-cookie" in response.headers:
