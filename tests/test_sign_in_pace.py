@@ -226,3 +226,46 @@ async def test_through_the_proxy_a_probe_given_up_during_the_upstream_sign_in_le
                 tg.cancel_scope.cancel()
     assert len(links) == 1
     assert len(deployment.authorizations) == 1
+
+
+@pytest.mark.parametrize("through", ["client", "proxy"])
+async def test_a_person_who_gives_up_is_shown_one_link_and_told_why(anyio_backend: str, through: str) -> None:
+    """Nobody follows the link, and the authorizer's wait runs out. The client (``protocol="auto"``, the default)
+    must not take the failed ``server/discover`` probe for a server of the handshake era and sign in again for
+    ``initialize``: one link, then the reason. Through the proxy the same holds for its upstream sign-in, and the
+    client in front of it gets the reason, not a closed connection."""
+    from elicitor import JSONRPCError
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.transports import memory_pair
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+
+        def write(line: str) -> None:
+            if LINK.match(line):
+                links.append(line)
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False, timeout=1.0), store=MemoryTokenStore())
+        failed: list[JSONRPCError] = []
+        with anyio.fail_after(60):
+            if through == "client":
+                try:
+                    async with Client.http(url, auth=auth) as client:
+                        await client.list_tools()
+                except JSONRPCError as exc:
+                    failed.append(exc)
+            else:
+                client_end, down_end = memory_pair()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(Bridge(lambda: HttpClientTransport.connect(url, auth=auth)).serve, down_end)
+                    try:
+                        async with Client(client_end, probe_timeout=30, handshake_timeout=30) as client:
+                            await client.list_tools()
+                    except JSONRPCError as exc:
+                        failed.append(exc)
+                    tg.cancel_scope.cancel()
+    assert len(failed) == 1, "the client got in without a person"
+    assert "signing in to the server failed: no sign-in within 1 s" in failed[0].message
+    assert len(links) == 1
+    assert deployment.authorizations == []

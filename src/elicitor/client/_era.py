@@ -42,7 +42,7 @@ from ..types import (
     is_stateless,
 )
 from ._pace import Pace
-from ._transport import HttpAware
+from ._transport import SIGN_IN_FAILED, HttpAware
 
 logger = logging.getLogger("elicitor.client")
 
@@ -147,8 +147,8 @@ class Era:
                     if common:
                         await self.discover(session, common[0])
                         return
-                if wanted != "auto":
-                    raise
+                if wanted != "auto" or exc.data == SIGN_IN_FAILED:
+                    raise  # a sign-in that failed says nothing of the server's era: never asked again for initialize
                 logger.debug("server/discover failed (%s); falling back to initialize", exc)
             except TimeoutError:
                 if wanted != "auto":

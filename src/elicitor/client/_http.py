@@ -35,7 +35,7 @@ from ._connection import check_header
 from ._endpoint import Endpoint, Response, environment_proxies
 from ._headers import message_headers
 from ._pool import DEFAULT_LIMITS, PooledTransport
-from ._transport import SESSION_EXPIRED, SESSION_LOST
+from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -355,7 +355,7 @@ class HttpClientTransport:
             self._fail(request_id, f"HTTP request failed: {exc}")
             return
         except AuthError as exc:
-            self._fail(request_id, f"signing in to the server failed: {exc}")
+            self._fail(request_id, f"signing in to the server failed: {exc}", SIGN_IN_FAILED)
             return
         if not done:
             await self._resume(request_id, last_id, retry, headers.get("mcp-session-id") or self.session_id)
@@ -437,7 +437,7 @@ class HttpClientTransport:
                         break
                     done, new_last, new_retry = await self._read_events(response, request_id)
             except AuthError as exc:
-                self._fail(request_id, f"signing in to the server failed: {exc}")
+                self._fail(request_id, f"signing in to the server failed: {exc}", SIGN_IN_FAILED)
                 return
             except httpx.HTTPError:
                 continue

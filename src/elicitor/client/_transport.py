@@ -27,6 +27,11 @@ SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
 SESSION_LOST: JSONValue = {"elicitor/local": "session-lost"}
 """The ``data`` of the local error for a request under way when its session ended: the server may have acted on it."""
 
+SIGN_IN_FAILED: JSONValue = {"elicitor/local": "sign-in-failed"}
+"""The ``data`` of the local error for a request whose sign-in failed (the person gave up, the authorizer's time ran
+out, the authorization server refused): the server never saw the request, so its answer says nothing about the
+server, and another request would only ask the person again."""
+
 
 @runtime_checkable
 class HttpAware(Protocol):

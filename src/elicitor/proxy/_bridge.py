@@ -33,6 +33,7 @@ import anyio.abc
 from .._exceptions import ConnectionClosed, JSONRPCError, TaskCancelled
 from ..client._handlers import ElicitationHandler
 from ..client._tasks import TaskHandle, TaskPort
+from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..session import Session, open_session
@@ -272,8 +273,8 @@ class Bridge:
                 try:
                     return await up.initialize({**params, "capabilities": self.down_info.upstream_capabilities()})
                 except JSONRPCError as exc:
-                    if self._wanted != "auto":
-                        raise
+                    if self._wanted != "auto" or exc.data == SIGN_IN_FAILED:
+                        raise  # a sign-in that failed is not the server refusing: nobody is asked again
                     logger.info("the server refused initialize (%s); trying 2026-07-28", exc.message)
             discovered = await up.discover(None)
         capabilities = {k: v for k, v in (discovered.get("capabilities") or {}).items() if k != "extensions"}

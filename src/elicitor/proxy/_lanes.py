@@ -27,6 +27,7 @@ import anyio
 import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError
+from ..client._transport import SIGN_IN_FAILED
 from ..types import INTERNAL_ERROR, META_SERVER_INFO, STATELESS_REVISIONS, JSONObject
 from ._downstream import Downstream
 from ._upstream import Connect, Upstream
@@ -149,6 +150,7 @@ class Lanes:
         """Open the first connection and learn the server's era on it (see :meth:`first`)."""
         done, failure = learned
         try:
+            opened_first = self._opened_first is not None
             if self._opened_first is not None:
                 opened, self._opened_first = self._opened_first, None
                 upstream = await opened()
@@ -160,7 +162,8 @@ class Lanes:
                 await upstream.learn(down)
             except BaseException:
                 self._first = None
-                upstream.close()
+                if not opened_first:  # a stdio proxy's own ends with it: the client must get the error first
+                    upstream.close()
                 raise
             if not upstream.stateless:
                 self._idle.setdefault(_key(down), []).append(upstream)
@@ -192,7 +195,7 @@ class Lanes:
                 await upstream.handshake(down)
             except BaseException as exc:
                 upstream.close()
-                if isinstance(exc, JSONRPCError):
+                if isinstance(exc, JSONRPCError) and exc.data != SIGN_IN_FAILED:
                     self.no_handshake = True
                 raise
         answered = False

@@ -29,6 +29,7 @@ import anyio
 
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..client._headers import header_params
+from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived
 from ..session import Session, open_session
 from ..transports import Transport
@@ -353,8 +354,8 @@ class Upstream:
                     # they are) get the same answer and retry with one it lists.
                     self._adopt(STATELESS_REVISIONS[0], {}, None)
                     return
-                if self.wanted != "auto":
-                    raise
+                if self.wanted != "auto" or exc.data == SIGN_IN_FAILED:
+                    raise  # a sign-in that failed says nothing of the server's era
                 logger.info("the server does not speak 2026-07-28 (%s); using the handshake", exc.message)
         await self.handshake(down)
 
