@@ -298,3 +298,25 @@ async def test_a_task_param_of_a_2026_07_28_request_is_not_passed_to_the_handsha
     assert result["resultType"] == "complete" and "task" not in result, result
     assert result["content"][0]["text"] == "done"
     assert started["optional"] == 1
+
+
+@pytest.mark.parametrize("through", ["direct", "proxy"])
+async def test_a_revision_asked_for_by_name_is_never_replaced_in_silence(anyio_backend: str, through: str) -> None:
+    """Our client pinned to 2026-07-28, before a handshake-era server that answers ``server/discover`` with an
+    empty result: the connection fails saying the server does not speak it, rather than going on with 2025-11-25
+    as ``protocol="auto"`` would; the server never sees ``initialize``."""
+    from elicitor import Client, ElicitorError
+    from elicitor.proxy import Bridge
+
+    server = HandshakeOnly()
+    async with anyio.create_task_group() as tg:
+        if through == "direct":
+            transport = await server.connect(tg)()
+        else:
+            transport, down_end = memory_pair()
+            tg.start_soon(Bridge(server.connect(tg), upstream_protocol="2026-07-28").serve, down_end)
+        with anyio.fail_after(30), pytest.raises(ElicitorError, match="does not speak 2026-07-28"):
+            async with Client(transport, protocol="2026-07-28"):
+                pass
+        tg.cancel_scope.cancel()
+    assert sum(server.initializes) == 0

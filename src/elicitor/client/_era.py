@@ -147,8 +147,13 @@ class Era:
                     if common:
                         await self.discover(session, common[0])
                         return
-                if wanted != "auto" or exc.data == SIGN_IN_FAILED:
+                if exc.data == SIGN_IN_FAILED:
                     raise  # a sign-in that failed says nothing of the server's era: never asked again for initialize
+                if wanted != "auto":
+                    raise JSONRPCError(
+                        exc.code, f"{exc.message} (the server's answer to server/discover: it does not speak {wanted})",
+                        exc.data,
+                    ) from None  # fmt: skip
                 logger.debug("server/discover failed (%s); falling back to initialize", exc)
             except TimeoutError:
                 if wanted != "auto":
@@ -157,6 +162,10 @@ class Era:
             else:
                 if result:
                     return
+                if wanted != "auto":
+                    # A server of the handshake era may answer any method it does not know with an empty result:
+                    # asked for by name, the revision is not replaced by another one in silence.
+                    raise ElicitorError(f"the server does not speak {wanted}: its server/discover does not list it")
             await self.initialize(session, HANDSHAKE_REVISIONS[0])
         else:
             await self.initialize(session, wanted)
