@@ -311,7 +311,8 @@ async def test_a_revision_asked_for_by_name_is_never_replaced_in_silence(anyio_b
     server = HandshakeOnly()
     async with anyio.create_task_group() as tg:
         if through == "direct":
-            transport = await server.connect(tg)()
+            transport, server_end = memory_pair()
+            tg.start_soon(server._serve, server_end)
         else:
             transport, down_end = memory_pair()
             tg.start_soon(Bridge(server.connect(tg), upstream_protocol="2026-07-28").serve, down_end)
