@@ -17,6 +17,7 @@ import pytest
 
 from elicitor import Accepted, AccessToken, Client, Context, ElicitationRequest, Protection, Server
 from elicitor.proxy import ProxyServer
+from elicitor.types import JSONObject
 
 from .test_proxy import in_memory
 
@@ -241,4 +242,181 @@ async def test_a_task_of_one_person_is_nobody_elses_through_the_proxy(anyio_back
                         await bob.request(method, {"taskId": task_id})
                     assert refused.value.code == -32602
                     assert "alice" not in str(refused.value.data)
+            tg.cancel_scope.cancel()
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from .replicas import REDIS, RedisServer
+
+    if REDIS is None:
+        pytest.skip("redis-server is not installed")
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_handshake_era_task_of_one_person_is_nobody_elses_through_the_proxy(
+    anyio_backend: str, redis: Any
+) -> None:
+    """A 2025-11-25 server whose tasks outlive their session (replicas sharing a store; likewise a server that
+    authenticated the proxy) binds them to the principal it sees: through the proxy, one for everybody. Alice
+    creates a task on her session; Bob, on his own session and holding her task's id, gets "unknown task" for
+    tasks/get, tasks/result and tasks/cancel, while Alice reads her result."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import secrets
+
+    from elicitor import JSONRPCError
+    from elicitor.state._redis import RedisStore
+
+    from .conftest import serving
+
+    store = RedisStore(redis.url, prefix=f"proxy-{secrets.token_hex(4)}:", lease=1.0)
+    server = Server("tasks", "1", store=store, task_poll_interval=0.05)
+
+    @server.tool(task="required")
+    async def secret(who: str) -> str:
+        return f"the secret of {who}"
+
+    def person(url: str, name: str) -> Any:
+        return Client.http(url, protocol="2025-11-25", headers={"Authorization": f"Bearer {name}"})
+
+    with anyio.fail_after(60):
+        async with store.running(), anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "alice") as alice,
+                person(url, "bob") as bob,
+            ):
+                call = {"name": "secret", "arguments": {"who": "alice"}, "task": {"ttl": 60_000}}
+                task_id = (await alice.request("tools/call", call))["task"]["taskId"]
+                mine = await alice.request("tasks/result", {"taskId": task_id})
+                assert mine["content"][0]["text"] == "the secret of alice"
+                for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+                    with pytest.raises(JSONRPCError, match="unknown task") as refused:
+                        await bob.request(method, {"taskId": task_id})
+                    assert refused.value.code == -32602
+                assert (await alice.request("tasks/get", {"taskId": task_id}))["status"] == "completed"
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_one_persons_idempotency_key_never_reaches_another_persons_call(
+    anyio_backend: str, redis: Any, era: str
+) -> None:
+    """A handshake-era server sharing a store keeps each call under its idempotency key, bound to the principal
+    it sees: through the proxy, one for everybody. Bob sending the key of Alice's call (the same tool, the same
+    arguments) must get a call of his own, never Alice's result, on either era; Alice sending hers again gets
+    her own."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import secrets
+
+    from elicitor.state._redis import RedisStore
+
+    from .conftest import serving
+
+    store = RedisStore(redis.url, prefix=f"proxy-{secrets.token_hex(4)}:", lease=1.0)
+    server = Server("kept", "1", store=store)
+    runs: list[int] = []
+
+    @server.tool()
+    async def count() -> str:
+        runs.append(1)
+        return f"run {len(runs)}"
+
+    def person(url: str, name: str) -> Any:
+        return Client.http(url, protocol=era, headers={"Authorization": f"Bearer {name}"})
+
+    key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    call = {"name": "count", "arguments": {}, "_meta": key}
+    with anyio.fail_after(60):
+        async with store.running(), anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "alice") as alice,
+                person(url, "bob") as bob,
+            ):
+                assert (await alice.request("tools/call", call))["content"][0]["text"] == "run 1"
+                assert (await bob.request("tools/call", call))["content"][0]["text"] == "run 2"
+                assert (await alice.request("tools/call", call))["content"][0]["text"] == "run 1"  # kept: hers
+            tg.cancel_scope.cancel()
+    assert len(runs) == 2
+
+
+async def test_a_handshake_era_task_list_through_the_proxy_shows_each_person_their_own(anyio_backend: str) -> None:
+    """A 2025-11-25 server that lists the tasks of the principal it sees (the proxy, for everybody, when the proxy
+    signed in to it) would show Bob Alice's tasks: through the proxy each person's ``tasks/list`` has their own."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import json
+
+    from elicitor.transports import memory_pair
+
+    from .conftest import serving
+
+    everyone: list[JSONObject] = []  # the server's tasks, all bound to the one client it sees
+
+    async def raw_server(transport: Any) -> None:
+        try:
+            await serve_raw(transport)
+        finally:
+            await transport.aclose()
+
+    async def serve_raw(transport: Any) -> None:
+        async def send(message: dict[str, Any]) -> None:
+            await transport.send(json.dumps({"jsonrpc": "2.0", **message}).encode())
+
+        while True:
+            try:
+                message = json.loads(await transport.receive())
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            method, request_id = message.get("method"), message.get("id")
+            if method == "initialize":
+                capabilities: JSONObject = {"tools": {}, "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}
+                result = {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                          "serverInfo": {"name": "lister", "version": "0"}}  # fmt: skip
+                await send({"id": request_id, "result": result})
+            elif method == "tools/call":
+                task = {"taskId": f"task-{len(everyone) + 1}", "status": "working", "ttl": 60_000,
+                        "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+                everyone.append(task)
+                await send({"id": request_id, "result": {"task": task}})
+            elif method == "tasks/list":
+                await send({"id": request_id, "result": {"tasks": everyone}})
+            elif request_id is not None and method is not None:
+                await send({"id": request_id, "result": {}})
+
+    def person(url: str, name: str) -> Any:
+        return Client.http(url, protocol="2025-11-25", headers={"Authorization": f"Bearer {name}"})
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+
+            async def connect() -> Any:
+                up_end, server_end = memory_pair()
+                tg.start_soon(raw_server, server_end)
+                return up_end
+
+            proxy = ProxyServer(connect, upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "alice") as alice,
+                person(url, "bob") as bob,
+            ):
+                call = {"name": "work", "arguments": {}, "task": {"ttl": 60_000}}
+                hers = (await alice.request("tools/call", call))["task"]["taskId"]
+                his = (await bob.request("tools/call", call))["task"]["taskId"]
+                assert [t["taskId"] for t in (await alice.request("tasks/list", {}))["tasks"]] == [hers]
+                assert [t["taskId"] for t in (await bob.request("tasks/list", {}))["tasks"]] == [his]
             tg.cancel_scope.cancel()

@@ -51,7 +51,7 @@ from ..types import (
 from ._downstream import Downstream
 from ._held import declined, url_required
 from ._lanes import start
-from ._owners import TaskOwners
+from ._owners import TaskOwners, own_key
 from ._render import render
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
 from ._upstream import Connect, Notify, Route, Upstream
@@ -165,12 +165,14 @@ class Bridge:
 
     async def _from_downstream(self, request: RequestReceived) -> JSONObject:
         method, params = request.method, dict(request.params or {})
+        if method == "tools/call":
+            params = own_key(params, self._principal)
         if method == "initialize":
             return await self._initialize(params)
         if is_stateless_request(params):
             stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)
-            return await stateless.serve(request, notify, None)
+            return await stateless.serve(request, notify, self._principal)
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
@@ -185,8 +187,9 @@ class Bridge:
         stateless_up = await self._stateless_upstream() if in_rounds else None
         if stateless_up is not None:
             return await self._over_stateless(stateless_up, request.id, method, params)
+        self._owners.check(method, params, self._principal)
         try:
-            return await self._call(up, request.id, method, params)
+            result = await self._call(up, request.id, method, params)
         except JSONRPCError as exc:
             # A tool of a server that speaks both eras, asking in rounds (2026-07-28 only): called there instead,
             # which is safe (see asks_in_rounds) and remembered.
@@ -197,6 +200,13 @@ class Bridge:
                 raise
             self._in_rounds.add(str(params.get("name")))
             return await self._over_stateless(stateless_up, request.id, method, params)
+        # The server may bind a task to the one client it sees (the proxy) rather than to this session: whose
+        # it is, the proxy keeps (see _owners).
+        if method == "tools/call":
+            self._owners.created(result, self._principal)
+        elif method == "tasks/list":
+            result = self._owners.listed(result, self._principal)
+        return result
 
     async def _call(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
         """Forward on the client's own connection. A -32042 (URL required) for a client that did not declare URL

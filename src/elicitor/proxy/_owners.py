@@ -1,20 +1,24 @@
-"""Whose task is whose, on the 2026-07-28 server connection that several people's requests share.
+"""Whose task is whose, on an upstream server that sees one client (the proxy) for several people.
 
-A 2026-07-28 server binds each task to who created it (the authorization context it saw), and answers
+A server binds each task to who created it (the authorization context it saw; a 2025-11-25 server without one,
+to the session, unless its tasks must outlive the session, as on replicas sharing a store), and answers
 ``tasks/get``, ``tasks/result``, ``tasks/update`` and ``tasks/cancel`` for that one only. Through the proxy the
-server sees one client, the proxy, whoever asks: so the proxy keeps the binding itself. It records the principal
-of every task a forwarded request created, and refuses a request about a task to anyone else, with the answer a
-server gives for a task it does not know; a task it did not see created (another proxy process, an id made up)
-is nobody's through this one. Without authentication every person is the same principal (``None``): a task id is
-then all it takes, as on a server without authentication.
+server sees one client, the proxy, whoever asks (the same authorization context, the proxy's own sign-in): so the
+proxy keeps the binding itself, on either era. It records the principal of every task a forwarded request created,
+and refuses a request about a task to anyone else, with the answer a server gives for a task it does not know; a
+task it did not see created (another proxy process, an id made up) is nobody's through this one. A 2025-11-25
+``tasks/list`` is cut down to the asker's own tasks. Without authentication every person is the same principal
+(``None``): a task id is then all it takes, as on a server without authentication.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import OrderedDict
 
 from .._exceptions import JSONRPCError
-from ..types import INVALID_PARAMS, JSONObject
+from ..types import INVALID_PARAMS, META_IDEMPOTENCY_KEY, JSONObject
 
 MAX_TASKS = 65536
 """Tasks remembered at once (the oldest is forgotten first: its owner then meets "unknown task")."""
@@ -37,11 +41,51 @@ class TaskOwners:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}")
 
     def created(self, result: JSONObject, principal: str | None) -> None:
-        """Record the task a forwarded request created, if its result is one (2026-07-28 ``resultType: task``)."""
-        task_id = result.get("taskId")
-        if result.get("resultType") != "task" or not isinstance(task_id, str):
+        """Record the task a forwarded request created, if its result is one (2026-07-28 ``resultType: task``;
+        2025-11-25 ``{"task": {"taskId": ...}}``)."""
+        task = result.get("task")
+        if result.get("resultType") == "task":
+            task_id = result.get("taskId")
+        elif isinstance(task, dict):
+            task_id = task.get("taskId")
+        else:
+            return
+        if not isinstance(task_id, str):
             return
         self._owners[task_id] = principal
         self._owners.move_to_end(task_id)
         while len(self._owners) > MAX_TASKS:
             self._owners.popitem(last=False)
+
+    def listed(self, result: JSONObject, principal: str | None) -> JSONObject:
+        """A 2025-11-25 ``tasks/list`` result with only ``principal``'s tasks (the server listed everyone's)."""
+        tasks = result.get("tasks")
+        if not isinstance(tasks, list):
+            return result
+        mine = [
+            task
+            for task in tasks
+            if isinstance(task, dict)
+            and isinstance(task.get("taskId"), str)
+            and task["taskId"] in self._owners
+            and self._owners[task["taskId"]] == principal
+        ]
+        return {**result, "tasks": mine}
+
+
+def own_key(params: JSONObject, principal: str | None) -> JSONObject:
+    """``params`` with their idempotency key (``dev.elicitor/idempotencyKey``) made the principal's own.
+
+    A server that keeps calls under their key (replicas sharing a store) binds each key to the principal it sees,
+    so that a key never gets anyone else's call: through the proxy that is one principal for everybody, and
+    another person sending the same key (the same tool, the same arguments) would be handed the first call's
+    result, or take over its run. The key sent upstream is a digest of the principal and the client's key: the
+    same person sending it again (their session lost, say) still finds their call; another person never does.
+    Without authentication every person is the same principal (``None``), as on the server: the key is left as
+    it is."""
+    meta = params.get("_meta")
+    key = meta.get(META_IDEMPOTENCY_KEY) if isinstance(meta, dict) else None
+    if principal is None or not isinstance(meta, dict) or not isinstance(key, str):
+        return params
+    digest = hashlib.sha256(json.dumps([principal, key]).encode()).hexdigest()
+    return {**params, "_meta": {**meta, META_IDEMPOTENCY_KEY: digest}}

@@ -19,7 +19,7 @@ from ..types import INTERNAL_ERROR, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
 from ._held import HeldCalls, is_held
 from ._lanes import Lanes
-from ._owners import TaskOwners
+from ._owners import TaskOwners, own_key
 from ._render import render
 from ._upstream import Connect, Notify, Route, Upstream
 
@@ -68,6 +68,8 @@ class Stateless:
     async def serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:
         """Serve one request; the server's notifications about it go to ``notify`` (its response stream)."""
         params = dict(request.params or {})
+        if request.method == "tools/call":
+            params = own_key(params, principal)
         down = Downstream.of_request(params, principal, self.ui)
         first = await self.lanes.first(down)
         if first.stateless:
