@@ -747,3 +747,33 @@ async def test_a_form_outside_the_subset_is_refused_to_the_server_with_its_reaso
     error = replies[0]["error"]
     assert error["code"] == -32602
     assert "nested objects are not allowed" in error["message"]
+
+
+@pytest.mark.parametrize("downstream", ERAS)
+async def test_requests_the_client_did_not_declare_are_refused_to_the_server(
+    anyio_backend: str, downstream: str
+) -> None:
+    """A handshake-era server pushes sampling (not declared by the client) and a method no client knows. The
+    server hears -32601 for each, from our client or, for a 2026-07-28 client (which has only input requests, and
+    would take an undeclared one for the server's protocol error and end its call), from the proxy; the call
+    goes on."""
+    from .test_waits import RawPeer, raw_server
+
+    replies: list[dict[str, Any]] = []
+
+    async def pushing(peer: RawPeer, message: dict[str, Any]) -> None:
+        sampling = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+        for index, (method, params) in enumerate([("sampling/createMessage", sampling), ("weird/thing", {})]):
+            await peer.send({"jsonrpc": "2.0", "id": f"q{index}", "method": method, "params": params})
+            replies.append(await peer.reply(f"q{index}"))
+        content = [{"type": "text", "text": "done"}]
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": content}})
+
+    client_end, down_end = memory_pair()
+    async with raw_server(pushing) as (transport, _), anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(static(transport), upstream_protocol="2025-11-25").serve, down_end)
+        async with Client(client_end, elicitation=ScriptedHandler([]), protocol=downstream) as client:
+            with anyio.fail_after(10):
+                assert (await client.call_tool("anything")).text == "done"
+        tg.cancel_scope.cancel()
+    assert [reply["error"]["code"] for reply in replies] == [-32601, -32601]

@@ -36,7 +36,7 @@ from .._exceptions import ConnectionClosed, FormDefinitionError, JSONRPCError
 from ..client._answer import request_form
 from ..protocol import RequestReceived
 from ..server._sealing import StateSealer, request_binding
-from ..types import INTERNAL_ERROR, INVALID_PARAMS, URL_ELICITATION_REQUIRED, JSONObject
+from ..types import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, URL_ELICITATION_REQUIRED, JSONObject
 from ._downstream import Downstream, strip_meta
 from ._lanes import Lanes
 from ._render import render
@@ -44,6 +44,8 @@ from ._upstream import Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
+_INPUT_METHODS = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+"""The requests a 2026-07-28 round may carry as input requests, and the capability each needs."""
 HELD_STATE = "proxy."
 """How the ``requestState`` of a held call begins (the proxy's own, not the server's: see :func:`is_held`)."""
 MAX_HELD_CALLS = 256
@@ -232,6 +234,12 @@ class HeldCalls:
                 return await render(held.down, upstream, question)
             finally:
                 held.touch()
+        if request.method not in _INPUT_METHODS or (
+            request.method != "elicitation/create" and _INPUT_METHODS[request.method] not in held.down.capabilities
+        ):
+            # Only these can be input requests on 2026-07-28, and only what the client declared: anything else
+            # would end the client's call as the server's protocol error, which is the server's to hear.
+            raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (the client did not declare it)")
         if request.method == "elicitation/create" and params.get("mode", "form") not in held.down.modes():
             # Never forwarded to a client that did not declare the mode (what our own client answers, too).
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: the client did not declare this elicitation mode")
