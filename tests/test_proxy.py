@@ -777,3 +777,32 @@ async def test_requests_the_client_did_not_declare_are_refused_to_the_server(
                 assert (await client.call_tool("anything")).text == "done"
         tg.cancel_scope.cancel()
     assert [reply["error"]["code"] for reply in replies] == [-32601, -32601]
+
+
+async def test_a_2026_server_asking_again_what_the_client_refused_ends_the_call_saying_why(anyio_backend: str) -> None:
+    """A 2026-07-28 server asks a handshake-era client, through the proxy, for a form outside the subset; the
+    client refuses it (-32602), the server hears ``cancel`` (an input response cannot be an error) and asks the
+    same again. The proxy ends the call on that second round with the client's reason, instead of relaying the
+    refusal until its round limit."""
+    from .test_waits import RawPeer, raw_server
+
+    nested = {"type": "object", "properties": {"name": {"type": "object"}}}
+    question = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": nested}}
+    calls: list[dict[str, Any]] = []
+
+    async def asks_forever(peer: RawPeer, message: dict[str, Any]) -> None:
+        calls.append(message)
+        result = {"resultType": "input_required", "inputRequests": {"who": question}}
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    handler = ScriptedHandler([])
+    client_end, down_end = memory_pair()
+    async with raw_server(asks_forever, stateless=True) as (transport, _), anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(static(transport), upstream_protocol="2026-07-28").serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(10), pytest.raises(JSONRPCError, match="asked again for input the client") as e:
+                await client.call_tool("anything")
+        tg.cancel_scope.cancel()
+    assert "nested objects are not allowed" in e.value.message
+    assert len(calls) == 2 and calls[1]["params"]["inputResponses"] == {"who": {"action": "cancel"}}
+    assert handler.requests == []

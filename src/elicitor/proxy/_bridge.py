@@ -21,6 +21,7 @@ client's era (learnt from its first message):
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -324,6 +325,8 @@ class Bridge:
         down = _with_tasks(self.down_info) if as_task else self.down_info
         route = Route(self._related_notify(request_id), None)
         original, params = params, down.with_meta(params, up.revision)
+        cannot: dict[str, str] = {}
+        """Input requests of the last round the client could not answer (as JSON), and why."""
         for _ in range(MAX_ROUNDS):
             try:
                 result = await up.request(method, params, route=route)
@@ -343,7 +346,17 @@ class Bridge:
                 return result
             if not isinstance(requests, dict):
                 raise JSONRPCError(INTERNAL_ERROR, "Internal error: the server sent a malformed input_required result")
-            answers = await self._answer_all(up, request_id, requests)
+            for question in requests.values():
+                again = cannot.get(_as_key(question))
+                if again is not None:
+                    # Refused (cancel) last round and asked again as it was: a server doing so would ask until
+                    # MAX_ROUNDS, the client refusing each time. Say what it asks for instead.
+                    raise JSONRPCError(
+                        INTERNAL_ERROR,
+                        f"Internal error: the server asked again for input the client refused (as cancel): {again}",
+                    )
+            cannot = {}
+            answers = await self._answer_all(up, request_id, requests, cannot)
             params = {**params, "inputResponses": answers}
             state = result.get("requestState")
             if isinstance(state, str):
@@ -377,7 +390,7 @@ class Bridge:
         async def answer_input(question: object) -> JSONObject:
             if not isinstance(question, dict):
                 return {"action": "cancel"}
-            return await self._answer_for_client(up, request_id, question)
+            return await self._answer_for_client(up, request_id, question, {})
 
         handle = TaskHandle(TaskPort(request, answer_input, lambda token: None), created)
         try:
@@ -389,12 +402,15 @@ class Bridge:
             raise JSONRPCError(INTERNAL_ERROR, "Internal error: the server's completed task has no result")
         return {k: v for k, v in result.items() if k != "resultType"}
 
-    async def _answer_all(self, up: Upstream, request_id: RequestId, requests: JSONObject) -> JSONObject:
-        """Every input request of a round, asked of the client at once (it may show them together)."""
+    async def _answer_all(
+        self, up: Upstream, request_id: RequestId, requests: JSONObject, cannot: dict[str, str]
+    ) -> JSONObject:
+        """Every input request of a round, asked of the client at once (it may show them together); those the
+        client cannot answer are answered ``cancel`` and put in ``cannot`` with the reason."""
         answers: JSONObject = {}
 
         async def answer(key: str, question: JSONObject) -> None:
-            answers[key] = await self._answer_for_client(up, request_id, question)
+            answers[key] = await self._answer_for_client(up, request_id, question, cannot)
 
         async with anyio.create_task_group() as tg:
             for key, question in requests.items():
@@ -402,20 +418,35 @@ class Bridge:
                     tg.start_soon(answer, key, question)
         return answers
 
-    async def _answer_for_client(self, up: Upstream, request_id: RequestId, question: JSONObject) -> JSONObject:
-        """One input request of a 2026-07-28 server, asked of a handshake-era client as a request mid-call."""
+    async def _answer_for_client(
+        self, up: Upstream, request_id: RequestId, question: JSONObject, cannot: dict[str, str]
+    ) -> JSONObject:
+        """One input request of a 2026-07-28 server, asked of a handshake-era client as a request mid-call; one
+        the client cannot answer is answered ``cancel`` (an input response cannot be an error), and why is put in
+        ``cannot``."""
         method, params = question.get("method"), question.get("params")
         if not isinstance(method, str) or not isinstance(params, dict):
+            cannot[_as_key(question)] = "an input request that is not a request"
             return {"action": "cancel"}
         if self.down_info.renders(question):
-            return await render(self.down_info, up, question)
+            try:
+                return await render(self.down_info, up, question)
+            except JSONRPCError as exc:
+                cannot[_as_key(question)] = exc.message
+                return {"action": "cancel"}
         if method == "elicitation/create" and params.get("mode", "form") not in self.down_info.modes():
-            return {"action": "cancel"}  # never sent to a client that did not declare the mode
+            # Never sent to a client that did not declare the mode.
+            cannot[_as_key(question)] = f"the client did not declare elicitation mode {params.get('mode', 'form')!r}"
+            return {"action": "cancel"}
         if method == "elicitation/create" and params.get("mode") == "url" and "elicitationId" not in params:
             # 2025-11-25 requires an id on a URL request; 2026-07-28 has none. The retry that follows the
             # answer is the server's way to learn whether the person finished (it asks again if not).
             params = {**params, "elicitationId": secrets.token_urlsafe(16)}
-        return await self._ask_client(method, params, request_id, refusal_as_cancel=True)
+        try:
+            return await self._ask_client(method, params, request_id, refusal_as_cancel=True)
+        except _Refused as refused:
+            cannot[_as_key(question)] = refused.reason
+            return {"action": "cancel"}
 
     # ---- the server ------------------------------------------------------------------------------------------
 
@@ -434,14 +465,14 @@ class Bridge:
         """Ask the client what the server asks. The client's error answer goes to the server as it is (its code and
         its reason: a form outside the spec's subset, a mode it did not declare), as it would without the proxy;
         only an input request of a 2026-07-28 server (``refusal_as_cancel``), whose answer cannot be an error, is
-        answered ``cancel`` instead."""
+        answered ``cancel`` instead (:class:`_Refused` says why)."""
         try:
             return await self._down().request(method, params or None, related=related, timeout=self._timeout)
         except JSONRPCError as exc:
             if method != "elicitation/create" or not refusal_as_cancel:
                 raise
             logger.info("the client refused %s: %s", method, exc.message)
-            return {"action": "cancel"}
+            raise _Refused(exc.message) from None
         except TimeoutError:  # the client was told (notifications/cancelled); the server hears a dismissal
             logger.info("the client did not answer %s within %s s", method, self._timeout)
             if method == "elicitation/create":
@@ -456,6 +487,19 @@ class Bridge:
         if self.down is None:
             raise ConnectionClosed("the client is not connected")
         return self.down
+
+
+class _Refused(Exception):
+    """The client refused an input request (the answer becomes ``cancel``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _as_key(question: object) -> str:
+    """An input request as a key: the same request asked again has the same key."""
+    return json.dumps(question, sort_keys=True)
 
 
 def _needs_tasks(error: JSONRPCError) -> bool:
