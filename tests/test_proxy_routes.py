@@ -321,3 +321,93 @@ async def test_a_revision_asked_for_by_name_is_never_replaced_in_silence(anyio_b
                 pass
         tg.cancel_scope.cancel()
     assert sum(server.initializes) == 0
+
+
+class OlderServer(HandshakeOnly):
+    """A server that chooses ``chosen`` in ``initialize`` whatever it is offered, and pushes ``elicitation/create``
+    in its tool call all the same (the revisions before 2025-06-18 have no elicitation); its tool says what came
+    back: the answer, or the error."""
+
+    def __init__(self, chosen: str) -> None:
+        super().__init__()
+        self.chosen = chosen
+
+    async def _serve(self, transport: Transport) -> None:
+        sessions: list[Session] = []
+
+        async def on_request(request: RequestReceived) -> JSONObject:
+            if request.method == "initialize":
+                return {"protocolVersion": self.chosen, "serverInfo": {"name": "old", "version": "1"},
+                        "capabilities": {"tools": {}}}  # fmt: skip
+            if request.method == "server/discover":
+                raise JSONRPCError(-32601, "Method not found")
+            if request.method == "tools/call":
+                form = {"type": "object", "properties": {"name": {"type": "string"}}}
+                ask: JSONObject = {"message": "Name?", "requestedSchema": form}
+                try:
+                    answer = await sessions[0].request("elicitation/create", ask)
+                except JSONRPCError as exc:
+                    text = f"refused {exc.code}: {exc.message}"
+                else:
+                    text = f"answered {answer.get('action')}"
+                return {"content": [{"type": "text", "text": text}]}
+            return {}
+
+        async def on_note(note: NotificationReceived) -> None:
+            pass
+
+        async with open_session(transport, on_request, on_note) as session:
+            sessions.append(session)
+            await session.wait_closed()
+
+
+@pytest.mark.parametrize("client_era", ["2026-07-28", "2025-11-25"])
+@pytest.mark.parametrize("chosen", ["2025-03-26", "2024-11-05"])
+async def test_a_server_that_chose_a_revision_without_elicitation_cannot_elicit_through_the_proxy(
+    anyio_backend: str, chosen: str, client_era: str
+) -> None:
+    """A server that chose 2025-03-26 or 2024-11-05 in ``initialize`` (revisions without elicitation) and asks
+    anyway: the person is never asked, and the server gets the -32601 naming the revision it chose, as from
+    elicitor's client directly; the call goes on. Through the proxy for a 2026-07-28 client, the handshake is the
+    proxy's own, so the refusal is the proxy's."""
+    server = OlderServer(chosen)
+    asked: list[str] = []
+
+    async def person(request: Any) -> Any:
+        asked.append(request.message)
+        return {"name": "Ada"}
+
+    async with bridged(server.connect) as (client_end, _):
+        with anyio.fail_after(10):
+            async with Client(client_end, protocol=client_era, elicitation=ScriptedHandler(otherwise=person)) as c:
+                text = (await c.call_tool("add", {})).text
+    assert asked == []
+    assert text.startswith("refused -32601") and chosen in text, text
+
+
+async def test_a_server_that_chose_a_revision_nobody_speaks_is_refused_by_the_proxy(anyio_backend: str) -> None:
+    """A server that answers the proxy's own ``initialize`` (for a 2026-07-28 client) with a revision the proxy
+    does not speak: the client cannot connect, and is told which revision the server chose, as elicitor's client
+    is told directly; nothing is forwarded on a revision nobody negotiated."""
+    server = OlderServer("2099-01-01")
+    async with bridged(server.connect) as (client_end, _):
+        with anyio.fail_after(10), pytest.raises(JSONRPCError, match="chose protocol version '2099-01-01'"):
+            async with Client(client_end, protocol="2026-07-28") as c:
+                await c.call_tool("add", {})
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "auto"])
+async def test_a_server_that_chose_a_revision_nobody_speaks_is_refused_by_the_client(
+    anyio_backend: str, protocol: str
+) -> None:
+    """Directly, elicitor's client refuses the same answer to its ``initialize``, naming the revision."""
+    from elicitor import ElicitorError
+
+    server = OlderServer("2099-01-01")
+    async with anyio.create_task_group() as tg:
+        client_end, server_end = memory_pair()
+        tg.start_soon(server._serve, server_end)
+        with anyio.fail_after(10), pytest.raises(ElicitorError, match="offered protocol version '2099-01-01'"):
+            async with Client(client_end, protocol=protocol):
+                pass
+        tg.cancel_scope.cancel()

@@ -34,6 +34,8 @@ from ..protocol import NotificationReceived, RequestReceived
 from ..session import Session, open_session
 from ..transports import Transport
 from ..types import (
+    ACCEPTED_OLDER_REVISIONS,
+    ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -44,6 +46,7 @@ from ..types import (
     JSONObject,
     JSONValue,
     RequestId,
+    has_elicitation,
     is_stateless,
 )
 from ._downstream import Downstream
@@ -261,6 +264,15 @@ class Upstream:
     async def _pushed(self, request: RequestReceived) -> JSONObject:
         if request.method == "ping":
             return {}
+        if request.method == "elicitation/create" and self.revision is not None and not has_elicitation(self.revision):
+            # The server chose a revision without elicitation (2025-03-26, 2024-11-05): the method does not exist
+            # on this connection, whatever the client declared, and nobody is asked (as elicitor's client answers).
+            logger.warning("the server sent elicitation/create on %s, which has no elicitation", self.revision)
+            raise JSONRPCError(
+                METHOD_NOT_FOUND,
+                f"Method not found: elicitation/create is not part of protocol revision {self.revision}, "
+                "which the server chose in initialize",
+            )
         if self.on_push is None:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (no call of a client waits)")
         return await self.on_push(request)
@@ -311,7 +323,18 @@ class Upstream:
             "capabilities": down.upstream_capabilities(),
             "clientInfo": down.client_info(),
         }
-        await self.initialize(params)
+        result = await self.initialize(params)
+        chosen = result.get("protocolVersion")
+        if chosen not in HANDSHAKE_REVISIONS + ACCEPTED_OLDER_REVISIONS:
+            # The proxy is the client here: a revision it does not speak is refused, as elicitor's client refuses
+            # it, rather than forwarded on as if it had been negotiated.
+            self.close()
+            raise JSONRPCError(
+                INTERNAL_ERROR,
+                f"Internal error: the upstream server chose protocol version {chosen!r} in initialize; the proxy "
+                f"speaks {', '.join(ALL_REVISIONS)} (and accepts {', '.join(ACCEPTED_OLDER_REVISIONS)}, without "
+                "elicitation)",
+            )
         await self._up().notify("notifications/initialized")
         self.started()
 
