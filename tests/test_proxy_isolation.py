@@ -420,3 +420,53 @@ async def test_a_handshake_era_task_list_through_the_proxy_shows_each_person_the
                 assert [t["taskId"] for t in (await alice.request("tasks/list", {}))["tasks"]] == [hers]
                 assert [t["taskId"] for t in (await bob.request("tasks/list", {}))["tasks"]] == [his]
             tg.cancel_scope.cancel()
+
+
+async def test_one_persons_many_held_calls_never_end_anothers(anyio_backend: str, monkeypatch: Any) -> None:
+    """The proxy holds at most ``MAX_HELD_CALLS`` (2 here) calls for 2026-07-28 clients of a handshake-era
+    server. Alice fills them, both waiting on her answers; Bob's call is refused ("retry later") instead of
+    ending one of hers, and hers then finish with her answers."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor import JSONRPCError
+    from elicitor.proxy import _held
+
+    from .conftest import serving
+
+    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 2)
+    server = make_server()
+    both_asked, answer = anyio.Event(), anyio.Event()
+    asked: list[str] = []
+    results: list[str] = []
+
+    async def alice_answers(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        if len(asked) == 2:
+            both_asked.set()
+        await answer.wait()
+        return Accepted({"name": "alice"})
+
+    def person(name: str, handler: Any) -> Any:
+        headers = {"Authorization": f"Bearer {name}"}
+        return Client.http(url, elicitation=handler, protocol="2026-07-28", headers=headers)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with serving(proxy.http_app(auth=protection)) as url, person("alice", alice_answers) as alice:
+
+                async def call(tag: str) -> None:
+                    results.append((await alice.call_tool("greet", {"tag": tag})).text)
+
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(call, "a1")
+                    calls.start_soon(call, "a2")
+                    await both_asked.wait()
+                    async with person("bob", alice_answers) as bob:
+                        with pytest.raises(JSONRPCError, match="calls are held through the proxy; retry later"):
+                            await bob.call_tool("greet", {"tag": "b"})
+                    answer.set()
+            tg.cancel_scope.cancel()
+    assert sorted(results) == ["a1:alice", "a2:alice"]
+    assert len(asked) == 2  # Bob was never asked anything

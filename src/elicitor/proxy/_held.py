@@ -49,7 +49,8 @@ _INPUT_METHODS = {"elicitation/create": "elicitation", "sampling/createMessage":
 HELD_STATE = "proxy."
 """How the ``requestState`` of a held call begins (the proxy's own, not the server's: see :func:`is_held`)."""
 MAX_HELD_CALLS = 256
-"""Calls held at once; beyond it the oldest is cancelled upstream."""
+"""Calls held at once; beyond it the oldest of the asker's own is cancelled upstream (with none, the new call is
+refused: another person's are never ended for it)."""
 SETTLE = 0.05
 """Seconds without a new pushed question before a held call's round is complete (questions asked together go
 out together)."""
@@ -187,7 +188,13 @@ class HeldCalls:
         for stale in [h for h in self._held.values() if h.stale(now)]:
             self._held.pop(stale.id, None)
         while len(self._held) >= MAX_HELD_CALLS:
-            oldest = self._held.pop(next(iter(self._held)))
+            # Room is made from the asker's own calls only: one person's many calls never end another's.
+            oldest = next((h for h in self._held.values() if h.down.principal == down.principal), None)
+            if oldest is None:
+                raise JSONRPCError(
+                    INTERNAL_ERROR, f"Internal error: {MAX_HELD_CALLS} calls are held through the proxy; retry later"
+                )
+            del self._held[oldest.id]
             oldest.dropped = True
             oldest.scope.cancel()
         held = _Held(down, method, params, self._timeout)
