@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor import Accepted, AccessToken, Client, Context, ElicitationRequest, Protection, Server
+from elicitor import Accepted, AccessToken, Client, Context, ElicitationRequest, Protection, ScriptedHandler, Server
 from elicitor.proxy import ProxyServer
 from elicitor.types import JSONObject
 
@@ -470,3 +470,45 @@ async def test_one_persons_many_held_calls_never_end_anothers(anyio_backend: str
             tg.cancel_scope.cancel()
     assert sorted(results) == ["a1:alice", "a2:alice"]
     assert len(asked) == 2  # Bob was never asked anything
+
+
+async def test_a_2026_07_28_round_of_one_person_cannot_be_answered_by_another_through_the_proxy(
+    anyio_backend: str,
+) -> None:
+    """A 2026-07-28 server binds the ``requestState`` of a round to who asked; through the proxy it sees one client
+    whoever asks. Bob, holding the state of Alice's round (and her call's arguments), is refused with -32602 and
+    never reaches her call; Alice answers her own round."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor import JSONRPCError
+
+    from .conftest import serving
+
+    server = make_server()
+
+    def person(url: str, name: str) -> Any:
+        headers = {"Authorization": f"Bearer {name}"}
+        return Client.http(url, protocol="2026-07-28", headers=headers, elicitation=ScriptedHandler([]))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2026-07-28")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "alice") as alice,
+                person(url, "bob") as bob,
+            ):
+                call: JSONObject = {"name": "greet", "arguments": {"tag": "alice"}}
+                asked = await alice.request("tools/call", call)
+                assert asked["resultType"] == "input_required"
+                (key,) = asked["inputRequests"]
+                state = asked["requestState"]
+                answer = {key: {"action": "accept", "content": {"name": "bob"}}}
+                with pytest.raises(JSONRPCError) as refused:
+                    await bob.request("tools/call", {**call, "inputResponses": answer, "requestState": state})
+                assert refused.value.code == -32602
+                mine = {key: {"action": "accept", "content": {"name": "alice"}}}
+                done = await alice.request("tools/call", {**call, "inputResponses": mine, "requestState": state})
+                assert done["content"][0]["text"] == "alice:alice"
+            tg.cancel_scope.cancel()

@@ -13,8 +13,11 @@ task it did not see created (another proxy process, an id made up) is nobody's t
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
+import secrets
 from collections import OrderedDict
 
 from .._exceptions import JSONRPCError
@@ -89,3 +92,40 @@ def own_key(params: JSONObject, principal: str | None) -> JSONObject:
         return params
     digest = hashlib.sha256(json.dumps([principal, key]).encode()).hexdigest()
     return {**params, "_meta": {**meta, META_IDEMPOTENCY_KEY: digest}}
+
+
+class RoundStates:
+    """A 2026-07-28 server's ``requestState``, bound to the principal it was given to.
+
+    The server binds the state of each round to who asked; through the proxy it sees one client, whoever asks, so
+    a person holding another's state (and that call's arguments) could answer their round. The proxy hands the
+    client the server's state with a tag of its own (an HMAC of the principal and the state, under a key of this
+    proxy), and takes back only a state whose tag is the asker's: anything else is refused with -32602, as the
+    server refuses a state that was not issued for the call. The server's state itself is untouched."""
+
+    PREFIX = "proxy:"
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    def _tag(self, state: str, principal: str | None) -> str:
+        mac = hmac.new(self._key, json.dumps([principal, state]).encode(), hashlib.sha256).digest()[:16]
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    def give(self, result: JSONObject, principal: str | None) -> JSONObject:
+        """``result`` with its ``requestState`` tagged for ``principal``."""
+        state = result.get("requestState")
+        if not isinstance(state, str):
+            return result
+        return {**result, "requestState": f"{self.PREFIX}{self._tag(state, principal)}:{state}"}
+
+    def take(self, params: JSONObject, principal: str | None) -> JSONObject:
+        """``params`` with the server's own ``requestState`` back, if its tag is ``principal``'s (else -32602)."""
+        if "requestState" not in params:
+            return params
+        token = params["requestState"]
+        if isinstance(token, str) and token.startswith(self.PREFIX):
+            tag, _, state = token[len(self.PREFIX) :].partition(":")
+            if hmac.compare_digest(tag, self._tag(state, principal)):
+                return {**params, "requestState": state}
+        raise JSONRPCError(INVALID_PARAMS, "Invalid params: this requestState was not issued for this call")

@@ -19,7 +19,7 @@ from ..types import INTERNAL_ERROR, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
 from ._held import HeldCalls, is_held
 from ._lanes import Lanes
-from ._owners import TaskOwners, own_key
+from ._owners import RoundStates, TaskOwners, own_key
 from ._render import render
 from ._upstream import Connect, Notify, Route, Upstream
 
@@ -64,6 +64,8 @@ class Stateless:
         )
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
         self.owners = owners if owners is not None else TaskOwners()
+        self.states = RoundStates()
+        """The server's round states, bound to who they were given to."""
 
     async def serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:
         """Serve one request; the server's notifications about it go to ``notify`` (its response stream)."""
@@ -119,19 +121,22 @@ class Stateless:
         self, upstream: Upstream, down: Downstream, method: str, params: JSONObject, notify: Notify | None
     ) -> JSONObject:
         """2026-07-28 on both sides: as is (the client's own ``_meta``), unless the proxy answers some input
-        requests itself (``--ui``): then it declares those modes upstream and follows those rounds."""
+        requests itself (``--ui``): then it declares those modes upstream and follows those rounds. The server's
+        ``requestState`` reaches the client bound to its principal (:class:`~._owners.RoundStates`)."""
         route = Route(notify, None)
+        params = self.states.take(params, down.principal)
         if not down.ui_modes():
-            return await upstream.request(method, params, route=route)
+            return self.states.give(await upstream.request(method, params, route=route), down.principal)
         assert upstream.revision is not None
         params = down.with_meta(params, upstream.revision)
         for _ in range(MAX_ROUNDS):
             result = await upstream.request(method, params, route=route)
             requests = result.get("inputRequests")
             if result.get("resultType") != "input_required" or not isinstance(requests, dict):
-                return result
+                return self.states.give(result, down.principal)
             if not all(down.renders(r) for r in requests.values()):
-                return result  # the client must answer some of them: it gets them all, as the server sent them
+                # The client must answer some of them: it gets them all, as the server sent them.
+                return self.states.give(result, down.principal)
             answers = {key: await render(down, upstream, r) for key, r in requests.items() if isinstance(r, dict)}
             params = {**params, "inputResponses": answers, "requestState": result.get("requestState")}
             if params["requestState"] is None:
