@@ -806,3 +806,45 @@ async def test_a_2026_server_asking_again_what_the_client_refused_ends_the_call_
     assert "nested objects are not allowed" in e.value.message
     assert len(calls) == 2 and calls[1]["params"]["inputResponses"] == {"who": {"action": "cancel"}}
     assert handler.requests == []
+
+
+@pytest.mark.parametrize("through", ["direct", "proxy"])
+async def test_a_client_that_never_opens_the_get_stream_gets_its_question_on_the_calls_stream(
+    anyio_backend: str, through: str
+) -> None:
+    """A 2025-11-25 client over Streamable HTTP need not open the standalone GET stream (a MAY): a question a tool
+    asks comes on its call's own POST stream (what the server sends about a request SHOULD relate to it), directly
+    and through ``elicitor proxy --listen``, whose upstream (stdio here) says nothing about which call a pushed
+    question belongs to: while one call of the client is in flight, it is that one."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import httpx2 as httpx
+
+    from elicitor.proxy import ProxyServer
+
+    from .conftest import serving
+    from .test_replicas import events, open_session, rpc
+
+    server = Server("asks", "1")
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        outcome = await ctx.elicit("Name?", Name)
+        return outcome.data.name if isinstance(outcome, Accepted) else outcome.action
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            app = server.http_app() if through == "direct" else ProxyServer(in_memory(server, tg)).http_app()
+            async with serving(app) as url, httpx.AsyncClient(timeout=20) as http:
+                headers = await open_session(http, url)
+                call = rpc("tools/call", {"name": "ask"}, id=2)
+                async with http.stream("POST", url, json=call, headers=headers) as r:
+                    async for _, message in events(r):
+                        if message.get("method") == "elicitation/create":
+                            answer = {"jsonrpc": "2.0", "id": message["id"],
+                                      "result": {"action": "accept", "content": {"name": "Ada"}}}  # fmt: skip
+                            assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+                        elif message.get("id") == 2:
+                            assert message["result"]["content"][0]["text"] == "Ada"
+                            break
+            tg.cancel_scope.cancel()

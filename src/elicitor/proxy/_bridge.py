@@ -107,6 +107,9 @@ class Bridge:
         self._spare_ready = anyio.Event()
         self._in_rounds: set[str] = set()
         """Tools found to ask in rounds (see :func:`~._stateless.asks_in_rounds`): called on 2026-07-28."""
+        self._in_flight: list[RequestId] = []
+        """The client's requests forwarded upstream and not yet answered: while there is one, what the server
+        pushes or notifies on the client's connection is about it (see :meth:`_related`)."""
         self._as_tasks: set[str] = set()
         """Tools of a 2026-07-28 server that run only as tasks (it answered -32021): called declaring the tasks
         extension, and followed (:meth:`_as_task`)."""
@@ -165,6 +168,22 @@ class Bridge:
     # ---- the client ------------------------------------------------------------------------------------------
 
     async def _from_downstream(self, request: RequestReceived) -> JSONObject:
+        self._in_flight.append(request.id)
+        try:
+            return await self._forward_downstream(request)
+        finally:
+            self._in_flight.remove(request.id)
+
+    def _related(self) -> RequestId | None:
+        """The client's request a message the server sends on the client's own connection belongs to, when it can
+        be told: on stdio nothing in a pushed request or a log message says which call it is about, but while the
+        client has one request in flight it can only be that one. Sent there, on Streamable HTTP it goes on that
+        request's own stream, as the server would send it without the proxy (the spec's SHOULD), and reaches a
+        client that never opens the optional standalone GET stream; with several in flight, it goes on that
+        stream."""
+        return self._in_flight[0] if len(self._in_flight) == 1 else None
+
+    async def _forward_downstream(self, request: RequestReceived) -> JSONObject:
         method, params = request.method, dict(request.params or {})
         if method == "tools/call":
             params = own_key(params, self._principal)
@@ -457,7 +476,7 @@ class Bridge:
         if self.down_info.renders(question):
             assert self.up is not None
             return await render(self.down_info, self.up, question)
-        return await self._ask_client(method, params, None)
+        return await self._ask_client(method, params, self._related())
 
     async def _ask_client(
         self, method: str, params: JSONObject, related: RequestId | None, *, refusal_as_cancel: bool = False
@@ -481,7 +500,7 @@ class Bridge:
 
     async def _upstream_note(self, method: str, params: JSONObject | None) -> None:
         if self.down is not None and not self.down.closed:
-            await self.down.notify(method, params)
+            await self.down.notify(method, params, related=self._related())
 
     def _down(self) -> Session:
         if self.down is None:
