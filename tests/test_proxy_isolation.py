@@ -259,13 +259,15 @@ def redis(tmp_path_factory: pytest.TempPathFactory) -> Any:
         server.stop()
 
 
+@pytest.mark.parametrize("bob_era", ["2025-11-25", "2026-07-28"])
 async def test_a_handshake_era_task_of_one_person_is_nobody_elses_through_the_proxy(
-    anyio_backend: str, redis: Any
+    anyio_backend: str, redis: Any, bob_era: str
 ) -> None:
     """A 2025-11-25 server whose tasks outlive their session (replicas sharing a store; likewise a server that
     authenticated the proxy) binds them to the principal it sees: through the proxy, one for everybody. Alice
-    creates a task on her session; Bob, on his own session and holding her task's id, gets "unknown task" for
-    tasks/get, tasks/result and tasks/cancel, while Alice reads her result."""
+    creates a task on her session; Bob, on his own session or on 2026-07-28 (his requests then go on upstream
+    connections of the proxy's own), holding her task's id, gets "unknown task" for tasks/get, tasks/result and
+    tasks/cancel, while Alice reads her result."""
     if anyio_backend != "asyncio":
         pytest.skip("uvicorn runs on asyncio")
     import secrets
@@ -282,8 +284,8 @@ async def test_a_handshake_era_task_of_one_person_is_nobody_elses_through_the_pr
     async def secret(who: str) -> str:
         return f"the secret of {who}"
 
-    def person(url: str, name: str) -> Any:
-        return Client.http(url, protocol="2025-11-25", headers={"Authorization": f"Bearer {name}"})
+    def person(url: str, name: str, era: str = "2025-11-25") -> Any:
+        return Client.http(url, protocol=era, headers={"Authorization": f"Bearer {name}"})
 
     with anyio.fail_after(60):
         async with store.running(), anyio.create_task_group() as tg:
@@ -292,7 +294,7 @@ async def test_a_handshake_era_task_of_one_person_is_nobody_elses_through_the_pr
             async with (
                 serving(proxy.http_app(auth=protection)) as url,
                 person(url, "alice") as alice,
-                person(url, "bob") as bob,
+                person(url, "bob", bob_era) as bob,
             ):
                 call = {"name": "secret", "arguments": {"who": "alice"}, "task": {"ttl": 60_000}}
                 task_id = (await alice.request("tools/call", call))["task"]["taskId"]

@@ -73,6 +73,8 @@ class Stateless:
         if request.method == "tools/call":
             params = own_key(params, principal)
         down = Downstream.of_request(params, principal, self.ui)
+        # A task is its creator's whatever the server's era: the server sees one client, the proxy (see _owners).
+        self.owners.check(request.method, params, down.principal)
         first = await self.lanes.first(down)
         if first.stateless:
             if request.method == "subscriptions/listen":
@@ -85,7 +87,6 @@ class Stateless:
                         raise
                     if asks_in_rounds(exc):
                         self.in_rounds.add(str(params.get("name")))
-            self.owners.check(request.method, params, down.principal)
             result = await self._forward(first, down, request.method, params, notify)
             self.owners.created(result, down.principal)
             return result
