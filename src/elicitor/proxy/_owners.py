@@ -101,7 +101,9 @@ class RoundStates:
     a person holding another's state (and that call's arguments) could answer their round. The proxy hands the
     client the server's state with a tag of its own (an HMAC of the principal and the state, under a key of this
     proxy), and takes back only a state whose tag is the asker's: anything else is refused with -32602, as the
-    server refuses a state that was not issued for the call. The server's state itself is untouched."""
+    server refuses a state that was not issued for the call. The server's state itself is untouched. Without
+    authentication every person is the same principal (``None``), as on the server: the state passes as it is
+    (a stdio proxy started again between two rounds still takes it)."""
 
     PREFIX = "proxy:"
 
@@ -115,13 +117,13 @@ class RoundStates:
     def give(self, result: JSONObject, principal: str | None) -> JSONObject:
         """``result`` with its ``requestState`` tagged for ``principal``."""
         state = result.get("requestState")
-        if not isinstance(state, str):
+        if principal is None or not isinstance(state, str):
             return result
         return {**result, "requestState": f"{self.PREFIX}{self._tag(state, principal)}:{state}"}
 
     def take(self, params: JSONObject, principal: str | None) -> JSONObject:
         """``params`` with the server's own ``requestState`` back, if its tag is ``principal``'s (else -32602)."""
-        if "requestState" not in params:
+        if principal is None or "requestState" not in params:
             return params
         token = params["requestState"]
         if isinstance(token, str) and token.startswith(self.PREFIX):
