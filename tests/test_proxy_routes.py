@@ -411,3 +411,30 @@ async def test_a_server_that_chose_a_revision_nobody_speaks_is_refused_by_the_cl
             async with Client(client_end, protocol=protocol):
                 pass
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("chosen", ["2025-03-26", "2024-11-05"])
+async def test_a_session_on_an_older_revision_the_server_chose_goes_on_through_the_listening_proxy(
+    anyio_backend: str, chosen: str
+) -> None:
+    """Through ``elicitor proxy --listen`` a handshake-era session is on the revision the server chose, 2024-11-05
+    too, and elicitor's client then sends that ``MCP-Protocol-Version``: its requests after ``initialize`` are the
+    session's (never taken for 2026-07-28 requests without their ``_meta``), and the question the server asks on a
+    revision without elicitation is refused naming it."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor.proxy import ProxyServer
+
+    from .conftest import serving
+
+    server = OlderServer(chosen)
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            async with (
+                serving(ProxyServer(server.connect(tg)).http_app()) as url,
+                Client.http(url, protocol="2025-11-25", elicitation=ScriptedHandler([])) as client,
+            ):
+                assert client.protocol_version == chosen
+                text = (await client.call_tool("add", {})).text
+            tg.cancel_scope.cancel()
+    assert text.startswith("refused -32601") and chosen in text, text

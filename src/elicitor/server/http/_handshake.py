@@ -35,7 +35,14 @@ from ...protocol import Connection, InvalidMessage, Oversized
 from ...state import EventStore, SessionRecord, Store, StoreUnavailable, Subscription, supervised
 from ...telemetry import _state as _telemetry
 from ...transports._sse import encode_event, parse_event_id, priming_event
-from ...types import HANDSHAKE_REVISIONS, INVALID_REQUEST, STATELESS_REVISIONS, JSONObject, RequestId
+from ...types import (
+    ACCEPTED_OLDER_REVISIONS,
+    HANDSHAKE_REVISIONS,
+    INVALID_REQUEST,
+    STATELESS_REVISIONS,
+    JSONObject,
+    RequestId,
+)
 from ._asgi import (
     SSE_HEADERS,
     Headers,
@@ -68,8 +75,10 @@ MAX_BACKLOG = 4096
 OWNERS_KEPT = 10_000
 """Owners of other replicas' sessions a replica remembers (the most recently used; each entry about 0.3 KiB)."""
 
-HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, "2025-03-26")
-"""MCP-Protocol-Version values a handshake-era session accepts (2025-03-26 is what an absent header means)."""
+HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, *ACCEPTED_OLDER_REVISIONS)
+"""MCP-Protocol-Version values a handshake-era session accepts: 2025-03-26 is what an absent header means, and a
+session through ``elicitor proxy`` is on whatever revision its server chose, 2024-11-05 included (a client then
+sends that header; taking it for 2026-07-28 would refuse every request after ``initialize``)."""
 
 ONE_WAY_HOLD = 15.0
 """Seconds a POST of answers or notifications for another replica's session, or an ``initialize``, waits for an
