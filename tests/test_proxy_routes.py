@@ -438,3 +438,38 @@ async def test_a_session_on_an_older_revision_the_server_chose_goes_on_through_t
                 text = (await client.call_tool("add", {})).text
             tg.cancel_scope.cancel()
     assert text.startswith("refused -32601") and chosen in text, text
+
+
+async def test_a_handshake_era_client_hears_of_list_changes_of_a_2026_07_28_server(anyio_backend: str) -> None:
+    """A 2026-07-28 server tells of list changes only on a ``subscriptions/listen`` stream; a handshake-era client
+    expects ``notifications/tools/list_changed`` on its session once the server declares ``listChanged`` (which
+    the proxy's ``initialize`` answer passes on). The proxy listens upstream for it and tells the client."""
+    server = Server("changing", "1")
+
+    @server.tool()
+    async def grow() -> str:
+        server.notify_tools_changed()
+        return "grown"
+
+    changed = anyio.Event()
+
+    async def on_request(request: RequestReceived) -> JSONObject:
+        return {}
+
+    async def on_note(note: NotificationReceived) -> None:
+        if note.method == "notifications/tools/list_changed":
+            changed.set()
+
+    with anyio.fail_after(20):
+        client_end, down_end = memory_pair()
+        async with anyio.create_task_group() as tg, open_session(client_end, on_request, on_note) as session:
+            tg.start_soon(Bridge(in_memory(server, tg), upstream_protocol="2026-07-28").serve, down_end)
+            hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+            answer = await session.request("initialize", hello)
+            assert answer["capabilities"]["tools"]["listChanged"] is True
+            await session.notify("notifications/initialized")
+            while not changed.is_set():  # a change before the proxy's listen is acknowledged upstream is not news
+                await session.request("tools/call", {"name": "grow", "arguments": {}})
+                with anyio.move_on_after(0.5):
+                    await changed.wait()
+            tg.cancel_scope.cancel()

@@ -59,7 +59,7 @@ async def refuse() -> str:
     raise ValueError("nope")
 
 
-SETUP = {"initialize", "server/discover", "tools/list", "ping"}
+SETUP = {"initialize", "server/discover", "tools/list", "ping", "subscriptions/listen"}
 """Requests of the connection, not of the call: traces of their own."""
 
 

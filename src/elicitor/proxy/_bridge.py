@@ -55,11 +55,13 @@ from ._lanes import start
 from ._owners import TaskOwners, own_key
 from ._render import render
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
-from ._upstream import Connect, Notify, Route, Upstream
+from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
 _HANDSHAKE_ONLY_NOTES = frozenset({"notifications/initialized"})
+_LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
+"""The ``subscriptions/listen`` flag for each list a 2026-07-28 server may declare ``listChanged`` for."""
 
 
 class Bridge:
@@ -322,6 +324,8 @@ class Bridge:
         if up is None:
             return  # a 2026-07-28 client's notifications name no call upstream
         if note.method in _HANDSHAKE_ONLY_NOTES and up.stateless:
+            if note.method == "notifications/initialized":
+                self._listen_for_changes(up)
             return  # the proxy completed the upstream handshake itself, or there is none
         params = note.params
         if params is not None and up.stateless and is_stateless_request(params):
@@ -497,6 +501,37 @@ class Bridge:
             if method == "elicitation/create":
                 return {"action": "cancel"}
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the client did not answer {method} in time") from None
+
+    def _listen_for_changes(self, up: Upstream) -> None:
+        """A handshake-era client in front of a 2026-07-28 server: the server tells of list changes only on a
+        ``subscriptions/listen`` stream, while the client, told ``listChanged`` in its ``initialize`` answer,
+        expects ``notifications/*/list_changed`` on its session. The proxy listens for the lists the server
+        declares it for, for as long as the client's session lasts, and tells the client of each change."""
+        wanted: JSONObject = {}
+        for flag, kind in _LIST_FLAGS.items():
+            declared = up.capabilities.get(kind)
+            if isinstance(declared, dict) and declared.get("listChanged") is True:
+                wanted[flag] = True
+        if not wanted or self._tg is None or up.revision is None:
+            return
+        params = self.down_info.with_meta({"notifications": wanted}, up.revision)
+
+        async def tell(method: str, params: JSONObject) -> None:
+            if method == "notifications/subscriptions/acknowledged":
+                return  # the proxy's own subscription, not the client's
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+                rest = {k: v for k, v in meta.items() if k != SUBSCRIPTION_ID}
+                params = {k: v for k, v in params.items() if k != "_meta"} | ({"_meta": rest} if rest else {})
+            await self._upstream_note(method, params)
+
+        async def listen() -> None:
+            try:
+                await up.listen(params, Route(tell, "list-changes"))
+            except (JSONRPCError, ConnectionClosed) as exc:
+                logger.info("the server's list changes cannot be followed: %s", exc)
+
+        self._tg.start_soon(listen)
 
     async def _upstream_note(self, method: str, params: JSONObject | None) -> None:
         if self.down is not None and not self.down.closed:
