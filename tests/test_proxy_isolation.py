@@ -514,3 +514,24 @@ async def test_a_2026_07_28_round_of_one_person_cannot_be_answered_by_another_th
                 done = await alice.request("tools/call", {**call, "inputResponses": mine, "requestState": state})
                 assert done["content"][0]["text"] == "alice:alice"
             tg.cancel_scope.cancel()
+
+
+def test_a_task_the_proxy_never_saw_is_the_servers_to_answer_without_sign_in() -> None:
+    """Without authentication a task id is all it takes, as on the server itself: an id the proxy did not see
+    created goes to the server, which answers as it would (-32021 to a client without the tasks extension, -32601
+    for ``tasks/result`` on 2026-07-28, unknown task). With sign-in it is nobody's, and one person's task stays
+    theirs either way."""
+    from elicitor import JSONRPCError
+    from elicitor.proxy._owners import TaskOwners
+
+    owners = TaskOwners()
+    owners.created({"resultType": "task", "taskId": "alices"}, "alice")
+    owners.created({"task": {"taskId": "anyones"}}, None)
+    for method in ("tasks/get", "tasks/result", "tasks/update", "tasks/cancel"):
+        owners.check(method, {"taskId": "made-up"}, None)  # forwarded: the server answers
+        owners.check(method, {"taskId": "anyones"}, None)
+        owners.check(method, {"taskId": "alices"}, "alice")
+        for principal, task_id in ((None, "alices"), ("bob", "alices"), ("bob", "made-up"), ("bob", "anyones")):
+            with pytest.raises(JSONRPCError) as refused:
+                owners.check(method, {"taskId": task_id}, principal)
+            assert refused.value.code == -32602

@@ -6,7 +6,8 @@ to the session, unless its tasks must outlive the session, as on replicas sharin
 server sees one client, the proxy, whoever asks (the same authorization context, the proxy's own sign-in): so the
 proxy keeps the binding itself, on either era. It records the principal of every task a forwarded request created,
 and refuses a request about a task to anyone else, with the answer a server gives for a task it does not know; a
-task it did not see created (another proxy process, an id made up) is nobody's through this one. A 2025-11-25
+task it did not see created (another proxy process, an id made up) is nobody's through this one when people sign
+in, and goes to the server when they do not (which then answers as it would). A 2025-11-25
 ``tasks/list`` is cut down to the asker's own tasks. Without authentication every person is the same principal
 (``None``): a task id is then all it takes, as on a server without authentication.
 """
@@ -36,12 +37,20 @@ class TaskOwners:
         self._owners: OrderedDict[str, str | None] = OrderedDict()
 
     def check(self, method: str, params: JSONObject, principal: str | None) -> None:
-        """Refuse (-32602) a request about a task that ``principal`` did not create through this proxy."""
+        """Refuse (-32602) a request about a task that ``principal`` did not create through this proxy (without
+        authentication, about a task someone else created through it: one it never saw goes to the server)."""
         if method not in _ABOUT_A_TASK:
             return
         task_id = params.get("taskId")
-        if not isinstance(task_id, str) or task_id not in self._owners or self._owners[task_id] != principal:
-            raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}")
+        if isinstance(task_id, str) and task_id in self._owners:
+            if self._owners[task_id] == principal:
+                return
+        elif principal is None:
+            # Without authentication a task id is all it takes, as on the server: one this proxy did not see
+            # created (made up, or from before a restart) goes to the server, which answers as it does (-32021
+            # to a client without the tasks extension, -32601 for a method its era removed, unknown task).
+            return
+        raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}")
 
     def created(self, result: JSONObject, principal: str | None) -> None:
         """Record the task a forwarded request created, if its result is one (2026-07-28 ``resultType: task``;
