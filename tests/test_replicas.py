@@ -198,7 +198,8 @@ async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(cluster: De
                     assert (await other.call_tool("replica")).text == str(pids[other_owner])
                     assert (await other.call_tool("book")).text == "Bo x1"
     finally:
-        replicas.start(owner)
+        if owner is not None:
+            replicas.start(owner)
 
 
 async def test_health_follows_redis_and_service_recovers_after_a_restart(cluster: Deployment) -> None:
@@ -217,10 +218,7 @@ async def test_health_follows_redis_and_service_recovers_after_a_restart(cluster
                     assert (await client.call_tool("book")).text == "Ann x2"
         finally:
             cluster.redis.start()
-        with anyio.fail_after(20):  # every replica ready again (what a balancer's readiness check waits for)
-            for port in cluster.replicas.ports:
-                while (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code != 200:
-                    await anyio.sleep(0.05)
+        await all_ready(http, cluster)
     handler = ScriptedHandler([{"name": "Ann"}, {"size": 2}])
     with anyio.fail_after(30):
         async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
@@ -365,6 +363,15 @@ async def test_change_notices_reach_sessions_on_every_replica(cluster: Deploymen
         assert sorted(heard) == sorted(h["mcp-session-id"] for h in listeners)
 
 
+async def all_ready(http: httpx.AsyncClient, cluster: Deployment) -> None:
+    """Every replica ready again (what a balancer's readiness check waits for), after a fault: the next test meets a
+    cluster that serves, not one still reconnecting to Redis."""
+    with anyio.fail_after(20):
+        for port in cluster.replicas.ports:
+            while (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code != 200:
+                await anyio.sleep(0.05)
+
+
 async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone(cluster: Deployment) -> None:
     """The replica running a session is stopped (SIGSTOP) for 8 s, a long pause. The person's answer lands on
     another replica after the stopped one's lease lapsed: the session is not answered 404 (the replica is only
@@ -400,6 +407,7 @@ async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone
                 _, question = await anext(stream)
             assert question["params"]["message"] == "How many people?"
         assert (await http.delete(owner, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
 
 
 async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(cluster: Deployment) -> None:
@@ -430,12 +438,14 @@ async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(clu
                 _, question = await anext(stream)
             assert question.get("params", {}).get("message") == "How many people?", question
         assert (await http.delete(owner, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
 
 
 async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:
     """SIGTERM: the replica gives up its sessions at once; their clients start again elsewhere."""
     replicas = cluster.replicas
     handler = ScriptedHandler(otherwise=lambda r: {"name": "Sol"} if "name" in r.message else {"size": 2})
+    owner: int | None = None
     try:
         with anyio.fail_after(60):
             async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
@@ -444,7 +454,8 @@ async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(clus
                 assert (await client.call_tool("book")).text == "Sol x2"
                 assert int((await client.call_tool("replica")).text) in replicas.pids()
     finally:
-        replicas.start(owner)
+        if owner is not None:
+            replicas.start(owner)
 
 
 async def test_a_session_is_its_users_on_every_replica(cluster: Deployment) -> None:
