@@ -23,7 +23,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import suppress
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -440,41 +440,31 @@ class HandshakeSessions:
         (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever). A
         message that needs no answer waits for an unreachable store until ``until`` (see :data:`ONE_WAY_HOLD`).
         """
+        span: AbstractContextManager[object] = nullcontext()
         if _telemetry.state.on:  # a span in the message's trace, if it names one
             from ...telemetry import _hooks
 
-            with _hooks.forwarding(message, owner.session, owner.replica):
-                await self._forward_with_retry(owner, message, body, until, receive, send)
-            return
-        await self._forward_with_retry(owner, message, body, until, receive, send)
-
-    async def _forward_with_retry(
-        self,
-        owner: _Elsewhere,
-        message: JSONObject,
-        body: bytes,
-        until: float | None,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        """:meth:`_forward_post`'s work: to the owner looked up again if the one remembered has moved on."""
+            span = _hooks.forwarding(message, owner.session, owner.replica)
         request_id = request_id_of(message)
-        try:
+        with span:
             try:
-                await self._forward_to(owner, message, body, until, receive, send)
-            except Moved:
-                self._owners.pop(owner.session, None)
-                found = await self._find(
-                    owner.session, owner.principal, send, request_id, remembered=False, until=until
-                )
-                if found is None:
-                    return
-                if not isinstance(found, _Elsewhere):  # session ids are never reused: it cannot have come here
-                    await refuse(send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session")
-                    return
-                await self._forward_to(found, message, body, until, receive, send)
-        except StoreUnavailable as exc:
-            await refuse_unavailable(send, request_id, exc, "forwarding a POST")
+                try:
+                    await self._forward_to(owner, message, body, until, receive, send)
+                except Moved:
+                    self._owners.pop(owner.session, None)
+                    found = await self._find(
+                        owner.session, owner.principal, send, request_id, remembered=False, until=until
+                    )
+                    if found is None:
+                        return
+                    if not isinstance(found, _Elsewhere):  # session ids are never reused: it cannot have come here
+                        await refuse(
+                            send, 404, request_id, INVALID_REQUEST, "Session not found: initialize a new session"
+                        )
+                        return
+                    await self._forward_to(found, message, body, until, receive, send)
+            except StoreUnavailable as exc:
+                await refuse_unavailable(send, request_id, exc, "forwarding a POST")
 
     async def _forward_to(
         self,
