@@ -257,7 +257,9 @@ class Client:
             deliveries = await stack.enter_async_context(anyio.create_task_group())
             deliveries.start_soon(self._callbacks.run)
             stack.callback(deliveries.cancel_scope.cancel)
-            session = await stack.enter_async_context(open_session(transport, self._inbound, self._notifications))
+            session = await stack.enter_async_context(
+                open_session(transport, self._inbound, self._notifications, eager=True)
+            )
             self._requests.session = session
             asked = await stack.enter_async_context(anyio.create_task_group())  # elicitations asked as tasks
             self._inbound.tasks.group = asked

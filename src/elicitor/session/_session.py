@@ -23,7 +23,7 @@ import anyio.abc
 from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
-from .._loop import running_asyncio_loop
+from .._loop import EagerStarter, running_asyncio_loop
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -114,6 +114,7 @@ class Session:
         on_notification: NotificationHandler,
         *,
         max_incoming: int,
+        eager: bool = False,
     ) -> None:
         self.transport = transport
         self.connection = Connection(max_incoming=max_incoming)
@@ -137,6 +138,9 @@ class Session:
         """What makes a request's cancel scope: on asyncio the backend's class itself (``anyio.CancelScope()`` looks
         the backend up on every call, a third of the cost of starting a request's task)."""
         self._deadlines = Deadlines(self._loop) if self._loop is not None else None
+        self._starter = EagerStarter(self._loop) if eager and self._loop is not None else None
+        """Starts the requests read by the transport's reading callback with their first step taken there (see
+        :meth:`_spawn`), for a session whose requests are mostly answered without waiting (a client's)."""
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         self._held: tuple[bytes, Event] | None = None
         """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
@@ -304,7 +308,9 @@ class Session:
         """Act on ``event`` if nothing in it waits (see :meth:`_dispatch_now`); ``False`` if it needs the loop."""
         if isinstance(event, RequestReceived):
             taken = self.take(event) if self.take is not None else None
-            self._inflight[event.id] = taken if taken is not None else self._spawn(event)
+            handle = taken if taken is not None else self._spawn(event)
+            if handle is not None:  # None: answered already, in the step that started its task
+                self._inflight[event.id] = handle
         elif isinstance(event, ResultReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
@@ -353,8 +359,9 @@ class Session:
             if event.reply is not None:
                 await self._reply(event.reply, None)
 
-    def _spawn(self, request: RequestReceived) -> TaskHandle[None] | anyio.CancelScope:
-        """Start answering ``request`` in a task of its own; what is returned cancels it.
+    def _spawn(self, request: RequestReceived) -> TaskHandle[None] | anyio.CancelScope | None:
+        """Start answering ``request`` in a task of its own; what is returned cancels it, ``None`` if it is
+        answered already.
 
         On asyncio that is a bare task whose handler runs in an anyio cancel scope of its own (cancelling the scope
         honours the shielded cleanups inside, as cancelling an anyio task does), kept in ``_tasks`` and awaited
@@ -362,11 +369,22 @@ class Session:
         twice the CPU (``bench/``: a request per 2026-07-28 round) and 3.9 KiB instead of 2.0 per waiting call.
         The task takes itself out of ``_tasks`` as it ends (a done callback would cost the event loop one more
         pass per request).
+
+        In an ``eager`` session, a request read by the transport's reading callback (:meth:`_dispatch_now`) takes
+        its first step there (:class:`~elicitor._loop.EagerStarter`): a handler that answers without waiting (a
+        script, a cached answer, ``ping``) answers in the pass of the event loop that read the request, with no
+        task made for it (``bench/``, scenario (a): the answer leaves one pass earlier).
         """
         if self._loop is None:
             return self._tg.start_soon(self._serve, request)
         scope = self._scope_type()
-        self._tasks[scope] = self._loop.create_task(self._serve(request, scope))
+        if self._starter is not None:
+            task = self._starter.start(self._serve(request, scope))
+            if task is None:
+                return None
+        else:
+            task = self._loop.create_task(self._serve(request, scope))
+        self._tasks[scope] = task
         return scope
 
     async def _finish(self) -> None:
@@ -450,6 +468,8 @@ class Session:
             return
         self._closed = True
         self._closed_event.set()
+        if self._starter is not None:
+            self._starter.close()
         if self._deadlines is not None:
             self._deadlines.close()
         for pending in self._pending.values():
@@ -468,13 +488,16 @@ async def open_session(
     on_notification: NotificationHandler,
     *,
     max_incoming: int = MAX_INCOMING,
+    eager: bool = False,
 ) -> AsyncIterator[Session]:
     """Run a session over ``transport`` for the duration of the block; the read loop starts at once.
 
-    Leaving the block closes the transport and cancels everything still running in the session.
+    Leaving the block closes the transport and cancels everything still running in the session. ``eager``: the
+    peer's requests are mostly answered without waiting; start them in the reading callback (see
+    :meth:`Session._spawn`).
     """
     async with anyio.create_task_group() as tg:
-        session = Session(transport, tg, on_request, on_notification, max_incoming=max_incoming)
+        session = Session(transport, tg, on_request, on_notification, max_incoming=max_incoming, eager=eager)
         tg.start_soon(session.run)
         try:
             yield session
