@@ -105,12 +105,12 @@ class Form(Generic[T]):
 
         ``check_secrets=False`` is for the receiving client, which renders what it was sent.
         """
-        from ._schema import fields_from_schema
-
         # Servers ask the same questions again and again: parse each distinct schema once (bounded cache).
         key = (_exact(schema), check_secrets)
         form = _schema_cache.get(key)
         if form is None:
+            from ._schema import fields_from_schema  # here, not per call: an import statement costs a microsecond
+
             if len(_schema_cache) >= _CACHE_SIZE:
                 _schema_cache.clear()
             form = _schema_cache[key] = Form(fields_from_schema(schema), check_secrets=check_secrets)
