@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor._loop import EagerStarter
+from elicitor._loop import Carrier, EagerStarter
 
 pytestmark = pytest.mark.anyio
 
@@ -204,3 +204,259 @@ async def test_nothing_is_left_pending_when_closed() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gc.collect()
+
+
+async def carried(starter: EagerStarter, make: Callable[[], Coroutine[Any, Any, None]]) -> asyncio.Task[None]:
+    task = await from_callback(starter, make)
+    assert task is not None
+    return task
+
+
+def in_callback(action: Callable[[], None]) -> asyncio.Future[None]:
+    """Run ``action`` from a loop callback (as the reading callback acts on a peer's answer)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def run() -> None:
+        action()
+        done.set_result(None)
+
+    loop.call_soon(run)
+    return done
+
+
+async def test_an_answer_read_in_the_callback_wakes_its_requester_there() -> None:
+    """The requester goes on in the callback that completed what it awaited, as its own task, up to where it waits
+    next; the task then waits on that, and the coroutine goes on from there when it is done."""
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    first: asyncio.Future[str] = loop.create_future()
+    second: asyncio.Future[str] = loop.create_future()
+    events: list[object] = []
+    carriers: list[object] = []
+
+    async def requester() -> None:
+        carriers.append(starter.carrier())
+        events.append(await first)
+        events.append(asyncio.current_task())
+        events.append(await second)
+
+    task = await carried(starter, requester)
+    await asyncio.sleep(0)
+    carrier = carriers[0]
+    assert carrier is not None
+
+    def answer() -> None:
+        first.set_result("first answer")
+        starter.wake(carrier, first)  # type: ignore[arg-type]
+        events.append("callback returned")
+
+    await in_callback(answer)
+    assert events == ["first answer", task, "callback returned"]  # went on inside the callback, as its task
+    second.set_result("second answer")  # completed from a task: the task wakes as usual
+    await task
+    assert events[-1] == "second answer"
+    starter.close()
+
+
+async def test_the_carrier_is_the_requesters_own_not_a_task_it_started() -> None:
+    starter = EagerStarter(asyncio.get_running_loop())
+    seen: list[object] = []
+
+    async def child() -> None:
+        seen.append(starter.carrier())
+
+    async def requester() -> None:
+        seen.append(starter.carrier())
+        await asyncio.create_task(child())
+
+    await (await carried(starter, requester))
+    assert seen[0] is not None and seen[1] is None
+    assert starter.carrier() is None  # not in a carried task at all
+    starter.close()
+
+
+async def test_a_requester_with_a_cancellation_due_is_not_woken_in_the_callback() -> None:
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    answer: asyncio.Future[str] = loop.create_future()
+    events: list[str] = []
+    carriers: list[object] = []
+
+    async def requester() -> None:
+        carriers.append(starter.carrier())
+        try:
+            events.append(await answer)
+        except asyncio.CancelledError:
+            events.append("cancelled")
+            raise
+
+    task = await carried(starter, requester)
+    await asyncio.sleep(0)
+
+    def cancel_then_answer() -> None:
+        task.cancel()  # cancels what the task awaits, the answer's future, too
+        if not answer.done():  # as the session's waiter sets it
+            answer.set_result("too late")
+        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+        events.append("callback returned")
+
+    await in_callback(cancel_then_answer)
+    with pytest.raises(asyncio.CancelledError), anyio.fail_after(10):
+        await task
+    assert events == ["callback returned", "cancelled"]
+    starter.close()
+
+
+async def test_cancelled_after_going_on_ahead_of_its_task() -> None:
+    """Woken in the callback and cancelled before its task's next step: the coroutine is cancelled where it waits
+    now, not where it waited before."""
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    answer: asyncio.Future[str] = loop.create_future()
+    events: list[str] = []
+    carriers: list[object] = []
+
+    async def requester() -> None:
+        carriers.append(starter.carrier())
+        events.append(await answer)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            events.append("cancelled in the second wait")
+            raise
+
+    task = await carried(starter, requester)
+    await asyncio.sleep(0)
+
+    def answer_then_cancel() -> None:
+        answer.set_result("answer")
+        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+        task.cancel()
+
+    await in_callback(answer_then_cancel)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert events == ["answer", "cancelled in the second wait"]
+    starter.close()
+
+
+@pytest.mark.parametrize("ending", ["returns", "raises"])
+async def test_a_requester_that_ends_in_the_callback_ends_its_task(ending: str) -> None:
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    answer: asyncio.Future[str] = loop.create_future()
+    carriers: list[object] = []
+
+    async def requester() -> None:
+        carriers.append(starter.carrier())
+        await answer
+        if ending == "raises":
+            raise LookupError("after the answer")
+
+    task = await carried(starter, requester)
+    await asyncio.sleep(0)
+
+    def answer_it() -> None:
+        answer.set_result("answer")
+        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+
+    await in_callback(answer_it)
+    if ending == "raises":
+        with pytest.raises(LookupError, match="after the answer"):
+            await task
+    else:
+        await task
+        assert task.result() is None
+    starter.close()
+
+
+async def test_answered_in_the_callback_that_started_it() -> None:
+    """The request and its peer's answer to the request it makes in one read: woken before its task ever ran."""
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    answer: asyncio.Future[str] = loop.create_future()
+    later: asyncio.Future[str] = loop.create_future()
+    events: list[str] = []
+
+    async def requester() -> None:
+        events.append(await answer)
+        events.append(await later)
+
+    tasks: list[asyncio.Task[None] | None] = []
+
+    def read() -> None:
+        tasks.append(starter.start(requester()))
+        carrier = _carrier_of(tasks[0])
+        answer.set_result("answer")
+        starter.wake(carrier, answer)
+        events.append("callback returned")
+
+    await in_callback(read)
+    assert events == ["answer", "callback returned"]
+    later.set_result("later")
+    task = tasks[0]
+    assert task is not None
+    with anyio.fail_after(10):
+        await task
+    assert events[-1] == "later"
+    starter.close()
+
+
+def _carrier_of(task: asyncio.Task[None] | None) -> Carrier:
+    assert task is not None
+    carrier = task.get_coro()
+    assert isinstance(carrier, Carrier)
+    return carrier
+
+
+async def test_started_later_runs_as_create_task_runs_and_can_be_woken_in_the_callback() -> None:
+    """A server's request task: its first step on the next pass (nothing runs in the reading callback that read
+    it), in a context of its own; an answer read later wakes it in the callback."""
+    loop = asyncio.get_running_loop()
+    starter = EagerStarter(loop)
+    answer: asyncio.Future[str] = loop.create_future()
+    events: list[object] = []
+
+    async def requester() -> None:
+        VAR.set("the request's own")
+        events.append(starter.carrier())
+        events.append(await answer)
+        events.append(VAR.get())
+        await asyncio.sleep(0)
+        events.append(VAR.get())
+
+    task = starter.start_later(requester())
+    assert events == []  # not stepped yet
+    await asyncio.sleep(0)
+    carrier = events[0]
+    assert isinstance(carrier, Carrier) and carrier.task is task
+
+    def answer_it() -> None:
+        answer.set_result("answer")
+        starter.wake(carrier, answer)
+        events.append("callback returned")
+
+    await in_callback(answer_it)
+    assert events[1:4] == ["answer", "the request's own", "callback returned"]
+    with anyio.fail_after(10):
+        await task
+    assert events[-1] == "the request's own"
+    assert VAR.get() == "unset"
+    assert carrier.task is None  # it let go of its task as its coroutine ended
+    starter.close()
+
+
+async def test_started_later_and_cancelled_before_its_first_step() -> None:
+    starter = EagerStarter(asyncio.get_running_loop())
+    ran: list[str] = []
+
+    async def never() -> None:
+        ran.append("ran")
+
+    task = starter.start_later(never())
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ran == []
+    starter.close()

@@ -32,13 +32,15 @@ them a request's task starts on the loop's next pass, as ``create_task`` starts 
 
 
 class EagerStarter:
-    """Starts tasks from a loop callback with their first step taken at once, in the callback.
+    """Starts tasks from a loop callback with their first step taken at once, in the callback, and wakes them there.
 
     For the transport's reading callback that starts the task answering what it just read: a handler that answers
     without waiting (a script, a cached answer, ``ping``) answers in the pass of the event loop that read the
     request, not on the next one, and no task is made for it. The step runs *as a task*:
     ``asyncio.current_task()`` is a real task, so anyio's cancel scopes, ``asyncio.timeout`` and context
     variables behave as in any task, and a coroutine that waits goes on in that same task, which is returned.
+    Likewise a task so started that waits on a future the reading callback completes (a peer's answer to its
+    request) is woken there (:meth:`wake`): it goes on in that pass, not on the next.
 
     The task is a spare one, made ahead and parked (it waits to be handed a coroutine): a step that finishes
     leaves it spare for the next request, so a request answered at once costs no task at all. What the step
@@ -51,17 +53,18 @@ class EagerStarter:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._spare: _Runner | None = None
+        self._spare: Carrier | None = None
 
     def start(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
         """Take ``coro``'s first step now; its task, or ``None`` if it finished in that step."""
         loop = self._loop
         if _enter_task is None or _leave_task is None or asyncio.current_task(loop) is not None:
             return loop.create_task(coro)
-        runner = self._spare
-        if runner is None or runner.used():
-            runner = self._spare = _Runner(loop)
-        task = runner.task
+        carrier = self._spare
+        if carrier is None or carrier.used():
+            carrier = self._spare = Carrier(loop)
+        task = carrier.task
+        assert task is not None
         context = contextvars.copy_context()
         _enter_task(loop, task)
         try:
@@ -70,59 +73,89 @@ class EagerStarter:
             return None
         except BaseException as exc:
             self._spare = None
-            runner.hand(coro, context, None, exc)
+            carrier.hand(coro, context, None, exc)
             return task
         finally:
             _leave_task(loop, task)
         self._spare = None
-        runner.hand(coro, context, yielded, None)
+        carrier.hand(coro, context, yielded, None)
         return task
+
+    def start_later(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Start ``coro`` in a task as ``create_task`` does (its first step on the next pass), one that :meth:`wake`
+        can wake from a loop callback."""
+        task = Carrier(self._loop, coro).task
+        assert task is not None
+        return task
+
+    def carrier(self) -> Carrier | None:
+        """The carrier of the running task if a starter started it."""
+        task = asyncio.current_task(self._loop)
+        carrier = task.get_coro() if task is not None else None
+        return carrier if type(carrier) is Carrier else None
+
+    def wake(self, carrier: Carrier, future: asyncio.Future[Any]) -> None:
+        """``future`` was just completed, from a loop callback: if ``carrier``'s coroutine waits on it, and
+        nothing else is due to its task (a cancellation), let the coroutine go on now, up to where it waits
+        next; its task, woken on the next pass by ``future``, then waits on that. Else the task wakes as usual."""
+        loop, task = self._loop, carrier.task
+        if (
+            task is None
+            or carrier.waits_on is not future
+            or future.cancelled()
+            or task.cancelling()
+            or _enter_task is None
+            or _leave_task is None
+            or asyncio.current_task(loop) is not None
+        ):
+            return
+        _enter_task(loop, task)
+        try:
+            carrier.go_on()
+        finally:
+            _leave_task(loop, task)
 
     def close(self) -> None:
         """End the spare task (a session ending)."""
         if self._spare is not None:
-            self._spare.task.cancel()
+            if self._spare.task is not None:
+                self._spare.task.cancel()
             self._spare = None
 
 
-class _Runner:
-    """A parked task (waiting to be handed a coroutine, see :class:`EagerStarter`), and, once handed one, the
-    task that carries it on from where its first step left it."""
+class Carrier(Coroutine[Any, Any, None]):
+    """The coroutine of a task :class:`EagerStarter` makes, written out as one (a coroutine function's frame could
+    not take a cancellation that comes before its first step).
 
-    __slots__ = ("_carrier", "task")
+    Parked, it awaits the future :meth:`hand` completes. Handed a coroutine, what that coroutine's first step
+    awaited the task awaits, and what the task is sent or thrown the coroutine is, in the coroutine's own context.
+    Gone on ahead of its task (:meth:`go_on`, from the reading callback), the task's next step gets what the
+    coroutine awaits now (or its end) instead of resuming it again. Once the coroutine has ended, the carrier lets
+    go of it and of its task (no reference cycle outlives the task: a finished call's memory is freed at once).
+    """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._carrier = _Carrier(loop.create_future())
-        self.task: asyncio.Task[None] = loop.create_task(self._carrier)
+    __slots__ = ("_ahead", "_context", "_coro", "_ended", "_handed", "_own", "_raised", "_yielded", "task", "waits_on")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None] | None = None) -> None:
+        # Parked (no coroutine yet: EagerStarter.start hands it one), or carrying ``coro`` from its first step.
+        self._handed: asyncio.Future[None] | None = loop.create_future() if coro is None else None
+        self._coro = coro
+        self._context: contextvars.Context | None = None if coro is None else contextvars.copy_context()
+        self._own = coro is None
+        """The task runs in a context of its own, not the coroutine's (a parked task is handed coroutines
+        started elsewhere): each step enters the coroutine's. Else the task runs in the coroutine's context."""
+        self._yielded: Any = None
+        self._raised: BaseException | None = None
+        self._ahead = False
+        self._ended = False
+        """The coroutine ended in :meth:`go_on`, ahead of its task: the task's next step ends it too."""
+        self.waits_on: Any = None
+        """What the coroutine awaits now (a future), whether or not its task has been given it yet."""
+        self.task: asyncio.Task[None] | None = loop.create_task(self, context=self._context)
 
     def used(self) -> bool:
         """Whether the parked task can no longer take a coroutine (a finished step's code cancelled it)."""
-        return self.task.done() or self.task.cancelling() > 0
-
-    def hand(
-        self,
-        coro: Coroutine[Any, Any, None],
-        context: contextvars.Context,
-        yielded: Any,
-        raised: BaseException | None,
-    ) -> None:
-        self._carrier.hand(coro, context, yielded, raised)
-
-
-class _Carrier(Coroutine[Any, Any, None]):
-    """The coroutine of a :class:`_Runner`'s task, written out as one (a coroutine function's frame could not take
-    a cancellation that comes before its first step): parked, it awaits the future :meth:`hand` completes; handed
-    a coroutine, what that coroutine's first step awaited the task awaits, and what the task is sent or thrown the
-    coroutine is, in the coroutine's own context."""
-
-    __slots__ = ("_context", "_coro", "_handed", "_raised", "_yielded")
-
-    def __init__(self, handed: asyncio.Future[None]) -> None:
-        self._handed: asyncio.Future[None] | None = handed
-        self._coro: Coroutine[Any, Any, None] | None = None
-        self._context: contextvars.Context | None = None
-        self._yielded: Any = None
-        self._raised: BaseException | None = None
+        return self.task is None or self.task.done() or self.task.cancelling() > 0
 
     def hand(
         self,
@@ -132,39 +165,75 @@ class _Carrier(Coroutine[Any, Any, None]):
         raised: BaseException | None,
     ) -> None:
         self._coro, self._context, self._yielded, self._raised = coro, context, yielded, raised
+        self.waits_on = yielded
+        if raised is not None:
+            self._end()
         handed = self._handed
         if handed is not None and not handed.done():
             handed.set_result(None)
 
+    def _drive(self, method: Callable[[Any], Any], arg: Any, enter: bool) -> Any:
+        """Step the coroutine (``send`` or ``throw``), entering its context if ``enter``; what it awaits next."""
+        assert self._context is not None
+        try:
+            self.waits_on = self._context.run(method, arg) if enter else method(arg)
+        except BaseException:
+            self._end()
+            raise
+        return self.waits_on
+
+    def _end(self) -> None:
+        self._coro = self._context = self.waits_on = self.task = None
+
+    def go_on(self) -> None:
+        """Resume the coroutine now (what it waited on is done): see :meth:`EagerStarter.wake`."""
+        assert self._coro is not None
+        self._ahead = True
+        try:
+            self._yielded = self._drive(self._coro.send, None, True)  # from a loop callback
+        except StopIteration:
+            self._ended = True
+        except BaseException as exc:
+            self._raised = exc
+
+    def _ahead_step(self) -> Any:
+        """The task's step after :meth:`go_on` or :meth:`hand`: what the coroutine awaits now, or how it ended."""
+        self._ahead = False
+        if self._raised is not None:
+            raised, self._raised = self._raised, None
+            raise raised
+        if self._ended:
+            raise StopIteration
+        yielded, self._yielded = self._yielded, None
+        return yielded
+
     def send(self, value: Any) -> Any:
+        if self._ahead:
+            self._handed = None
+            return self._ahead_step()
         handed = self._handed
         if handed is not None:  # the task's first step, or the one after the hand woke it
-            if self._coro is None:
+            if self._coro is None and self._raised is None:
                 handed._asyncio_future_blocking = True  # as awaiting it does
                 return handed
             self._handed = None
-            if self._raised is not None:
-                raised, self._raised = self._raised, None
-                raise raised
-            yielded, self._yielded = self._yielded, None
-            return yielded
-        assert self._coro is not None and self._context is not None
-        return self._context.run(self._coro.send, value)
+            return self._ahead_step()
+        assert self._coro is not None
+        return self._drive(self._coro.send, value, self._own)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         exc = val if isinstance(val, BaseException) else typ
         if isinstance(exc, type):
             exc = exc()
+        if self._raised is not None or self._ended:  # it ended before its task woke: nothing to throw into
+            return self._ahead_step()
         if self._coro is None:  # cancelled while parked: the task ends
             self._handed = None
             raise exc
-        if self._raised is not None:  # the first step raised, and the task had not woken to raise it yet
-            raised, self._raised = self._raised, None
-            raise raised
-        # Handed (woken or not yet): the coroutine takes it where it waits.
-        self._handed = self._yielded = self._raised = None
-        assert self._context is not None
-        return self._context.run(self._coro.throw, exc)
+        # Handed, or gone on ahead (woken or not yet): the coroutine takes it where it waits.
+        self._handed = self._yielded = None
+        self._ahead = False
+        return self._drive(self._coro.throw, exc, self._own)
 
     def close(self) -> None:
         if self._coro is not None:

@@ -110,7 +110,11 @@ class ServerSession:
             async with anyio.create_task_group() as runs:
                 self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
                 async with open_session(
-                    transport, self.on_request, self.on_notification, max_incoming=self.server.max_in_flight
+                    transport,
+                    self.on_request,
+                    self.on_notification,
+                    max_incoming=self.server.max_in_flight,
+                    carried=True,
                 ) as session:
                     self.session = session
                     session.take = self.take_round

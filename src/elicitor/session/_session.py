@@ -23,7 +23,7 @@ import anyio.abc
 from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
-from .._loop import EagerStarter, running_asyncio_loop
+from .._loop import Carrier, EagerStarter, running_asyncio_loop
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -83,13 +83,16 @@ class Taken(Protocol):
 class _Pending(Waiter):
     """A request we sent, waiting for its answer: the :class:`Waiter` itself (one object less per waiting call)."""
 
-    __slots__ = ("error", "expired", "result")
+    __slots__ = ("carrier", "error", "expired", "result")
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
         super().__init__(loop)
         self.result: JSONObject | None = None
         self.error: BaseException | None = None
         self.expired = False
+        self.carrier: Carrier | None = None
+        """The requester's carrier if an :class:`~elicitor._loop.EagerStarter` started it: woken in the reading
+        callback that reads the answer (see :meth:`Session._answered`)."""
 
     def expire(self) -> None:
         """The deadline passed before the peer answered: wake the requester, which gives up."""
@@ -115,6 +118,7 @@ class Session:
         *,
         max_incoming: int,
         eager: bool = False,
+        carried: bool = False,
     ) -> None:
         self.transport = transport
         self.connection = Connection(max_incoming=max_incoming)
@@ -138,9 +142,11 @@ class Session:
         """What makes a request's cancel scope: on asyncio the backend's class itself (``anyio.CancelScope()`` looks
         the backend up on every call, a third of the cost of starting a request's task)."""
         self._deadlines = Deadlines(self._loop) if self._loop is not None else None
-        self._starter = EagerStarter(self._loop) if eager and self._loop is not None else None
-        """Starts the requests read by the transport's reading callback with their first step taken there (see
-        :meth:`_spawn`), for a session whose requests are mostly answered without waiting (a client's)."""
+        self._starter = EagerStarter(self._loop) if (eager or carried) and self._loop is not None else None
+        """Starts the peer's requests in tasks the reading callback can wake (see :meth:`_answered`)."""
+        self._eager = eager
+        """The requests read by the reading callback take their first step there (see :meth:`_spawn`), for a
+        session whose peer's requests are mostly answered without waiting (a client's)."""
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         self._held: tuple[bytes, Event] | None = None
         """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
@@ -228,6 +234,8 @@ class Session:
         if sent is not None:
             sent(request_id)
         pending = self._pending[request_id] = _Pending(self._loop)
+        if self._starter is not None:
+            pending.carrier = self._starter.carrier()
         deadlines = self._deadlines if timeout is not None else None
         try:
             await self._send(data, related)
@@ -315,15 +323,22 @@ class Session:
             pending = self._pending.pop(event.id, None)
             if pending is not None:
                 pending.result = event.result
-                pending.set()
+                self._answered(pending)
         elif isinstance(event, ErrorReceived):
             pending = self._pending.pop(event.id, None)
             if pending is not None:
                 pending.error = event.error
-                pending.set()
+                self._answered(pending)
         else:
             return False
         return True
+
+    def _answered(self, pending: _Pending) -> None:
+        """Wake the requester of ``pending``: at once, in the reading callback, if this session's starter started
+        it (its answer is acted on in the pass that read it, one pass of the event loop fewer per answer)."""
+        pending.set()
+        if pending.carrier is not None and self._starter is not None and pending._future is not None:
+            self._starter.wake(pending.carrier, pending._future)
 
     async def dispatch(self, message: bytes) -> None:
         """Act on one framed message from the peer."""
@@ -378,10 +393,12 @@ class Session:
         if self._loop is None:
             return self._tg.start_soon(self._serve, request)
         scope = self._scope_type()
-        if self._starter is not None:
+        if self._eager and self._starter is not None:
             task = self._starter.start(self._serve(request, scope))
             if task is None:
                 return None
+        elif self._starter is not None:
+            task = self._starter.start_later(self._serve(request, scope))
         else:
             task = self._loop.create_task(self._serve(request, scope))
         self._tasks[scope] = task
@@ -489,15 +506,19 @@ async def open_session(
     *,
     max_incoming: int = MAX_INCOMING,
     eager: bool = False,
+    carried: bool = False,
 ) -> AsyncIterator[Session]:
     """Run a session over ``transport`` for the duration of the block; the read loop starts at once.
 
     Leaving the block closes the transport and cancels everything still running in the session. ``eager``: the
     peer's requests are mostly answered without waiting; start them in the reading callback (see
-    :meth:`Session._spawn`).
+    :meth:`Session._spawn`). ``carried``: a request's task waiting on the peer's answer to a request of its own is
+    woken by the reading callback that reads the answer, and goes on in that pass (see :meth:`Session._answered`).
     """
     async with anyio.create_task_group() as tg:
-        session = Session(transport, tg, on_request, on_notification, max_incoming=max_incoming, eager=eager)
+        session = Session(
+            transport, tg, on_request, on_notification, max_incoming=max_incoming, eager=eager, carried=carried
+        )
         tg.start_soon(session.run)
         try:
             yield session
