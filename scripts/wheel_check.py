@@ -64,7 +64,8 @@ if answer != "5":
 
 from elicitor.i18n import available, language
 
-for tag, cancel in (("zh-Hans", "取消"), ("ar", "إلغاء")):  # the compiled catalogs shipped, and load
+# the compiled catalogs shipped, and load
+for tag, cancel in (("zh-Hans", "取消"), ("zh-Hant", "取消"), ("ar", "إلغاء")):
     if language(tag).catalog.gettext("Cancel") != cancel:
         failures.append(f"the {tag} catalog is missing from the installed package (Cancel -> {cancel!r} expected)")
 print("\n".join(failures))
@@ -100,7 +101,7 @@ def catalogs(wheel: Path) -> list[str]:
     names = set(zipfile.ZipFile(wheel).namelist())
     problems = [
         f"the wheel lacks {name}"
-        for name in (f"elicitor/i18n/locales/{lang}/LC_MESSAGES/elicitor.mo" for lang in ("zh_Hans", "ar"))
+        for name in (f"elicitor/i18n/locales/{lang}/LC_MESSAGES/elicitor.mo" for lang in ("zh_Hans", "zh_Hant", "ar"))
         if name not in names
     ]
     problems += [f"the wheel carries the catalog source {name}" for name in names if name.endswith((".po", ".pot"))]

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.anyio
 
 AXE = ROOT / ".cache" / "axe-core-4.14.1" / "node_modules" / "axe-core" / "axe.min.js"
 RULES = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
-LANGUAGES = ["en", "zh-Hans", "ar"]
+LANGUAGES = ["en", "zh-Hans", "zh-Hant", "ar"]
 SERVER = Implementation(name="hotel", version="2.1", title="Grand Hotel")
 RTL_SERVER = Implementation(name="maktab", version="1.0", title="مكتب الحجز")
 YES_NO = Form.from_schema({"type": "object", "properties": {"ok": {"type": "boolean", "title": "Confirm"}}})
@@ -176,7 +176,7 @@ async def test_the_language_switch_is_a_labelled_list_of_links_each_in_its_own_l
             await page.goto(await person.link(0))
             assert await page.get_attribute("html", "lang") == "zh-Hans"
             nav = page.get_by_role("navigation", name="语言")
-            assert await nav.get_by_role("link").all_inner_texts() == ["English", "简体中文", "العربية"]
+            assert await nav.get_by_role("link").all_inner_texts() == ["English", "简体中文", "繁體中文", "العربية"]
             await nav.get_by_role("link", name="العربية").click()
             await page.wait_for_function("document.documentElement.dir === 'rtl'")
             body = await page.inner_text("main")

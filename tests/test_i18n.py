@@ -106,7 +106,7 @@ def test_the_commands_say_nothing_to_a_person_outside_the_catalogs(module: str) 
     assert english_said(ROOT / module) == []
 
 
-@pytest.mark.parametrize("folder", ["zh_Hans", "ar"])
+@pytest.mark.parametrize("folder", ["zh_Hans", "zh_Hant", "ar"])
 def test_each_translated_catalog_is_complete_with_the_same_placeholders(folder: str) -> None:
     with catalogs.TEMPLATE.open("rb") as file:
         template = ids(read_po(file))
@@ -130,6 +130,47 @@ def test_the_compiled_catalogs_answer() -> None:
     assert ENGLISH._("Cancel") == "Cancel"
 
 
+def catalog_of(folder: str) -> dict[str, tuple[str, ...]]:
+    with (LOCALES / folder / "LC_MESSAGES" / "elicitor.po").open("rb") as file:
+        found = read_po(file, locale=folder)
+    out: dict[str, tuple[str, ...]] = {}
+    for m in found:
+        if m.id:
+            msgid, texts = m.id[0] if isinstance(m.id, tuple) else m.id, m.string
+            out[str(msgid)] = tuple(texts) if isinstance(texts, tuple | list) else (str(texts),)
+    return out
+
+
+SIMPLIFIED_ONLY = set(
+    "与个为义亲仅从会信关内删别务动区协单历参发变号后吗启命国复实对将尔属己带并应开录径待态息户择数无时显机权"
+    "来标检歧没浏录状独现电盖码确种称符签终结给绝继续编网脚获见览认议许访识试话询该语误请调谢象败转载较输达过"
+    "运还这进连退选邮钮链错键长闭问间际页项须题骤默"
+)
+"""Characters Simplified Chinese writes where Traditional writes another (这 for 這): each is in the Simplified
+catalog, none may be in the Traditional one."""
+
+
+def test_the_traditional_catalog_is_written_in_traditional_characters_with_taiwan_words() -> None:
+    """zh-Hant is Traditional Chinese as Taiwan writes it, not the Simplified catalog's characters converted one by
+    one: 伺服器 (server), 登入 (sign in), 連結 (link), 網址 (URL), 分頁 (tab), 欄位 (field), 通訊埠 (port)."""
+    hans, hant = catalog_of("zh_Hans"), catalog_of("zh_Hant")
+    assert {c for texts in hans.values() for text in texts for c in text} >= SIMPLIFIED_ONLY
+    strays = {msgid: c for msgid, texts in hant.items() for text in texts for c in text if c in SIMPLIFIED_ONLY}
+    assert strays == {}
+    zh_tw = language("zh-TW")
+    assert zh_tw.tag == "zh-Hant" and zh_tw._("the server") == "伺服器" and zh_tw._("Cancel") == "取消"
+    assert zh_tw._("Decline") == "拒絕" and zh_tw._("Open that link in a browser.") == "請在瀏覽器中開啟該連結。"
+    assert zh_tw._("Sign in to continue, at {host}:", host="idp.example") == "請登入以繼續，登入位置在 idp.example："
+    assert (
+        zh_tw._("You can close this tab.") == "您可以關閉此分頁。"
+        and zh_tw._("this field is required") == "此欄位為必填"
+    )
+    assert zh_tw._("it uses an unusual port ({port})", port="8443") == "使用了不常見的通訊埠（8443）"
+    assert zh_tw._("URL:") == "網址：" and "程式" in zh_tw._(
+        "no program {name}: check the command (or give the server's http(s) URL).", name="x"
+    )
+
+
 # ---- which language --------------------------------------------------------------------------------------------
 
 
@@ -142,7 +183,17 @@ def test_the_compiled_catalogs_answer() -> None:
         ({"LC_ALL": "zh_SG.UTF-8", "LC_MESSAGES": "ar_EG.UTF-8", "LANG": "en_GB"}, "zh-Hans"),
         ({"LANG": "de_DE.UTF-8", "LANGUAGE": "fr:ar:en"}, "ar"),
         ({"LANG": "C", "LANGUAGE": "zh"}, "en"),  # gettext: LANGUAGE does not apply to the C locale
-        ({"LANG": "zh_TW.UTF-8"}, "en"),  # Traditional Chinese is not Simplified
+        ({"LANG": "zh_TW.UTF-8"}, "zh-Hant"),  # Traditional Chinese is not Simplified
+        ({"LANG": "zh_HK.UTF-8"}, "zh-Hant"),
+        ({"LC_ALL": "zh_MO.UTF-8"}, "zh-Hant"),
+        ({"LANG": "zh_CN.UTF-8", "LC_MESSAGES": "zh_Hant_HK.UTF-8"}, "zh-Hant"),
+        ({"LANG": "en_US.UTF-8", "LANGUAGE": "zh_TW:zh"}, "zh-Hant"),  # bare zh only after zh_TW
+        ({"LANG": "en_US.UTF-8", "LANGUAGE": "fr:zh_HK"}, "zh-Hant"),
+        ({"LANG": "zh_TW.UTF-8", "LANGUAGE": "zh"}, "zh-Hant"),  # a bare zh in the script the locale names
+        ({"LANG": "zh_TW.Big5", "LANGUAGE": "zh_CN:zh"}, "zh-Hans"),  # asked for by name
+        ({"LANG": "en_US.UTF-8", "LANGUAGE": "zh"}, "zh-Hans"),
+        ({"LANG": "zh_SG.UTF-8"}, "zh-Hans"),
+        ({"LANG": "zh_Hans_HK.UTF-8"}, "zh-Hans"),  # a script named wins over the region
         ({"LANG": "fr_FR.UTF-8"}, "en"),
     ],
 )
@@ -153,7 +204,12 @@ def test_the_language_comes_from_the_environment(environ: dict[str, str], tag: s
 def test_the_browser_language_comes_from_accept_language() -> None:
     assert negotiate("fr-CH, fr;q=0.9, zh-CN;q=0.8, en;q=0.5").tag == "zh-Hans"
     assert negotiate("en;q=0.2, ar;q=0.9").tag == "ar"
-    assert negotiate("zh-Hant, de").tag == "en" and negotiate("").tag == "en" and negotiate("ar;q=0").tag == "en"
+    assert negotiate("").tag == "en" and negotiate("ar;q=0").tag == "en" and negotiate("de, *;q=0.5").tag == "en"
+    assert negotiate("zh-Hant, de").tag == "zh-Hant" and negotiate("zh-TW,zh;q=0.9,en;q=0.8").tag == "zh-Hant"
+    assert negotiate("zh-HK").tag == "zh-Hant" and negotiate("zh-mo").tag == "zh-Hant"
+    assert negotiate("zh-Hant-TW;q=0.4, zh-CN;q=0.8").tag == "zh-Hans" and negotiate("zh").tag == "zh-Hans"
+    assert negotiate("en;q=0.1, zh-Hans-HK").tag == "zh-Hans" and negotiate("zh-SG").tag == "zh-Hans"
+    assert negotiate("zh-TW").locale.territory == "TW"  # the region's numbers and dates
 
 
 def test_numbers_and_dates_in_hints_and_answers_follow_the_locale() -> None:
@@ -426,6 +482,8 @@ async def test_the_page_follows_accept_language_and_its_switch(anyio_backend: st
             await anyio.sleep(0.01)
         async with httpx2.AsyncClient(headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.5"}) as browser:
             pages["zh"] = (await browser.get(links[0])).text
+            taiwan = {"accept-language": "zh-TW,zh;q=0.9,en-US;q=0.8,en;q=0.7"}  # what a browser in Taiwan sends
+            pages["hant"] = (await browser.get(links[0], headers=taiwan)).text
             pages["ar"] = (await browser.get(links[0] + "?lang=ar")).text
             pages["kept"] = (await browser.get(links[0])).text  # the switch is remembered for this question
             pages["sent"] = (await browser.post(links[0], data={"_action": "decline"})).text
@@ -444,6 +502,13 @@ async def test_the_page_follows_accept_language_and_its_switch(anyio_backend: st
     assert "<bdi>مكتب الحجز 1.0</bdi> 提问：" in zh and '<p class=message dir="auto">Book a table? 订座吗？</p>' in zh
     assert "<bdi>入住人数</bdi> <span class=req>（必填）</span>" in zh and ">检查</button>" in zh
     assert re.search(r'<a href="\?lang=zh-Hans" lang="zh-Hans" hreflang="zh-Hans" aria-current="true">简体中文</a>', zh)
+    hant = pages["hant"]
+    assert '<html lang="zh-Hant" dir="ltr">' in hant and "<bdi>入住人數</bdi>" not in hant  # the server's words as sent
+    assert "<bdi>入住人数</bdi> <span class=req>（必填）</span>" in hant and ">檢查</button>" in hant
+    assert ">拒絕</button>" in hant and ">取消</button>" in hant and "<title>مكتب الحجز 1.0 提問</title>" in hant
+    assert re.search(
+        r'<a href="\?lang=zh-Hant" lang="zh-Hant" hreflang="zh-Hant" aria-current="true">繁體中文</a>', hant
+    )
     assert '<html lang="ar" dir="rtl">' in ar and ">مراجعة</button>" in ar and "<bdi>مكتب الحجز 1.0</bdi> يسأل:" in ar
     assert '<html lang="ar" dir="rtl">' in pages["kept"]
     assert "لقد رفضت." in pages["sent"] and "يمكنك إغلاق علامة التبويب هذه." in pages["sent"]
@@ -500,6 +565,11 @@ def test_connects_own_lines_are_in_chinese_and_arabic() -> None:
          "elicitor connect：错误：参数 --ui：无效的选择：'nope'（可选：'terminal', 'lines', 'browser'）"),
         (["serve", "app:server", "--port", "abc"], {"LANG": "zh_CN.UTF-8"},
          "elicitor serve：错误：参数 --port：无效的 int 值：'abc'"),
+        (["serve", "app:server", "--port", "abc"], {"LANG": "zh_TW.UTF-8"},
+         "elicitor serve：錯誤：參數 --port：無效的 int 值：'abc'"),
+        (["serve"], {"LANG": "en_US.UTF-8", "LANGUAGE": "zh_TW:zh"}, "elicitor serve：錯誤：缺少下列必要參數：target"),
+        (["--lang", "zh-HK", "connect", "--ui", "nope", "x"], {"LANG": "zh_CN.UTF-8"},
+         "elicitor connect：錯誤：參數 --ui：無效的選擇：'nope'（可選擇：'terminal', 'lines', 'browser'）"),
         (["serve"], {"LC_MESSAGES": "ar_EG.UTF-8"}, "elicitor serve: خطأ: الوسائط التالية مطلوبة: target"),
         (["--lang=en", "serve"], {"LANG": "zh_CN.UTF-8"}, "elicitor serve: error: the following arguments are"),
     ],

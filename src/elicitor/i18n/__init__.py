@@ -1,6 +1,6 @@
 """The words elicitor itself shows a person, in their language (gettext catalogs, Babel's numbers and dates).
 
-English, Simplified Chinese and Arabic are complete. Pick one with ``TerminalHandler(lang="zh")``,
+English, Simplified and Traditional Chinese and Arabic are complete. Pick one with ``TerminalHandler(lang="zh")``,
 ``BrowserHandler(lang=...)`` (the browser otherwise follows ``Accept-Language`` and the page's switch) or
 ``elicitor --lang``; by default the environment's (``LANGUAGE``, ``LC_ALL``, ``LC_MESSAGES``, ``LANG``). What a
 server writes is never translated.

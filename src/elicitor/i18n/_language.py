@@ -32,14 +32,15 @@ from ._message import Message
 LOCALES = Path(__file__).parent / "locales"
 DOMAIN = "elicitor"
 
-_CATALOGS: dict[str, str] = {"en": "en", "zh-Hans": "zh_Hans", "ar": "ar"}
+_CATALOGS: dict[str, str] = {"en": "en", "zh-Hans": "zh_Hans", "zh-Hant": "zh_Hant", "ar": "ar"}
 """The languages elicitor speaks, as BCP 47 tags, with the folder of each one's catalog under ``locales/``."""
 
 _TRADITIONAL = frozenset({"TW", "HK", "MO"})
+"""The regions whose Chinese is written in Traditional characters when a tag names no script (``zh-TW``)."""
 
 
 def available() -> tuple[str, ...]:
-    """The languages elicitor's own words come in (BCP 47 tags): ``("en", "zh-Hans", "ar")``."""
+    """The languages elicitor's own words come in (BCP 47 tags): ``("en", "zh-Hans", "zh-Hant", "ar")``."""
     return tuple(_CATALOGS)
 
 
@@ -160,12 +161,17 @@ def language(spec: str | Language | None = None, environ: Mapping[str, str] | No
 def from_environment(environ: Mapping[str, str] | None = None) -> Language:
     """The language the person's environment asks for, in gettext's order: ``LANGUAGE`` (a ``:``-separated list
     of preferences, unless the locale is ``C``), then the first of ``LC_ALL``, ``LC_MESSAGES``, ``LANG`` that is
-    set; English if none names a language elicitor speaks."""
+    set; English if none names a language elicitor speaks. Chinese goes by its script: ``zh_TW``, ``zh_HK``,
+    ``zh_MO`` and ``zh_Hant`` read Traditional, ``zh_CN``, ``zh_SG`` and ``zh`` Simplified, except that a bare
+    ``zh`` in ``LANGUAGE`` takes the script of a Traditional locale (``LANG=zh_TW.UTF-8 LANGUAGE=zh``)."""
     env = os.environ if environ is None else environ
     locale_name = next((env[k] for k in ("LC_ALL", "LC_MESSAGES", "LANG") if env.get(k)), "")
     wishes = [] if locale_name in ("", "C", "POSIX") else env.get("LANGUAGE", "").split(":")
+    home = _chosen(locale_name)
     for wish in [*wishes, locale_name]:
         chosen = _chosen(wish)
+        if _bare(wish).lower() == "zh" and home is not None and home.tag == "zh-Hant":
+            return home  # LANG=zh_TW.UTF-8 LANGUAGE=zh: Chinese, in the script the locale names
         if chosen is not None:
             return chosen
     return _load("en", None)
@@ -194,9 +200,14 @@ def negotiate(accept_language: str) -> Language:
     return _load("en", None)
 
 
+def _bare(text: str) -> str:
+    """A locale name or language tag without its encoding and modifier, ``_`` between its parts."""
+    return text.split(".")[0].split("@")[0].replace("-", "_").strip()
+
+
 def _chosen(text: str) -> Language | None:
     """The language of a locale name or language tag, if elicitor speaks it; the region kept for formats."""
-    name = text.split(".")[0].split("@")[0].replace("-", "_").strip()
+    name = _bare(text)
     if name in ("", "C", "POSIX", "*"):
         return None
     parts = name.split("_")
@@ -204,9 +215,10 @@ def _chosen(text: str) -> Language | None:
     script = next((p.title() for p in parts[1:] if len(p) == 4), None)
     region = next((p.upper() for p in parts[1:] if len(p) in (2, 3)), None)
     if lang == "zh":
-        if script == "Hant" or (script is None and region in _TRADITIONAL):
-            return None  # Traditional Chinese: no catalog yet, and Simplified is not what was asked for
-        return _load("zh-Hans", region)
+        # Chinese by its script: Traditional for zh-Hant*, and for zh-TW, zh-HK, zh-MO that name none; Simplified
+        # for zh-Hans*, zh-CN, zh-SG and a bare zh. The region stays for numbers and dates (zh-Hant-HK).
+        traditional = script == "Hant" or (script is None and region in _TRADITIONAL)
+        return _load("zh-Hant" if traditional else "zh-Hans", region)
     tag = next((t for t in _CATALOGS if t.split("-")[0] == lang), None)
     return _load(tag, region) if tag is not None else None
 

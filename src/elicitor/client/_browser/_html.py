@@ -324,7 +324,7 @@ _STYLE = (
     "@media (forced-colors:active){.errors,mark{border:2px solid CanvasText}}"
 )
 
-_NATIVE = {"en": "English", "zh-Hans": "简体中文", "ar": "العربية"}
+_NATIVE = {"en": "English", "zh-Hans": "简体中文", "zh-Hant": "繁體中文", "ar": "العربية"}
 """Each language's name in itself, as a switch lists them (a person finds their own language by its look)."""
 
 
