@@ -81,13 +81,6 @@ class EagerStarter:
         carrier.hand(coro, context, yielded, None)
         return task
 
-    def start_later(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Start ``coro`` in a task as ``create_task`` does (its first step on the next pass), one that :meth:`wake`
-        can wake from a loop callback."""
-        task = Carrier(self._loop, coro).task
-        assert task is not None
-        return task
-
     def carrier(self) -> Carrier | None:
         """The carrier of the running task if a starter started it."""
         task = asyncio.current_task(self._loop)
@@ -134,16 +127,13 @@ class Carrier(Coroutine[Any, Any, None]):
     go of it and of its task (no reference cycle outlives the task: a finished call's memory is freed at once).
     """
 
-    __slots__ = ("_ahead", "_context", "_coro", "_ended", "_handed", "_own", "_raised", "_yielded", "task", "waits_on")
+    __slots__ = ("_ahead", "_context", "_coro", "_ended", "_handed", "_raised", "_yielded", "task", "waits_on")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None] | None = None) -> None:
-        # Parked (no coroutine yet: EagerStarter.start hands it one), or carrying ``coro`` from its first step.
-        self._handed: asyncio.Future[None] | None = loop.create_future() if coro is None else None
-        self._coro = coro
-        self._context: contextvars.Context | None = None if coro is None else contextvars.copy_context()
-        self._own = coro is None
-        """The task runs in a context of its own, not the coroutine's (a parked task is handed coroutines
-        started elsewhere): each step enters the coroutine's. Else the task runs in the coroutine's context."""
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._handed: asyncio.Future[None] | None = loop.create_future()
+        self._coro: Coroutine[Any, Any, None] | None = None
+        self._context: contextvars.Context | None = None
+        """The coroutine's own context, entered for each of its steps (its task, made ahead, has another)."""
         self._yielded: Any = None
         self._raised: BaseException | None = None
         self._ahead = False
@@ -151,7 +141,7 @@ class Carrier(Coroutine[Any, Any, None]):
         """The coroutine ended in :meth:`go_on`, ahead of its task: the task's next step ends it too."""
         self.waits_on: Any = None
         """What the coroutine awaits now (a future), whether or not its task has been given it yet."""
-        self.task: asyncio.Task[None] | None = loop.create_task(self, context=self._context)
+        self.task: asyncio.Task[None] | None = loop.create_task(self)
 
     def used(self) -> bool:
         """Whether the parked task can no longer take a coroutine (a finished step's code cancelled it)."""
@@ -172,11 +162,11 @@ class Carrier(Coroutine[Any, Any, None]):
         if handed is not None and not handed.done():
             handed.set_result(None)
 
-    def _drive(self, method: Callable[[Any], Any], arg: Any, enter: bool) -> Any:
-        """Step the coroutine (``send`` or ``throw``), entering its context if ``enter``; what it awaits next."""
+    def _drive(self, method: Callable[[Any], Any], arg: Any) -> Any:
+        """Step the coroutine (``send`` or ``throw``) in its context; what it awaits next."""
         assert self._context is not None
         try:
-            self.waits_on = self._context.run(method, arg) if enter else method(arg)
+            self.waits_on = self._context.run(method, arg)
         except BaseException:
             self._end()
             raise
@@ -190,7 +180,7 @@ class Carrier(Coroutine[Any, Any, None]):
         assert self._coro is not None
         self._ahead = True
         try:
-            self._yielded = self._drive(self._coro.send, None, True)  # from a loop callback
+            self._yielded = self._drive(self._coro.send, None)
         except StopIteration:
             self._ended = True
         except BaseException as exc:
@@ -219,7 +209,7 @@ class Carrier(Coroutine[Any, Any, None]):
             self._handed = None
             return self._ahead_step()
         assert self._coro is not None
-        return self._drive(self._coro.send, value, self._own)
+        return self._drive(self._coro.send, value)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         exc = val if isinstance(val, BaseException) else typ
@@ -233,7 +223,7 @@ class Carrier(Coroutine[Any, Any, None]):
         # Handed, or gone on ahead (woken or not yet): the coroutine takes it where it waits.
         self._handed = self._yielded = None
         self._ahead = False
-        return self._drive(self._coro.throw, exc, self._own)
+        return self._drive(self._coro.throw, exc)
 
     def close(self) -> None:
         if self._coro is not None:

@@ -114,7 +114,7 @@ class ServerSession:
                     self.on_request,
                     self.on_notification,
                     max_incoming=self.server.max_in_flight,
-                    carried=True,
+                    eager=True,
                 ) as session:
                     self.session = session
                     session.take = self.take_round

@@ -118,7 +118,6 @@ class Session:
         *,
         max_incoming: int,
         eager: bool = False,
-        carried: bool = False,
     ) -> None:
         self.transport = transport
         self.connection = Connection(max_incoming=max_incoming)
@@ -142,11 +141,9 @@ class Session:
         """What makes a request's cancel scope: on asyncio the backend's class itself (``anyio.CancelScope()`` looks
         the backend up on every call, a third of the cost of starting a request's task)."""
         self._deadlines = Deadlines(self._loop) if self._loop is not None else None
-        self._starter = EagerStarter(self._loop) if (eager or carried) and self._loop is not None else None
-        """Starts the peer's requests in tasks the reading callback can wake (see :meth:`_answered`)."""
-        self._eager = eager
-        """The requests read by the reading callback take their first step there (see :meth:`_spawn`), for a
-        session whose peer's requests are mostly answered without waiting (a client's)."""
+        self._starter = EagerStarter(self._loop) if eager and self._loop is not None else None
+        """Starts the requests the reading callback reads with their first step taken there (see :meth:`_spawn`),
+        in tasks it can wake when it reads the answer to a request they wait on (see :meth:`_answered`)."""
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         self._held: tuple[bytes, Event] | None = None
         """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
@@ -393,12 +390,10 @@ class Session:
         if self._loop is None:
             return self._tg.start_soon(self._serve, request)
         scope = self._scope_type()
-        if self._eager and self._starter is not None:
+        if self._starter is not None:
             task = self._starter.start(self._serve(request, scope))
             if task is None:
                 return None
-        elif self._starter is not None:
-            task = self._starter.start_later(self._serve(request, scope))
         else:
             task = self._loop.create_task(self._serve(request, scope))
         self._tasks[scope] = task
@@ -506,19 +501,17 @@ async def open_session(
     *,
     max_incoming: int = MAX_INCOMING,
     eager: bool = False,
-    carried: bool = False,
 ) -> AsyncIterator[Session]:
     """Run a session over ``transport`` for the duration of the block; the read loop starts at once.
 
-    Leaving the block closes the transport and cancels everything still running in the session. ``eager``: the
-    peer's requests are mostly answered without waiting; start them in the reading callback (see
-    :meth:`Session._spawn`). ``carried``: a request's task waiting on the peer's answer to a request of its own is
-    woken by the reading callback that reads the answer, and goes on in that pass (see :meth:`Session._answered`).
+    Leaving the block closes the transport and cancels everything still running in the session.
+
+    ``eager``: requests read by the transport's reading callback take their first step there, and an answer it
+    reads to a request a task waits on wakes that task there (see :meth:`Session._spawn` and
+    :meth:`Session._answered`): one pass of the event loop fewer per message.
     """
     async with anyio.create_task_group() as tg:
-        session = Session(
-            transport, tg, on_request, on_notification, max_incoming=max_incoming, eager=eager, carried=carried
-        )
+        session = Session(transport, tg, on_request, on_notification, max_incoming=max_incoming, eager=eager)
         tg.start_soon(session.run)
         try:
             yield session
