@@ -380,6 +380,22 @@ def ascii_typed(f: FormField, text: str) -> str:
     return text
 
 
+def typed_number(f: NumberField, text: str, lang: Language) -> int | float | None:
+    """A number as a person typed it (fullwidth forms already read as ASCII), or ``None`` if it is not one (or, for
+    an integer field, not a whole one): as Python reads it (any script's digits), else as the person's region
+    writes it (``1,234.5``)."""
+    number: int | float | None
+    try:
+        return int(text) if f.integer else float(text)
+    except ValueError:
+        number = lang.parse_number(text)
+    if number is not None and f.integer and number.is_integer():
+        number = int(number)
+    if number is None or (f.integer and not isinstance(number, int)):
+        return None
+    return number
+
+
 def parse_text(f: FormField, text: str, lang: Language) -> Any:
     """Typed text as the field's value, checked by the field's shared validator; raises ``Problem`` if it is not.
 
@@ -394,15 +410,9 @@ def parse_text(f: FormField, text: str, lang: Language) -> Any:
             return False
         raise Problem(N_("answer y or n"))
     if isinstance(f, NumberField):
-        number: Any
-        try:
-            number = int(text) if f.integer else float(text)
-        except ValueError:
-            number = lang.parse_number(text)
-            if number is not None and f.integer and number.is_integer():
-                number = int(number)
-            if number is None or (f.integer and not isinstance(number, int)):
-                raise Problem(N_("expected a whole number") if f.integer else N_("expected a number")) from None
+        number = typed_number(f, text, lang)
+        if number is None:
+            raise Problem(N_("expected a whole number") if f.integer else N_("expected a number"))
         return f.check(number)
     if isinstance(f, EnumField):
         return f.check(_pick(f.options, text))

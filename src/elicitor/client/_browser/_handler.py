@@ -298,18 +298,21 @@ class BrowserHandler:
             page.state = "asking"
             await self._render(send, 200, page, lang, page.draft)
             return
-        values, errors = read_answer(request, posted)
-        if not errors:
-            try:
-                page.draft = request.form.validate(request.form.with_defaults(values))
-            except InvalidAnswer as exc:
-                errors = list(exc.errors)
-            else:
+        values, errors = read_answer(request, posted, lang)
+        unread = {error.field for error in errors}
+        try:
+            draft = request.form.validate(request.form.with_defaults(values))
+        except InvalidAnswer as exc:  # every field's problem at once, an unreadable one's said once
+            errors += [error for error in exc.errors if error.field not in unread]
+        else:
+            if not errors:
+                page.draft = draft
                 page.state = "reviewing"
                 await self._render(send, 200, page, lang)
                 return
         page.state = "asking"
-        await self._render(send, 422, page, lang, values, tuple(errors))  # the errors, on the form as it was sent
+        shown = {**values, **{name: posted[name][0] for name in unread if name and posted.get(name)}}
+        await self._render(send, 422, page, lang, shown, tuple(errors))  # the errors, on the form as it was sent
 
     async def _url_action(self, page: Page, action: str, send: Any, lang: Language) -> None:
         request = page.request

@@ -117,7 +117,9 @@ def form_page(
             for error in errors
         ]
         parts.append(_errors(items, lang))
-    parts.append('<form method="post">')
+    # novalidate: the browser's own checks speak its interface's language in bubbles of its own; the shared
+    # validator says the same things in the person's language, in the page, next to each field.
+    parts.append('<form method="post" novalidate>')
     first_bad = next((f.name for f in request.form.fields if any(x.field == f.name for x in errors)), None)
     for i, f in enumerate(request.form.fields):
         mine = [error_text(x, lang) for x in errors if x.field == f.name]
@@ -243,10 +245,10 @@ def _field(
         return f"<fieldset{described_by}><legend>{_bidi(f.label)}{mark}</legend>{notes}{options}</fieldset>"
     attrs = f' name="{name}" id="f-{name}"{required}{focus}'
     if isinstance(f, NumberField):
-        step = "1" if f.integer else "any"
-        attrs += f' type=number step="{step}"'
-        attrs += f' min="{f.minimum:g}"' if f.minimum is not None else ""
-        attrs += f' max="{f.maximum:g}"' if f.maximum is not None else ""
+        # Text with a number keyboard, not type=number: that input turns what it cannot read ("十三", a region's
+        # "1.000,5") into an empty value without a word, so the person would hear "required" or nothing at all;
+        # read as text, the number is read as the terminal reads it, or the validator says what is wrong.
+        attrs += f' type=text inputmode="{"numeric" if f.integer else "decimal"}"'
     elif isinstance(f, StringField):
         attrs += f' type="{_INPUT_TYPES.get(f.format or "", "text")}"'
         # minlength, never maxlength: the browser counts UTF-16 units, the schema characters, so maxlength="3"
