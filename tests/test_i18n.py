@@ -443,6 +443,41 @@ async def test_a_long_chinese_title_wraps_in_the_banner_and_hides_nothing(anyio_
 
 
 @pytest.mark.anyio
+async def test_a_chinese_description_wraps_where_chinese_breaks_and_an_english_one_between_words(
+    anyio_backend: str,
+) -> None:
+    """The form's text (a server's message and descriptions) is laid out in lines the way each language breaks:
+    prompt_toolkit cut at the last cell that fit, so a Chinese comma began the next line (at 60 columns, the one
+    after 英文姓名) and an English word was split across two lines. Nothing is lost or added: the lines read back
+    as sent."""
+    about = "請填寫您護照上的中文姓名，如果沒有中文姓名，請填寫英文姓名，這段說明故意寫得很長以測試換行"
+    english = "Write the name exactly as it is printed in the passport, including every middle name you have"
+    form = Form.from_schema(
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "title": "姓名", "description": about},
+                "latin": {"type": "string", "title": "Name", "description": english},
+            },
+        }
+    )
+    shown: list[str] = []
+    async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("姓名")
+            shown.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, ElicitationRequest("請填寫訂房資料。", form, RTL_SERVER), drive)
+    lines = [line.strip() for line in shown[0].splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("請填寫您"))
+    assert "".join(lines[start : start + 2]) == about and not lines[start + 1].startswith("，"), shown[0]
+    start = next(i for i, line in enumerate(lines) if line.startswith("Write the"))
+    assert " ".join(lines[start : start + 2]) == english, shown[0]  # broken at a space, no word cut
+
+
+@pytest.mark.anyio
 async def test_the_full_screen_in_arabic_keeps_the_servers_words_as_sent(anyio_backend: str) -> None:
     async with screen_handler(lang="ar") as (handler, screen):
 

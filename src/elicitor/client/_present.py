@@ -79,6 +79,39 @@ _NO_LINE_START = frozenset("，。、；：？！）》」』】〕〉…—·,.
 """Punctuation a line must not begin with (closing marks, commas, full stops): kept with what it follows."""
 
 
+_NO_LINE_END = frozenset("（《「『【〔〈“‘([{")
+"""Opening marks a line must not end with: kept with what they open."""
+
+
+def break_lines(text: str, width: int) -> list[int]:
+    """Where ``text`` (one line, no newline) breaks to fit ``width`` terminal cells: the index each line after the
+    first starts at. Broken as :func:`wrap` breaks (after a space, between two wide characters, never before a
+    closing mark nor after an opening one), cut between characters where a run has no such place; every
+    character kept, so a renderer can carry each one's style along."""
+    from prompt_toolkit.utils import get_cwidth
+
+    breaks: list[int] = []
+    start, used, chance = 0, 0, 0
+    for i, ch in enumerate(text):
+        cells = get_cwidth(ch)
+        if i > start and _may_break(text[i - 1], ch, cells == 2 or get_cwidth(text[i - 1]) == 2):
+            chance = i
+        if used + cells > width and i > start and ch != " ":
+            cut = chance if chance > start else i
+            breaks.append(cut)
+            start, chance = cut, cut
+            used = sum(get_cwidth(c) for c in text[start:i])
+        used += cells
+    return breaks
+
+
+def _may_break(before: str, ch: str, wide: bool) -> bool:
+    """Whether a line may break between ``before`` and ``ch`` (``wide``: one of them takes two cells)."""
+    if before == " ":
+        return ch != " "
+    return wide and ch != " " and ch not in _NO_LINE_START and before not in _NO_LINE_END
+
+
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` in lines of at most ``width`` terminal cells, the lines after the first starting with ``indent``.
 

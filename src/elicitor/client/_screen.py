@@ -59,6 +59,7 @@ from prompt_toolkit.layout import (
     Layout,
     Window,
 )
+from prompt_toolkit.layout.controls import UIContent
 from prompt_toolkit.output import ColorDepth, Output, create_output
 from prompt_toolkit.styles import Style
 from prompt_toolkit.utils import get_cwidth
@@ -71,6 +72,7 @@ from ..types import Implementation
 from ._handlers import ElicitationRequest
 from ._present import (
     asker,
+    break_lines,
     error_text,
     identity_warnings,
     printable,
@@ -209,8 +211,52 @@ def help_bar(text: str) -> Window:
     return Window(FormattedTextControl([("class:help", f" {text} ")]), height=1, style="class:help")
 
 
+class _WrappedText(FormattedTextControl):
+    """Text laid out in lines of the window's width as a person reads them (:func:`break_lines`): prompt_toolkit's
+    own wrapping cuts at the last cell that fits, so a Chinese comma or full stop began the next line and an
+    English word was split in two."""
+
+    _width = 0
+
+    def create_content(self, width: int, height: int | None) -> UIContent:
+        self._width = width
+        return super().create_content(width, height)
+
+    def _get_formatted_text_cached(self) -> StyleAndTextTuples:
+        return wrapped(super()._get_formatted_text_cached(), self._width)
+
+
+def wrapped(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
+    """``fragments`` with a newline where each of their lines breaks to fit ``width`` cells, every character's style
+    kept; the spaces a line breaks at are dropped (they would overflow the line or start the next one)."""
+    if width <= 2:
+        return fragments
+    styled = [(fragment[0], ch) for fragment in fragments for ch in fragment[1]]
+    text = "".join(ch for _, ch in styled)
+    out: list[tuple[str, str]] = []
+    start = 0
+    for number, line in enumerate(text.split("\n")):
+        if number:
+            out.append((styled[start - 1][0], "\n"))
+        cuts = set(break_lines(line, width))
+        for i, ch in enumerate(line):
+            if i in cuts:
+                while out and out[-1][1] == " ":
+                    out.pop()
+                out.append((styled[start + i][0], "\n"))
+            out.append((styled[start + i][0], ch))
+        start += len(line) + 1
+    merged: StyleAndTextTuples = []
+    for style, ch in out:
+        if merged and merged[-1][0] == style and ch != "\n" and merged[-1][1][-1:] != "\n":
+            merged[-1] = (style, merged[-1][1] + ch)
+        else:
+            merged.append((style, ch))
+    return merged
+
+
 def text_lines(get: Callable[[], StyleAndTextTuples]) -> Window:
-    return Window(FormattedTextControl(lambda: escaped(get())), dont_extend_height=True, wrap_lines=True)
+    return Window(_WrappedText(lambda: escaped(get())), dont_extend_height=True, wrap_lines=True)
 
 
 def error_line(error: FieldError, lang: Language, form: Form[Any] | None = None) -> str:
