@@ -3,6 +3,7 @@ renderer in Chinese and Arabic (the server's words shown as sent, their directio
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import string
@@ -25,7 +26,7 @@ from elicitor.forms import NumberField, StringField
 from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
-from .conftest import connected, scripted_terminal, unisolated
+from .conftest import connected, scripted_terminal, serving, unisolated
 from .test_screen import ENTER, TAB, answer, screen_handler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -619,3 +620,100 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
         env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
     )  # fmt: skip
     assert run.returncode == 2 and said in run.stderr, run.stderr
+
+
+# ---- the server's side: a Chinese answer over the wire -------------------------------------------------------------
+
+INN = '''
+import json
+from elicitor import Accepted, Context, Form, Server
+
+server = Server("inn", "1.0", title="臺北旅館")
+FORM = Form.from_schema({"type": "object", "properties": {"name": {"type": "string", "title": "姓名",
+    "minLength": 3, "maxLength": 3}}, "required": ["name"]})
+
+
+@server.tool()
+async def register(ctx: Context) -> str:
+    """登記住客。"""
+    outcome = await ctx.elicit("請填寫姓名（三個字）", FORM)
+    return json.dumps(outcome.data, ensure_ascii=False) if isinstance(outcome, Accepted) else outcome.action
+
+
+if __name__ == "__main__":
+    server.run("stdio")
+'''
+ESCAPED = json.dumps({"name": "𠮷野家"})  # ensure_ascii: "\ud842\udfb7\u91ce\u5bb6", one character a surrogate pair
+
+
+def ascii_json(message: dict[str, Any]) -> bytes:
+    """A message as a client that escapes everything outside ASCII writes it (Python's json.dumps by default)."""
+    data = json.dumps(message).encode()
+    assert data.isascii() and b"\\ud842\\udfb7" in data
+    return data
+
+
+def test_a_chinese_answer_in_ascii_escapes_arrives_intact_over_stdio(tmp_path: Path) -> None:
+    """A client that writes JSON with \\u escapes (a character outside the BMP as a surrogate pair): the server
+    reads 𠮷野家 as the three characters maxLength and minLength count, and what it writes back is UTF-8."""
+    script = tmp_path / "inn.py"
+    script.write_text(INN)
+    init = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "客戶端", "version": "1"}}  # fmt: skip
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "register", "arguments": {}}},
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["result"]["serverInfo"]["title"] == "臺北旅館"
+        raw = proc.stdout.readline()
+        assert "請填寫姓名（三個字）".encode() in raw  # written as UTF-8
+        asked = json.loads(raw)
+        assert asked["method"] == "elicitation/create"
+        answer = {"action": "accept", "content": json.loads(ESCAPED)}
+        proc.stdin.write(ascii_json({"jsonrpc": "2.0", "id": asked["id"], "result": answer}) + b"\n")
+        proc.stdin.flush()
+        done = json.loads(proc.stdout.readline())
+        assert done["id"] == 2 and done["result"]["content"][0]["text"] == '{"name": "𠮷野家"}', done
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        errors = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert "Traceback" not in errors, errors
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_chinese_answer_in_ascii_escapes_arrives_intact_over_http(anyio_backend: str) -> None:
+    """The same over Streamable HTTP (2026-07-28: the answer comes back with the retried call), a body of ASCII
+    escapes with a bare ``application/json`` type: 𠮷野家 is three characters, and the reply is UTF-8."""
+    namespace: dict[str, Any] = {}
+    exec(compile(INN, "inn", "exec"), namespace)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+    }
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json",
+               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "register"}  # fmt: skip
+    first = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "register", "_meta": meta}}
+    async with serving(namespace["server"].http_app()) as url, httpx2.AsyncClient() as http:
+        reply = await http.post(url, content=json.dumps(first).encode(), headers=headers)
+        assert "請填寫姓名（三個字）".encode() in reply.content  # UTF-8, not escapes
+        asked = reply.json()["result"]
+        assert asked["resultType"] == "input_required"
+        key = next(iter(asked["inputRequests"]))
+        answers = {key: {"action": "accept", "content": json.loads(ESCAPED)}}
+        params = {**first["params"], "inputResponses": answers, "requestState": asked["requestState"]}  # type: ignore[dict-item]
+        retry = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+        done = (await http.post(url, content=ascii_json(retry), headers=headers)).json()
+    assert done["result"]["content"][0]["text"] == '{"name": "𠮷野家"}', done
