@@ -479,6 +479,22 @@ async def test_a_chinese_description_wraps_where_chinese_breaks_and_an_english_o
 
 
 @pytest.mark.anyio
+async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave(anyio_backend: str) -> None:
+    """At 60 columns the Traditional Chinese key help (62 cells) was cut at the edge, and with it "Esc 取消"."""
+    async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):
+        seen: list[str] = []
+
+        async def drive() -> None:
+            await screen.shows("空白鍵勾選")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, ElicitationRequest("請預訂房間", CHINESE_FORM, RTL_SERVER), drive)
+    bottom = [line.strip() for line in seen[0].splitlines() if line.strip()][-2:]
+    assert " ".join(bottom) == "Tab / Shift-Tab 移動 · 空白鍵勾選 · Enter 下一項或按下按鈕 · Esc 取消", seen[0]
+
+
+@pytest.mark.anyio
 async def test_the_full_screen_in_arabic_keeps_the_servers_words_as_sent(anyio_backend: str) -> None:
     async with screen_handler(lang="ar") as (handler, screen):
 

@@ -208,7 +208,11 @@ def identity_warning(server: Implementation | None, lang: Language) -> AnyContai
 
 
 def help_bar(text: str) -> Window:
-    return Window(FormattedTextControl([("class:help", f" {text} ")]), height=1, style="class:help")
+    """The keys, at the bottom: on as many lines as they take (in Chinese they fill 62 cells, and a line cut at the
+    edge of a narrower terminal hid "Esc 取消", how to leave)."""
+    return Window(
+        _WrappedText([("class:help", f" {text} ")]), style="class:help", wrap_lines=True, dont_extend_height=True
+    )
 
 
 class _WrappedText(FormattedTextControl):
