@@ -19,8 +19,8 @@ import pytest
 from babel.messages.pofile import read_po
 from prompt_toolkit.data_structures import Size
 
-from elicitor import Accepted, Context, FieldError, Form, InvalidAnswer, Server, TerminalHandler
-from elicitor.client import BrowserHandler, ElicitationRequest
+from elicitor import Accepted, Cancelled, Context, Declined, FieldError, Form, InvalidAnswer, Server, TerminalHandler
+from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.client._present import FSI, PDI, hint, show
 from elicitor.forms import NumberField, StringField
 from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
@@ -287,6 +287,35 @@ async def test_what_an_input_method_types_in_full_width_is_read_as_ascii(anyio_b
     outcome = await handler(req)
     assert outcome == Accepted({"day": "2026-11-25", "email": "li@例子.中国", "nights": 2.5, "note": "ｌｉ＠ｌｅｉ"})
     assert not any("✗" in line or "应为" in line for line in shown), shown
+
+
+YES_NO_ZH = Form.from_schema({"type": "object", "properties": {"ok": {"type": "boolean", "title": "確定入住嗎"}}})
+URL_ZH = UrlElicitationRequest("請在銀行的網頁上完成付款。", "https://bank.example/pay", None)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("lines", "form", "outcome"),
+    [
+        (["ｙ"], YES_NO_ZH, Accepted({"ok": True})),  # a yes/no question's own prompt
+        (["ｄ"], CHINESE_FORM, Declined()),  # "Answer now?"
+        (["", "李雷", "３", "", "２", "２", "ｃ", ""], CHINESE_FORM, Cancelled()),  # review: edit field 2, then cancel
+        (["", "李雷", "３", "－", "Ｄ"], CHINESE_FORM, Declined()),  # '-' leaves City empty
+        (["拒絕"], URL_ZH, Declined()),  # the URL consent takes the words its prompt says, as the others do
+        (["ｎ"], URL_ZH, Declined()),
+    ],
+)
+async def test_the_line_modes_letters_typed_in_full_width_mean_the_same(
+    anyio_backend: str, lines: list[str], form: Any, outcome: Any
+) -> None:
+    """An input method left in full-width mode types fullwidth y, d, 2, -: the line mode's answers, commands and
+    numbers are read as the letters they are (they were refused, or asked again, or taken as a City)."""
+    handler, shown = scripted_terminal(lines, lang="zh-TW")
+    if isinstance(form, UrlElicitationRequest):
+        assert await handler.url(form) == outcome
+        return
+    assert await handler(ElicitationRequest("請預訂房間", form, RTL_SERVER)) == outcome
+    assert not any("請回答" in line for line in shown), shown
 
 
 @pytest.mark.anyio

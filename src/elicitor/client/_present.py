@@ -399,6 +399,12 @@ _FULLWIDTH_EMAIL = _FULLWIDTH | {0x3002: 0x2E}
 """The same, and the ideographic full stop ``。`` as a dot (IDNA reads it as one between labels)."""
 
 
+def command_typed(text: str) -> str:
+    """An answer to a prompt of letters and numbers (``y``, ``d``, ``c``, ``2``, ``-``) as it is compared: an input
+    method in full-width mode types their fullwidth forms (U+FF59, U+FF44, U+FF12), which mean the same."""
+    return text.translate(_FULLWIDTH).strip().lower()
+
+
 def ascii_typed(f: FormField, text: str) -> str:
     """What a person typed into a number, date or email field with ASCII where they typed its fullwidth forms.
 
@@ -406,7 +412,7 @@ def ascii_typed(f: FormField, text: str) -> str:
     U+FF0D, U+FF20...): characters that read as the date and the address but are not the ASCII the formats are
     made of, so they were refused. Free text is left exactly as typed (it is the person's own), and so are URLs
     (a path may mean its fullwidth letters)."""
-    if isinstance(f, NumberField) or (isinstance(f, StringField) and f.format in ("date", "date-time")):
+    if isinstance(f, NumberField | BooleanField) or (isinstance(f, StringField) and f.format in ("date", "date-time")):
         return text.translate(_FULLWIDTH)
     if isinstance(f, StringField) and f.format == "email":
         return text.translate(_FULLWIDTH_EMAIL)

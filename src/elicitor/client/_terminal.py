@@ -33,6 +33,7 @@ from ._present import (
     LRI,
     PDI,
     asker,
+    command_typed,
     error_text,
     hint,
     identity_warnings,
@@ -190,12 +191,12 @@ class TerminalHandler:
         )
         try:
             while True:
-                choice = self._line(question).lower()
-                if choice in ("y", "yes", "o", "open") and request.openable:
+                choice = command_typed(self._line(question))
+                if choice in ("y", "yes", "o", "open", t("yes")) and request.openable:
                     break
-                if choice in ("n", "no", "d", "decline"):
+                if choice in ("n", "no", "d", "decline", t("no"), t("decline")):
                     return Declined()
-                if choice in ("c", "cancel"):
+                if choice in ("c", "cancel", t("cancel")):
                     raise _Cancel
         except (_Cancel, EOFError, KeyboardInterrupt):
             say(t("Cancelled."))
@@ -322,7 +323,7 @@ class TerminalHandler:
         question = yes_no(request.form)
         if question is not None:
             return self._yes_no(question)
-        choice = self._line(t("Answer now? [Enter] yes, d = decline, c = cancel: ")).lower()
+        choice = command_typed(self._line(t("Answer now? [Enter] yes, d = decline, c = cancel: ")))
         if choice in ("d", "decline", t("decline")):
             return Declined()
         if choice in ("c", "cancel", t("cancel")):
@@ -337,7 +338,7 @@ class TerminalHandler:
             for i, f in enumerate(fields, 1):
                 shown = show(f, values.get(f.name), self.lang)
                 say(f"  {self.lang.number(i)}. {isolated(f.label)}{t(': ')}{FSI}{shown}{PDI}")
-            choice = self._line(t("[Enter] submit, a number to edit, d = decline, c = cancel: ")).lower()
+            choice = command_typed(self._line(t("[Enter] submit, a number to edit, d = decline, c = cancel: ")))
             if choice == "":
                 return Accepted({k: v for k, v in values.items() if v is not None})
             if choice in ("d", "decline", t("decline")):
@@ -356,7 +357,7 @@ class TerminalHandler:
         question = isolated(printable(f.label).rstrip("?") + "?")
         prompt = t("{question} y = yes, n or Enter = no, d = decline, c = cancel: ", question=question)
         while True:
-            choice = self._line(prompt).lower()
+            choice = command_typed(self._line(prompt))
             if choice in ("y", "yes", t("yes")):
                 return Accepted({f.name: True})
             if choice in ("", "n", "no", t("no")):
@@ -392,7 +393,7 @@ class TerminalHandler:
                     return
                 say("  " + t("This field is required."))
                 continue
-            if text == "-" and not f.required:
+            if command_typed(text) == "-" and not f.required:
                 values.pop(f.name, None)
                 return
             try:
