@@ -317,6 +317,8 @@ YES_NO: dict[str, Any] = {
     ("keys", "outcome"),
     [([ENTER], Accepted({"confirm": False})), (["y"], Accepted({"confirm": True})),
      (["n"], Accepted({"confirm": False})), ([SHIFT_TAB, ENTER], Accepted({"confirm": True})),
+     (["\uff59"], Accepted({"confirm": True})), (["Y"], Accepted({"confirm": True})),  # an IME's fullwidth y
+     (["\uff4e", ENTER], Accepted({"confirm": False})),
      ([TAB, ENTER], Declined()), ([ESC], Cancelled())],
 )  # fmt: skip
 async def test_a_yes_no_question_is_one_screen_with_no_focused(keys: list[str], outcome: Any) -> None:

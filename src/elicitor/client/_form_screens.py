@@ -362,8 +362,9 @@ class YesNoScreen:
         parts += [Window(height=1), text_lines(lambda: question), Window(height=1), actions, Window()]
         parts.append(help_bar(t("y Yes · n or Enter No · Tab moves · Esc cancel")))
         bindings = key_bindings(lambda event: self._done(Cancelled()))
-        bindings.add("y")(lambda event: self._answer(True))
-        bindings.add("n")(lambda event: self._answer(False))
+        for yes, no in (("y", "n"), ("Y", "N"), ("\uff59", "\uff4e"), ("\uff39", "\uff2e")):  # fullwidth too (an IME)
+            bindings.add(yes)(lambda event: self._answer(True))
+            bindings.add(no)(lambda event: self._answer(False))
         self.app: Application[ElicitationOutcome] = terminal.application(
             Layout(HSplit(parts), focused_element=self.no_button), bindings
         )
