@@ -269,3 +269,52 @@ async def test_a_person_who_gives_up_is_shown_one_link_and_told_why(anyio_backen
     assert "signing in to the server failed: no sign-in within 1 s" in failed[0].message
     assert len(links) == 1
     assert deployment.authorizations == []
+
+
+async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limit_gets_in(anyio_backend: str) -> None:
+    """The proxy's upstream sign-in takes longer than its client's ``handshake_timeout`` (here 3 s against 1 s,
+    for a minute or more against 30 s). The client's ``initialize`` waits on it, and the client would give up;
+    the proxy tells it every ``keepalive`` that a person is signing in (log messages, which a server may send
+    before it answers ``initialize``), the client counts them as the server's progress, and gets in once the
+    person has approved: one link, one authorization, the messages seen by the client's ``on_log``."""
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.proxy._bridge import SIGNING_IN
+    from elicitor.transports import memory_pair
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        heard: list[object] = []
+
+        async def on_log(level: str, data: object, source: str | None) -> None:
+            heard.append(data)
+
+        client_end, down_end = memory_pair()
+        bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+
+                async def approve() -> None:
+                    await arrived.wait()
+                    await person(links[0], 3.0)  # three times the client's handshake limit
+
+                tg.start_soon(approve)
+                tg.start_soon(bridge.serve, down_end)
+                handler = ScriptedHandler([{"name": "Ada"}])
+                async with Client(
+                    client_end, elicitation=handler, protocol="2025-11-25", handshake_timeout=1.0, on_log=on_log
+                ) as client:
+                    assert (await client.call_tool("greet")).text.endswith("hello Ada")
+                tg.cancel_scope.cancel()
+    assert len(links) == 1
+    assert len(deployment.authorizations) == 1
+    assert SIGNING_IN in heard

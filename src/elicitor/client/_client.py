@@ -73,8 +73,10 @@ class Client:
         elicitation_limit: ``(count, seconds)``: at most ``count`` elicitations from this server in any
             ``seconds``; the excess is declined without reaching the person, with a warning logged saying why
             (a server that asks in a loop cannot flood them). Default: no limit.
-        handshake_timeout: seconds the server has to complete the handshake (``server/discover`` or
-            ``initialize``) on entry; then ``TimeoutError``. ``None`` waits as long as it takes.
+        handshake_timeout: seconds the server may stay silent while it completes the handshake
+            (``server/discover`` or ``initialize``) on entry; then ``TimeoutError``. Anything it sends meanwhile (a
+            log message, a ping: a proxy waiting for a person to sign in upstream says so) starts the time afresh.
+            ``None`` waits as long as it takes.
         url_timeout: seconds to wait for a URL-mode elicitation's completion notice (2025-11-25, -32042) when the
             handler has no ``wait_done`` (nobody to say "I'm done"); then the call goes on and the server says
             whether the interaction is complete. The spec forbids waiting for that notice indefinitely; a handler
@@ -137,7 +139,7 @@ class Client:
         progress = Progress(callbacks)
         limit = RateLimit(*elicitation_limit, era) if elicitation_limit is not None else None
         self._inbound = inbound = Inbound(
-            era, urls, requests.quiet, handler=elicitation, sampling=sampling, roots=roots, limit=limit
+            era, urls, requests.quiet, pace=pace, handler=elicitation, sampling=sampling, roots=roots, limit=limit
         )
         self._rounds = rounds = Rounds(
             era, requests, inbound, urls, callbacks, handler=elicitation, max_rounds=max_rounds
@@ -148,6 +150,7 @@ class Client:
             progress=progress,
             urls=urls,
             quiet=requests.quiet,
+            pace=pace,
             on_log=on_log,
             tools_changed=tools.list_changed,
         )
@@ -269,7 +272,8 @@ class Client:
                 watchdog = await stack.enter_async_context(anyio.create_task_group())
                 watchdog.start_soon(quiet.watch)
                 stack.callback(watchdog.cancel_scope.cancel)
-            with self._pace.deadline(self._handshake_timeout) as deadline:  # a person signing in is not counted
+            # A person signing in here is not counted; one signing in beyond a proxy, which keeps us posted, neither.
+            with self._pace.deadline(self._handshake_timeout, quiet=True) as deadline:
                 await self._era.negotiate(session)
             if deadline.cancelled_caught:
                 raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")

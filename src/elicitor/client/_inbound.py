@@ -26,6 +26,7 @@ from ._answer import answer_elicitation
 from ._elicitation_tasks import ElicitationTasks
 from ._era import Era
 from ._handlers import ElicitationHandler
+from ._pace import Pace
 from ._quiet import QuietClock
 from ._url import UrlElicitationRequest
 from ._url_flow import UrlFlow
@@ -75,8 +76,11 @@ class Inbound:
         sampling: SamplingHandler | None,
         roots: Sequence[JSONObject] | None,
         limit: RateLimit | None,
+        pace: Pace | None = None,
     ) -> None:
         self._era = era
+        self._pace = pace
+        """Told of every request from the server (a ping during the handshake keeps it alive: client/_pace.py)."""
         self._urls = urls
         self._quiet = quiet
         self._handler = handler
@@ -99,6 +103,8 @@ class Inbound:
 
     async def __call__(self, request: RequestReceived) -> JSONObject:
         """A request from the server on the connection (the session's request callback)."""
+        if self._pace is not None:
+            self._pace.heard()
         quiet = self._quiet
         if quiet is None:
             return await self._answer_request(request)

@@ -18,6 +18,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ..protocol import NotificationReceived
 from ..types import JSONObject, JSONValue, LoggingLevel
+from ._pace import Pace
 from ._quiet import QuietClock
 from ._url_flow import UrlFlow
 
@@ -66,7 +67,7 @@ class Progress:
 class Notifications:
     """Routes each notification from the server to where it belongs."""
 
-    __slots__ = ("_callbacks", "_on_log", "_progress", "_quiet", "_tools_changed", "_urls")
+    __slots__ = ("_callbacks", "_on_log", "_pace", "_progress", "_quiet", "_tools_changed", "_urls")
 
     def __init__(
         self,
@@ -77,8 +78,11 @@ class Notifications:
         quiet: QuietClock | None,
         on_log: LogCallback | None,
         tools_changed: Callable[[], None] | None = None,
+        pace: Pace | None = None,
     ) -> None:
         self._callbacks = callbacks
+        self._pace = pace
+        """Told of every notification (a log message during the handshake keeps it alive: client/_pace.py)."""
         self._tools_changed = tools_changed
         self._progress = progress
         self._urls = urls
@@ -88,6 +92,8 @@ class Notifications:
     async def __call__(self, note: NotificationReceived) -> None:
         if self._quiet is not None:
             self._quiet.heard_from_server()
+        if self._pace is not None:
+            self._pace.heard()
         params = note.params or {}
         if note.method == "notifications/message":
             level = params.get("level", "info")

@@ -10,6 +10,11 @@ has its own bound (the authorizer's: five minutes for :class:`~elicitor.client.a
 :class:`Pace` holds a client's deadlines; :meth:`Pace.person` stops them all, keeping what each had left, until
 the person is done, and then lets each run on with exactly that time. Sign-ins of one :class:`~elicitor.OAuth`
 are one at a time, so a second request that meets a 401 meanwhile waits for the same person, under the same pause.
+
+A person may also be signing in *beyond* the server: a proxy in front of a protected server waits for its own
+person before it can answer the client's handshake. Its client cannot see that sign-in, so the handshake's own
+deadline is a quiet one (``deadline(..., quiet=True)``): anything heard from the server (a log message, a ping)
+starts it afresh (:meth:`Pace.heard`), and a server that says it is waiting on a person keeps the handshake alive.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from ._quiet import QuietClock
 class Pace:
     """One client's deadlines for its server, stopped while a person is busy (see the module's docstring)."""
 
-    __slots__ = ("_busy", "_left", "_running", "quiet")
+    __slots__ = ("_busy", "_left", "_quiet_ones", "_running", "quiet")
 
     def __init__(self, quiet: QuietClock | None = None) -> None:
         self.quiet = quiet
@@ -35,6 +40,8 @@ class Pace:
         self._busy = 0
         self._running: set[anyio.CancelScope] = set()
         self._left: dict[anyio.CancelScope, float] = {}
+        self._quiet_ones: dict[anyio.CancelScope, float] = {}
+        """The deadlines anything heard from the server starts afresh, with their full length."""
 
     @property
     def paused(self) -> bool:
@@ -42,13 +49,15 @@ class Pace:
         return self._busy > 0
 
     @contextmanager
-    def deadline(self, seconds: float | None) -> Iterator[anyio.CancelScope]:
+    def deadline(self, seconds: float | None, *, quiet: bool = False) -> Iterator[anyio.CancelScope]:
         """A scope cancelled after ``seconds`` (``None``: never) of the server's time: time a person spends
-        signing in meanwhile is not counted. Check ``scope.cancelled_caught`` after the block, as with
-        ``anyio.move_on_after``."""
+        signing in meanwhile is not counted. ``quiet``: after ``seconds`` of the server's *silence* (see
+        :meth:`heard`). Check ``scope.cancelled_caught`` after the block, as with ``anyio.move_on_after``."""
         scope = anyio.CancelScope()
         if seconds is not None:
             self._running.add(scope)
+            if quiet:
+                self._quiet_ones[scope] = seconds
             if self._busy:
                 self._left[scope] = seconds
             else:
@@ -59,6 +68,19 @@ class Pace:
         finally:
             self._running.discard(scope)
             self._left.pop(scope, None)
+            self._quiet_ones.pop(scope, None)
+
+    def heard(self) -> None:
+        """Something arrived from the server: each quiet deadline runs its full length again from now. Cheap when
+        none runs (it is called for every message the server sends)."""
+        if not self._quiet_ones:
+            return
+        if self._busy:
+            self._left.update(self._quiet_ones)
+            return
+        now = anyio.current_time()
+        for scope, seconds in self._quiet_ones.items():
+            scope.deadline = max(scope.deadline, now + seconds)
 
     @contextmanager
     def person(self) -> Iterator[None]:

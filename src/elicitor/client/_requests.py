@@ -80,7 +80,7 @@ class Requests:
             if self._generation != generation:
                 return
             logger.info("the server ended the session; initializing a new one")
-            with self._pace.deadline(self._handshake_timeout) as deadline:  # a person signing in is not counted
+            with self._pace.deadline(self._handshake_timeout, quiet=True) as deadline:  # a person's time not counted
                 await self._era.initialize(self.require(), self._era.protocol_version or "")
             if deadline.cancelled_caught:
                 raise TimeoutError(f"the server did not complete a new handshake in {self._handshake_timeout:g} s")

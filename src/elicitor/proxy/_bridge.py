@@ -25,7 +25,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import replace
 
 import anyio
@@ -33,6 +33,7 @@ import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TaskCancelled
 from ..client._handlers import ElicitationHandler
+from ..client._pace import Pace, PersonPaced
 from ..client._tasks import TaskHandle, TaskPort
 from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
@@ -59,6 +60,8 @@ from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
+SIGNING_IN = "waiting for a person to sign in to the upstream server (the link is where the proxy runs)"
+"""What a client waiting on the upstream sign-in hears, every ``keepalive`` seconds."""
 _HANDSHAKE_ONLY_NOTES = frozenset({"notifications/initialized"})
 _LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
 """The ``subscriptions/listen`` flag for each list a 2026-07-28 server may declare ``listChanged`` for."""
@@ -78,6 +81,11 @@ class Bridge:
         principal: who the client authenticated as (the proxy's HTTP app with ``auth``), or ``None``.
         owners: whose task is whose on 2026-07-28 servers (:class:`~._owners.TaskOwners`), shared by the proxy's
             connections.
+        sign_in: the upstream's sign-in (:class:`~elicitor.OAuth`), when a person may have to sign in there: while
+            they do, a handshake-era client's ``initialize`` waits, and the client hears a log message every
+            ``keepalive`` seconds saying so (the messages a server may send before ``initialize`` is answered), which
+            keeps a client that counts the server's silence (elicitor's) from giving up on a person taking minutes.
+        keepalive: seconds between those messages (below the client's handshake limit: 30 s for elicitor's).
     """
 
     def __init__(
@@ -90,8 +98,14 @@ class Bridge:
         mirrored: dict[str, dict[str, str]] | None = None,
         principal: str | None = None,
         owners: TaskOwners | None = None,
+        sign_in: PersonPaced | None = None,
+        keepalive: float = 10.0,
     ) -> None:
         self._connect = connect
+        self._sign_in = sign_in
+        self._signing = Pace()
+        """Paused while a person signs in upstream (``sign_in`` holds it then)."""
+        self._keepalive = keepalive
         self._principal = principal
         self._owners = owners if owners is not None else TaskOwners()
         self._ui = ui
@@ -118,6 +132,14 @@ class Bridge:
 
     async def serve(self, downstream: Transport) -> None:
         """Forward between ``downstream`` and the upstream server until either side closes."""
+        stop = self._sign_in.pace_with(self._signing) if self._sign_in is not None else None
+        try:
+            await self._serve(downstream)
+        finally:
+            if stop is not None:
+                stop()
+
+    async def _serve(self, downstream: Transport) -> None:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             async with open_session(downstream, self._from_downstream, self._downstream_note) as down:
@@ -190,7 +212,8 @@ class Bridge:
         if method == "tools/call":
             params = own_key(params, self._principal)
         if method == "initialize":
-            return await self._initialize(params)
+            async with self._while_signing_in(self._related_notify(request.id)):
+                return await self._initialize(params)
         if is_stateless_request(params):
             stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)
@@ -229,6 +252,29 @@ class Bridge:
         elif method == "tasks/list":
             result = self._owners.listed(result, self._principal)
         return result
+
+    @asynccontextmanager
+    async def _while_signing_in(self, notify: Notify) -> AsyncIterator[None]:
+        """While the block runs, tell the client every ``keepalive`` seconds that a person is signing in upstream
+        (when one is): a ``notifications/message``, which a server may send before it answers ``initialize``."""
+        if self._sign_in is None:
+            yield
+            return
+
+        async def keep_alive() -> None:
+            while True:
+                await anyio.sleep(self._keepalive)
+                if self._signing.paused:
+                    with suppress(ConnectionClosed):
+                        await notify("notifications/message", {"level": "notice", "logger": "elicitor.proxy",
+                                                               "data": SIGNING_IN})  # fmt: skip
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_alive)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
 
     async def _call(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
         """Forward on the client's own connection. A -32042 (URL required) for a client that did not declare URL

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
+from ..client._pace import PersonPaced
 from ..protocol import RequestReceived, parse_request_meta
 from ..server import Server
 from ..server._dispatch import Notify, ServerSession
@@ -39,6 +40,7 @@ class ProxyServer(Server):
         ui: answers the elicitations a client cannot (see :class:`Bridge`).
         upstream_protocol: the era to speak upstream (``auto``: the server's).
         elicitation_timeout: see :class:`Bridge`.
+        sign_in: the upstream's sign-in, if a person may have to sign in there (see :class:`Bridge`).
         options: as :class:`~elicitor.Server` (``auth`` is given to :meth:`http_app`).
     """
 
@@ -49,12 +51,14 @@ class ProxyServer(Server):
         ui: ElicitationHandler | None = None,
         upstream_protocol: str = "auto",
         elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
+        sign_in: PersonPaced | None = None,
         **options: Any,
     ) -> None:
         super().__init__("elicitor-proxy", "1", elicitation_timeout=elicitation_timeout, **options)
         self.connect = connect
         self.ui = ui
         self.upstream_protocol = upstream_protocol
+        self.sign_in = sign_in
         self._mirrored: dict[str, dict[str, str]] = {}
         self.owners = TaskOwners()
         """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
@@ -64,7 +68,7 @@ class ProxyServer(Server):
         return Bridge(
             self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol,
             elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored, principal=principal,
-            owners=self.owners,
+            owners=self.owners, sign_in=self.sign_in,
         )  # fmt: skip
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:

@@ -17,6 +17,7 @@ import anyio
 
 from ..client import BrowserHandler, TerminalHandler
 from ..client._handlers import ElicitationHandler
+from ..client._pace import PersonPaced
 from ..i18n import language
 from ..transports import StdioClientTransport, StdioServerTransport, Transport
 from ._bridge import Bridge
@@ -25,8 +26,9 @@ from ._upstream import Connect
 UI = Literal["browser", "terminal", "none"]
 
 
-def upstream(target: Sequence[str]) -> Connect:
-    """How to reach UPSTREAM: an HTTP endpoint, or a command to start as a stdio server."""
+def upstream(target: Sequence[str]) -> tuple[Connect, PersonPaced | None]:
+    """How to reach UPSTREAM: an HTTP endpoint, or a command to start as a stdio server; and its sign-in, if a
+    person may have to sign in there."""
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
         from ..client._http import HttpClientTransport
         from ..client.auth import LoopbackAuthorizer, OAuth, default_token_store
@@ -35,13 +37,13 @@ def upstream(target: Sequence[str]) -> Connect:
         # A protected upstream (401): the person at the proxy signs in through the link on stderr (stdout may be
         # the protocol), once; the tokens are kept as elicitor connect keeps them.
         auth = OAuth(LoopbackAuthorizer(), store=default_token_store(), client_name="elicitor proxy")
-        return lambda: HttpClientTransport.connect(url, auth=auth)
+        return (lambda: HttpClientTransport.connect(url, auth=auth)), auth
     command = list(target)
 
     async def start() -> Transport:
         return await StdioClientTransport.start(command, stderr=sys.stderr.fileno())
 
-    return start
+    return start, None
 
 
 def controlling_terminal() -> tuple[TextIO, TextIO] | None:
@@ -119,7 +121,8 @@ async def serve_stdio(target: Sequence[str], *, ui: UI = "browser", upstream_pro
     """Serve the client on our stdin/stdout, forwarding to ``target``, until either side closes."""
     handler_context: AbstractAsyncContextManager[ElicitationHandler | None] = renderer(ui)
     async with handler_context as handler:
-        bridge = Bridge(upstream(target), ui=handler, upstream_protocol=upstream_protocol)
+        connect, sign_in = upstream(target)
+        bridge = Bridge(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         await bridge.serve(StdioServerTransport())
 
 
@@ -133,7 +136,8 @@ async def serve_http(
     from ._http import ProxyServer
 
     async with renderer(ui) as handler:
-        proxy = ProxyServer(upstream(target), ui=handler, upstream_protocol=upstream_protocol)
+        connect, sign_in = upstream(target)
+        proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         shown = f"[{host}]" if ":" in host else host
         at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
         print(f"elicitor proxy: {at}", file=sys.stderr)
