@@ -164,6 +164,25 @@ async def test_a_url_that_is_no_web_address_is_shown_but_never_opened(anyio_back
         assert await outcome.value() == Declined()
 
 
+async def test_a_url_with_a_chinese_host_is_opened_from_the_page_as_the_browser_sends_it(anyio_backend: str) -> None:
+    """https://銀行.台灣/付款 is a web address: the page offered no Open button ("This is not a web address"),
+    because the CSP source it needs was made from the host as written. The page shows the URL as sent, and the
+    new tab goes to its ASCII form (the host in IDNA, the path percent-encoded), which the CSP allows."""
+    url = "https://銀行.台灣/付款?金額=100"
+    request = UrlElicitationRequest.from_params({"message": "請在銀行的網頁上完成付款。", "url": url}, None)
+    async with asked(lambda handler: handler.url(request)) as (outcome, link, browser):
+        page = await browser.get(link)
+        assert 'value="open"' in page.text and "This is not a web address" not in page.text
+        assert "銀行.台灣</mark>/付款?金額=100" in page.text  # shown as the server wrote it
+        host = "https://xn--jn2ax2s.xn--kpry57d"
+        assert f"form-action 'self' {host};" in page.headers["content-security-policy"]
+        opened = await browser.post(link, data={"_action": "open"})
+        assert opened.status_code == 303
+        assert opened.headers["location"] == f"{host}/%E4%BB%98%E6%AC%BE?%E9%87%91%E9%A1%8D=100"
+        await browser.post(link, data={"_action": "done"})
+        assert await outcome.value() == Accepted(None)
+
+
 @pytest.mark.parametrize(
     ("zone", "sent"),
     [(None, "2026-12-24T19:30:00Z"), ("-05:00", "2026-12-24T19:30:00-05:00"), ("+01:00; x", "2026-12-24T19:30:00Z")],

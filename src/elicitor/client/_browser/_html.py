@@ -21,7 +21,7 @@ import html
 import json
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..._exceptions import FieldError
 from ...forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
@@ -40,7 +40,24 @@ _HOST_SOURCE = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)$")
 
 
 def origin(url: str) -> str | None:
-    """The URL's origin as a CSP source (a form may redirect there), or ``None`` if it is no web address."""
+    """The URL's origin as a CSP source (a form may redirect there), or ``None`` if it is no web address. A host
+    written in Chinese (``銀行.台灣``) is a web address: its source is its ASCII (IDNA) form, as the redirect's."""
+    sent = web_address(url)
+    if sent is None:
+        return None
+    parts = urlsplit(sent)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if not _HOST_SOURCE.match(host):
+        return None
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port is not None else "")
+
+
+def web_address(url: str) -> str | None:
+    """``url`` as a browser sends it (``None`` if it is no http(s) address): the host in ASCII (IDNA, Punycode),
+    what else is outside ASCII percent-encoded as UTF-8, what is already escaped kept. A ``Location`` header and a
+    CSP source are ASCII; ``https://銀行.台灣/付款`` is the address ``https://xn--...`` a browser would open."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -49,11 +66,21 @@ def origin(url: str) -> str | None:
     host = parts.hostname or ""
     if parts.scheme not in ("http", "https") or not host:
         return None
-    if ":" in host:
-        host = f"[{host}]"
-    if not _HOST_SOURCE.match(host):
-        return None
-    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+        user, at, _ = parts.netloc.rpartition("@")
+        netloc = f"{quote(user, safe=_URL_SAFE)}{at}{host}" + (f":{port}" if port is not None else "")
+    else:
+        netloc = quote(parts.netloc, safe=_URL_SAFE)
+    path, query, fragment = (quote(part, safe=_URL_SAFE) for part in (parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, path, query, fragment))
+
+
+_URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
+"""What a URL already holds that stays as it is when the rest is percent-encoded (reserved signs, escapes)."""
 
 
 def _text(text: str, *, newlines: bool = False) -> str:
@@ -400,7 +427,9 @@ async def respond_json(send: Any, status: int, payload: dict[str, Any]) -> None:
 
 
 async def redirect(send: Any, location: str) -> None:
-    """Send the new tab on to the URL the person agreed to open (no referrer: the token stays here)."""
-    headers = [(b"location", location.encode("utf-8")), (b"content-length", b"0"), *_security_headers()]
+    """Send the new tab on to the URL the person agreed to open (no referrer: the token stays here), written as a
+    browser sends it (:func:`web_address`)."""
+    headers = [(b"location", (web_address(location) or location).encode()), (b"content-length", b"0")]
+    headers += _security_headers()
     await send({"type": "http.response.start", "status": 303, "headers": headers})
     await send({"type": "http.response.body", "body": b""})
