@@ -501,6 +501,17 @@ async def pick(ctx: Context) -> str:
     return outcome.data.name if isinstance(outcome, Accepted) else "-"
 
 
+RUNS: list[str] = []
+"""Each run of ``tally`` (both in-process replicas share it): a side effect that must happen once per call."""
+
+
+@in_process.tool()
+async def tally(ctx: Context, label: str) -> str:
+    RUNS.append(label)
+    outcome = await ctx.elicit("Pick a name", Picked)
+    return f"{label}: {outcome.data.name}" if isinstance(outcome, Accepted) else "-"
+
+
 @asynccontextmanager
 async def two_replicas(redis_url: str, **options: Any) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
     """Two replicas of ``in_process`` (one Server each, one Redis, one prefix), each served by uvicorn."""
@@ -538,10 +549,11 @@ async def until_status(send: Callable[[], Awaitable[httpx.Response]], *, seconds
 
 
 async def test_a_redis_restart_loses_no_live_session_and_every_path_says_503_meanwhile(redis: RedisServer) -> None:
-    """Redis restarts without persistence while a session waits on a person: every path of the other replica
-    answers 503 with Retry-After while Redis is away (never 500, never 404); the session's record comes back with
-    its owner's heartbeat; the answer then reaches the call; both replicas report healthy again by themselves."""
-    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=10) as http:
+    """Redis restarts without persistence while a session waits on a person: the other replica's GET, DELETE and
+    health check answer 503 with Retry-After while Redis is away (never 500, never 404), and a request it gets
+    meanwhile waits for Redis and is answered; the session's record comes back with its owner's heartbeat; the
+    answer then reaches the call; both replicas report healthy again by themselves."""
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
         headers = await open_session(http, a)
         async with http.stream("POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
             stream = events(call)
@@ -550,7 +562,6 @@ async def test_a_redis_restart_loses_no_live_session_and_every_path_says_503_mea
 
             redis.stop()
             refusals = {
-                "POST": await http.post(b, json=rpc("ping", id=8), headers=headers),
                 "GET": await http.get(b, headers={**headers, "last-event-id": event_id or ""}),
                 "DELETE": await http.delete(b, headers=headers),
                 "health": await http.get(b.removesuffix("/mcp") + "/healthz"),
@@ -558,7 +569,16 @@ async def test_a_redis_restart_loses_no_live_session_and_every_path_says_503_mea
             for path, response in refusals.items():
                 assert (path, response.status_code) == (path, 503), response.text
                 assert response.headers.get("retry-after") == "1", path
-            redis.start()
+            held: list[httpx.Response] = []
+            async with anyio.create_task_group() as tg:
+
+                async def ping() -> None:
+                    held.append(await http.post(b, json=rpc("ping", id=8), headers=headers))
+
+                tg.start_soon(ping)
+                await anyio.sleep(1)
+                redis.start()
+            assert held[0].status_code == 200 and held[0].json()["result"] == {}
 
             pong = await until_status(lambda: http.post(b, json=rpc("ping", id=9), headers=headers), seconds=15)
             assert pong.status_code == 200 and pong.json()["result"] == {}
@@ -767,7 +787,7 @@ async def test_the_official_sdk_connects_while_redis_is_paused(redis: RedisServe
                     tools = await client.list_tools()
         finally:
             await admin.aclose()
-    assert [tool.name for tool in tools.tools] == ["pick"]
+    assert [tool.name for tool in tools.tools] == ["pick", "tally"]
 
 
 async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_resumes_it() -> None:
@@ -810,3 +830,108 @@ async def test_a_registry_change_while_serving_replicas_is_refused_clearly(redis
     async with serving(alone.http_app()):
         alone.tool(name="late")(lambda: "late")
         alone.remove_tool("late")
+
+
+class AfterConnectingTo(httpx.AsyncHTTPTransport):
+    """Sends every POST but the ``initialize`` to the replica at ``url`` (the session runs where it was created):
+    a balancer that routes each of the client's later requests, and its answers, to another replica. Records the
+    status of each."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.target = httpx.URL(url)
+        self.sent: list[int] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST" and b'"initialize"' not in request.content:
+            request.url = request.url.copy_with(port=self.target.port)
+            response = await super().handle_async_request(request)
+            self.sent.append(response.status_code)
+            return response
+        return await super().handle_async_request(request)
+
+
+async def test_requests_of_the_official_sdk_sent_while_redis_is_paused_are_answered_once(redis: RedisServer) -> None:
+    """The official SDK's client does not send a request again on 503. Its ``tools/list`` and ``tools/call`` land
+    on B while Redis is paused (``CLIENT PAUSE``), and A runs the session: B holds each request until Redis is back
+    and forwards it, instead of refusing it. The call runs once, the person is asked once, the answer arrives."""
+    from redis.asyncio import Redis
+
+    RUNS.clear()
+    asked: list[str] = []
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, _):
+        admin = Redis.from_url(redis.url)
+
+        async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            asked.append(params.message)
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        transport = AfterConnectingTo(b)
+        try:
+            with anyio.fail_after(90):
+                async with (
+                    httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+                    McpClient(
+                        streamable_http_client(a, http_client=http), elicitation_callback=callback, mode="legacy"
+                    ) as client,
+                ):
+                    await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")
+                    tools = await client.list_tools()
+                    await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")
+                    result = await client.call_tool("tally", {"label": "once"})
+        finally:
+            await admin.aclose()
+    assert "tally" in [tool.name for tool in tools.tools]
+    assert result.content[0].text == "once: Ada"  # type: ignore[union-attr]
+    assert RUNS == ["once"] and asked == ["Pick a name"]
+    assert 503 not in transport.sent
+
+
+async def test_a_request_forwarded_again_after_a_try_that_arrived_runs_once(redis: RedisServer) -> None:
+    """A try at forwarding a request that timed out may still reach the owner (Redis ran it late), and the request
+    is then sent again: the owner serves the first copy it reads and ignores the second (same token), so the call
+    runs once and its answer reaches the client, never a 400 "already in flight"."""
+    RUNS.clear()
+    async with two_replicas(redis.url) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
+        headers = await open_session(http, a)
+
+        async def twice(attempt: Callable[[], Awaitable[Any]], until: float | None) -> Any:
+            await attempt()
+            return await attempt()
+
+        apps[1]._handshake._patiently = twice  # type: ignore[method-assign]
+        call = rpc("tools/call", {"name": "tally", "arguments": {"label": "twice"}}, id=7)
+        with anyio.fail_after(60):
+            async with http.stream("POST", b, json=call, headers=headers) as response:
+                assert response.status_code == 200
+                stream = events(response)
+                _, question = await anext(stream)
+                assert question["method"] == "elicitation/create"
+                answer = {
+                    "jsonrpc": "2.0",
+                    "id": question["id"],
+                    "result": {"action": "accept", "content": {"name": "Bo"}},
+                }
+                assert (await http.post(a, json=answer, headers=headers)).status_code == 202
+                _, message = await anext(stream)
+    assert message["result"]["content"][0]["text"] == "twice: Bo"
+    assert RUNS == ["twice"]
+
+
+async def test_past_the_most_posts_held_at_once_a_request_is_refused_at_once(redis: RedisServer) -> None:
+    """A replica holds only so many POSTs for a paused Redis: past them (none, here) a request for another
+    replica's session is refused at once with a retryable 503, instead of joining an unbounded queue."""
+    from redis.asyncio import Redis
+
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
+        headers = await open_session(http, a)
+        apps[1]._handshake.max_waiting = 0
+        admin = Redis.from_url(redis.url)
+        try:
+            await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")
+            with anyio.fail_after(60):
+                refused = await http.post(b, json=rpc("tools/list", id=3), headers=headers)
+        finally:
+            await admin.aclose()
+    assert refused.status_code == 503 and refused.headers.get("retry-after") == "1"
+    assert refused.json()["error"]["data"]["retryable"] is True

@@ -80,17 +80,23 @@ HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, *ACCEPTED_OLDER_REVISIONS)
 session through ``elicitor proxy`` is on whatever revision its server chose, 2024-11-05 included (a client then
 sends that header; taking it for 2026-07-28 would refuse every request after ``initialize``)."""
 
-ONE_WAY_HOLD = 15.0
-"""Seconds a POST of answers or notifications for another replica's session, or an ``initialize``, waits for an
-unreachable store before it is refused with 503. Clients that do not send such a POST again on 503 (the official
-SDKs do not) would lose the person's answer, and the call would wait for it for ever, or fail to connect; holding
-the POST rides out a Redis restart, failover or pause (``docs/deploying.md`` promises up to 10 s), and the client
-only sees a slower answer. Other requests keep their prompt 503 (a client that fails on it fails cleanly: nothing
-ran)."""
+STORE_HOLD = 15.0
+"""Seconds a POST waits for an unreachable store before it is refused with 503: an answer or a notification for
+another replica's session, an ``initialize``, and a request for another replica's session alike. Clients that do
+not send such a POST again on 503 (the official SDKs do not) would lose the person's answer, fail to connect, or
+fail the person's call, because Redis paused or restarted for a few seconds; holding the POST rides out a Redis
+restart, failover or pause (``docs/deploying.md`` promises up to 10 s), and the client only sees a slower answer.
+A request is sent to its session's owner under one token however many times it is tried (the owner serves a token
+once: see :class:`~._peers.Peers`), so a try that timed out but reached the owner later never runs it twice."""
 
 HOLD_RETRY = 0.5
 """Seconds between two attempts of a held POST (a refused connection fails at once; a paused Redis takes the
 store's timeout per attempt)."""
+
+MAX_WAITING = 256
+"""POSTs a replica holds at once for an unreachable store; past it a POST is refused with 503 at once. Each held
+POST keeps its connection and its body (up to ``max_body``), so an outage under heavy traffic must not pile up
+without bound: the excess gets the prompt refusal a client may retry."""
 
 
 def gone_after(store: Store) -> float:
@@ -106,18 +112,6 @@ def gone_after(store: Store) -> float:
 DEFAULT_LEASE = 5.0
 CHECK_EVERY = 2.0
 """Seconds between two looks at a relayed stream's owner."""
-
-
-async def _patiently(attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
-    """``attempt()``, tried again while the store cannot be reached, until the clock reads ``until`` (``None``:
-    once); then its :class:`StoreUnavailable` is raised."""
-    while True:
-        try:
-            return await attempt()
-        except StoreUnavailable:
-            if until is None or anyio.current_time() + HOLD_RETRY >= until:
-                raise
-            await anyio.sleep(HOLD_RETRY)
 
 
 class SessionTransport:
@@ -288,6 +282,9 @@ class HandshakeSessions:
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, SessionTransport] = {}
         self._owners: dict[str, SessionRecord] = {}
+        self._waiting = 0
+        """POSTs waiting for the store now (see :meth:`_patiently`)."""
+        self.max_waiting = MAX_WAITING
         """Other replicas' sessions this replica forwarded to, by id, the most recently used last: a POST for one
         is sent to its owner without looking it up first, checked against the directory in the same round trip
         (:meth:`~elicitor.state.Store.forward`), so an entry gone stale costs one lookup and is never trusted."""
@@ -367,8 +364,7 @@ class HandshakeSessions:
         """
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
-        held = not is_request or (session_id is None and message.get("method") == "initialize")
-        until = anyio.current_time() + ONE_WAY_HOLD if held else None
+        until = anyio.current_time() + STORE_HOLD  # for an unreachable store (see STORE_HOLD)
         version = headers.get("mcp-protocol-version")
         request_id = message.get("id")
         if is_request and not (type(request_id) is int or type(request_id) is str):
@@ -389,7 +385,7 @@ class HandshakeSessions:
                 )
                 return None
             try:
-                session = await _patiently(functools.partial(self._create_session, headers.principal), until)
+                session = await self._patiently(functools.partial(self._create_session, headers.principal), until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, request_id_of(message), exc, "POST")
                 return None
@@ -438,7 +434,7 @@ class HandshakeSessions:
 
         To an owner remembered rather than just looked up, the message goes only if the directory still says so
         (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever). A
-        message that needs no answer waits for an unreachable store until ``until`` (see :data:`ONE_WAY_HOLD`).
+        message waits for an unreachable store until ``until`` (see :data:`STORE_HOLD`).
         """
         span: AbstractContextManager[object] = nullcontext()
         if _telemetry.state.on:  # a span in the message's trace, if it names one
@@ -479,7 +475,7 @@ class HandshakeSessions:
         session's any more, :class:`StoreUnavailable` if the message could not be sent (by ``until``)."""
         if "method" not in message or "id" not in message:
             deliver = functools.partial(self._peers.deliver, owner.replica, owner.session, body, owner.remembered)
-            await _patiently(deliver, until)
+            await self._patiently(deliver, until)
             await respond_empty(send, 202)  # durably in the owner's queue
             return
         request_id = request_id_of(message)
@@ -487,10 +483,33 @@ class HandshakeSessions:
             await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
             return
         opening = functools.partial(Open, owner.session, request_id, body)
-        async with self._peers.relay(owner.replica, owner.session, opening, owner.remembered) as stream:
+        patiently = functools.partial(self._patiently, until=until)
+        async with self._peers.relay(owner.replica, owner.session, opening, owner.remembered, patiently) as stream:
             rest = await self._respond_from(stream, owner.session, receive, send)
             if rest is not None:
                 await rest
+
+    async def _patiently(self, attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
+        """``attempt()``, tried again while the store cannot be reached, until the clock reads ``until`` (``None``:
+        once), and only while fewer than ``max_waiting`` POSTs wait so (see :data:`MAX_WAITING`); then its
+        :class:`StoreUnavailable` is raised."""
+        waiting = False
+        try:
+            while True:
+                try:
+                    return await attempt()
+                except StoreUnavailable:
+                    if until is None or anyio.current_time() + HOLD_RETRY >= until:
+                        raise
+                    if not waiting:
+                        if self._waiting >= self.max_waiting:
+                            raise
+                        self._waiting += 1
+                        waiting = True
+                    await anyio.sleep(HOLD_RETRY)
+        finally:
+            if waiting:
+                self._waiting -= 1
 
     async def _find(
         self,
@@ -525,7 +544,7 @@ class HandshakeSessions:
                 return record
 
             try:
-                record = await _patiently(look_up, until)
+                record = await self._patiently(look_up, until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, request_id, exc, "finding a session")
                 return None

@@ -106,6 +106,11 @@ RELAY_DEPTH = 256
 """Messages a relay holds for a client that reads slowly before it ends the relay (the client then resumes)."""
 
 
+OPENED_KEPT = 4096
+"""Forwarded requests whose tokens an owner remembers, to serve each once: a copy sent again during an outage
+arrives within seconds of the first, among far fewer requests than this (each entry about 0.1 KiB)."""
+
+
 class RemoteStream:
     """The landing replica's end of a stream another replica pumps: reads like the owner's own stream."""
 
@@ -189,6 +194,8 @@ class Peers:
         self._end_session = end_session
         self._relays: dict[str, RemoteStream] = {}
         self._pumps: dict[str, anyio.CancelScope] = {}
+        self._opened: dict[str, None] = {}
+        """The tokens of the last ``OPENED_KEPT`` requests forwarded here, oldest first (see :meth:`_serve_open`)."""
         self.check_every = check_every
         self.gone_after = gone_after
         """Seconds an owner's lease must stay lapsed before its sessions are gone: long enough that an owner that
@@ -297,6 +304,12 @@ class Peers:
         return False
 
     def _serve_open(self, message: Open) -> None:
+        if message.token in self._opened:  # sent again after a try that timed out, yet arrived: served once
+            logger.debug("ignored a request forwarded again (token %s)", message.token)
+            return
+        self._opened[message.token] = None
+        if len(self._opened) > OPENED_KEPT:
+            del self._opened[next(iter(self._opened))]
         session = self._sessions.get(message.session)
         if session is None:
             self._start(
@@ -426,8 +439,13 @@ class Peers:
         session_id: str,
         request: Callable[[str, str], Open | Attach],
         expected: SessionRecord | None = None,
+        patiently: Callable[[Callable[[], Awaitable[None]]], Awaitable[None]] | None = None,
     ) -> AsyncIterator[RemoteStream]:
         """Ask ``owner`` to pump a stream here; yields it.
+
+        ``patiently`` (given a POST's hold) sends the request again while the store cannot be reached, under the
+        same token: a try that timed out may still reach the owner later, which then serves the first copy it reads
+        and ignores the others (see :meth:`_serve_open`), and pumps to this same relay.
 
         While the block runs, the owner's lease is checked every few seconds: a dead owner ends the stream.
         Leaving the block before the stream finished tells the owner to stop (the stream stays for a resume).
@@ -436,12 +454,17 @@ class Peers:
             Moved: ``expected`` is no longer true (see :meth:`_forward`; nothing was sent, the block did not run).
             StoreUnavailable: the request could not be sent to the owner.
         """
-        if not self.listening:
-            raise StoreUnavailable("this replica is not connected to the other replicas yet")
         token = secrets.token_hex(12)
+        message = request(self.me, token)
+
+        async def send() -> None:
+            if not self.listening:  # the owner's answer could not be read: not sent
+                raise StoreUnavailable("this replica is not connected to the other replicas yet")
+            await self._forward(owner, session_id, message, expected)
+
         stream = self._relays[token] = RemoteStream(token)
         try:
-            await self._forward(owner, session_id, request(self.me, token), expected)
+            await (send() if patiently is None else patiently(send))
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, owner, session_id, stream)
                 yield stream
