@@ -474,6 +474,93 @@ async def test_one_persons_many_held_calls_never_end_anothers(anyio_backend: str
     assert len(asked) == 2  # Bob was never asked anything
 
 
+async def test_one_person_has_a_fair_share_of_held_calls_and_another_still_gets_in(
+    anyio_backend: str, monkeypatch: Any
+) -> None:
+    """Each person may have ``MAX_HELD_PER_PERSON`` (2 here) calls held of ``MAX_HELD_CALLS`` (4 here). Alice
+    starts four calls, each waiting on her answer: her third and fourth cancel her own oldest two (which end
+    saying why), never filling the proxy, so Bob's call goes through and is answered. A fifth call of Alice's
+    while she waits on both of her others (her client's requests in flight) is refused, saying she has too many."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor import JSONRPCError
+    from elicitor.proxy import _held
+
+    from .conftest import serving
+
+    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 4)
+    monkeypatch.setattr(_held, "MAX_HELD_PER_PERSON", 2)
+    server = make_server()
+    release = anyio.Event()
+    started: list[str] = []
+
+    @server.tool()
+    async def slow(tag: str) -> str:
+        """Runs until released, asking nothing: its caller's request stays in flight meanwhile."""
+        started.append(tag)
+        await release.wait()
+        return f"{tag} done"
+
+    asked: list[str] = []
+    four_asked, answer = anyio.Event(), anyio.Event()
+    outcomes: dict[str, str] = {}
+
+    async def alice_answers(request: ElicitationRequest) -> Any:
+        asked.append(request.message)
+        if len(asked) == 4:
+            four_asked.set()
+        await answer.wait()
+        return Accepted({"name": "alice"})
+
+    def person(url: str, name: str, handler: Any) -> Any:
+        headers = {"Authorization": f"Bearer {name}"}
+        return Client.http(url, elicitation=handler, protocol="2026-07-28", headers=headers)
+
+    with anyio.fail_after(90):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with serving(proxy.http_app(auth=protection)) as url, person(url, "alice", alice_answers) as alice:
+
+                async def call(tag: str) -> None:
+                    try:
+                        outcomes[tag] = (await alice.call_tool("greet", {"tag": tag})).text
+                    except JSONRPCError as exc:
+                        outcomes[tag] = exc.message
+
+                async with anyio.create_task_group() as calls:
+                    for tag in ("a1", "a2", "a3", "a4"):
+                        calls.start_soon(call, tag)
+                        while len(asked) < int(tag[1]):  # one at a time: which is oldest is known
+                            await anyio.sleep(0.01)
+                    await four_asked.wait()
+                    async with person(url, "bob", ScriptedHandler([{"name": "bob"}])) as bob:
+                        assert (await bob.call_tool("greet", {"tag": "b"})).text == "b:bob"
+                    answer.set()
+                assert outcomes["a3"] == "a3:alice" and outcomes["a4"] == "a4:alice"
+                for tag in ("a1", "a2"):
+                    assert "the call was cancelled: you had 2 calls held through the proxy" in outcomes[tag], outcomes
+
+                async with anyio.create_task_group() as calls:
+
+                    async def slow_call(tag: str) -> None:
+                        await alice.call_tool("slow", {"tag": tag})
+
+                    for tag in ("s1", "s2"):
+                        calls.start_soon(slow_call, tag)
+                    while len(started) < 2:
+                        await anyio.sleep(0.01)
+                    with pytest.raises(JSONRPCError) as refused:
+                        await alice.call_tool("slow", {"tag": "s3"})
+                    release.set()
+                assert "2 of your calls are in progress through the proxy, the most one person may" in (
+                    refused.value.message
+                )
+                assert refused.value.data == {"heldCalls": 2, "maxPerPerson": 2}
+                assert started == ["s1", "s2"]  # the refused call never reached the server
+            tg.cancel_scope.cancel()
+
+
 async def test_a_2026_07_28_round_of_one_person_cannot_be_answered_by_another_through_the_proxy(
     anyio_backend: str,
 ) -> None:

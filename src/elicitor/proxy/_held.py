@@ -51,6 +51,11 @@ HELD_STATE = "proxy."
 MAX_HELD_CALLS = 256
 """Calls held at once; beyond it the oldest of the asker's own is cancelled upstream (with none, the new call is
 refused: another person's are never ended for it)."""
+MAX_HELD_PER_PERSON = 32
+"""Calls one person (one principal) may have held at once: a fair share of :data:`MAX_HELD_CALLS` (each holds an
+upstream connection while it runs), so that one person's many calls never leave another none. Beyond it the
+oldest of their own calls that they are not waiting on (their client is away between rounds, or never came back
+for it) is cancelled; when they are waiting on every one, the new call is refused, saying so."""
 SETTLE = 0.05
 """Seconds without a new pushed question before a held call's round is complete (questions asked together go
 out together)."""
@@ -87,8 +92,10 @@ class _Held:
         """Questions of the current round, by input-request key."""
         self.arrived = anyio.Event()
         self.scope = anyio.CancelScope()
-        self.dropped = False
-        """Cancelled by the proxy (too many held calls), not by the time limit."""
+        self.dropped: str | None = None
+        """Why the proxy cancelled it (too many held calls), if it did (not the time limit)."""
+        self.attended = 0
+        """Requests of the client being served for this call now (0: the client is away between rounds)."""
         self.route = Route(None, None, self.touch)
         self.notify: Notify | None = None
         """The response stream of the client's request being served, while it is open (its logs go there)."""
@@ -134,6 +141,9 @@ class HeldCalls:
         self._timeout = elicitation_timeout
         self._sealer = StateSealer()  # the proxy's own: held calls live in this process only
         self._held: dict[str, _Held] = {}
+        self._dropped: dict[str, str] = {}
+        """Why each call the proxy cancelled to make room was cancelled, for its client's next round (the last
+        :data:`MAX_HELD_CALLS` of them)."""
         self._task_ttl = int((elicitation_timeout or 3600.0) * 1000)
         """A task the proxy creates upstream lives as long as a held call may go without progress."""
 
@@ -149,6 +159,11 @@ class HeldCalls:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: this requestState was not issued for this call")
         state = self._sealer.open(token[len(HELD_STATE) :], binding)
         found = self._held.get(str(state.get("h")))
+        if found is None and str(state.get("h")) in self._dropped:
+            # The state is sealed and bound to this person: the call was theirs, and they are told what ended it.
+            raise JSONRPCError(
+                INTERNAL_ERROR, f"Internal error: the call was cancelled: {self._dropped[str(state['h'])]}"
+            )
         if found is None or found.round != state.get("n") or found.down.principal != down.principal:
             raise JSONRPCError(
                 INVALID_PARAMS, "Invalid params: this call's state has expired or was already used; call again"
@@ -187,6 +202,21 @@ class HeldCalls:
         now = anyio.current_time()
         for stale in [h for h in self._held.values() if h.stale(now)]:
             self._held.pop(stale.id, None)
+        mine = [h for h in self._held.values() if h.down.principal == down.principal]
+        if len(mine) >= MAX_HELD_PER_PERSON:
+            # The asker's fair share is used: room is made from their own calls they are not waiting on, else
+            # the new call is refused (a call the client waits for is never ended for another of the same client).
+            away = [h for h in mine if not h.attended]
+            if not away:
+                raise JSONRPCError(
+                    INTERNAL_ERROR,
+                    f"Internal error: {len(mine)} of your calls are in progress through the proxy, the most one "
+                    "person may have at once; retry when one of them has ended",
+                    {"heldCalls": len(mine), "maxPerPerson": MAX_HELD_PER_PERSON},
+                )
+            for evicted in away[: len(mine) - MAX_HELD_PER_PERSON + 1]:
+                self._drop(evicted, f"you had {MAX_HELD_PER_PERSON} calls held through the proxy, the most one "
+                                   "person may have at once, and a newer one of yours needed room")  # fmt: skip
         while len(self._held) >= MAX_HELD_CALLS:
             # Room is made from the asker's own calls only: one person's many calls never end another's.
             oldest = next((h for h in self._held.values() if h.down.principal == down.principal), None)
@@ -194,14 +224,21 @@ class HeldCalls:
                 raise JSONRPCError(
                     INTERNAL_ERROR, f"Internal error: {MAX_HELD_CALLS} calls are held through the proxy; retry later"
                 )
-            del self._held[oldest.id]
-            oldest.dropped = True
-            oldest.scope.cancel()
+            self._drop(oldest, f"{MAX_HELD_CALLS} calls were held through the proxy")
         held = _Held(down, method, params, self._timeout)
         _point(held, params, notify)
         self._held[held.id] = held
         self._tg.start_soon(self._call, held)
         return held
+
+    def _drop(self, held: _Held, why: str) -> None:
+        """Cancel a held call upstream to make room (``why``: what its client is told)."""
+        del self._held[held.id]
+        held.dropped = why
+        self._dropped[held.id] = why
+        while len(self._dropped) > MAX_HELD_CALLS:
+            del self._dropped[next(iter(self._dropped))]
+        held.scope.cancel()
 
     async def _call(self, held: _Held) -> None:
         try:
@@ -219,8 +256,8 @@ class HeldCalls:
                     else:
                         held.result = await upstream.request(held.method, held.params or None, route=held.route)
             if held.result is None and held.error is None:
-                if held.dropped:
-                    held.error = ConnectionClosed("the call was cancelled: too many calls are held")
+                if held.dropped is not None:
+                    held.error = ConnectionClosed(f"the call was cancelled: {held.dropped}")
                 else:
                     held.error = TimeoutError(f"no progress in {held.timeout:g} s")
         except Exception as exc:
@@ -343,9 +380,11 @@ def _point(held: _Held, params: JSONObject, notify: Notify | None) -> None:
 def _attending(held: _Held) -> Iterator[None]:
     """While a request of the client is served: once it is answered, its response stream is closed, and what the
     server says about the call until the next round has nowhere to go."""
+    held.attended += 1
     try:
         yield
     finally:
+        held.attended -= 1
         held.notify = None
         held.route.notify = None
 
