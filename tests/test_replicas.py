@@ -935,3 +935,33 @@ async def test_past_the_most_posts_held_at_once_a_request_is_refused_at_once(red
             await admin.aclose()
     assert refused.status_code == 503 and refused.headers.get("retry-after") == "1"
     assert refused.json()["error"]["data"]["retryable"] is True
+
+
+async def test_the_health_check_says_unavailable_while_redis_is_paused_without_waiting_out_the_store(
+    redis: RedisServer,
+) -> None:
+    """A load balancer must learn of a paused Redis promptly: ``/healthz`` waits a short probe for it, not the
+    store's own timeout (30 s here), and answers 503 saying so while Redis is still paused; 200 again after."""
+    from redis.asyncio import Redis
+    from redis.exceptions import TimeoutError as RedisTimeout
+
+    async with two_replicas(redis.url, timeout=30.0) as (a, _, _), httpx.AsyncClient(timeout=60) as http:
+        health_url = a.removesuffix("/mcp") + "/healthz"
+        assert (await until_status(functools.partial(http.get, health_url), seconds=30)).status_code == 200
+        admin = Redis.from_url(redis.url)
+        probe = Redis.from_url(redis.url, socket_timeout=0.5)
+        try:
+            await probe.ping()
+            await admin.execute_command("CLIENT", "PAUSE", "8000", "ALL")
+            with anyio.fail_after(60):
+                health = await http.get(health_url)
+            with pytest.raises(RedisTimeout):
+                await probe.ping()  # Redis is still paused: the health check did not wait for it
+            # the probe cut short left no broken connection behind: healthy again once Redis is back
+            assert (await until_status(functools.partial(http.get, health_url), seconds=60)).status_code == 200
+        finally:
+            await admin.aclose()
+            await probe.aclose()
+    assert health.status_code == 503 and health.headers.get("retry-after") == "1"
+    assert health.json()["status"] == "unavailable"
+    assert health.json()["reason"] == "the shared state did not answer within 1 s"

@@ -61,6 +61,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("elicitor.http")
 
+HEALTH_PROBE = 1.0
+"""Seconds ``/healthz`` waits for the shared state to answer before it reports the replica unavailable (503): a
+load balancer learns of a paused or unreachable Redis in about a second, not after the store's own timeout (3 s by
+default, longer than many balancers wait for a health check). A healthy Redis answers a ``PING`` in well under a
+millisecond, so a second leaves room for a loaded machine."""
+
 DEFAULT_MAX_BODY = 4 << 20
 """The largest POST body accepted (4 MiB); larger ones get 413."""
 
@@ -96,7 +102,8 @@ class HttpApp:
             belongs to the user who created it (another user's request for it gets 404, as for an unknown
             session); sealed ``requestState`` and URL-mode elicitations are bound to the user.
         health_path: where a load balancer or orchestrator asks whether this replica is ready: ``GET`` answers
-            200 when the shared state is reachable, else 503 (``None`` turns it off).
+            200 when the shared state answers within :data:`HEALTH_PROBE` (a second) and this replica listens to
+            the others, else 503 with the reason (``None`` turns it off).
         auth: protect the endpoint with OAuth access tokens (:class:`~elicitor.server.Protection`): serve the
             protected resource metadata, answer 401/403 with the spec's challenges, check each tool's ``scopes``;
             the token's subject becomes the principal (basic/authorization.mdx).
@@ -308,13 +315,16 @@ class HttpApp:
             report["status"], status = "starting", 503
         else:
             try:
-                with anyio.fail_after(5):
+                with anyio.fail_after(HEALTH_PROBE):
                     await self._store.check()
                 deaf = [subscription.name for subscription in subscriptions if not subscription.listening]
                 if deaf:
                     raise StoreUnavailable(f"not listening to the other replicas yet (channels: {', '.join(deaf)})")
-            except (StoreUnavailable, TimeoutError) as exc:
-                report["status"], report["reason"], status = "unavailable", str(exc) or "timed out", 503
+            except TimeoutError:
+                reason = f"the shared state did not answer within {HEALTH_PROBE:g} s"
+                report["status"], report["reason"], status = "unavailable", reason, 503
+            except StoreUnavailable as exc:
+                report["status"], report["reason"], status = "unavailable", str(exc), 503
         extra = RETRY_AFTER if status == 503 else None
         await respond_json(send, status, encode_json(report), extra=extra)
 
