@@ -622,3 +622,65 @@ def test_a_task_the_proxy_never_saw_is_the_servers_to_answer_without_sign_in() -
             with pytest.raises(JSONRPCError) as refused:
                 owners.check(method, {"taskId": task_id}, principal)
             assert refused.value.code == -32602
+
+
+@pytest.mark.parametrize("anonymous", [False, True])
+async def test_a_2026_07_28_servers_logs_reach_only_the_caller_through_one_shared_upstream_connection(
+    anyio_backend: str, anonymous: bool
+) -> None:
+    """Two 2026-07-28 clients of one ``--listen`` proxy in front of a 2026-07-28 server over Streamable HTTP: their
+    calls share one upstream connection, and run at the same moment (the tool waits until both are in). Each
+    person gets their own call's log messages and progress, in order, and never the other's: the proxy routes them
+    by the response stream the server sent them on, not by arrival."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor.client._http import HttpClientTransport
+
+    from .conftest import serving
+
+    server = Server("logs", "1.0")
+    both_in = anyio.Event()
+    inside = 0
+
+    @server.tool()
+    async def work(ctx: Context, tag: str) -> str:
+        """Logs and reports before and after every call is in, so the two calls' messages interleave."""
+        nonlocal inside
+        await ctx.log("info", f"{tag} before")
+        await ctx.report_progress(1, 2, f"{tag} half")
+        inside += 1
+        if inside == 2:
+            both_in.set()
+        await both_in.wait()
+        await ctx.log("warning", f"{tag} after")
+        return tag
+
+    logs: dict[str, list[str]] = {"ann": [], "bob": []}
+    progress: dict[str, list[str]] = {"ann": [], "bob": []}
+    results: dict[str, str] = {}
+
+    async def one(url: str, person: str) -> None:
+        async def on_log(level: str, data: Any, logger: str | None) -> None:
+            logs[person].append(str(data))
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress[person].append(str(message))
+
+        headers = {} if anonymous else {"Authorization": f"Bearer {person}"}
+        async with Client.http(url, protocol="2026-07-28", headers=headers, on_log=on_log, log_level="info") as client:
+            results[person] = (await client.call_tool("work", {"tag": person}, progress=on_progress)).text
+
+    with anyio.fail_after(60):
+        async with serving(server.http_app()) as upstream_url, anyio.create_task_group() as tg:
+            proxy = ProxyServer(lambda: HttpClientTransport.connect(upstream_url), upstream_protocol="2026-07-28")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            app = proxy.http_app() if anonymous else proxy.http_app(auth=protection)
+            async with serving(app) as url, anyio.create_task_group() as clients:
+                for person in ("ann", "bob"):
+                    clients.start_soon(one, url, person)
+            tg.cancel_scope.cancel()
+
+    assert results == {"ann": "ann", "bob": "bob"}
+    for person in ("ann", "bob"):
+        assert logs[person] == [f"{person} before", f"{person} after"], logs
+        assert progress[person] == [f"{person} half"], progress

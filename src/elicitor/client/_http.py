@@ -17,7 +17,7 @@ import contextvars
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager, suppress
 from typing import Any
 
@@ -86,6 +86,8 @@ class HttpClientTransport:
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes | Oversized | None](math.inf)
         """What arrived, for :meth:`receive` (``None``: wake up and raise ``_failure``)."""
         self._dispatch: Callable[[bytes | Oversized], bool] | None = None
+        self._stream_notes: Callable[[bytes, RequestId], Awaitable[bool]] | None = None
+        """See :meth:`notes_to` (a proxy's upstream connection sets it)."""
         self._waiting: contextvars.Context | None = None
         """While :meth:`receive` waits on an empty inbox, a copy of the receiving task's context (see
         :meth:`deliver_to`)."""
@@ -179,6 +181,17 @@ class HttpClientTransport:
         exception from it is raised by the waiting ``receive``.
         """
         self._dispatch = handler
+
+    def notes_to(self, handler: Callable[[bytes, RequestId], Awaitable[bool]]) -> None:
+        """Offer each message read on a request's own response stream to ``handler`` first, with the id of that
+        request: ``True`` means it took the message, ``False`` leaves it to :meth:`receive`.
+
+        Over Streamable HTTP a server sends what it says about a request (its log messages, its progress) on that
+        request's response stream; once the messages are in the one inbox, nothing says which stream they came on.
+        A proxy forwarding many people's requests over one connection routes them by it. The handler is awaited
+        before the next message of the stream is read, so what it takes keeps its place before the answer.
+        """
+        self._stream_notes = handler
 
     async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         if self._closed:
@@ -385,6 +398,9 @@ class HttpClientTransport:
                     if event.event != "message" or not event.data:
                         continue
                     data = event.data.encode()
+                    taker = self._stream_notes
+                    if request_id is not None and taker is not None and await taker(data, request_id):
+                        continue
                     await self._deliver(data)
                     if request_id is not None and _answers(data, request_id):
                         done = True

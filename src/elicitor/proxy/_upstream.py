@@ -12,8 +12,11 @@ Everything the server sends back is routed by the upstream call it belongs to, n
   request says which call it belongs to, so a connection on which the server may push carries one client's calls
   only (a handshake-era client's own connection) or one call at a time (see :mod:`._lanes`): they go to
   :attr:`Upstream.on_push`, set by whoever holds the connection, and are refused when nobody does.
-* **anything else** (logs, list changes): to :attr:`Upstream.on_note` when one client owns the connection, else
-  nowhere: a notification that names no call is never shown to a client it may not belong to.
+* **notifications on a request's own response stream** (Streamable HTTP, 2026-07-28: a call's log messages): to
+  that request's :class:`Route`, whoever else shares the connection (the transport says which stream carried
+  them: ``notes_to``).
+* **anything else** (logs over stdio, list changes): to :attr:`Upstream.on_note` when one client owns the
+  connection, else nowhere: a notification that names no call is never shown to a client it may not belong to.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 
 import anyio
+import msgspec
 
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..client._headers import header_params
 from ..client._transport import SIGN_IN_FAILED
-from ..protocol import NotificationReceived, RequestReceived
+from ..protocol import NotificationReceived, RequestReceived, decode_json
 from ..session import Session, open_session
 from ..transports import Transport
 from ..types import (
@@ -103,6 +107,8 @@ class Upstream:
         """The level this (handshake-era) connection was last given with ``logging/setLevel``."""
         self._progress: dict[RequestId, Route] = {}
         self._listens: dict[RequestId, Route] = {}
+        self._streams: dict[RequestId, Route] = {}
+        """Upstream request id to its route, while the request is in flight (see :meth:`_on_stream`)."""
         self._tokens = itertools.count(1)
         self._stop = anyio.CancelScope()
 
@@ -117,6 +123,9 @@ class Upstream:
                 self.transport = await stack.enter_async_context(made)
             else:
                 self.transport = await made
+            notes_to = getattr(self.transport, "notes_to", None)
+            if notes_to is not None:
+                notes_to(self._on_stream)
             self.session = await stack.enter_async_context(open_session(self.transport, self._pushed, self._note))
             yield self
 
@@ -150,11 +159,20 @@ class Upstream:
         token: str | None = None
         if route is not None and params is not None:
             params, token = self._follow(params, route)
+        seen: list[RequestId] = []
+
+        def sent(upstream_id: RequestId) -> None:
+            if route is not None:
+                seen.append(upstream_id)
+                self._streams[upstream_id] = route
+
         try:
-            result = await self._up().request(method, params or None)
+            result = await self._up().request(method, params or None, sent=sent if route is not None else None)
         finally:
             if token is not None:
                 self._progress.pop(token, None)
+            for upstream_id in seen:
+                self._streams.pop(upstream_id, None)
         if method == "tools/list":
             self._learn_tools(result)
         return result
@@ -277,7 +295,26 @@ class Upstream:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (no call of a client waits)")
         return await self.on_push(request)
 
-    async def _note(self, note: NotificationReceived) -> None:
+    async def _on_stream(self, data: bytes, upstream_id: RequestId) -> bool:
+        """A message a 2026-07-28 server sent on the response stream of one of our requests (Streamable HTTP): a
+        notification there is about that request, whoever else shares the connection, and goes to its route.
+        Anything else (the answer, a message on a stream we do not route) takes the ordinary way."""
+        route = self._streams.get(upstream_id)
+        if route is None or not self.stateless:
+            return False
+        try:
+            message = decode_json(data)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return False
+        if not isinstance(message, dict) or "id" in message or not isinstance(message.get("method"), str):
+            return False
+        params = message.get("params")
+        await self._note(NotificationReceived(message["method"], params if isinstance(params, dict) else None), route)
+        return True
+
+    async def _note(self, note: NotificationReceived, stream: Route | None = None) -> None:
+        """A notification of the server's, routed by what names its call (a subscription id, a progress token of
+        ours), else by the response stream it came on (``stream``), else to :attr:`on_note`."""
         params = note.params or {}
         meta = params.get("_meta")
         subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
@@ -294,6 +331,12 @@ class Upstream:
                 route.touched()
             if route.notify is not None and route.token is not None:
                 await route.notify(note.method, {**params, "progressToken": route.token})
+            return
+        if stream is not None:
+            # On the stream of one call: a log message about it (the client asked for a level), say. Progress
+            # under a token that is not ours names nothing the client knows.
+            if stream.notify is not None and note.method != "notifications/progress":
+                await stream.notify(note.method, params)
             return
         if self.on_note is not None:
             await self.on_note(note.method, note.params)
