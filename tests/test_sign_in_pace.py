@@ -271,14 +271,18 @@ async def test_a_person_who_gives_up_is_shown_one_link_and_told_why(anyio_backen
     assert deployment.authorizations == []
 
 
-async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limit_gets_in(anyio_backend: str) -> None:
+@pytest.mark.parametrize("listen", [False, True])
+async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limit_gets_in(
+    anyio_backend: str, listen: bool
+) -> None:
     """The proxy's upstream sign-in takes longer than its client's ``handshake_timeout`` (here 3 s against 1 s,
     for a minute or more against 30 s). The client's ``initialize`` waits on it, and the client would give up;
     the proxy tells it every ``keepalive`` that a person is signing in (log messages, which a server may send
     before it answers ``initialize``), the client counts them as the server's progress, and gets in once the
-    person has approved: one link, one authorization, the messages seen by the client's ``on_log``."""
+    person has approved: one link, one authorization, the messages seen by the client's ``on_log``. Over stdio
+    (here in memory) and behind ``--listen`` (the proxy's HTTP app, the messages on ``initialize``'s own stream)."""
     from elicitor.client._http import HttpClientTransport
-    from elicitor.proxy import Bridge
+    from elicitor.proxy import Bridge, ProxyServer
     from elicitor.proxy._bridge import SIGNING_IN
     from elicitor.transports import memory_pair
 
@@ -298,8 +302,7 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
         async def on_log(level: str, data: object, source: str | None) -> None:
             heard.append(data)
 
-        client_end, down_end = memory_pair()
-        bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        connect = lambda: HttpClientTransport.connect(url, auth=auth)  # noqa: E731
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
 
@@ -308,11 +311,19 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
                     await person(links[0], 3.0)  # three times the client's handshake limit
 
                 tg.start_soon(approve)
-                tg.start_soon(bridge.serve, down_end)
                 handler = ScriptedHandler([{"name": "Ada"}])
-                async with Client(
-                    client_end, elicitation=handler, protocol="2025-11-25", handshake_timeout=1.0, on_log=on_log
-                ) as client:
+                clocks: Clocks = {"protocol": "2025-11-25", "handshake_timeout": 1.0, "on_log": on_log}
+                async with AsyncExitStack() as stack:
+                    if listen:
+                        from .conftest import serving
+
+                        proxy = ProxyServer(connect, sign_in=auth, keepalive=0.3)
+                        at = await stack.enter_async_context(serving(proxy.http_app()))
+                        client = await stack.enter_async_context(Client.http(at, elicitation=handler, **clocks))
+                    else:
+                        client_end, down_end = memory_pair()
+                        tg.start_soon(Bridge(connect, sign_in=auth, keepalive=0.3).serve, down_end)
+                        client = await stack.enter_async_context(Client(client_end, elicitation=handler, **clocks))
                     assert (await client.call_tool("greet")).text.endswith("hello Ada")
                 tg.cancel_scope.cancel()
     assert len(links) == 1

@@ -41,6 +41,7 @@ class ProxyServer(Server):
         upstream_protocol: the era to speak upstream (``auto``: the server's).
         elicitation_timeout: see :class:`Bridge`.
         sign_in: the upstream's sign-in, if a person may have to sign in there (see :class:`Bridge`).
+        keepalive: see :class:`Bridge`.
         options: as :class:`~elicitor.Server` (``auth`` is given to :meth:`http_app`).
     """
 
@@ -52,6 +53,7 @@ class ProxyServer(Server):
         upstream_protocol: str = "auto",
         elicitation_timeout: float | None = DEFAULT_ELICITATION_TIMEOUT,
         sign_in: PersonPaced | None = None,
+        keepalive: float = 10.0,
         **options: Any,
     ) -> None:
         super().__init__("elicitor-proxy", "1", elicitation_timeout=elicitation_timeout, **options)
@@ -59,6 +61,7 @@ class ProxyServer(Server):
         self.ui = ui
         self.upstream_protocol = upstream_protocol
         self.sign_in = sign_in
+        self.keepalive = keepalive
         self._mirrored: dict[str, dict[str, str]] = {}
         self.owners = TaskOwners()
         """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
@@ -68,7 +71,7 @@ class ProxyServer(Server):
         return Bridge(
             self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol,
             elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored, principal=principal,
-            owners=self.owners, sign_in=self.sign_in,
+            owners=self.owners, sign_in=self.sign_in, keepalive=self.keepalive,
         )  # fmt: skip
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:
