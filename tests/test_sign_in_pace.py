@@ -329,3 +329,73 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
     assert len(links) == 1
     assert len(deployment.authorizations) == 1
     assert SIGNING_IN in heard
+
+
+async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hears_why(anyio_backend: str) -> None:
+    """The official Python SDK's client in front of the proxy while a person signs in upstream: it waits for
+    ``initialize`` (it has no limit unless given ``read_timeout_seconds``), its ``logging_callback`` gets the
+    proxy's notices meanwhile (a notification before the ``initialize`` result does not upset it), and it lists
+    the server's tools once the person has approved."""
+    import mcp_types as types
+    from mcp.client.session import ClientSession
+    from mcp.shared.message import SessionMessage
+
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.proxy._bridge import SIGNING_IN
+    from elicitor.transports import memory_pair
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        client_end, down_end = memory_pair()
+        bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        heard: list[object] = []
+
+        async def logging_callback(params: types.LoggingMessageNotificationParams) -> None:
+            heard.append(params.data)
+
+        to_sdk, sdk_reads = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        sdk_writes, from_sdk = anyio.create_memory_object_stream[SessionMessage](16)
+
+        async def proxy_to_sdk() -> None:
+            async with to_sdk:
+                while True:
+                    try:
+                        data = await client_end.receive()
+                    except anyio.EndOfStream:
+                        return
+                    assert isinstance(data, bytes)
+                    await to_sdk.send(SessionMessage(types.jsonrpc_message_adapter.validate_json(data)))
+
+        async def sdk_to_proxy() -> None:
+            async with from_sdk:
+                async for message in from_sdk:
+                    await client_end.send(message.message.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+
+                async def approve() -> None:
+                    await arrived.wait()
+                    await person(links[0], 2.0)
+
+                tg.start_soon(approve)
+                tg.start_soon(bridge.serve, down_end)
+                tg.start_soon(proxy_to_sdk)
+                tg.start_soon(sdk_to_proxy)
+                async with ClientSession(sdk_reads, sdk_writes, logging_callback=logging_callback) as session:
+                    await session.initialize()
+                    assert SIGNING_IN in heard  # before the initialize result
+                    tools = await session.list_tools()
+                    assert "greet" in [tool.name for tool in tools.tools]
+                tg.cancel_scope.cancel()
+    assert len(links) == 1 and len(deployment.authorizations) == 1
