@@ -171,6 +171,49 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
         assert SECRET_NAME not in path.read_text()
 
 
+async def test_a_hop_through_another_replica_is_a_span_even_when_the_client_names_no_trace(
+    otel: Otel, traced_cluster: tuple[Deployment, Path]
+) -> None:
+    """A client without telemetry (most clients) puts no trace context in its requests or its answers: each POST
+    that lands on a replica other than the session's is still a ``forward`` span there, the root of a trace of its
+    own marked ``elicitor.trace_context = absent``, with the same few attributes as any forward and nothing of
+    the answer."""
+    from elicitor import telemetry
+
+    cluster, folder = traced_cluster
+    before = {s["context"]["span_id"] for s in replica_spans(folder)}
+    telemetry.configure("off")  # this client injects nothing (the fixture turns it back on)
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"size": 4}])
+    start = len(cluster.nginx.upstreams())
+    with anyio.fail_after(30):
+        async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
+            assert (await client.call_tool("book")).text == f"{SECRET_NAME} x4"
+    posted = [u for request, u in cluster.nginx.upstreams()[start:] if request.startswith("POST")]
+    assert len(set(posted)) >= 2  # round robin: some POSTs were forwarded to the session's replica
+
+    def forwards() -> list[dict[str, Any]]:
+        spans = replica_spans(folder)
+        return [s for s in spans if s["name"].startswith("forward ") and s["context"]["span_id"] not in before]
+
+    with anyio.fail_after(10):
+        while not forwards():
+            await anyio.sleep(0.05)
+    await anyio.sleep(0.5)  # a forward ends once what it relays has been sent: let the last ones land
+    hops = forwards()
+    assert any(hop["name"] == "forward response" for hop in hops) or len(hops) >= 2, [h["name"] for h in hops]
+    for hop in hops:
+        assert hop["parent_id"] is None, hop  # a root: the POST's own context is not the call's
+        attributes = hop["attributes"]
+        assert attributes["elicitor.trace_context"] == "absent"
+        assert attributes["elicitor.forwarded_to"] and attributes["mcp.session.id"]
+        assert set(attributes) <= {
+            "elicitor.trace_context", "elicitor.forwarded_to", "mcp.session.id", "jsonrpc.request.id",
+            "mcp.method.name", "gen_ai.tool.name", "gen_ai.operation.name",
+        }, attributes  # fmt: skip
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
 async def test_a_task_picked_up_by_another_client_links_to_its_creation_on_any_replica(
     otel: Otel, traced_cluster: tuple[Deployment, Path]
 ) -> None:

@@ -200,8 +200,11 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
     """A ``forward`` span around a message this replica passes to the replica that runs its session (a POST that
     landed here, handshake era), in the trace the message names: a request's ``params._meta``, an answer's
     ``result._meta`` (where an elicitor client puts the context of the question it answers). So the hop through
-    the shared store, and how long it took, is in the call's trace. A message that names no trace adds nothing:
-    no trace of its own per forwarded message.
+    the shared store, and how long it took, is in the call's trace. A message that names no trace (an answer from
+    a client that does not put one there, as most do not) still gets its span, as the root of a trace of its own
+    with ``elicitor.trace_context = absent``: an operator sees every hop through the store, and which ones a
+    client left untraced. Its attributes are bounded as the others (the message's id, the session, the owner),
+    and nothing of the answer is read but its id.
 
     Called only when ``state.on``.
     """
@@ -221,7 +224,8 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
         attributes = {"jsonrpc.request.id": str(request_id)} if isinstance(request_id, int | str) else {}
         name = "forward response"
     if parent is None:
-        return nullcontext()
+        parent = otel_context.Context()  # a root: not the ambient context, which is this POST's, not the call's
+        attributes["elicitor.trace_context"] = "absent"
     attributes.update({"mcp.session.id": session_id, "elicitor.forwarded_to": owner})
     return _Forwarding(tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes))
 
