@@ -508,6 +508,32 @@ async def test_a_chinese_description_wraps_where_chinese_breaks_and_an_english_o
 
 
 @pytest.mark.anyio
+async def test_a_long_chinese_answer_wraps_in_its_field_and_stays_whole_on_screen(anyio_backend: str) -> None:
+    """A field was one row high: past thirty Chinese characters at 60 columns only the last wrapped line showed,
+    the start of the sentence and the prompt mark gone. The field grows by lines as the text wraps."""
+    said = "我們一家四口預計晚上十點左右抵達，請幫忙保留房間並準備兩張加床，謝謝您的協助與安排"
+    async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):
+        seen: list[str] = []
+
+        async def drive() -> None:
+            await screen.shows("入住人数")  # the server's title, as sent
+            await screen.type("李雷", TAB, "3", TAB)
+            await screen.type(said)
+            await screen.shows("協助與安排")
+            seen.append(screen.text())
+            await screen.type(TAB, ENTER)
+            await screen.shows("送出之前")
+            await screen.type(ENTER)
+
+        outcome = await answer(handler, ElicitationRequest("請預訂房間", CHINESE_FORM, RTL_SERVER), drive)
+    assert outcome == Accepted({"name": "李雷", "guests": 3, "city": said})
+    lines = [line.strip() for line in seen[0].splitlines()]
+    first = next(i for i, line in enumerate(lines) if line.startswith("› 我們"))
+    last = lines.index("", first)
+    assert "".join(lines[first:last]).removeprefix("› ") == said and last - first > 1, seen[0]
+
+
+@pytest.mark.anyio
 async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave(anyio_backend: str) -> None:
     """At 60 columns the Traditional Chinese key help (62 cells) was cut at the edge, and with it "Esc 取消"."""
     async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):

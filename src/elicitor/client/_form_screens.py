@@ -14,6 +14,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
+    Dimension,
     FormattedTextControl,
     HSplit,
     Layout,
@@ -114,10 +115,14 @@ class _Row:
             widget = self.checks
         else:
             shown = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
+            # One line of input that grows by whole lines as it wraps (by cells): at one row high, an answer
+            # longer than the terminal showed only its last line, so a sentence typed in Chinese (two cells a
+            # character) lost its start, the prompt mark too, after thirty characters.
             self.text = TextArea(
-                text=shown, multiline=False, height=1, style="class:input", prompt=[("class:hint", "› ")],
-                accept_handler=_next, input_processors=[_ShowEscaped()],
+                text=shown, multiline=False, dont_extend_height=True, style="class:input",
+                prompt=[("class:hint", "› ")], accept_handler=_next, input_processors=[_ShowEscaped()],
             )  # fmt: skip
+            self.text.window.height = Dimension(min=1)  # TextArea makes a single-line input exactly one row high
             self.text.buffer.cursor_position = len(shown)  # typing adds to a default; Ctrl-U clears it
             widget = self.text
         self.focus_target: Any = widget
