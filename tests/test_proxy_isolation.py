@@ -561,6 +561,54 @@ async def test_one_person_has_a_fair_share_of_held_calls_and_another_still_gets_
             tg.cancel_scope.cancel()
 
 
+async def test_one_person_has_a_fair_share_of_handshake_sessions_and_another_still_gets_in(
+    anyio_backend: str, monkeypatch: Any
+) -> None:
+    """Each handshake-era session holds an upstream connection of its own; a signed-in person may have
+    ``MAX_SESSIONS_PER_PERSON`` (2 here) open at once. Alice's third is refused at ``initialize``, saying why, and
+    opens no upstream connection; Bob still gets in; once Alice closes one of hers, she gets in again."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor import JSONRPCError
+    from elicitor.proxy import _http
+
+    from .conftest import serving
+
+    monkeypatch.setattr(_http, "MAX_SESSIONS_PER_PERSON", 2)
+    server = make_server()
+    opened: list[int] = []
+
+    def person(url: str, name: str) -> Any:
+        headers = {"Authorization": f"Bearer {name}"}
+        return Client.http(url, elicitation=ScriptedHandler([{"name": name}]), protocol="2025-11-25", headers=headers)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg, opened), upstream_protocol="2025-11-25")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with serving(proxy.http_app(auth=protection)) as url:
+                async with person(url, "alice") as first, person(url, "alice") as second:
+                    assert len(opened) == 2
+                    with pytest.raises(JSONRPCError) as refused:
+                        async with person(url, "alice"):
+                            pass
+                    assert "you have 2 sessions open through the proxy, the most one person may" in (
+                        refused.value.message
+                    )
+                    assert refused.value.data == {"sessions": 2, "maxPerPerson": 2}
+                    assert len(opened) == 2  # the refused session opened no upstream connection
+                    async with person(url, "bob") as bob:
+                        assert (await bob.call_tool("greet", {"tag": "b"})).text == "b:bob"
+                    assert (await first.call_tool("greet", {"tag": "a1"})).text == "a1:alice"
+                    assert (await second.call_tool("greet", {"tag": "a2"})).text == "a2:alice"
+                with anyio.fail_after(10):
+                    while proxy._sessions:  # her sessions end as their clients close them
+                        await anyio.sleep(0.01)
+                async with person(url, "alice") as again:
+                    assert (await again.call_tool("greet", {"tag": "a3"})).text == "a3:alice"
+            tg.cancel_scope.cancel()
+
+
 async def test_a_2026_07_28_round_of_one_person_cannot_be_answered_by_another_through_the_proxy(
     anyio_backend: str,
 ) -> None:

@@ -16,19 +16,28 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
 from ..client._pace import PersonPaced
-from ..protocol import RequestReceived, parse_request_meta
+from ..protocol import NotificationReceived, RequestReceived, parse_request_meta
 from ..server import Server
 from ..server._dispatch import Notify, ServerSession
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
+from ..session import open_session
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, STATELESS_REVISIONS, JSONObject
 from ._bridge import Bridge
 from ._owners import TaskOwners
 from ._stateless import Stateless
 from ._upstream import Connect
+
+MAX_SESSIONS_PER_PERSON = 32
+"""Handshake-era sessions one signed-in person may have open through the proxy at once (each holds an upstream
+connection of its own), so that one person never holds them all."""
+REFUSED_LINGER = 5.0
+"""Seconds a refused session waits for its client to close it, after its answer."""
 
 
 class ProxyServer(Server):
@@ -65,6 +74,8 @@ class ProxyServer(Server):
         self._mirrored: dict[str, dict[str, str]] = {}
         self.owners = TaskOwners()
         """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
+        self._sessions: dict[str | None, int] = {}
+        """Handshake-era sessions open now, by principal."""
 
     def bridge(self, principal: str | None = None) -> Bridge:
         """A new :class:`Bridge` for one client connection, with this proxy's upstream and options."""
@@ -82,8 +93,46 @@ class ProxyServer(Server):
         return _Forwarding(self, principal=principal)
 
     async def serve(self, transport: Transport, *, principal: str | None = None) -> None:
-        """A handshake-era session: a bridge of its own to a new upstream connection."""
-        await self.bridge(principal).serve(transport)
+        """A handshake-era session: a bridge of its own to a new upstream connection. A signed-in person may have
+        :data:`MAX_SESSIONS_PER_PERSON` at once (each holds an upstream connection): beyond that, the session's
+        ``initialize`` is refused, saying so, and no upstream connection is opened for it. (Without a sign-in each
+        session is the only thing that tells people apart, and holds one connection: nothing to share out.)"""
+        if principal is not None and self._sessions.get(principal, 0) >= MAX_SESSIONS_PER_PERSON:
+            await _refuse(
+                transport,
+                JSONRPCError(
+                    INTERNAL_ERROR,
+                    f"Internal error: you have {MAX_SESSIONS_PER_PERSON} sessions open through the proxy, the most "
+                    "one person may have at once; close one (end its client) and connect again",
+                    {"sessions": self._sessions[principal], "maxPerPerson": MAX_SESSIONS_PER_PERSON},
+                ),
+            )
+            return
+        self._sessions[principal] = self._sessions.get(principal, 0) + 1
+        try:
+            await self.bridge(principal).serve(transport)
+        finally:
+            self._sessions[principal] -= 1
+            if not self._sessions[principal]:
+                del self._sessions[principal]
+
+
+async def _refuse(transport: Transport, error: JSONRPCError) -> None:
+    """Answer the session's requests with ``error`` until its client closes it (or for a few seconds after the
+    first answer: the session then ends, and with it the client's)."""
+    answered = anyio.Event()
+
+    async def refuse(request: RequestReceived) -> JSONObject:
+        answered.set()
+        raise error
+
+    async def ignore(note: NotificationReceived) -> None:
+        return None
+
+    async with open_session(transport, refuse, ignore) as session:
+        with anyio.move_on_after(REFUSED_LINGER):
+            await answered.wait()
+            await session.wait_closed()
 
 
 class _Forwarding(ServerSession):
