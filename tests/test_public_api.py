@@ -78,6 +78,7 @@ PUBLIC = [
     "TextContent",
     "TooManyRounds",
     "Tool",
+    "UnknownContent",
     "UnsafeUrl",
     "Uri",
     "UrlElicitation",

@@ -75,6 +75,7 @@ from .types import (
     ResourceLink,
     TextContent,
     Tool,
+    UnknownContent,
 )
 
 if TYPE_CHECKING:
@@ -153,6 +154,7 @@ __all__ = [
     "TextContent",
     "TooManyRounds",
     "Tool",
+    "UnknownContent",
     "UnsafeUrl",
     "Uri",
     "UrlElicitation",

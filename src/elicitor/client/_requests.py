@@ -102,16 +102,34 @@ class Requests:
         raise TimeoutError(f"the server sent nothing for {quiet.timeout:g} s while {method} waited")
 
     async def list_all(self, method: str, key: str) -> list[JSONObject]:
-        """Every item of a paginated list (``tools/list``...): the objects under ``key`` of every page."""
+        """Every item of a paginated list (``tools/list``...): the objects under ``key`` of every page.
+
+        An entry that is not an object is left out, and a ``nextCursor`` that is not a string or was already
+        followed ends the listing, each with a warning; what was listed so far is kept.
+        """
         items: list[JSONObject] = []
         cursor: str | None = None
+        seen: set[str] = set()
         while True:
             result = await self.request(method, {"cursor": cursor} if cursor else {})
             page = result.get(key, [])
             if not isinstance(page, list):
                 raise RemoteProtocolError(f"the server sent an invalid {method} result: {key} is not a list")
-            items.extend(item for item in page if isinstance(item, dict))
+            for item in page:
+                if isinstance(item, dict):
+                    items.append(item)
+                else:
+                    logger.warning("leaving out a %s entry that is a %s, not an object", method, type(item).__name__)
             next_cursor = result.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor:
+            if next_cursor is None or next_cursor == "":
                 return items
+            if not isinstance(next_cursor, str):
+                logger.warning(
+                    "%s: nextCursor is a %s, not a string: listing ends here", method, type(next_cursor).__name__
+                )
+                return items
+            if next_cursor in seen:  # a server that hands out the same cursor again would be listed forever
+                logger.warning("%s: nextCursor %r was already followed: listing ends here", method, next_cursor[:80])
+                return items
+            seen.add(next_cursor)
             cursor = next_cursor

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-import msgspec
 
 from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
 from ..telemetry import _state as _telemetry
 from ..telemetry._state import TASK_ORIGIN
 from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
+from ._lenient import read_tool_result
 
 logger = logging.getLogger("elicitor.client")
 
@@ -314,10 +314,7 @@ class TaskHandle:
         if self.status != "completed":
             raise RuntimeError(f"task {self.id} has not finished (it is {self.status})")
         result: Any = self._final if self._handshake else self._task.get("result")
-        try:
-            return msgspec.convert(result, CallToolResult)
-        except msgspec.ValidationError as exc:
-            raise RemoteProtocolError(f"the server sent an invalid tool result for task {self.id}: {exc}") from None
+        return read_tool_result(result, f"tool result of task {self.id}")
 
     async def cancel(self) -> None:
         """Ask the server to cancel the task (it may still finish first; nothing happens on an ended task)."""

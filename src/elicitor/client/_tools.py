@@ -18,14 +18,13 @@ import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-import msgspec
-
-from .._exceptions import JSONRPCError, RemoteProtocolError
+from .._exceptions import JSONRPCError
 from ..telemetry import _state as _telemetry
 from ..types import METHOD_NOT_FOUND, REV_2025_11_25, CallToolResult, JSONObject, TaskSupport, Tool
 from ._era import Era
 from ._headers import header_params
 from ._inbound import Inbound
+from ._lenient import read_tool, read_tool_result
 from ._notifications import Progress, ProgressCallback
 from ._requests import Requests
 from ._rounds import Rounds
@@ -48,14 +47,14 @@ class Tools:
         self.port = TaskPort(request=requests.request, answer_input=inbound.answer_input, end_progress=progress.end)
 
     async def list(self) -> list[Tool]:
-        """Every tool the server offers (all pages), leaving out those whose ``x-mcp-header`` is invalid."""
+        """Every tool the server offers (all pages), leaving out, with a warning, those that do not parse (no
+        ``name`` or ``inputSchema``, say) and those whose ``x-mcp-header`` is invalid (see :mod:`._lenient`)."""
         tools: list[Tool] = []
         support: dict[str, TaskSupport] = {}
         for raw in await self._requests.list_all("tools/list", "tools"):
-            try:
-                tool = msgspec.convert(raw, Tool)
-            except msgspec.ValidationError as exc:
-                raise RemoteProtocolError(f"the server sent an invalid tools/list result: {exc}") from None
+            tool = read_tool(raw)
+            if tool is None:
+                continue
             mirrored = header_params(tool.input_schema)
             if isinstance(mirrored, str):
                 logger.warning("leaving out tool %r: %s", tool.name, mirrored)
@@ -126,10 +125,7 @@ class Tools:
                 return await handle.wait()
         finally:
             self._progress.end(token)
-        try:
-            return msgspec.convert(result, CallToolResult)
-        except msgspec.ValidationError as exc:
-            raise RemoteProtocolError(f"the server sent an invalid tools/call result: {exc}") from None
+        return read_tool_result(result, f"tools/call result of {name!r}")
 
     async def start(
         self, name: str, arguments: Mapping[str, Any] | None, progress: ProgressCallback | None

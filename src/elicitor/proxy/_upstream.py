@@ -266,16 +266,17 @@ class Upstream:
         tools = result.get("tools")
         if not isinstance(tools, list):
             return
-        for tool in tools:
-            execution = tool.get("execution") if isinstance(tool, dict) else None
+        for tool in tools:  # forwarded as it is: an entry that is not a tool is passed on, not learnt from
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                continue
+            execution = tool.get("execution")
             if isinstance(execution, dict) and isinstance(execution.get("taskSupport"), str):
                 self.task_support[tool["name"]] = execution["taskSupport"]
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
-                mirrored = header_params(tool.get("inputSchema"))
-                if isinstance(mirrored, dict):
-                    self.mirrored[tool["name"]] = {path[0]: name for path, name in mirrored.items() if len(path) == 1}
-                    if isinstance(headers, dict):
-                        headers[tool["name"]] = mirrored
+            mirrored = header_params(tool.get("inputSchema"))
+            if isinstance(mirrored, dict):
+                self.mirrored[tool["name"]] = {path[0]: name for path, name in mirrored.items() if len(path) == 1}
+                if isinstance(headers, dict):
+                    headers[tool["name"]] = mirrored
 
     # ---- what the server sends --------------------------------------------------------------------------------
 

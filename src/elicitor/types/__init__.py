@@ -31,6 +31,7 @@ from ._mcp import (
     TextContent,
     Tool,
     ToolExecution,
+    UnknownContent,
 )
 from ._revisions import (
     ACCEPTED_OLDER_REVISIONS,
@@ -100,6 +101,7 @@ __all__ = [
     "TaskSupport",
     "Tool",
     "ToolExecution",
+    "UnknownContent",
     "has_elicitation",
     "is_stateless",
     "supports_rich_enums",

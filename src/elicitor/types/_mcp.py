@@ -80,6 +80,26 @@ ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | EmbeddedRe
 """A content block of a tool result or prompt message, tagged by ``type``."""
 
 
+class UnknownContent(msgspec.Struct, frozen=True, kw_only=True, tag="x-elicitor-unknown", tag_field="type"):
+    """A content block of a server's result that the client could not read as any :data:`ContentBlock`.
+
+    A ``type`` a newer (or a private) revision added, or a known ``type`` missing a required field: the rest of the
+    result stays usable, and this block is kept for the caller to inspect or forward instead of failing the call.
+    Only the client makes these; a server never sends one.
+    """
+
+    raw: Any
+    """The block exactly as the server sent it (an object, unless the server sent something else)."""
+    problem: str
+    """Why it could not be read (an unknown ``type``, or what a known type's block is missing)."""
+
+    @property
+    def kind(self) -> str | None:
+        """The block's ``type`` as sent, when it is a string."""
+        kind = self.raw.get("type") if isinstance(self.raw, dict) else None
+        return kind if isinstance(kind, str) else None
+
+
 TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
 
 
@@ -115,9 +135,12 @@ class Tool(_Wire, frozen=True):
 class CallToolResult(_Wire, frozen=True):
     """The final result of ``tools/call``: content blocks, optional structured content, and ``isError``."""
 
-    content: list[ContentBlock] = msgspec.field(default_factory=list)
+    content: list[ContentBlock | UnknownContent] = msgspec.field(default_factory=list)
+    """The blocks in order; a block the client could not read is kept as :class:`UnknownContent`."""
     structured_content: Any = None
     is_error: bool = False
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    """The result's ``_meta``, as the server sent it."""
 
     @property
     def text(self) -> str:

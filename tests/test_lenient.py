@@ -1,0 +1,187 @@
+"""One bad entry in what a server lists or answers never costs the client the good ones (docs/hostile-peers.md).
+
+The server is ``tests/peers/sloppy_server.py``, written by hand without any library, over stdio; the same server
+behind ``elicitor proxy``; and a 2026-07-28 peer in memory for the stateless era's path. Property tests feed the
+readers arbitrary JSON.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from elicitor import Client, RemoteProtocolError, ScriptedHandler, TextContent, UnknownContent
+from elicitor.client._lenient import read_block, read_tool, read_tool_result
+
+from .conftest import ROOT
+from .peers import sloppy_server
+from .test_waits import RawPeer, raw_server
+
+pytestmark = pytest.mark.anyio
+
+SLOPPY = [sys.executable, str(ROOT / "tests" / "peers" / "sloppy_server.py")]
+HANDSHAKE_ERAS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING)
+
+
+def check_echo(result: Any) -> None:
+    """The ``echo`` result of the sloppy server: every block in its place, the unreadable ones kept as sent."""
+    kinds = [type(block).__name__ for block in result.content]
+    assert kinds == ["TextContent", "UnknownContent", "UnknownContent", "TextContent", "UnknownContent"]
+    hologram, image, stray = (b for b in result.content if isinstance(b, UnknownContent))
+    assert hologram.raw == {"type": "hologram", "frames": 3} and hologram.kind == "hologram"
+    assert hologram.problem == "unknown content type 'hologram'"
+    assert image.kind == "image" and "missing required field `data`" in image.problem
+    assert stray.raw == "just a string" and stray.kind is None
+    assert result.text == "hello\nbye"  # the text block whose annotations were malformed keeps its text
+    assert result.structured_content == {"n": 1}
+    assert result.meta == {"trace": "abc"}
+    assert result.is_error is False
+
+
+@pytest.mark.parametrize("revision", HANDSHAKE_ERAS)
+async def test_a_hand_written_server_of_every_handshake_era_keeps_its_good_entries(
+    anyio_backend: str, revision: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="elicitor.client")
+    handler = ScriptedHandler([{"name": "Ann"}])
+    async with Client.stdio([*SLOPPY, revision], elicitation=handler, probe_timeout=30) as client:
+        with anyio.fail_after(60):
+            assert client.protocol_version == revision
+            assert client.server_info is not None
+            assert (client.server_info.name, client.server_info.version) == ("sloppy", "")
+            assert client.server_capabilities["tools"] is True  # as sent: the client reads only what it needs
+            tools = await client.list_tools()
+            assert [tool.name for tool in tools] == ["echo", "annotated", "later"]
+            annotated = tools[1]
+            assert annotated.annotations is None and annotated.input_schema == sloppy_server.GOOD
+            check_echo(await client.call_tool("echo", {"text": "hi"}))
+            failed = await client.call_tool("fails")
+            assert failed.is_error is True and failed.text == "it failed" and failed.meta is None
+            assert await client.list_prompts() == [{"name": "greet"}]
+            assert await client.list_resources() == [{"uri": "memo://a", "name": "a"}]
+            if revision in ("2025-06-18", "2025-11-25"):  # an elicitation with keys nobody defined is answered
+                asked = await client.call_tool("ask")
+                assert '"content": {"name": "Ann"}' in asked.text
+    said = warnings(caplog)
+    for expected in [
+        "leaving out tool 'bare': Object missing required field `inputSchema`",
+        "leaving out tool 'broken': Expected `object`, got `str` - at `$.inputSchema`",
+        "tool 'annotated': Expected `object | null`, got `str` - at `$.annotations` (left out)",
+        "tool 'later': Expected `object | null`, got `str` - at `$.execution` (left out)",
+        "leaving out a tools/list entry that is a int, not an object",
+        "leaving out tool without a string name ({'inputSchema'",
+        "leaving out tool without a string name ({'name': ['not', 'a', 'string']",
+        "tools/list: nextCursor 'page-2' was already followed: listing ends here",
+        "tools/call result of 'echo': keeping a content block it cannot read as it is: unknown content type",
+        "tools/call result of 'fails': Expected `object | null`, got `str` - at `$._meta` (left out)",
+        "leaving out a prompts/list entry that is a int, not an object",
+        "prompts/list: nextCursor is a int, not a string: listing ends here",
+        "leaving out a resources/list entry that is a str, not an object",
+    ]:
+        assert expected in said
+
+
+@pytest.mark.parametrize("downstream", ["2025-11-25", "2026-07-28"])
+async def test_the_proxy_forwards_a_sloppy_servers_lists_as_they_are(
+    anyio_backend: str, downstream: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The proxy passes every entry on, the bad ones too (it is not the judge; the client at the end is), and
+    learns nothing from an entry without a name instead of failing the listing."""
+    caplog.set_level(logging.WARNING, logger="elicitor.client")
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *SLOPPY, "2025-06-18"]
+    async with Client.stdio(command, protocol=downstream, probe_timeout=30) as client:
+        with anyio.fail_after(60):
+            page = await client.request("tools/list")
+            assert page["tools"] == sloppy_server.PAGE_1
+            assert [tool.name for tool in await client.list_tools()] == ["echo", "annotated", "later"]
+            check_echo(await client.call_tool("echo"))
+    assert "leaving out tool 'bare'" in warnings(caplog)
+
+
+async def test_the_stateless_era_reads_results_leniently(anyio_backend: str) -> None:
+    async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
+        result = {"resultType": "complete", "content": sloppy_server.CONTENT, "structuredContent": {"n": 1}}
+        result["_meta"] = {"trace": "abc"}
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    async with raw_server(answer, stateless=True) as (transport, _), Client(transport, protocol="2026-07-28") as client:
+        with anyio.fail_after(10):
+            check_echo(await client.call_tool("echo"))
+
+
+async def test_a_result_that_is_not_readable_at_all_is_still_a_remote_protocol_error(anyio_backend: str) -> None:
+    async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": "nope"}})
+
+    async with raw_server(answer, stateless=True) as (transport, _), Client(transport, protocol="2026-07-28") as client:
+        with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match="content is a str"):
+            await client.call_tool("anything")
+
+
+# ---- properties ---------------------------------------------------------------------------------------------
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS = ["name", "inputSchema", "title", "description", "outputSchema", "annotations", "execution", "type", "text"]
+ENTRY = JSON | st.dictionaries(st.sampled_from(FIELDS), JSON, max_size=5)
+GOOD_TOOLS = st.builds(
+    lambda name, extra: {"name": name, "inputSchema": {"type": "object"}, **extra},
+    st.text(min_size=1, max_size=8),
+    st.dictionaries(st.text(max_size=6).filter(lambda k: k not in FIELDS and k != "_meta"), JSON, max_size=2),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.booleans(), GOOD_TOOLS, ENTRY), max_size=6))
+def test_every_good_tool_is_kept_in_order_whatever_surrounds_it(entries: list[tuple[bool, Any, Any]]) -> None:
+    listed = [good if is_good else bad for is_good, good, bad in entries]
+    kept = [tool for tool in map(read_tool, listed) if tool is not None]
+    goods = [good["name"] for is_good, good, _ in entries if is_good]
+    names = [tool.name for tool in kept]
+    it = iter(names)
+    assert all(name in it for name in goods)  # a subsequence: none lost, none reordered
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ENTRY, max_size=5), JSON)
+def test_a_result_with_any_blocks_keeps_each_in_its_place(blocks: list[Any], structured: Any) -> None:
+    raw = {"content": [{"type": "text", "text": "first"}, *blocks], "structuredContent": structured}
+    result = read_tool_result(raw, "a result")
+    assert len(result.content) == len(raw["content"])
+    assert result.content[0] == TextContent(text="first")
+    assert result.structured_content == structured
+    for sent, block in zip(blocks, result.content[1:], strict=True):
+        assert block == read_block(sent)
+        if isinstance(block, UnknownContent):
+            assert block.raw == sent and block.problem
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_any_result_either_reads_or_is_a_remote_protocol_error(raw: Any) -> None:
+    """Only a result that is not an object, or whose ``content`` is not a list, is refused; any other is read."""
+    readable = isinstance(raw, dict) and isinstance(raw.get("content", []), list)
+    try:
+        result = read_tool_result(raw, "a result")
+    except RemoteProtocolError:
+        assert not readable
+    else:
+        assert readable and len(result.content) == len(raw.get("content", []))
