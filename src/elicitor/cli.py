@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--lang",
         metavar="LANG",
-        help="the language of the forms and messages: en, zh (Simplified Chinese) or ar "
+        help="the language of the forms and messages: en, zh or zh-CN (Simplified Chinese), zh-TW or zh-Hant "
+        "(Traditional Chinese), or ar "
         "(default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; each browser page follows the browser)",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
