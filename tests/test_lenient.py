@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -124,6 +125,44 @@ async def test_the_stateless_era_reads_results_leniently(anyio_backend: str) -> 
             check_echo(await client.call_tool("echo"))
 
 
+async def test_an_input_request_with_keys_nobody_defined_is_answered(anyio_backend: str) -> None:
+    """2026-07-28: keys the spec does not name, in the result, the input request, its params and its schema, are
+    ignored; the person is asked the form the known keys describe."""
+    form = {
+        "type": "object",
+        "properties": {"name": {"type": "string", "x-widget": "big", "$comment": "any"}},
+        "required": ["name"],
+        "x-vendor": True,
+    }
+    question = {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "Who?", "requestedSchema": form, "priority": "high", "_meta": {}},
+        "x-route": "front",
+    }
+
+    async def asks_once(peer: RawPeer, message: dict[str, Any]) -> None:
+        answers = message["params"].get("inputResponses")
+        result: dict[str, Any]
+        if answers is None:
+            result = {"resultType": "input_required", "inputRequests": {"who": question}, "requestState": "s"}
+            result["somethingNew"] = [1]
+        else:
+            result = {
+                "resultType": "complete",
+                "content": [{"type": "text", "text": answers["who"]["content"]["name"]}],
+            }
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    handler = ScriptedHandler([{"name": "Ann"}])
+    async with (
+        raw_server(asks_once, stateless=True) as (transport, _),
+        Client(transport, elicitation=handler) as client,
+    ):
+        with anyio.fail_after(10):
+            assert (await client.call_tool("ask")).text == "Ann"
+    assert [field.name for field in handler.requests[0].form.fields] == ["name"]
+
+
 async def test_a_result_that_is_not_readable_at_all_is_still_a_remote_protocol_error(anyio_backend: str) -> None:
     async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
         await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": "nope"}})
@@ -185,3 +224,44 @@ def test_any_result_either_reads_or_is_a_remote_protocol_error(raw: Any) -> None
         assert not readable
     else:
         assert readable and len(result.content) == len(raw.get("content", []))
+
+
+FIELD_SCHEMAS = [
+    {"type": "string", "title": "Name", "maxLength": 20},
+    {"type": "string", "oneOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
+    {"type": "array", "items": {"type": "string", "enum": ["p", "q"]}},
+    {"type": "integer", "minimum": 1, "maximum": 9},
+    {"type": "boolean", "default": True},
+    {"type": "string", "format": "email"},
+]
+EXTRA_KEY = st.sampled_from(["$comment", "examples", "deprecated", "readOnly", "$schema", "$id"]) | st.text(
+    max_size=6
+).map(lambda name: f"x-{name}")
+
+
+def sprinkle(draw: Callable[[st.SearchStrategy[Any]], Any], node: Any) -> Any:
+    """``node`` with keys nobody defined added to every object in it, at random."""
+    if isinstance(node, dict):
+        out = {key: sprinkle(draw, value) for key, value in node.items()}
+        for key in draw(st.lists(EXTRA_KEY, max_size=2)):
+            out.setdefault(key, draw(JSON))
+        return out
+    if isinstance(node, list):
+        return [sprinkle(draw, item) for item in node]
+    return node
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_form_with_keys_nobody_defined_is_the_form_without_them(data: st.DataObject) -> None:
+    from elicitor import Form
+
+    chosen = data.draw(st.lists(st.sampled_from(range(len(FIELD_SCHEMAS))), min_size=1, max_size=4, unique=True))
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {f"f{i}": FIELD_SCHEMAS[i] for i in chosen},
+        "required": ["f" + str(chosen[0])],
+    }
+    properties = {name: sprinkle(data.draw, field) for name, field in schema["properties"].items()}
+    extended = {**sprinkle(data.draw, {k: v for k, v in schema.items() if k != "properties"}), "properties": properties}
+    assert Form.from_schema(extended).schema() == Form.from_schema(schema).schema()
