@@ -31,6 +31,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server, telemetry
 from elicitor.telemetry import _state
 from elicitor.testing import connected
+from elicitor.types import JSONObject
 
 from .conftest import ROOT
 
@@ -543,6 +544,73 @@ async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, down
     deepest = max(served, key=lambda s: len(ancestors(s, spans)))
     path = ancestors(deepest, spans)
     assert path[:3] == ["tools/call introduce/CLIENT", "tools/call introduce/SERVER", "tools/call introduce/CLIENT"]
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.mark.parametrize("upstream", ["2025-11-25", "2026-07-28"])
+async def test_rounds_a_client_sends_in_traces_of_their_own_are_linked_to_the_first_through_the_proxy(
+    otel: Otel, upstream: str
+) -> None:
+    """A 2026-07-28 client that starts a new trace for every round (its retries are requests of their own) still
+    has each of the call's rounds linked to the first (``elicitor.link = first_round``): by the proxy for a call
+    it holds on a handshake-era server, by the server when the rounds pass through to a 2026-07-28 one. Nothing
+    of the answers is recorded."""
+    import secrets
+
+    from elicitor.protocol import decode_json
+    from elicitor.proxy import Bridge, static
+    from elicitor.transports import memory_pair
+
+    client_end, down_end = memory_pair()
+    up_end, server_end = memory_pair()
+    bridge = Bridge(static(up_end), upstream_protocol=upstream)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }
+    traces: list[int] = []
+    answers = iter([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+
+    async def call(params: JSONObject, request_id: int) -> JSONObject:
+        trace_id = int.from_bytes(secrets.token_bytes(16), "big") | 1
+        traces.append(trace_id)
+        traceparent = f"00-{trace_id:032x}-{secrets.randbits(63) | 1:016x}-01"
+        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call"}
+        message["params"] = {**params, "_meta": {**meta, "traceparent": traceparent}}
+        await client_end.send(json.dumps(message).encode())
+        while True:
+            received = await client_end.receive()
+            assert isinstance(received, bytes)
+            reply = decode_json(received)
+            if reply.get("id") == request_id and "method" not in reply:
+                assert "result" in reply, reply
+                return reply["result"]  # type: ignore[no-any-return]
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        tg.start_soon(bridge.serve, down_end)
+        with anyio.fail_after(10):
+            params: JSONObject = {"name": "introduce", "arguments": {}}
+            result = await call(params, 1)
+            for request_id in (2, 3):
+                assert result["resultType"] == "input_required", result
+                responses = {key: {"action": "accept", "content": next(answers)} for key in result["inputRequests"]}
+                params = {"name": "introduce", "arguments": {}, "inputResponses": responses}
+                params["requestState"] = result["requestState"]
+                result = await call(params, request_id)
+        assert SECRET_CITY in result["content"][0]["text"]
+        tg.cancel_scope.cancel()
+    for end in (client_end, down_end, up_end, server_end):
+        await end.aclose()
+    spans = otel.finished()
+    first, *later = traces
+    for trace_id in later:
+        links = [
+            link for s in spans if s.context.trace_id == trace_id for link in s.links
+            if (link.attributes or {}).get("elicitor.link") == "first_round"
+        ]  # fmt: skip
+        assert links and {link.context.trace_id for link in links} == {first}, (upstream, trace_id)
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
 

@@ -36,6 +36,7 @@ from .._exceptions import ConnectionClosed, FormDefinitionError, JSONRPCError
 from ..client._answer import request_form
 from ..protocol import RequestReceived
 from ..server._sealing import StateSealer, request_binding
+from ..telemetry import _state as _telemetry
 from ..types import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, URL_ELICITATION_REQUIRED, JSONObject
 from ._downstream import Downstream, strip_meta
 from ._lanes import Lanes
@@ -101,6 +102,12 @@ class _Held:
         """The response stream of the client's request being served, while it is open (its logs go there)."""
         self.last = anyio.current_time()
         self._keys = itertools.count(1)
+        self.origin: dict[str, str] | None = None
+        """The span of the client's first request for this call (telemetry), which every later round links to."""
+        if _telemetry.state.on:
+            from ..telemetry import _hooks
+
+            self.origin = _hooks.first_round(None)
         self.touch()
 
     def touch(self) -> None:
@@ -170,6 +177,10 @@ class HeldCalls:
             )
         held = found
         held.touch()
+        if _telemetry.state.on:  # a client that sends each round in a trace of its own: linked to the first
+            from ..telemetry import _hooks
+
+            _hooks.first_round(held.origin)
         _point(held, params, notify)
         responses = params.get("inputResponses")
         responses = responses if isinstance(responses, dict) else {}
@@ -196,7 +207,9 @@ class HeldCalls:
         answers = [responses.get(f"u{index}") for index in range(1, len(held.url_required) + 1)]
         if not all(isinstance(a, dict) and a.get("action") == "accept" for a in answers):
             return declined(held.url_required)
-        return await self._round(self._hold(held.down, held.method, held.params, notify), binding)
+        again = self._hold(held.down, held.method, held.params, notify)
+        again.origin = held.origin  # the same call, made again: its rounds still link to its first
+        return await self._round(again, binding)
 
     def _hold(self, down: Downstream, method: str, params: JSONObject, notify: Notify | None) -> _Held:
         now = anyio.current_time()
