@@ -665,6 +665,36 @@ def test_connects_own_lines_are_in_chinese_and_arabic() -> None:
     assert "لا توجد أداة باسم 'nope'." in run.stderr
 
 
+ECHO = """
+from elicitor import Server
+
+server = Server("echo", "1.0", title="回聲")
+
+
+@server.tool()
+async def say() -> str:
+    return "𠮷野家 简体 繁體"
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tmp_path: Path) -> None:
+    """In a Big5 locale (zh_TW.Big5; PYTHONIOENCODING stands in for it here) a result holding 𠮷 or a Simplified
+    character (简, not in Big5) ended connect with a UnicodeEncodeError traceback: it is written escaped, as
+    standard error writes what it cannot encode, and the rest as it reads."""
+    (tmp_path / "echo.py").write_text(ECHO)
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", sys.executable, str(tmp_path / "echo.py")],
+        input=b"say\nq\n", capture_output=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "PYTHONIOENCODING": "big5", "LANG": "zh_TW.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    assert run.returncode == 0 and b"Traceback" not in run.stderr, run.stderr.decode("big5", "replace")
+    assert "結果：\\U00020bb7野家 \\u7b80体 繁體" in run.stdout.decode("big5")
+
+
 @pytest.mark.parametrize(
     ("argv", "environ", "said"),
     [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 from contextlib import suppress
@@ -237,7 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _write_what_the_terminal_cannot() -> None:
+    """Standard output writes a character its encoding lacks as an escape (``\\U00020bb7``), as standard error
+    does, instead of stopping the command: in a Big5 locale (``zh_TW.Big5``) a result holding 𠮷 or a Simplified
+    character (简) ended ``connect`` with a UnicodeEncodeError. The protocol's own streams are bytes: untouched."""
+    stdout = sys.stdout
+    if isinstance(stdout, io.TextIOWrapper) and stdout.errors == "strict":
+        stdout.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _write_what_the_terminal_cannot()
     _speak_in_usage_errors(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
