@@ -732,3 +732,44 @@ async def test_a_2026_07_28_servers_logs_reach_only_the_caller_through_one_share
     for person in ("ann", "bob"):
         assert logs[person] == [f"{person} before", f"{person} after"], logs
         assert progress[person] == [f"{person} half"], progress
+
+
+async def test_a_call_whose_client_cannot_take_its_logs_still_gets_its_answer(anyio_backend: str) -> None:
+    """The person's side of a call is gone (passing a log message on fails) while the 2026-07-28 server goes on
+    sending them on the call's response stream: the proxy's upstream connection reads the stream on and the call
+    still ends with the server's answer; the connection serves the next call."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor._exceptions import ConnectionClosed
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy._downstream import Downstream
+    from elicitor.proxy._upstream import Route, Upstream
+
+    from .conftest import serving
+
+    server = Server("chatty", "1.0")
+
+    @server.tool()
+    async def chatty(ctx: Context) -> str:
+        """Logs twice, then answers."""
+        await ctx.log("info", "one")
+        await ctx.log("info", "two")
+        return "done"
+
+    async def gone(method: str, params: JSONObject) -> None:
+        raise ConnectionClosed("the client is not connected")
+
+    with anyio.fail_after(30):
+        async with serving(server.http_app()) as url, anyio.create_task_group() as tg:
+            upstream = Upstream(lambda: HttpClientTransport.connect(url), wanted="2026-07-28", mirrored={})
+            ready = anyio.Event()
+            tg.start_soon(upstream.run, ready.set)
+            await ready.wait()
+            down = Downstream("2026-07-28", {}, None, None, None, "info")
+            await upstream.learn(down)
+            assert upstream.revision is not None
+            params = down.with_meta({"name": "chatty", "arguments": {}}, upstream.revision)
+            for _ in range(2):
+                result = await upstream.request("tools/call", params, route=Route(gone, None))
+                assert result["content"][0]["text"] == "done"
+            upstream.close()

@@ -310,7 +310,11 @@ class Upstream:
         if not isinstance(message, dict) or "id" in message or not isinstance(message.get("method"), str):
             return False
         params = message.get("params")
-        await self._note(NotificationReceived(message["method"], params if isinstance(params, dict) else None), route)
+        note = NotificationReceived(message["method"], params if isinstance(params, dict) else None)
+        try:
+            await self._note(note, route)
+        except Exception as exc:  # the client went away, say: its call's stream is read on, the message dropped
+            logger.info("a notification for a call was not passed on: %r", exc)
         return True
 
     async def _note(self, note: NotificationReceived, stream: Route | None = None) -> None:
