@@ -519,7 +519,16 @@ def test_a_task_origin_a_peer_sends_is_never_trusted_blindly(otel: Otel, origin:
         assert current == valid if valid is not None else not current.is_valid
 
 
-@pytest.mark.parametrize(("downstream", "upstream"), [("2025-11-25", "2026-07-28"), ("2026-07-28", "2025-11-25")])
+@pytest.mark.parametrize(
+    ("downstream", "upstream"),
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2026-07-28", "2026-07-28"),
+        ("2025-11-25", "2026-07-28"),
+        ("2026-07-28", "2025-11-25"),
+    ],
+)
 async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, downstream: str, upstream: str) -> None:
     from elicitor import Client
     from elicitor.proxy import Bridge, static
