@@ -97,6 +97,21 @@ async def test_a_hand_written_server_of_every_handshake_era_keeps_its_good_entri
         assert expected in said
 
 
+async def test_log_messages_of_any_level_reach_the_callback_with_one_of_the_eight(anyio_backend: str) -> None:
+    """A level that is not a string, in capitals, or of the server's own: the callback gets one of the eight."""
+    heard: list[tuple[str, Any, str | None]] = []
+
+    async def on_log(level: str, data: Any, source: str | None) -> None:
+        heard.append((level, data, source))
+
+    async with Client.stdio([*SLOPPY, "2025-06-18"], on_log=on_log, probe_timeout=30) as client:
+        with anyio.fail_after(60):
+            assert (await client.call_tool("logs")).text == "logged"
+            while len(heard) < 3:
+                await anyio.sleep(0.01)
+    assert heard == [("info", "first", None), ("warning", "second", "mine"), ("info", "third", None)]
+
+
 @pytest.mark.parametrize("downstream", ["2025-11-25", "2026-07-28"])
 async def test_the_proxy_forwards_a_sloppy_servers_lists_as_they_are(
     anyio_backend: str, downstream: str, caplog: pytest.LogCaptureFixture

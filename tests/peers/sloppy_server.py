@@ -82,6 +82,11 @@ def main() -> None:
                 "capabilities": {"tools": True, "logging": [], "prompts": {"listChanged": "yes"}, "experimental": 5},
                 "instructions": None,
             }
+        elif method == "tools/call" and params.get("name") == "logs":
+            for level, data, logger in [(5, "first", 7), ("WARNING", "second", "mine"), ("trace", "third", None)]:
+                note = {"level": level, "data": data, "logger": logger}
+                print(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": note}), flush=True)
+            result = {"content": [{"type": "text", "text": "logged"}]}
         elif method == "tools/call" and params.get("name") == "ask":
             asked = message["id"]
             question = {

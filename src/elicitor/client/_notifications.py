@@ -17,7 +17,7 @@ import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ..protocol import NotificationReceived
-from ..types import JSONObject, JSONValue, LoggingLevel
+from ..types import LOGGING_LEVELS, JSONObject, JSONValue, LoggingLevel
 from ._pace import Pace
 from ._quiet import QuietClock
 from ._url_flow import UrlFlow
@@ -27,7 +27,16 @@ logger = logging.getLogger("elicitor.client")
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None]]
 """Receives a call's progress: ``progress``, ``total`` (or ``None``), ``message`` (or ``None``)."""
 LogCallback = Callable[[LoggingLevel, JSONValue, str | None], Awaitable[None]]
-"""Receives the server's log messages: ``level``, ``data``, ``logger`` (or ``None``)."""
+"""Receives the server's log messages: ``level``, ``data``, ``logger`` (or ``None``). ``level`` is always one of
+the eight syslog levels (see :func:`log_level`)."""
+
+_LEVELS: dict[str, LoggingLevel] = {level: level for level in LOGGING_LEVELS}
+
+
+def log_level(raw: object) -> LoggingLevel:
+    """A log message's ``level`` as one of the eight: a known one in any case (``"WARNING"``), else ``"info"`` (a
+    level of the server's own, ``"trace"`` or ``5``, or none)."""
+    return _LEVELS.get(raw.lower(), "info") if isinstance(raw, str) else "info"
 
 
 def progress_key(params: JSONObject) -> str | None:
@@ -96,7 +105,7 @@ class Notifications:
             self._pace.heard()
         params = note.params or {}
         if note.method == "notifications/message":
-            level = params.get("level", "info")
+            level = log_level(params.get("level"))
             data = params.get("data")
             source = params.get("logger")
             if self._on_log is not None:
