@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -169,7 +170,7 @@ async def everything_cases(client: Client, form_handler: ScriptedHandler, era: s
 
 async def official_cases(client: Client, answers: ScriptedHandler, era: str) -> None:
     """The official Python SDK: raw-schema forms, a model, a confirmation, URL mode both ways, resolvers."""
-    key = f"{id(client)}"
+    key = secrets.token_hex(8)
     answers.add(fill, "decline", "cancel")
     if era == "2026-07-28":  # push requests do not exist there: the SDK's resolvers ask in rounds
         assert text(await client.call_tool("resolved_ask")) == "resolved Ada Lovelace, 0"
@@ -219,12 +220,12 @@ async def fastmcp_cases(client: Client, answers: ScriptedHandler, era: str) -> N
     else:  # FastMCP sends URL mode on 2025-06-18 too; the client refuses it and nobody is asked
         assert result.is_error and "did not declare elicitation mode 'url'" in text(result)
     # FastMCP turns -32042 into an isError result (its tools catch every exception): nothing to retry.
-    assert (await client.call_tool("url_gate", {"key": f"{id(client)}"})).is_error
+    assert (await client.call_tool("url_gate", {"key": secrets.token_hex(8)})).is_error
 
 
 async def typescript_cases(client: Client, answers: ScriptedHandler, era: str) -> None:
     """The official TypeScript SDK: raw-schema forms, a confirmation, URL mode both ways."""
-    key = f"{id(client)}"
+    key = secrets.token_hex(8)
     answers.add(fill, "decline", "cancel")
     result = text(await client.call_tool("every_kind"))
     assert result.startswith("accept") and 'email="ada@example.com"' in result, result
