@@ -2,7 +2,8 @@
 
 The promise under test (docs/deploying.md, "What survives what"): a ``ctx.once`` step runs at most once per name
 per call, whatever replicas stall, die or restart, as long as Redis keeps its data; an answered question is never
-asked again; every call ends, with its result or a clean, specific error.
+asked again; every call ends, with its result or a clean, specific error; through a fault that kills no replica,
+the official SDK's client, which never sends a request again, gets every result.
 
 This part runs two servers in this process on one real redis-server, each with its own replica id and lease, and
 plays a replica's stall by taking its lease away (what a SIGSTOP longer than the lease does) while its run waits at
@@ -467,6 +468,15 @@ class Call:
     error: BaseException | None = None
     waiting: anyio.Event = field(default_factory=anyio.Event)
     """Set once a question of this call waits on its person."""
+    connected: anyio.Event = field(default_factory=anyio.Event)
+    """Set once its client connected (initialized, on the handshake era), before it calls."""
+    go: anyio.Event | None = None
+    """If given, what the connected client waits for before it calls."""
+
+    async def ready(self) -> None:
+        self.connected.set()
+        if self.go is not None:
+            await self.go.wait()
 
     def answer(self, message: str) -> dict[str, Any]:
         self.asked.append(message)
@@ -505,12 +515,14 @@ async def run_call(url: str, call: Call, answered: Callable[[], None], person: a
                     return types.ElicitResult(action="accept", content=content)
 
                 async with McpClient(url, elicitation_callback=callback, mode="legacy") as sdk:
+                    await call.ready()
                     result = await sdk.call_tool(call.tool, {"order": call.order})
                     block = result.content[0]
                     call.result = block.text if isinstance(block, types.TextContent) else repr(block)
             else:
                 scripted = ScriptedHandler(otherwise=handler)
                 async with Client.http(url, elicitation=scripted, protocol=call.era) as client:
+                    await call.ready()
                     call.result = (await client.call_tool(call.tool, {"order": call.order})).text
     except Exception as exc:  # judged by the checker
         call.error = exc
@@ -673,6 +685,27 @@ async def run_workload(cluster: Cluster, calls: list[Call], fault: Fault, *, mid
     await fault.heal(cluster)
 
 
+async def run_workload_during(cluster: Cluster, calls: list[Call], fault: Fault) -> None:
+    """Every client connects; then the fault, and every call is made a moment into it (its request and the
+    person's answers land on whichever replica while Redis is away)."""
+    go = anyio.Event()
+    async with anyio.create_task_group() as tg:
+        for call in calls:
+            call.go = go
+            tg.start_soon(run_call, cluster.nginx.url, call, lambda: None, None)
+        with anyio.move_on_after(BOUND):
+            for call in calls:
+                await call.connected.wait()
+
+        async def inject() -> None:
+            await fault.inject(cluster)
+
+        tg.start_soon(inject)
+        await anyio.sleep(0.2)
+        go.set()
+    await fault.heal(cluster)
+
+
 async def answer_soon(person: anyio.Event) -> None:
     await anyio.sleep(1.0)
     person.set()
@@ -705,6 +738,8 @@ def check(
         elif isinstance(call.error, TimeoutError):
             if not (call.sdk and fault.kills):  # the official client does not recover from a lost session
                 problems.append(f"{where}: did not end within {BOUND} s")
+        elif call.sdk and not fault.kills:  # it never sends a request again: a passing fault must not fail it
+            problems.append(f"{where}: failed through a fault that killed nothing: {call.error}")
         elif not isinstance(call.error, CLEAN_ERRORS) and not call.sdk:  # the official client's errors are its own
             problems.append(f"{where}: ended with {type(call.error).__name__}: {call.error}")
     if fault.hits:  # the fault must have hit: some order ran again elsewhere, or ended with an error
@@ -762,6 +797,28 @@ async def test_a_workload_whose_people_answer_during_one_fault(cluster: Cluster,
     injected = dataclasses.replace(FAULTS[fault], hits=False)  # a fault may land where no call's question waits
     await run_workload(cluster, calls, injected, mid_question=True)
     check(cluster, calls, injected, before, waiting="which item?")
+    await cluster.all_serving()
+
+
+STORE_FAULTS = ["client-pause", "debug-sleep", "redis-restart", "redis-restart-empty", "cut-off"]
+"""The faults of Redis alone (every replica keeps running)."""
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    ("fault", "era"),
+    [(fault, era) for fault in STORE_FAULTS for era in ERAS] if SOAK else [("client-pause", "2025-11-25")],
+)
+async def test_a_workload_that_begins_during_one_fault(cluster: Cluster, fault: str, era: str) -> None:
+    """The same workload and checks, every call made while Redis is away (its client connected just before): its
+    request and its answers wait for Redis on whichever replica they land, so the official SDK's client, which never
+    sends one again, still gets every answer; nothing runs twice, nothing is asked twice, nothing hangs."""
+    await cluster.all_serving()
+    calls = workload(f"{fault}-during", era, 6 if SOAK else 3)
+    before = len(cluster.statuses())
+    injected = dataclasses.replace(FAULTS[fault], hits=False)
+    await run_workload_during(cluster, calls, injected)
+    check(cluster, calls, injected, before)
     await cluster.all_serving()
 
 
