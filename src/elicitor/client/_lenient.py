@@ -119,6 +119,13 @@ def read_tool_result(raw: Any, what: str) -> CallToolResult:
     """A ``tools/call`` result (``what``: whose, for messages): lenient field by field and block by block."""
     if not isinstance(raw, dict):
         raise RemoteProtocolError(f"the server sent an invalid {what}: a {type(raw).__name__}, not an object")
+    try:  # the common case, at msgspec's speed: every block known and well formed
+        whole = msgspec.convert(raw, CallToolResult)
+    except msgspec.ValidationError:
+        pass
+    else:  # a block the server itself tagged as ours is not one the client made: read block by block below
+        if not any(isinstance(block, UnknownContent) for block in whole.content):
+            return whole
     content = raw.get("content", [])
     if not isinstance(content, list):
         raise RemoteProtocolError(f"the server sent an invalid {what}: content is a {type(content).__name__}")
