@@ -290,3 +290,31 @@ def test_a_block_a_server_tags_as_unknown_is_kept_as_it_sent_it() -> None:
         UnknownContent(raw=forged, problem="unknown content type 'x-elicitor-unknown'"),
         TextContent(text="real"),
     ]
+
+
+PAGE = st.fixed_dictionaries(
+    {"tools": st.lists(st.dictionaries(st.sampled_from(["name", "inputSchema"]), JSON, max_size=2) | JSON, max_size=3)},
+    optional={"nextCursor": st.sampled_from(["a", "b", "c", ""]) | JSON},
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["", "a", "b", "c"]), PAGE, min_size=4, max_size=4))
+def test_a_listing_ends_whatever_cursors_the_server_hands_out(pages: dict[str, dict[str, Any]]) -> None:
+    """Cursors that loop back, repeat, or are not strings: the listing ends, with every object of each page read."""
+    from elicitor.client._requests import Requests
+
+    asked: list[str] = []
+
+    class Server(Requests):
+        __slots__ = ()
+
+        async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+            cursor = (params or {}).get("cursor", "")
+            asked.append(cursor)
+            assert len(asked) <= 4, "a cursor was followed twice"
+            return pages[cursor]
+
+    items = anyio.run(Server.__new__(Server).list_all, "tools/list", "tools")
+    expected = [item for cursor in asked for item in pages[cursor]["tools"] if isinstance(item, dict)]
+    assert items == expected
