@@ -64,7 +64,8 @@ async def test_a_hand_written_server_of_every_handshake_era_keeps_its_good_entri
         with anyio.fail_after(60):
             assert client.protocol_version == revision
             assert client.server_info is not None
-            assert (client.server_info.name, client.server_info.version) == ("sloppy", "")
+            info = client.server_info
+            assert (info.name, info.version, info.title, info.description) == ("sloppy", "", None, "written by hand")
             assert client.server_capabilities["tools"] is True  # as sent: the client reads only what it needs
             tools = await client.list_tools()
             assert [tool.name for tool in tools] == ["echo", "annotated", "later"]

@@ -78,7 +78,13 @@ def main() -> None:
         if method == "initialize":
             result: dict[str, Any] | None = {
                 "protocolVersion": forced or params.get("protocolVersion"),
-                "serverInfo": {"name": "sloppy", "icons": [{"src": "https://x.test/i.png"}], "vendor": "nobody"},
+                "serverInfo": {
+                    "name": "sloppy",
+                    "title": {"en": "Sloppy"},
+                    "description": "written by hand",
+                    "icons": [{"src": "https://x.test/i.png"}],
+                    "vendor": "nobody",
+                },
                 "capabilities": {"tools": True, "logging": [], "prompts": {"listChanged": "yes"}, "experimental": 5},
                 "instructions": None,
             }

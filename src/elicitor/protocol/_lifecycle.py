@@ -164,7 +164,8 @@ def _parse_capabilities(raw: JSONObject) -> ClientCapabilities:
 
 
 def parse_implementation(raw: object) -> Implementation | None:
-    """Read ``clientInfo``/``serverInfo`` leniently: a malformed one is treated as absent.
+    """Read ``clientInfo``/``serverInfo`` leniently: a field of the wrong type is left out (a missing ``version``
+    is ``""``); without a string ``name`` the whole is treated as absent.
 
     2026-07-28 clients send ``clientInfo`` with every request; each distinct one is read once (bounded cache).
     """
@@ -177,9 +178,9 @@ def parse_implementation(raw: object) -> Implementation | None:
     info: Implementation | None
     try:
         info = msgspec.convert(raw, Implementation)
-    except msgspec.ValidationError:
-        name = raw.get("name")
-        info = Implementation(name=name) if isinstance(name, str) else None
+    except msgspec.ValidationError:  # keep each field that is a string (a ``title`` of another shape costs only it)
+        kept = {key: raw[key] for key in _IMPLEMENTATION_FIELDS if isinstance(raw.get(key), str)}
+        info = msgspec.convert(kept, Implementation) if "name" in kept else None
     if info is not None:
         if len(_implementations) >= 64:
             _implementations.clear()
@@ -188,6 +189,7 @@ def parse_implementation(raw: object) -> Implementation | None:
 
 
 _encode = msgspec.json.Encoder().encode
+_IMPLEMENTATION_FIELDS = tuple(field.encode_name for field in msgspec.structs.fields(Implementation))
 _implementations: dict[bytes, Implementation] = {}
 _capabilities: dict[bytes, ClientCapabilities] = {}
 
