@@ -289,6 +289,33 @@ async def test_what_an_input_method_types_in_full_width_is_read_as_ascii(anyio_b
     assert not any("✗" in line or "应为" in line for line in shown), shown
 
 
+EXTRAS_ZH = Form.from_schema(
+    {
+        "type": "object",
+        "properties": {
+            "extras": {"type": "array", "title": "加購", "items": {"anyOf": [
+                {"const": "b", "title": "早餐"}, {"const": "p", "title": "停車位"},
+                {"const": "m", "title": "午餐、晚餐套票"}]}},
+        },
+    }
+)  # fmt: skip
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("typed", "chosen"),
+    [("早餐、停車位", ["b", "p"]), ("早餐，３", ["b", "m"]), ("午餐、晚餐套票", ["m"]), ("１、２", ["b", "p"])],
+)
+async def test_the_line_mode_reads_a_chinese_list_written_with_the_enumeration_comma(
+    anyio_backend: str, typed: str, chosen: list[str]
+) -> None:
+    """A Chinese list is written with 、 (早餐、停車位): it was read as one name no choice has, and refused. A choice
+    whose own name holds one (午餐、晚餐套票) is still that choice."""
+    handler, shown = scripted_terminal(["", typed, "早餐", ""], lang="zh-TW")
+    outcome = await handler(ElicitationRequest("請選擇", EXTRAS_ZH, RTL_SERVER))
+    assert outcome == Accepted({"extras": chosen}), shown
+
+
 YES_NO_ZH = Form.from_schema({"type": "object", "properties": {"ok": {"type": "boolean", "title": "確定入住嗎"}}})
 URL_ZH = UrlElicitationRequest("請在銀行的網頁上完成付款。", "https://bank.example/pay", None)
 

@@ -456,7 +456,10 @@ def parse_text(f: FormField, text: str, lang: Language) -> Any:
     if isinstance(f, EnumField):
         return f.check(_pick(f.options, text))
     if isinstance(f, MultiEnumField):
-        parts = text.replace("，", ",").replace("،", ",").split(",")  # the comma of Chinese and of Arabic too
+        if any(text.strip() in (o.value, o.title) for o in f.options):
+            return f.check([_pick(f.options, text.strip())])  # one choice whose name holds a comma
+        # The comma of Chinese and of Arabic too, and the enumeration comma a Chinese list is written with (、).
+        parts = text.replace("，", ",").replace("、", ",").replace("،", ",").split(",")
         return f.check([_pick(f.options, part.strip()) for part in parts if part.strip()])
     return f.check(text)
 
