@@ -130,6 +130,33 @@ async def test_the_proxy_forwards_a_sloppy_servers_lists_as_they_are(
     assert "leaving out tool 'bare'" in warnings(caplog)
 
 
+async def test_the_proxys_renderer_names_a_server_whose_server_info_is_partly_malformed(anyio_backend: str) -> None:
+    """The person answering in the proxy's renderer sees the upstream server's name (its ``title`` is an object)."""
+    from contextlib import asynccontextmanager
+
+    from elicitor.proxy import Bridge
+    from elicitor.transports import StdioClientTransport, memory_pair
+
+    @asynccontextmanager
+    async def upstream() -> Any:
+        transport = await StdioClientTransport.start([*SLOPPY, "2025-06-18"])
+        try:
+            yield transport
+        finally:
+            await transport.aclose()
+
+    ui = ScriptedHandler([{"name": "Ann"}])
+    client_end, down_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Bridge(upstream, ui=ui, upstream_protocol="2025-11-25").serve, down_end)
+        async with Client(client_end, protocol="2025-11-25") as client:  # it cannot elicit: the proxy asks
+            with anyio.fail_after(60):
+                assert '"content": {"name": "Ann"}' in (await client.call_tool("ask")).text
+        tg.cancel_scope.cancel()
+    server = ui.requests[0].server
+    assert server is not None and (server.name, server.description) == ("sloppy", "written by hand")
+
+
 async def test_the_stateless_era_reads_results_leniently(anyio_backend: str) -> None:
     async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
         result = {"resultType": "complete", "content": sloppy_server.CONTENT, "structuredContent": {"n": 1}}

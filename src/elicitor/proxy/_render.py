@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from ..client._answer import answer_elicitation
+from ..protocol import parse_implementation
 from ..types import Implementation, JSONObject, JSONValue
 from ._downstream import Downstream
 from ._upstream import Upstream
@@ -22,9 +21,5 @@ async def render(down: Downstream, upstream: Upstream, request: JSONObject) -> J
 
 
 def implementation(raw: JSONValue) -> Implementation | None:
-    if not isinstance(raw, dict):
-        return None
-    try:
-        return msgspec.convert(raw, Implementation)
-    except msgspec.ValidationError:
-        return None
+    """The upstream server's ``serverInfo``, read as elicitor's client reads it (a malformed field costs only it)."""
+    return parse_implementation(raw)
