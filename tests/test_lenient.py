@@ -346,3 +346,18 @@ def test_a_listing_ends_whatever_cursors_the_server_hands_out(pages: dict[str, d
     items = anyio.run(Server.__new__(Server).list_all, "tools/list", "tools")
     expected = [item for cursor in asked for item in pages[cursor]["tools"] if isinstance(item, dict)]
     assert items == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["name", "version", "title", "description", "websiteUrl", "icons"]), JSON))
+def test_server_info_keeps_every_field_that_is_a_string(raw: dict[str, Any]) -> None:
+    from elicitor.protocol import parse_implementation
+
+    info = parse_implementation(raw)
+    if not isinstance(raw.get("name"), str):
+        assert info is None
+        return
+    assert info is not None and info.name == raw["name"]
+    assert info.version == (raw["version"] if isinstance(raw.get("version"), str) else "")
+    for attribute, key in [("title", "title"), ("description", "description"), ("website_url", "websiteUrl")]:
+        assert getattr(info, attribute) == (raw[key] if isinstance(raw.get(key), str) else None)
