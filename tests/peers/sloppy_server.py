@@ -55,6 +55,10 @@ def result_of(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         }
     if method == "tools/call" and params.get("name") == "fails":
         return {"content": [{"type": "text", "text": "it failed"}], "isError": True, "_meta": "not an object"}
+    if method == "tools/call" and params.get("name") == "empty":  # nil slices, as a Go server encodes them
+        return {"content": None, "structuredContent": {"rows": None}}
+    if method == "resources/templates/list":
+        return {"resourceTemplates": None, "nextCursor": None}
     if method == "prompts/list":
         return {"prompts": [{"name": "greet"}, 7], "nextCursor": 12}
     if method == "resources/list":

@@ -126,7 +126,9 @@ def read_tool_result(raw: Any, what: str) -> CallToolResult:
     else:  # a block the server itself tagged as ours is not one the client made: read block by block below
         if not any(isinstance(block, UnknownContent) for block in whole.content):
             return whole
-    content = raw.get("content", [])
+    content = raw.get("content")
+    if content is None:  # absent, or null (a Go server's empty slice)
+        content = []
     if not isinstance(content, list):
         raise RemoteProtocolError(f"the server sent an invalid {what}: content is a {type(content).__name__}")
     rest = {key: value for key, value in raw.items() if key != "content"}

@@ -112,7 +112,9 @@ class Requests:
         seen: set[str] = set()
         while True:
             result = await self.request(method, {"cursor": cursor} if cursor else {})
-            page = result.get(key, [])
+            page = result.get(key)
+            if page is None:  # absent, or null (a Go server's empty slice)
+                page = []
             if not isinstance(page, list):
                 raise RemoteProtocolError(f"the server sent an invalid {method} result: {key} is not a list")
             for item in page:
