@@ -69,6 +69,7 @@ async def test_a_hand_written_server_of_every_handshake_era_keeps_its_good_entri
             assert client.server_capabilities["tools"] is True  # as sent: the client reads only what it needs
             tools = await client.list_tools()
             assert [tool.name for tool in tools] == ["echo", "annotated", "later"]
+            assert tools[0].meta == {"ui": "card"} and tools[1].meta is None
             annotated = tools[1]
             assert annotated.annotations is None and annotated.input_schema == sloppy_server.GOOD
             check_echo(await client.call_tool("echo", {"text": "hi"}))

@@ -17,7 +17,7 @@ from typing import Any
 GOOD = {"type": "object", "properties": {"text": {"type": "string"}}}
 
 PAGE_1 = [
-    {"name": "echo", "description": "says it back", "inputSchema": GOOD, "icons": [{"src": "https://x.test/i.png"}]},
+    {"name": "echo", "inputSchema": GOOD, "icons": [{"src": "https://x.test/i.png"}], "_meta": {"ui": "card"}},
     {"name": "bare", "description": "no inputSchema at all"},
     {"name": "broken", "inputSchema": "not a schema"},
     {"name": "annotated", "inputSchema": GOOD, "annotations": "read-only please"},

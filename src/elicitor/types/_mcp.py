@@ -121,6 +121,8 @@ class Tool(_Wire, frozen=True):
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     execution: ToolExecution | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+    """The tool's ``_meta``, as the server sent it."""
 
     @property
     def task_support(self) -> TaskSupport:
