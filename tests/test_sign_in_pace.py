@@ -271,16 +271,18 @@ async def test_a_person_who_gives_up_is_shown_one_link_and_told_why(anyio_backen
     assert deployment.authorizations == []
 
 
-@pytest.mark.parametrize("listen", [False, True])
+@pytest.mark.parametrize(("listen", "era"), [(False, "2025-11-25"), (True, "2025-11-25"), (False, "2026-07-28")])
 async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limit_gets_in(
-    anyio_backend: str, listen: bool
+    anyio_backend: str, listen: bool, era: str
 ) -> None:
     """The proxy's upstream sign-in takes longer than its client's ``handshake_timeout`` (here 3 s against 1 s,
     for a minute or more against 30 s). The client's ``initialize`` waits on it, and the client would give up;
     the proxy tells it every ``keepalive`` that a person is signing in (log messages, which a server may send
     before it answers ``initialize``), the client counts them as the server's progress, and gets in once the
     person has approved: one link, one authorization, the messages seen by the client's ``on_log``. Over stdio
-    (here in memory) and behind ``--listen`` (the proxy's HTTP app, the messages on ``initialize``'s own stream)."""
+    (here in memory) and behind ``--listen`` (the proxy's HTTP app, the messages on ``initialize``'s own stream).
+    A client pinned to 2026-07-28 that asks for log messages hears them on its ``server/discover`` (that era has
+    no ping, and a server sends no log message to a request that did not ask for one)."""
     from elicitor.client._http import HttpClientTransport
     from elicitor.proxy import Bridge, ProxyServer
     from elicitor.proxy._bridge import SIGNING_IN
@@ -312,7 +314,9 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
 
                 tg.start_soon(approve)
                 handler = ScriptedHandler([{"name": "Ada"}])
-                clocks: Clocks = {"protocol": "2025-11-25", "handshake_timeout": 1.0, "on_log": on_log}
+                clocks: Clocks = {"protocol": era, "handshake_timeout": 1.0, "on_log": on_log}
+                if era == "2026-07-28":
+                    clocks["log_level"] = "info"
                 async with AsyncExitStack() as stack:
                     if listen:
                         from .conftest import serving
@@ -324,6 +328,7 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
                         client_end, down_end = memory_pair()
                         tg.start_soon(Bridge(connect, sign_in=auth, keepalive=0.3).serve, down_end)
                         client = await stack.enter_async_context(Client(client_end, elicitation=handler, **clocks))
+                    assert client.protocol_version == era
                     assert (await client.call_tool("greet")).text.endswith("hello Ada")
                 tg.cancel_scope.cancel()
     assert len(links) == 1

@@ -44,6 +44,8 @@ from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    LOGGING_LEVELS,
+    META_LOG_LEVEL,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     STATELESS_REVISIONS,
     TASKS_EXTENSION,
@@ -65,6 +67,14 @@ SIGNING_IN = "waiting for a person to sign in to the upstream server (the link i
 _HANDSHAKE_ONLY_NOTES = frozenset({"notifications/initialized"})
 _LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
 """The ``subscriptions/listen`` flag for each list a 2026-07-28 server may declare ``listChanged`` for."""
+
+
+def _asks_for_notices(params: JSONObject) -> bool:
+    """Whether a 2026-07-28 request asked for log messages at ``notice`` (or a lower level): only then may a server
+    send it any (2026-07-28 server/utilities/logging)."""
+    meta = params.get("_meta")
+    level = meta.get(META_LOG_LEVEL) if isinstance(meta, dict) else None
+    return level in LOGGING_LEVELS and LOGGING_LEVELS.index(level) <= LOGGING_LEVELS.index("notice")
 
 
 class Bridge:
@@ -217,7 +227,12 @@ class Bridge:
         if is_stateless_request(params):
             stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)
-            return await stateless.serve(request, notify, self._principal)
+            if not _asks_for_notices(params):
+                return await stateless.serve(request, notify, self._principal)
+            # A 2026-07-28 request that asked for log messages may hear them (that era has no ping, and a server
+            # sends none to a request that did not ask): while a person signs in upstream, it hears why it waits.
+            async with self._while_signing_in(notify):
+                return await stateless.serve(request, notify, self._principal)
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
@@ -256,7 +271,8 @@ class Bridge:
     @asynccontextmanager
     async def _while_signing_in(self, notify: Notify) -> AsyncIterator[None]:
         """While the block runs, tell the client every ``keepalive`` seconds that a person is signing in upstream
-        (when one is): a ``notifications/message``, which a server may send before it answers ``initialize``."""
+        (when one is): a ``notifications/message``, which a server may send before it answers ``initialize``, and on
+        2026-07-28 to a request that asked for log messages at ``notice`` or below."""
         if self._sign_in is None:
             yield
             return
