@@ -397,10 +397,15 @@ async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hea
                 tg.start_soon(bridge.serve, down_end)
                 tg.start_soon(proxy_to_sdk)
                 tg.start_soon(sdk_to_proxy)
-                async with ClientSession(sdk_reads, sdk_writes, logging_callback=logging_callback) as session:
+                async with (
+                    sdk_reads,
+                    sdk_writes,
+                    ClientSession(sdk_reads, sdk_writes, logging_callback=logging_callback) as session,
+                ):
                     await session.initialize()
                     assert SIGNING_IN in heard  # before the initialize result
                     tools = await session.list_tools()
                     assert "greet" in [tool.name for tool in tools.tools]
                 tg.cancel_scope.cancel()
+            await client_end.aclose()
     assert len(links) == 1 and len(deployment.authorizations) == 1
