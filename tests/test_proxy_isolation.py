@@ -561,6 +561,52 @@ async def test_one_person_has_a_fair_share_of_held_calls_and_another_still_gets_
             tg.cancel_scope.cancel()
 
 
+async def test_without_a_sign_in_callers_are_not_held_to_one_persons_share(
+    anyio_backend: str, monkeypatch: Any
+) -> None:
+    """Without a sign-in nobody can be told apart, so anonymous callers are not all one person with one share:
+    with a share of 2 and room for 4, three calls in flight at once are all held and all answered."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    from elicitor.proxy import _held
+
+    from .conftest import serving
+
+    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 4)
+    monkeypatch.setattr(_held, "MAX_HELD_PER_PERSON", 2)
+    server = make_server()
+    release = anyio.Event()
+    started: list[str] = []
+
+    @server.tool()
+    async def slow(tag: str) -> str:
+        """Runs until released, asking nothing: its caller's request stays in flight meanwhile."""
+        started.append(tag)
+        await release.wait()
+        return f"{tag} done"
+
+    results: list[str] = []
+    with anyio.fail_after(90):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(in_memory(server, tg), upstream_protocol="2025-11-25")
+            async with (
+                serving(proxy.http_app()) as url,
+                Client.http(url, elicitation=ScriptedHandler([]), protocol="2026-07-28") as anyone,
+            ):
+
+                async def slow_call(tag: str) -> None:
+                    results.append((await anyone.call_tool("slow", {"tag": tag})).text)
+
+                async with anyio.create_task_group() as calls:
+                    for tag in ("s1", "s2", "s3"):
+                        calls.start_soon(slow_call, tag)
+                    while len(started) < 3:
+                        await anyio.sleep(0.01)
+                    release.set()
+            tg.cancel_scope.cancel()
+    assert sorted(results) == ["s1 done", "s2 done", "s3 done"]
+
+
 async def test_one_person_has_a_fair_share_of_handshake_sessions_and_another_still_gets_in(
     anyio_backend: str, monkeypatch: Any
 ) -> None:

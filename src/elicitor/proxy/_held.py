@@ -53,8 +53,9 @@ MAX_HELD_CALLS = 256
 """Calls held at once; beyond it the oldest of the asker's own is cancelled upstream (with none, the new call is
 refused: another person's are never ended for it)."""
 MAX_HELD_PER_PERSON = 32
-"""Calls one person (one principal) may have held at once: a fair share of :data:`MAX_HELD_CALLS` (each holds an
-upstream connection while it runs), so that one person's many calls never leave another none. Beyond it the
+"""Calls one signed-in person (one principal) may have held at once: a fair share of :data:`MAX_HELD_CALLS` (each
+holds an upstream connection while it runs), so that one person's many calls never leave another none. Anonymous
+callers (no sign-in) cannot be told apart and are held to :data:`MAX_HELD_CALLS` only. Beyond it the
 oldest of their own calls that they are not waiting on (their client is away between rounds, or never came back
 for it) is cancelled; when they are waiting on every one, the new call is refused, saying so."""
 SETTLE = 0.05
@@ -215,8 +216,10 @@ class HeldCalls:
         now = anyio.current_time()
         for stale in [h for h in self._held.values() if h.stale(now)]:
             self._held.pop(stale.id, None)
+        # Without a sign-in nobody can be told apart: every anonymous caller would share one person's share, so
+        # only the proxy's overall bound applies to them.
         mine = [h for h in self._held.values() if h.down.principal == down.principal]
-        if len(mine) >= MAX_HELD_PER_PERSON:
+        if down.principal is not None and len(mine) >= MAX_HELD_PER_PERSON:
             # The asker's fair share is used: room is made from their own calls they are not waiting on, else
             # the new call is refused (a call the client waits for is never ended for another of the same client).
             away = [h for h in mine if not h.attended]
