@@ -233,22 +233,19 @@ async def test_an_answer_read_in_the_callback_wakes_its_requester_there() -> Non
     first: asyncio.Future[str] = loop.create_future()
     second: asyncio.Future[str] = loop.create_future()
     events: list[object] = []
-    carriers: list[object] = []
 
     async def requester() -> None:
-        carriers.append(starter.carrier())
         events.append(await first)
         events.append(asyncio.current_task())
         events.append(await second)
 
     task = await carried(starter, requester)
     await asyncio.sleep(0)
-    carrier = carriers[0]
-    assert carrier is not None
+    carrier = _carrier_of(task)
 
     def answer() -> None:
         first.set_result("first answer")
-        starter.wake(carrier, first)  # type: ignore[arg-type]
+        starter.wake(carrier, first)
         events.append("callback returned")
 
     await in_callback(answer)
@@ -281,10 +278,8 @@ async def test_a_requester_with_a_cancellation_due_is_not_woken_in_the_callback(
     starter = EagerStarter(loop)
     answer: asyncio.Future[str] = loop.create_future()
     events: list[str] = []
-    carriers: list[object] = []
 
     async def requester() -> None:
-        carriers.append(starter.carrier())
         try:
             events.append(await answer)
         except asyncio.CancelledError:
@@ -298,7 +293,7 @@ async def test_a_requester_with_a_cancellation_due_is_not_woken_in_the_callback(
         task.cancel()  # cancels what the task awaits, the answer's future, too
         if not answer.done():  # as the session's waiter sets it
             answer.set_result("too late")
-        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+        starter.wake(_carrier_of(task), answer)
         events.append("callback returned")
 
     await in_callback(cancel_then_answer)
@@ -315,10 +310,8 @@ async def test_cancelled_after_going_on_ahead_of_its_task() -> None:
     starter = EagerStarter(loop)
     answer: asyncio.Future[str] = loop.create_future()
     events: list[str] = []
-    carriers: list[object] = []
 
     async def requester() -> None:
-        carriers.append(starter.carrier())
         events.append(await answer)
         try:
             await asyncio.sleep(30)
@@ -331,7 +324,7 @@ async def test_cancelled_after_going_on_ahead_of_its_task() -> None:
 
     def answer_then_cancel() -> None:
         answer.set_result("answer")
-        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+        starter.wake(_carrier_of(task), answer)
         task.cancel()
 
     await in_callback(answer_then_cancel)
@@ -346,10 +339,8 @@ async def test_a_requester_that_ends_in_the_callback_ends_its_task(ending: str) 
     loop = asyncio.get_running_loop()
     starter = EagerStarter(loop)
     answer: asyncio.Future[str] = loop.create_future()
-    carriers: list[object] = []
 
     async def requester() -> None:
-        carriers.append(starter.carrier())
         await answer
         if ending == "raises":
             raise LookupError("after the answer")
@@ -359,7 +350,7 @@ async def test_a_requester_that_ends_in_the_callback_ends_its_task(ending: str) 
 
     def answer_it() -> None:
         answer.set_result("answer")
-        starter.wake(carriers[0], answer)  # type: ignore[arg-type]
+        starter.wake(_carrier_of(task), answer)
 
     await in_callback(answer_it)
     if ending == "raises":
