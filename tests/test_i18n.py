@@ -522,7 +522,8 @@ async def test_a_chinese_description_wraps_where_chinese_breaks_and_an_english_o
     async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):
 
         async def drive() -> None:
-            await screen.shows("姓名")
+            # The second field's description is drawn last: wait for its last word, so the frame read is whole.
+            await screen.shows("you have")
             shown.append(screen.text())
             await screen.type("\x1b")
 
