@@ -210,6 +210,40 @@ async def test_an_input_request_with_keys_nobody_defined_is_answered(anyio_backe
     assert [field.name for field in handler.requests[0].form.fields] == ["name"]
 
 
+async def test_a_task_status_nobody_defined_is_followed_as_running_and_said_once(
+    anyio_backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task status outside the tasks extension's five (a newer server's ``paused``, a sloppy one's object) used to
+    end the wait with a RemoteProtocolError, though the task went on and finished: it is followed as still running,
+    shown as sent, and the warning is given once per status, not at every poll."""
+    statuses = iter(["paused", "paused", {"state": "odd"}, "paused", "completed"])
+    task = {"taskId": "t-1", "pollIntervalMs": 50}
+
+    async def tasks(peer: RawPeer, message: dict[str, Any]) -> None:
+        result: dict[str, Any]
+        if message["method"] == "tools/call":
+            result = {"resultType": "task", **task, "status": "working"}
+        else:
+            assert message["method"] == "tasks/get", message
+            result = {**task, "status": next(statuses)}
+            if result["status"] == "completed":
+                result["result"] = {"content": [{"type": "text", "text": "done"}]}
+        await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    seen: list[str] = []
+    async with (
+        raw_server(tasks, stateless=True, every_method=True) as (transport, _),
+        Client(transport, protocol="2026-07-28") as client,
+    ):
+        with anyio.fail_after(10):
+            handle = await client.start_tool("slow")
+            result = await handle.wait(on_status=lambda h: seen.append(h.status))
+    assert result.text == "done"
+    assert seen == ["working", "paused", "working", "paused", "completed"]
+    said = [r.getMessage() for r in caplog.records if "following the task as still running" in r.getMessage()]
+    assert len(said) == 2 and "'paused'" in said[0] and "{'state': 'odd'}" in said[1], said
+
+
 async def test_a_result_that_is_not_readable_at_all_is_still_a_remote_protocol_error(anyio_backend: str) -> None:
     async def answer(peer: RawPeer, message: dict[str, Any]) -> None:
         await peer.send({"jsonrpc": "2.0", "id": message["id"], "result": {"content": "nope"}})

@@ -311,10 +311,12 @@ async def raw_server(
     stateless: bool = False,
     discover_delay: float = 0.0,
     version: str = "2025-11-25",
+    every_method: bool = False,
 ) -> AsyncIterator[tuple[MemoryTransport, RawPeer]]:
     """A :class:`RawPeer` playing the server: it completes the handshake (``initialize`` on ``version``, or
     ``server/discover``, answered after ``discover_delay`` seconds), answers ``ping``, and hands each
-    ``tools/call`` to ``on_call`` in a task of its own, which reads the client's replies with ``peer.reply(id)``."""
+    ``tools/call`` (with ``every_method``, every other request too: ``tasks/get``...) to ``on_call`` in a task of
+    its own, which reads the client's replies with ``peer.reply(id)``."""
     server_end, client_end = memory_pair()
     peer = RawPeer(server_end)
 
@@ -344,7 +346,7 @@ async def raw_server(
                     await peer.send({"jsonrpc": "2.0", "id": request_id, "result": result})
                 elif method == "ping":
                     await peer.send({"jsonrpc": "2.0", "id": request_id, "result": {}})
-                elif method == "tools/call":
+                elif method == "tools/call" or every_method:
                     calls.start_soon(on_call, peer, message)
 
     async with anyio.create_task_group() as tg:

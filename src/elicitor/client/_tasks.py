@@ -37,6 +37,8 @@ logger = logging.getLogger("elicitor.client")
 MAX_UPDATE_ATTEMPTS = 5
 """``tasks/update`` failures in a row after which following a task gives up with the last error."""
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+KNOWN_STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+"""The statuses the tasks extension defines (``Task.status``); a tuple, as a sloppy server's may be unhashable."""
 MIN_POLL = 0.05
 """Seconds: a server suggesting less is polled this often."""
 MAX_POLL = 30.0
@@ -75,7 +77,8 @@ class TaskHandle:
 
     Attributes:
         id: the task id (``None`` when the server answered the call at once, without a task).
-        status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``, as last seen.
+        status: ``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``, as last seen; a status
+            outside these (a newer server's word) is kept as sent and the task followed as still running.
         status_message: the server's ``statusMessage`` as last seen (progress, say), or ``None``.
         poll_interval: seconds between polls the server suggests.
     """
@@ -99,6 +102,8 @@ class TaskHandle:
         """Seconds until the next read, after a failed one."""
         self._progress_token = progress_token
         """The progress token of the call that started it (2025-11-25 progress keeps coming while it runs)."""
+        self._unknown_seen: set[str] = set()
+        """The unknown statuses already warned of (see :meth:`_see_unknown`)."""
         self.id: str | None = None
         self.status = "working"
         self.status_message: str | None = None
@@ -113,12 +118,13 @@ class TaskHandle:
 
     def _see(self, task: JSONObject) -> None:
         status = task.get("status")
-        if status not in ("working", "input_required", *TERMINAL):
-            raise RemoteProtocolError(f"the server sent a task with an unknown status {status!r}")
         task_id = task.get("taskId", self.id)
         if task_id is not None and not isinstance(task_id, str):
             raise RemoteProtocolError("the server sent a task whose taskId is not a string")
         self.id = task_id
+        if status not in KNOWN_STATUSES:
+            self._see_unknown(status)
+            status = status if isinstance(status, str) and status else "working"
         self.status = str(status)
         message = task.get("statusMessage")
         self.status_message = message if isinstance(message, str) else None
@@ -126,6 +132,19 @@ class TaskHandle:
         if isinstance(interval, int | float) and not isinstance(interval, bool) and math.isfinite(interval):
             self.poll_interval = min(max(interval / 1000, MIN_POLL), MAX_POLL)
         self._task = task
+
+    def _see_unknown(self, status: object) -> None:
+        """A status outside the five the tasks extension defines (a newer server's, or a sloppy one's): the task is
+        followed as still running, as the spec's fixed set implies of anything that is not one of its three ends (a
+        task that has in fact ended answers ``tasks/get`` with an error once it expires, which ends the wait), and
+        the person can always stop waiting. Said once per status, not at every poll."""
+        shown = repr(status)[:80]
+        if shown not in self._unknown_seen:
+            self._unknown_seen.add(shown)
+            logger.warning(
+                "task %s: the server sent status %s, which is none of %s; following the task as still running",
+                self.id, shown, ", ".join(KNOWN_STATUSES),
+            )  # fmt: skip
 
     @property
     def done(self) -> bool:
