@@ -345,9 +345,18 @@ class Client:
         """Every tool the server offers (all pages).
 
         Over HTTP, a tool whose ``x-mcp-header`` annotations break the rules of SEP-2243 is left out (with a
-        warning): one malformed definition must not make the others unusable.
+        warning): one malformed definition must not make the others unusable. :attr:`tools_left_out` says
+        what this listing left out.
         """
         return await self._tools.list()
+
+    @property
+    def tools_left_out(self) -> tuple[str, ...]:
+        """What the last :meth:`list_tools` left out, one reason per entry (a tool without ``name`` or
+        ``inputSchema``, an entry that is not an object, a pagination cursor that would loop), in the words of the
+        warning logged for it; empty when the list is complete. A person shown the list should be told it is
+        not all the server offers."""
+        return self._tools.left_out
 
     async def list_resources(self) -> list[JSONObject]:
         """Every resource the server lists (all pages), as the wire describes them."""

@@ -84,19 +84,26 @@ def _label(raw: Mapping[str, Any]) -> str:
     return f"without a string name ({text[:120]}{'...' if len(text) > 120 else ''})"
 
 
-def read_tool(raw: Any) -> Tool | None:
-    """One ``tools/list`` entry, or ``None`` (logged) when it cannot be a tool."""
+def read_tool(raw: Any, left_out: list[str] | None = None) -> Tool | None:
+    """One ``tools/list`` entry, or ``None`` when it cannot be a tool: logged, and the reason appended to
+    ``left_out`` when given."""
     if not isinstance(raw, dict):
-        logger.warning("leaving out a tools/list entry that is a %s, not an object", type(raw).__name__)
+        _leave_out(f"leaving out a tools/list entry that is a {type(raw).__name__}, not an object", left_out)
         return None
     tool, problems = read_fields(raw, Tool)
     name = _label(raw)
     if tool is None:
-        logger.warning("leaving out tool %s: %s", name, problems[0])
+        _leave_out(f"leaving out tool {name}: {problems[0]}", left_out)
         return None
     for problem in problems:
         logger.warning("tool %s: %s", name, problem)
     return tool
+
+
+def _leave_out(problem: str, left_out: list[str] | None) -> None:
+    logger.warning("%s", problem)
+    if left_out is not None:
+        left_out.append(problem)
 
 
 def read_block(raw: Any) -> ContentBlock | UnknownContent:

@@ -101,12 +101,14 @@ class Requests:
             return await session.request(method, params)  # cancelled: the server is told (notifications/cancelled)
         raise TimeoutError(f"the server sent nothing for {quiet.timeout:g} s while {method} waited")
 
-    async def list_all(self, method: str, key: str) -> list[JSONObject]:
+    async def list_all(self, method: str, key: str, left_out: list[str] | None = None) -> list[JSONObject]:
         """Every item of a paginated list (``tools/list``...): the objects under ``key`` of every page.
 
         An entry that is not an object is left out, and a ``nextCursor`` that is not a string or was already
-        followed ends the listing, each with a warning; what was listed so far is kept.
+        followed ends the listing, each with a warning (also appended to ``left_out``, when given, so a caller
+        can tell a person the list is incomplete); what was listed so far is kept.
         """
+        said = left_out.append if left_out is not None else lambda problem: None
         items: list[JSONObject] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -121,17 +123,21 @@ class Requests:
                 if isinstance(item, dict):
                     items.append(item)
                 else:
-                    logger.warning("leaving out a %s entry that is a %s, not an object", method, type(item).__name__)
+                    problem = f"leaving out a {method} entry that is a {type(item).__name__}, not an object"
+                    logger.warning("%s", problem)
+                    said(problem)
             next_cursor = result.get("nextCursor")
             if next_cursor is None or next_cursor == "":
                 return items
             if not isinstance(next_cursor, str):
-                logger.warning(
-                    "%s: nextCursor is a %s, not a string: listing ends here", method, type(next_cursor).__name__
-                )
+                problem = f"{method}: nextCursor is a {type(next_cursor).__name__}, not a string: listing ends here"
+                logger.warning("%s", problem)
+                said(problem)
                 return items
             if next_cursor in seen:  # a server that hands out the same cursor again would be listed forever
-                logger.warning("%s: nextCursor %r was already followed: listing ends here", method, next_cursor[:80])
+                problem = f"{method}: nextCursor {next_cursor[:80]!r} was already followed: listing ends here"
+                logger.warning("%s", problem)
+                said(problem)
                 return items
             seen.add(next_cursor)
             cursor = next_cursor

@@ -333,7 +333,8 @@ class TaskHandle:
         if self.status != "completed":
             raise RuntimeError(f"task {self.id} has not finished (it is {self.status})")
         result: Any = self._final if self._handshake else self._task.get("result")
-        return read_tool_result(result, f"tool result of task {self.id}")
+        what = f"tool result of task {self.id}" if self.id is not None else "tools/call result"  # a direct call
+        return read_tool_result(result, what)
 
     async def cancel(self) -> None:
         """Ask the server to cancel the task (it may still finish first; nothing happens on an ended task)."""

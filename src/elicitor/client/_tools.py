@@ -44,6 +44,8 @@ class Tools:
         self._progress = progress
         self._support: dict[str, TaskSupport] | None = None
         """Each listed tool's ``execution.taskSupport`` (2025-11-25); ``None`` until listed."""
+        self.left_out: tuple[str, ...] = ()
+        """Why the last listing left entries out (one reason each), or ended before the server's last page."""
         self.port = TaskPort(request=requests.request, answer_input=inbound.answer_input, end_progress=progress.end)
 
     async def list(self) -> list[Tool]:
@@ -51,13 +53,15 @@ class Tools:
         ``name`` or ``inputSchema``, say) and those whose ``x-mcp-header`` is invalid (see :mod:`._lenient`)."""
         tools: list[Tool] = []
         support: dict[str, TaskSupport] = {}
-        for raw in await self._requests.list_all("tools/list", "tools"):
-            tool = read_tool(raw)
+        left_out: list[str] = []
+        for raw in await self._requests.list_all("tools/list", "tools", left_out):
+            tool = read_tool(raw, left_out)
             if tool is None:
                 continue
             mirrored = header_params(tool.input_schema)
             if isinstance(mirrored, str):
-                logger.warning("leaving out tool %r: %s", tool.name, mirrored)
+                left_out.append(f"leaving out tool {tool.name!r}: {mirrored}")
+                logger.warning("%s", left_out[-1])
                 continue
             transport = self._era.transport
             if mirrored and isinstance(transport, HttpAware):
@@ -65,6 +69,7 @@ class Tools:
             support[tool.name] = tool.task_support
             tools.append(tool)
         self._support = support
+        self.left_out = tuple(left_out)
         return tools
 
     def list_changed(self) -> None:
