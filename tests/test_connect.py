@@ -1,26 +1,46 @@
 """``elicitor connect`` as a person meets it: the interface on their terminal whatever is redirected, results on
 stdout, progress said once, a task's status only for a task, a yes/no question labelled by its message, a
-docstring's paragraphs as one line of the menu."""
+docstring's paragraphs as one line of the menu, every kind of content block shown (bytes saved to files, a
+hostile server's words escaped), and a tool list a bad entry left incomplete saying so."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import unisolated
+from tests.peers.content_server import PDF, PNG, WAV
+from tests.test_hostile_text import acting
 from tests.test_screen import Tmux, tmux  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, str(ROOT / "tests" / "peers" / "cli_server.py")]
+CONTENT = [sys.executable, str(ROOT / "tests" / "peers" / "content_server.py")]
+SLOPPY = [sys.executable, str(ROOT / "tests" / "peers" / "sloppy_server.py")]
 
 
-def _connect(protocol: str, lines: list[str]) -> subprocess.CompletedProcess[str]:
+def _connect(
+    protocol: str,
+    lines: list[str],
+    server: list[str] = SERVER,
+    *,
+    lang: str = "en",
+    save: Path | None = None,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """``elicitor --lang LANG connect --ui lines`` as a script runs it, a person typing ``lines``."""
+    options = ["--save", str(save)] if save is not None else []
     run = subprocess.run(
-        [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--protocol", protocol, *SERVER],
+        [sys.executable, "-m", "elicitor", "--lang", lang, "connect", "--ui", "lines", "--protocol", protocol,
+         *options, *server],
         input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=90, cwd=ROOT,
         start_new_session=True,  # no controlling terminal: a script's run, everything on stderr
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LANGUAGE": "", **env},
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     return run
@@ -113,3 +133,106 @@ async def test_the_official_sdk_client_gets_through_32042_with_the_adapter(anyio
         result = await sdk_call_tool(client, "test_elicitation_url_required", {}, person)
     assert result.content[0].text == "connected: the URL elicitation was completed"
     assert len(opened) == 1
+
+
+# ---- what a result holds -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", ["2025-06-18", "2025-11-25", "2026-07-28"])
+def test_every_kind_of_content_block_is_shown_in_order_and_its_bytes_saved(protocol: str, tmp_path: Path) -> None:
+    """Text, an image, audio, a resource link, an embedded text resource and an embedded binary one, then the
+    structured content: each a line of its own on stdout (it was the text alone), the bytes in files under
+    ``--save`` that hold exactly what the server sent."""
+    run = _connect(protocol, ["kinds", "q"], CONTENT, save=tmp_path)
+    assert unisolated(run.stdout).splitlines() == [
+        "Result: the chart for March",
+        f"[image image/png, 11.8 KB] saved as {tmp_path}/1-image.png",
+        f"[audio audio/wav, 604 bytes] saved as {tmp_path}/2-audio.wav",
+        "[link Quarterly report, application/pdf, 2 KB] file:///reports/q1.pdf",
+        "  The first quarter.",
+        "[resource memo://notes, text/plain]",
+        "  line one",
+        "  line two",
+        f"[resource memo://report.pdf, application/pdf, 2.9 KB] saved as {tmp_path}/3-resource.pdf",
+        "Structured content:",
+        "{",
+        '  "month": "March",',
+        '  "rows": 3',
+        "}",
+    ]
+    assert (tmp_path / "1-image.png").read_bytes() == PNG
+    assert (tmp_path / "2-audio.wav").read_bytes() == WAV
+    assert (tmp_path / "3-resource.pdf").read_bytes() == PDF
+    # The URI set apart as URL mode sets it apart (left-to-right isolate), the link's name isolated
+    assert "\u2066file:///reports/q1.pdf\u2069" in run.stdout and "\u2068Quarterly report\u2069" in run.stdout
+    assert "incomplete" not in run.stderr
+
+
+def test_an_error_result_is_marked_and_its_image_saved_in_a_private_temporary_folder(tmp_path: Path) -> None:
+    """Without ``--save`` the bytes go to a folder of their own under the system's temporary folder, readable
+    by the person alone; an ``isError`` result says Error, whatever its blocks."""
+    run = _connect("2025-11-25", ["refuse", "q"], CONTENT, TMPDIR=str(tmp_path))
+    lines = run.stdout.splitlines()
+    assert lines[0] == "Error: the chart could not be drawn"
+    head, _, saved = lines[1].partition(" saved as ")
+    assert head == "[image image/png, 11.8 KB]" and len(lines) == 2
+    path = Path(saved)
+    assert path.parent.parent == tmp_path and path.parent.name.startswith("elicitor-connect-")
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_bytes() == PNG
+
+
+def test_a_hostile_servers_blocks_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    """Escape sequences, C1 controls and bidi overrides in every string of every kind of block (and in the
+    structured content, which JSON alone left as they were): all shown escaped; data that is not base64 is said
+    to be so; the files are named by elicitor, never by the server's MIME type or URI."""
+    run = _connect("2025-11-25", ["hostile", "q"], CONTENT, save=tmp_path)
+    assert acting(run.stdout) == set() and acting(run.stderr) == set()
+    shown = unisolated(run.stdout)
+    assert r"Result: ok\x1b[2J\x1b[H\x1b]0;Trusted Terminal\x07" in shown
+    assert r"[image image/png\x1b[2J\x1b[H, 11.8 KB] saved as " in shown
+    assert "[audio audio/ogg] its data is not base64: not saved" in shown
+    assert r"[link Statement\x9b2J] https://bank.example/\u202enigol\x1b]8;;https://evil.example/" in shown
+    assert r"[resource memo://\u202etxt.exe, text/plain]" + "\n" + r"  a\x1b[2J\x1b[Hb" in shown
+    assert r'"note": "c\x9b2J\u202ed\u001b[2J\u001b[H"' in shown
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1-image.bin", "2-resource.bin"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("zh", ["结果：the chart for March", "[图片 image/png、11.8 KB] 已保存为 ",
+                "[音频 audio/wav、604 字节] 已保存为 ",
+                "[链接 Quarterly report、application/pdf、2 KB] file:///reports/q1.pdf", "结构化内容："]),
+        ("zh-TW", ["結果：the chart for March", "[圖片 image/png、11.8 KB] 已儲存為 ",
+                   "[音訊 audio/wav、604 位元組] 已儲存為 ",
+                   "[連結 Quarterly report、application/pdf、2 KB] file:///reports/q1.pdf", "結構化內容："]),
+    ],
+)  # fmt: skip
+def test_the_blocks_are_described_in_the_persons_language(lang: str, said: list[str], tmp_path: Path) -> None:
+    run = _connect("2026-07-28", ["kinds", "q"], CONTENT, lang=lang, TMPDIR=str(tmp_path))
+    shown = unisolated(run.stdout)
+    for words in said:
+        assert words in shown, shown
+    assert "[image" not in shown and "saved as" not in shown and "Structured" not in shown
+
+
+def test_a_block_the_client_cannot_read_is_a_line_and_an_incomplete_tool_list_says_so() -> None:
+    """A hand-written server lists tools without a name or an ``inputSchema`` and loops its cursor, and answers
+    with blocks of a type nobody defined: the menu says it is incomplete (it looked complete), and each block it
+    cannot read is a line of the result in its place (it was only a warning on stderr)."""
+    run = _connect("2025-11-25", ["echo", "", "q"], SLOPPY)
+    menu = unisolated(run.stderr)
+    assert (
+        "  1. echo\n  2. annotated\n  3. later\n"
+        "  (incomplete: some of what the server listed cannot be used; the warnings say why)\n"
+    ) in menu
+    assert run.stdout.splitlines()[:5] == [
+        "Result: hello",
+        "[content this client cannot read: unknown content type 'hologram']",
+        "[content this client cannot read: a block of type 'image' that does not parse: Object missing required "
+        "field `data`]",
+        "bye",
+        "[content this client cannot read: a content block must be an object, not a str]",
+    ]
+    assert "tools/call result: keeping a content block" in run.stderr and "task None" not in run.stderr

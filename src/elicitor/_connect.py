@@ -3,7 +3,9 @@
 Connects to a server (a command to run over stdio, or a Streamable HTTP URL), lists its tools, asks for a tool's
 arguments from its ``inputSchema`` (field by field when the schema is a flat form, as JSON otherwise), calls it,
 shows progress and log messages as they come, answers elicitations with :class:`TerminalHandler`, and prints the
-result (text, then structured content as indented JSON). Empty input or ``q`` at the tool prompt ends the session.
+result: every content block in order (text, images and audio saved to files, resource links, embedded resources,
+blocks it cannot read), then structured content as indented JSON (see :mod:`elicitor._results`). Empty input or
+``q`` at the tool prompt ends the session.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import anyio.to_thread
 from ._arguments import argument_form, arguments_from
 from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
+from ._results import Saver, result_text
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable, wrap
 from .i18n import Language, language
@@ -42,7 +45,10 @@ class Console:
     standard input) everything stays on standard error as before.
     """
 
-    def __init__(self, ui: str = "terminal", handler: TerminalHandler | None = None) -> None:
+    def __init__(
+        self, ui: str = "terminal", handler: TerminalHandler | None = None, save: str | os.PathLike[str] | None = None
+    ) -> None:
+        self._saver = Saver(save)
         self._tty = _controlling_terminal() if handler is None else None
         if handler is not None:
             self.terminal = handler
@@ -75,12 +81,10 @@ class Console:
         print(text, flush=True)
 
     def tool_result(self, result: CallToolResult) -> None:
-        """A tool's answer, on standard output: its text (``Result:`` or ``Error:`` in the person's language, the
-        server's words as sent), then its structured content as indented JSON."""
-        t, text = self.lang._, printable(result.text, newlines=True)
-        self.result(t("Error: {reason}", reason=text) if result.is_error else t("Result: {result}", result=text))
-        if result.structured_content is not None:
-            self.result(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+        """A tool's answer, on standard output: ``Result:`` or ``Error:`` in the person's language, each content
+        block in order (the server's words as sent, escaped; bytes saved to files), then its structured content
+        as indented JSON (:func:`~elicitor._results.result_text`)."""
+        self.result(result_text(result, self.lang, self._saver))
 
     def close(self) -> None:
         if self._tty is not None:
@@ -240,13 +244,17 @@ async def tool_menu(client: Client, console: Console) -> int:
     write, lang = console.write, console.lang
     t = lang._
     tools = await client.list_tools()
+    left_out = client.tools_left_out
     if not tools:
-        write(t("It offers no tools."))
+        write(
+            t("It offers no tools that can be used (the warnings say why).") if left_out else t("It offers no tools.")
+        )
         return 0
     while True:
         write("")
         for i, tool in enumerate(tools, 1):
             write(menu_line(i, tool))
+        _say_left_out(write, lang, left_out)
         try:
             choice = await _read(terminal, t("Tool to call (number or name; Enter or q to quit): "))
         except EOFError:
@@ -280,6 +288,13 @@ async def tool_menu(client: Client, console: Console) -> int:
             continue
         write("")
         console.tool_result(result)
+
+
+def _say_left_out(write: Callable[[str], None], lang: Language, left_out: tuple[str, ...]) -> None:
+    """Under the menu: that the server listed more than it shows (entries it cannot use, a listing cut short).
+    Why each was left out is in the warnings logged as the list was read."""
+    if left_out:
+        write("  " + lang._("(incomplete: some of what the server listed cannot be used; the warnings say why)"))
 
 
 class Progress:
@@ -358,10 +373,17 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
     return arguments_from(outcome.data, nulls)
 
 
-def main(target: list[str], protocol: str, ui: str = "terminal", timeout: float = 30.0, browser: bool = True) -> int:
+def main(
+    target: list[str],
+    protocol: str,
+    ui: str = "terminal",
+    timeout: float = 30.0,
+    browser: bool = True,
+    save: str | None = None,
+) -> int:
     shown = " ".join(target)
     is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
-    console = Console(ui)
+    console = Console(ui, save=save)
     t = console.lang._
     try:
         return anyio.run(

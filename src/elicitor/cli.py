@@ -197,6 +197,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="when the server asks you to sign in, show the link without opening a browser",
     )
+    connect.add_argument(
+        "--save",
+        metavar="DIR",
+        help="where to write the images, audio and binary resources of results (default: a new private folder "
+        "in the system's temporary folder, made when the first one arrives)",
+    )
     logout = commands.add_parser(
         "logout",
         help="forget the sign-in kept for a server",
@@ -283,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             _command(parser, "connect").error(t("give a command to run (e.g. python server.py) or an http(s) URL"))
         from ._connect import main as connect_main
 
-        return connect_main(args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser)
+        return connect_main(
+            args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser, save=args.save
+        )
     if args.command == "logout":
         from .client.auth import default_token_store
 

@@ -73,6 +73,8 @@ class ResourceLink(_Wire, frozen=True, tag="resource_link", tag_field="type"):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    size: int | None = None
+    """The resource's size in bytes, when the server knows it (before any encoding)."""
     annotations: dict[str, Any] | None = None
 
 
