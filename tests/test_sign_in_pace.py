@@ -409,3 +409,101 @@ async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hea
                 tg.cancel_scope.cancel()
             await client_end.aclose()
     assert len(links) == 1 and len(deployment.authorizations) == 1
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "auto"])
+async def test_behind_listen_a_client_that_asked_for_no_logs_waits_out_a_slow_sign_in(
+    anyio_backend: str, era: str
+) -> None:
+    """A 2026-07-28 client of a ``--listen`` proxy that asked for no log messages, while a person signs in upstream
+    for three times every limit the client keeps (probe, handshake, request: 1 s against 3 s). Nothing may be
+    said to it in the protocol, so the proxy sends SSE comments on the request's response stream; the client
+    counts them as the server being there, gets in on 2026-07-28 (with ``auto`` too: the probe is not taken for
+    a handshake-era server's silence), and hears no log message it did not ask for."""
+    from elicitor.proxy import ProxyServer
+
+    from .conftest import serving
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        heard: list[object] = []
+
+        async def on_log(level: str, data: object, source: str | None) -> None:
+            heard.append(data)
+
+        from elicitor.client._http import HttpClientTransport
+
+        proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
+
+                async def approve() -> None:
+                    await arrived.wait()
+                    await person(links[0], 3.0)
+
+                tg.start_soon(approve)
+                clocks: Clocks = {"probe_timeout": 1.0, "handshake_timeout": 1.0, "request_timeout": 1.0}
+                handler = ScriptedHandler([{"name": "Ada"}])
+                async with Client.http(at, elicitation=handler, protocol=era, on_log=on_log, **clocks) as client:
+                    assert client.protocol_version == "2026-07-28"
+                    assert (await client.call_tool("greet")).text.endswith("hello Ada")
+    assert len(links) == 1 and len(deployment.authorizations) == 1
+    assert heard == []  # no log message the client did not ask for
+
+
+async def test_the_official_sdk_client_with_a_short_read_timeout_waits_for_a_slow_upstream_sign_in(
+    anyio_backend: str,
+) -> None:
+    """The official Python SDK's client on 2026-07-28, asking for no log messages, its HTTP read timeout (1 s)
+    shorter than the person behind the ``--listen`` proxy takes to sign in upstream (3 s): the proxy's SSE comments
+    keep the read going, the SDK's parser ignores them, and the call succeeds once the person has approved."""
+    import httpx2
+    from mcp import Client as McpClient
+    from mcp import types
+    from mcp.client.streamable_http import streamable_http_client
+
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import ProxyServer
+
+    from .conftest import serving
+
+    async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with deployed() as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
+
+                async def approve() -> None:
+                    await arrived.wait()
+                    await person(links[0], 3.0)
+
+                tg.start_soon(approve)
+                async with httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=1.0)) as http:
+                    transport = streamable_http_client(at, http_client=http)
+                    async with McpClient(transport, elicitation_callback=answer, mode="2026-07-28") as client:
+                        tools = await client.list_tools()
+                        assert "greet" in [tool.name for tool in tools.tools]
+                        result = await client.call_tool("greet", {})
+                        assert result.content[0].text.endswith("hello Ada")  # type: ignore[union-attr]
+    assert len(links) == 1 and len(deployment.authorizations) == 1

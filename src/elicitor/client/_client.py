@@ -37,6 +37,7 @@ from ._requests import Requests
 from ._rounds import DEFAULT_MAX_ROUNDS, Rounds
 from ._tasks import TaskHandle
 from ._tools import Tools
+from ._transport import HttpAware
 from ._url_flow import UrlFlow
 
 if TYPE_CHECKING:
@@ -65,9 +66,10 @@ class Client:
         client_info: how this client introduces itself.
         max_rounds: the cap on ``input_required`` rounds per call (2026-07-28).
         on_log: receives the server's log messages (default: Python logging, logger ``elicitor.server_log``).
-        probe_timeout: with ``protocol="auto"``, how long the ``server/discover`` probe waits before assuming a
-            handshake-era server (a revision asked for by name has nothing to fall back to: only
-            ``handshake_timeout`` bounds it).
+        probe_timeout: with ``protocol="auto"``, how long the server may stay silent on the ``server/discover``
+            probe before the client assumes a handshake-era server (anything heard starts it afresh: a proxy waiting
+            on a person beyond it says so); a revision asked for by name has nothing to fall back to: only
+            ``handshake_timeout`` bounds it.
         sampling: answers the server's ``sampling/createMessage`` (declares the ``sampling`` capability).
         roots: the roots to report for ``roots/list`` (declares the ``roots`` capability).
         elicitation_limit: ``(count, seconds)``: at most ``count`` elicitations from this server in any
@@ -255,6 +257,8 @@ class Client:
             for auth in self._paced:
                 stack.callback(auth.pace_with(self._pace))
             self._era.transport = transport = await self._open_transport(stack)
+            if isinstance(transport, HttpAware):
+                transport.heard_by(self._heard)  # a proxy waiting on a person says so in SSE comments
             self._callbacks.open()
             stack.callback(self._callbacks.close)
             deliveries = await stack.enter_async_context(anyio.create_task_group())
@@ -295,6 +299,14 @@ class Client:
         if isinstance(made, AbstractAsyncContextManager):
             return await stack.enter_async_context(made)
         return await made
+
+    def _heard(self) -> None:
+        """The server sent something that is no message: its silence ends (the handshake's clock, the probe's,
+        ``request_timeout``'s start again)."""
+        self._pace.heard()
+        quiet = self._requests.quiet
+        if quiet is not None:
+            quiet.heard_from_server()
 
     @property
     def _session(self) -> Session | None:

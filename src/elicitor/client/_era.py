@@ -134,9 +134,11 @@ class Era:
             # The probe's own limit is for telling a handshake-era server (which may never answer an unknown
             # method) from a slow one; a revision asked for by name has nothing to fall back to, so only the
             # handshake's limit applies (a stdio server still starting on a loaded machine is not a wrong era).
+            # It counts the server's silence: a server that says it is there meanwhile (a proxy waiting on a person
+            # beyond it sends SSE comments on the probe's stream) is working on the probe, whatever its era.
             limit = self._probe_timeout if wanted == "auto" else None
             try:
-                with self._pace.deadline(limit) as probe:  # a person signing in is not counted
+                with self._pace.deadline(limit, quiet=True) as probe:  # a person signing in is not counted
                     result = await self.discover(session, version)
                 if probe.cancelled_caught:
                     raise TimeoutError(f"server/discover got no answer in {self._probe_timeout:g} s")

@@ -88,6 +88,8 @@ class HttpClientTransport:
         self._dispatch: Callable[[bytes | Oversized], bool] | None = None
         self._stream_notes: Callable[[bytes, RequestId], Awaitable[bool]] | None = None
         """See :meth:`notes_to` (a proxy's upstream connection sets it)."""
+        self._heard: Callable[[], None] | None = None
+        """See :meth:`heard_by` (the client sets it)."""
         self._waiting: contextvars.Context | None = None
         """While :meth:`receive` waits on an empty inbox, a copy of the receiving task's context (see
         :meth:`deliver_to`)."""
@@ -192,6 +194,12 @@ class HttpClientTransport:
         before the next message of the stream is read, so what it takes keeps its place before the answer.
         """
         self._stream_notes = handler
+
+    def heard_by(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` for each chunk of an event stream that completes no message: an SSE comment (a proxy
+        waiting on a person says so with one), a priming event, part of a long message. Each is the server being
+        there, which a client that counts the server's silence must know; a message is counted where it is read."""
+        self._heard = callback
 
     async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         if self._closed:
@@ -394,7 +402,10 @@ class HttpClientTransport:
         done = False
         try:
             async for chunk in response.aiter_raw():
-                for event in decoder.feed(chunk):
+                events = decoder.feed(chunk)
+                if not events and self._heard is not None:
+                    self._heard()
+                for event in events:
                     if event.event != "message" or not event.data:
                         continue
                     data = event.data.encode()

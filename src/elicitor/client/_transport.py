@@ -17,6 +17,7 @@ or the session was replaced meanwhile), so the server may have acted on it. A re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ..types import JSONValue
@@ -47,4 +48,9 @@ class HttpAware(Protocol):
 
     def mirror(self, tool: str, params: dict[tuple[str, ...], str]) -> None:
         """Tool ``tool`` mirrors these parameters (by path) into ``Mcp-Param-*`` headers (SEP-2243)."""
+        ...
+
+    def heard_by(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the server sends bytes that carry no message (an SSE comment, say): the server
+        is there, and the client's clocks about its silence start again."""
         ...

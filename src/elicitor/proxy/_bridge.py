@@ -25,7 +25,7 @@ import json
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 import anyio
@@ -33,7 +33,7 @@ import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TaskCancelled
 from ..client._handlers import ElicitationHandler
-from ..client._pace import Pace, PersonPaced
+from ..client._pace import PersonPaced
 from ..client._tasks import TaskHandle, TaskPort
 from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
@@ -44,8 +44,6 @@ from ..types import (
     HANDSHAKE_REVISIONS,
     INTERNAL_ERROR,
     INVALID_REQUEST,
-    LOGGING_LEVELS,
-    META_LOG_LEVEL,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     STATELESS_REVISIONS,
     TASKS_EXTENSION,
@@ -57,24 +55,16 @@ from ._held import declined, url_required
 from ._lanes import start
 from ._owners import TaskOwners, own_key
 from ._render import render
+from ._signing import SIGNING_IN as SIGNING_IN
+from ._signing import SignInWait, asks_for_notices
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
 from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
-SIGNING_IN = "waiting for a person to sign in to the upstream server (the link is where the proxy runs)"
-"""What a client waiting on the upstream sign-in hears, every ``keepalive`` seconds."""
 _HANDSHAKE_ONLY_NOTES = frozenset({"notifications/initialized"})
 _LIST_FLAGS = {"toolsListChanged": "tools", "promptsListChanged": "prompts", "resourcesListChanged": "resources"}
 """The ``subscriptions/listen`` flag for each list a 2026-07-28 server may declare ``listChanged`` for."""
-
-
-def _asks_for_notices(params: JSONObject) -> bool:
-    """Whether a 2026-07-28 request asked for log messages at ``notice`` (or a lower level): only then may a server
-    send it any (2026-07-28 server/utilities/logging)."""
-    meta = params.get("_meta")
-    level = meta.get(META_LOG_LEVEL) if isinstance(meta, dict) else None
-    return level in LOGGING_LEVELS and LOGGING_LEVELS.index(level) <= LOGGING_LEVELS.index("notice")
 
 
 class Bridge:
@@ -95,6 +85,7 @@ class Bridge:
             they do, a handshake-era client's ``initialize`` waits, and the client hears a log message every
             ``keepalive`` seconds saying so (the messages a server may send before ``initialize`` is answered), which
             keeps a client that counts the server's silence (elicitor's) from giving up on a person taking minutes.
+            A 2026-07-28 request hears one only if it asked for log messages (see :mod:`._signing`).
         keepalive: seconds between those messages (below the client's handshake limit: 30 s for elicitor's).
     """
 
@@ -112,10 +103,7 @@ class Bridge:
         keepalive: float = 10.0,
     ) -> None:
         self._connect = connect
-        self._sign_in = sign_in
-        self._signing = Pace()
-        """Paused while a person signs in upstream (``sign_in`` holds it then)."""
-        self._keepalive = keepalive
+        self._signing = SignInWait(sign_in, keepalive)
         self._principal = principal
         self._owners = owners if owners is not None else TaskOwners()
         self._ui = ui
@@ -142,12 +130,11 @@ class Bridge:
 
     async def serve(self, downstream: Transport) -> None:
         """Forward between ``downstream`` and the upstream server until either side closes."""
-        stop = self._sign_in.pace_with(self._signing) if self._sign_in is not None else None
+        stop = self._signing.follow()
         try:
             await self._serve(downstream)
         finally:
-            if stop is not None:
-                stop()
+            stop()
 
     async def _serve(self, downstream: Transport) -> None:
         async with anyio.create_task_group() as tg:
@@ -222,16 +209,17 @@ class Bridge:
         if method == "tools/call":
             params = own_key(params, self._principal)
         if method == "initialize":
-            async with self._while_signing_in(self._related_notify(request.id)):
+            async with self._signing.told(self._related_notify(request.id)):
                 return await self._initialize(params)
         if is_stateless_request(params):
             stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)
-            if not _asks_for_notices(params):
+            if not asks_for_notices(params):
                 return await stateless.serve(request, notify, self._principal)
             # A 2026-07-28 request that asked for log messages may hear them (that era has no ping, and a server
             # sends none to a request that did not ask): while a person signs in upstream, it hears why it waits.
-            async with self._while_signing_in(notify):
+            # One that did not hears nothing on stdio (see _signing).
+            async with self._signing.told(notify):
                 return await stateless.serve(request, notify, self._principal)
         up = self.up
         if up is None:
@@ -267,30 +255,6 @@ class Bridge:
         elif method == "tasks/list":
             result = self._owners.listed(result, self._principal)
         return result
-
-    @asynccontextmanager
-    async def _while_signing_in(self, notify: Notify) -> AsyncIterator[None]:
-        """While the block runs, tell the client every ``keepalive`` seconds that a person is signing in upstream
-        (when one is): a ``notifications/message``, which a server may send before it answers ``initialize``, and on
-        2026-07-28 to a request that asked for log messages at ``notice`` or below."""
-        if self._sign_in is None:
-            yield
-            return
-
-        async def keep_alive() -> None:
-            while True:
-                await anyio.sleep(self._keepalive)
-                if self._signing.paused:
-                    with suppress(ConnectionClosed):
-                        await notify("notifications/message", {"level": "notice", "logger": "elicitor.proxy",
-                                                               "data": SIGNING_IN})  # fmt: skip
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(keep_alive)
-            try:
-                yield
-            finally:
-                tg.cancel_scope.cancel()
 
     async def _call(self, up: Upstream, request_id: RequestId, method: str, params: JSONObject) -> JSONObject:
         """Forward on the client's own connection. A -32042 (URL required) for a client that did not declare URL

@@ -9,7 +9,8 @@ streams and resumption, 2026-07-28 stateless requests, authentication, limits) w
 * 2026-07-28 requests, which belong to no connection, are served one by one by the proxy's
   :class:`~._stateless.Stateless`, each with who sent it (its ``_meta`` and the principal the app authenticated):
   on a handshake-era server each call runs on an upstream connection of its own while it runs, so what the
-  server pushes or reports about it reaches that request and no other.
+  server pushes or reports about it reaches that request and no other. While a person signs in upstream, each
+  hears that the proxy is still there (:mod:`._signing`): a log message if it asked for them, else an SSE comment.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ from ..client._handlers import ElicitationHandler
 from ..client._pace import PersonPaced
 from ..protocol import NotificationReceived, RequestReceived, parse_request_meta
 from ..server import Server
-from ..server._dispatch import Notify, ServerSession
+from ..server._dispatch import Keepalive, Notify, ServerSession
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..session import open_session
 from ..transports import Transport
 from ..types import INTERNAL_ERROR, METHOD_NOT_FOUND, STATELESS_REVISIONS, JSONObject
 from ._bridge import Bridge
 from ._owners import TaskOwners
+from ._signing import SignInWait, asks_for_notices
 from ._stateless import Stateless
 from ._upstream import Connect
 
@@ -71,6 +73,9 @@ class ProxyServer(Server):
         self.upstream_protocol = upstream_protocol
         self.sign_in = sign_in
         self.keepalive = keepalive
+        self.signing = SignInWait(sign_in, keepalive)
+        """The upstream sign-in as the 2026-07-28 requests wait on it, followed for as long as the proxy lives."""
+        self.signing.follow()
         self._mirrored: dict[str, dict[str, str]] = {}
         self.owners = TaskOwners()
         """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
@@ -144,14 +149,22 @@ class _Forwarding(ServerSession):
         self._stateless: Stateless | None = None
 
     async def serve_stateless(
-        self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
+        self,
+        request: RequestReceived,
+        notify: Notify | None = None,
+        principal: str | None = None,
+        *,
+        keepalive: Keepalive | None = None,
     ) -> JSONObject:
         """A 2026-07-28 request: checked as any elicitor server checks one (its ``_meta``: -32602 or -32022; a
-        removed method: -32601), then forwarded for ``principal``."""
+        removed method: -32601), then forwarded for ``principal``. While a person signs in upstream meanwhile, it
+        hears so if it asked for log messages, else gets SSE comments (``keepalive``): see :mod:`._signing`."""
         parse_request_meta(request.params, STATELESS_REVISIONS)
         if request.method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in 2026-07-28)")
-        return await self._forwarder().serve(request, notify, principal)
+        told = notify if notify is not None and asks_for_notices(request.params or {}) else None
+        async with self._proxy.signing.told(told, keepalive):
+            return await self._forwarder().serve(request, notify, principal)
 
     def _forwarder(self) -> Stateless:
         """What serves 2026-07-28 requests, made on the first one in the application's task group."""

@@ -75,6 +75,10 @@ Notify = Callable[[str, JSONObject], Awaitable[None]]
 _Escalation = Callable[[JSONObject, "dict[str, JSONValue] | None"], Awaitable[JSONObject]]
 """Turns a call into a task with the answers and ``ctx.once`` values gathered so far (``ctx.run_as_task()``)."""
 """Sends a notification (method, params) about the request being served, wherever that request's messages go."""
+Keepalive = Callable[[str], Awaitable[None]]
+"""Sends a line the client's parsers ignore about the request being served (an SSE comment on its response
+stream): it tells nothing, but a client's read timeout starts again, and elicitor's client counts it as hearing
+from the server. Only a transport with such a line offers one (Streamable HTTP)."""
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 """Methods that 2026-07-28 removed: a stateless request for one gets -32601."""
@@ -170,11 +174,18 @@ class ServerSession:
         return self._route(request, meta, notify, stateless=False)
 
     async def serve_stateless(
-        self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
+        self,
+        request: RequestReceived,
+        notify: Notify | None = None,
+        principal: str | None = None,
+        *,
+        keepalive: Keepalive | None = None,
     ) -> JSONObject:
         """Serve a 2026-07-28 request from its own ``_meta`` alone.
 
         ``principal`` is the user the transport authenticated for this request (default: the connection's).
+        ``keepalive``: where a line the client ignores may go while the request waits (the proxy's, while a person
+        signs in upstream); a server's own tools have nothing to wait on that the client cannot hear about.
         """
         meta = parse_request_meta(request.params, STATELESS_REVISIONS)
         principal = principal if principal is not None else self.principal

@@ -78,8 +78,16 @@ class StatelessExchange:
             await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await self._send({"type": "http.response.body", "body": encode_event(data), "more_body": True})
 
+    async def comment(self, text: str) -> None:
+        """An SSE comment on the response stream (starting it): parsers ignore it, read timeouts start again."""
+        if not self._streaming:
+            self._streaming = True
+            await self._send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        line = b": " + " ".join(text.splitlines()).encode() + b"\n\n"
+        await self._send({"type": "http.response.body", "body": line, "more_body": True})
+
     def _serve(self, request: RequestReceived) -> Awaitable[JSONObject]:
-        return self._session.serve_stateless(request, self.notify, self._principal)
+        return self._session.serve_stateless(request, self.notify, self._principal, keepalive=self.comment)
 
     async def run(self) -> None:
         request = self._request
@@ -93,7 +101,9 @@ class StatelessExchange:
                     result = await _hooks.serve_request(self._serve, request, request.method, request.params,
                                                         request.id, "http")  # fmt: skip
                 else:
-                    result = await self._session.serve_stateless(request, self.notify, self._principal)
+                    result = await self._session.serve_stateless(
+                        request, self.notify, self._principal, keepalive=self.comment
+                    )
             except JSONRPCError as exc:
                 reply = self._connection.send_error(request.id, exc)
                 status = 404 if exc.code == METHOD_NOT_FOUND else 400 if exc.code in BAD_REQUEST_CODES else 200
