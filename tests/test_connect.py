@@ -229,10 +229,34 @@ def test_a_block_the_client_cannot_read_is_a_line_and_an_incomplete_tool_list_sa
     ) in menu
     assert run.stdout.splitlines()[:5] == [
         "Result: hello",
-        "[content this client cannot read: unknown content type 'hologram']",
+        "[content this client cannot read: unknown type hologram]",
         "[content this client cannot read: a block of type 'image' that does not parse: Object missing required "
         "field `data`]",
         "bye",
         "[content this client cannot read: a content block must be an object, not a str]",
     ]
     assert "tools/call result: keeping a content block" in run.stderr and "task None" not in run.stderr
+
+
+def test_a_hostile_result_in_a_real_terminal_moves_nothing_and_retitles_nothing(tmux: Tmux, tmp_path: Path) -> None:  # noqa: F811
+    """The hostile blocks on a real terminal (tmux), the result on it too: the menu above is still there (no
+    clear screen, no cursor move), the window keeps its title, and the escapes read as text."""
+    server = " ".join(CONTENT)
+    command = f"TMPDIR={tmp_path} {sys.executable} -m elicitor connect {server}; echo '[connect exited '$?']'; sleep 60"
+    tmux("new-session", "-d", "-s", "demo", "-x", "200", "-y", "50", "-c", str(ROOT), command)
+    tmux.wait_for("3. hostile: Answer with blocks", "Tool to call", timeout=60)
+    title = tmux("display-message", "-p", "-t", "demo", "#{pane_title}")
+    tmux.keys("hostile", "Enter")
+    shown = unisolated(tmux.wait_for("Structured content:", r'"note": "c\x9b2J\u202ed\u001b[2J\u001b[H"', timeout=60))
+    assert shown.index("1. kinds: Answer with one block") < shown.index(r"Result: ok\x1b[2J\x1b[H\x1b]0;Trusted")
+    assert r"[link Statement\x9b2J] https://bank.example/\u202enigol\x1b]8;;https://evil.example/" in shown
+    assert tmux("display-message", "-p", "-t", "demo", "#{pane_title}") == title
+    tmux.keys("q", "Enter")
+    tmux.wait_for("[connect exited 0]", timeout=60)
+
+
+def test_an_incomplete_list_and_an_unreadable_block_are_said_in_traditional_chinese() -> None:
+    run = _connect("2025-06-18", ["echo", "", "q"], SLOPPY, lang="zh-TW")
+    assert "  3. later\n  （清單不完整：伺服器列出的部分內容無法使用，原因請見警告）\n" in unisolated(run.stderr)
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["結果：hello", "[此用戶端無法讀取的內容：未知類型 hologram]"]

@@ -113,7 +113,12 @@ def block_text(block: ContentBlock | UnknownContent, lang: Language, saver: Save
         return line + (f"\n  {printable(block.description)}" if block.description else "")
     if isinstance(block, EmbeddedResource):
         return _resource(block.resource, lang, saver)
-    return _tag(t("content this client cannot read:"), [printable(block.problem)], lang)
+    known = block.kind in _KNOWN_KINDS  # a known type the block does not fit: the problem names the field
+    why = printable(block.problem) if block.kind is None or known else t("unknown type {kind}", kind=block.kind)
+    return t("[content this client cannot read: {why}]", why=printable(why))
+
+
+_KNOWN_KINDS = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 
 def _resource(resource: dict[str, Any], lang: Language, saver: Saver) -> str:
