@@ -13,7 +13,9 @@ from typing import Any
 
 import anyio
 import httpx2 as httpx
+import mcp_types as types
 import pytest
+from mcp import Client as McpClient
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 
@@ -212,6 +214,96 @@ async def test_a_hop_through_another_replica_is_a_span_even_when_the_client_name
         }, attributes  # fmt: skip
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
+
+
+async def test_an_answer_forwarded_for_a_client_that_names_no_trace_is_in_the_call_trace(
+    traced_cluster: tuple[Deployment, Path],
+) -> None:
+    """The official SDK's answers carry no trace context, so the replica an answer lands on can only start a trace
+    of its own for its ``forward response`` span. The owner knows the question it answers: it records a
+    ``forwarded response`` span under that question's ``elicitation/create`` span, in the call's trace, linked
+    to the forwarding replica's span, naming that replica and the time the answer waited in the store, with the
+    same few attributes and nothing of the answer."""
+    cluster, folder = traced_cluster
+    before = {s["context"]["span_id"] for s in replica_spans(folder)}
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        content: dict[str, str | int | float | bool | list[str] | None]
+        content = {"name": SECRET_NAME} if "name" in params.message else {"size": 2}
+        return types.ElicitResult(action="accept", content=content)
+
+    def new(name: str) -> list[dict[str, Any]]:
+        return [s for s in replica_spans(folder) if s["name"] == name and s["context"]["span_id"] not in before]
+
+    with anyio.fail_after(120):
+        async with McpClient(cluster.nginx.url, elicitation_callback=callback, mode="legacy") as client:
+            for _ in range(8):  # round robin: until an answer lands on a replica that does not run the session
+                result = await client.call_tool("book", {})
+                assert result.content[0].text == f"{SECRET_NAME} x2"  # type: ignore[union-attr]
+                with anyio.move_on_after(2):  # a forward span ends once the POST is answered: let it land
+                    while not new("forward response"):
+                        await anyio.sleep(0.05)
+                if new("forward response"):
+                    break
+    hops = new("forward response")
+    assert hops, "no answer was forwarded"
+    for hop in hops:  # the client named no trace: each hop's own span is a root
+        assert hop["parent_id"] is None and hop["attributes"]["elicitor.trace_context"] == "absent"
+    with anyio.move_on_after(10):
+        while len(new("forwarded response")) < len(hops):
+            await anyio.sleep(0.05)
+    assert len(new("forwarded response")) == len(hops), "the owner recorded no span for a forwarded answer"
+    spans = [s for s in replica_spans(folder) if s["context"]["span_id"] not in before]
+    by_id = {s["context"]["span_id"]: s for s in spans}
+    received = {link["context"]["span_id"]: s for s in new("forwarded response") for link in s["links"]}
+    for hop in hops:
+        span = received[hop["context"]["span_id"]]  # linked to the forwarding replica's span
+        [link] = span["links"]
+        assert link["context"]["trace_id"] == hop["context"]["trace_id"]
+        assert link["attributes"] == {"elicitor.link": "forwarded"}
+        question = by_id[span["parent_id"]]  # under the question it answers, on the owner, in the call's trace
+        assert question["name"] == "elicitation/create" and question["kind"] == "SpanKind.CLIENT"
+        assert span["pid"] == question["pid"] != hop["pid"]
+        [call] = [
+            s for s in spans
+            if s["name"] == "tools/call book" and s["kind"] == "SpanKind.SERVER"
+            and s["context"]["trace_id"] == span["context"]["trace_id"]
+        ]  # fmt: skip
+        assert call["pid"] == span["pid"]
+        attributes = span["attributes"]
+        assert set(attributes) == {
+            "jsonrpc.request.id",
+            "mcp.session.id",
+            "elicitor.forwarded_by",
+            "elicitor.store.wait",
+        }
+        assert attributes["jsonrpc.request.id"] == hop["attributes"]["jsonrpc.request.id"]
+        assert attributes["mcp.session.id"] == hop["attributes"]["mcp.session.id"]
+        assert attributes["elicitor.forwarded_by"] != hop["attributes"]["elicitor.forwarded_to"]
+        assert attributes["elicitor.store.wait"] >= 0
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
+def test_replicas_before_and_after_the_hop_read_each_others_answers() -> None:
+    """A rolling upgrade mixes replicas that send a forwarded answer's hop and replicas that do not know it: each
+    reads the other's envelope (the hop is ignored, or absent), and without a tracer the envelope is byte for byte
+    what it was before the hop existed."""
+    import msgspec
+
+    from elicitor.server.http._peers import Deliver, Hop, PeerMessage
+
+    class Before(msgspec.Struct, tag="deliver", frozen=True):
+        session: str
+        body: bytes
+
+    encode = msgspec.msgpack.Encoder().encode
+    body = b'{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}'
+    assert encode(Deliver("s", body)) == encode(Before("s", body))
+    hop = Hop("00-" + "1" * 32 + "-" + "2" * 16 + "-01", 1, 1_700_000_000_000_000_000, "r1")
+    assert msgspec.msgpack.decode(encode(Deliver("s", body, hop)), type=Before) == Before("s", body)
+    assert msgspec.msgpack.decode(encode(Before("s", body)), type=PeerMessage) == Deliver("s", body)
+    assert msgspec.msgpack.decode(encode(Deliver("s", body, hop)), type=PeerMessage) == Deliver("s", body, hop)
 
 
 async def test_a_task_picked_up_by_another_client_links_to_its_creation_on_any_replica(

@@ -214,7 +214,13 @@ class Session:
         transport = self.transport
         network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
         return await _hooks.send_request(
-            send, method, params, network, getattr(transport, "session_id", None), getattr(transport, "url", None)
+            send,
+            method,
+            params,
+            network,
+            getattr(transport, "session_id", None),
+            getattr(transport, "url", None),
+            getattr(transport, "waiting_spans", None),  # a replica's session: see SessionTransport
         )
 
     async def _request(

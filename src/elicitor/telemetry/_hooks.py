@@ -14,7 +14,9 @@ Where the hooks sit (one place per layer, nothing sprinkled):
   ``elicitation/create`` pushes, the proxy's forwarded requests): a ``CLIENT`` span, and the span's context
   written into ``params._meta`` as ``traceparent``/``tracestate``. :func:`serve_request` wraps every request a peer
   receives (stdio, HTTP's handshake era): a ``SERVER`` span whose parent is the context in ``params._meta``.
-* ``server/http``: the 2026-07-28 exchange calls :func:`serve_request` too (it has no session).
+* ``server/http``: the 2026-07-28 exchange calls :func:`serve_request` too (it has no session); a replica
+  forwarding a POST to the one running its session opens a span for the hop (:func:`forwarding`), and for an
+  answer the owner records its side of the hop in the question's trace (:func:`received_forwarded`).
 * ``server/``: the askers open an ``elicitation`` span per question (:func:`asking`); the round driver reports
   how many rounds a call took; the task engine reports status changes.
 * ``client/``: one span around a whole call (:func:`calling`) so every round of a 2026-07-28 call, whichever
@@ -116,11 +118,14 @@ async def send_request(
     transport: str = "pipe",
     session_id: str | None = None,
     url: str | None = None,
+    waiting: dict[RequestId, trace.SpanContext] | None = None,
 ) -> JSONObject:
     """Send a request inside a ``CLIENT`` span, its context written into ``params._meta``.
 
     Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id;
-    ``url``: the HTTP endpoint it goes to (``server.address``, ``server.port``).
+    ``url``: the HTTP endpoint it goes to (``server.address``, ``server.port``). ``waiting`` (a handshake-era
+    HTTP session's): holds the span's context under the request's id until the answer comes, so that an answer
+    forwarded by another replica joins this trace (:func:`received_forwarded`).
     """
     tracer = state.tracer
     instruments = state.instruments
@@ -138,12 +143,22 @@ async def send_request(
     elif trace.get_current_span().get_span_context().is_valid:
         params = inject(params, None)
 
+    sent_id: RequestId | None = None
+
     def sent(request_id: RequestId) -> None:
+        nonlocal sent_id
         if span is not None:
             span.set_attribute("jsonrpc.request.id", str(request_id))
+            if waiting is not None:
+                waiting[request_id] = span.get_span_context()
+                sent_id = request_id
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
-    return await _measured(span, None, attributes, settle_result, ended, send, params, sent)
+    try:
+        return await _measured(span, None, attributes, settle_result, ended, send, params, sent)
+    finally:
+        if waiting is not None and sent_id is not None:
+            waiting.pop(sent_id, None)
 
 
 async def _measured(
@@ -204,7 +219,8 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
     a client that does not put one there, as most do not) still gets its span, as the root of a trace of its own
     with ``elicitor.trace_context = absent``: an operator sees every hop through the store, and which ones a
     client left untraced. Its attributes are bounded as the others (the message's id, the session, the owner),
-    and nothing of the answer is read but its id.
+    and nothing of the answer is read but its id. For an answer, the owner then puts the hop in the question's
+    trace however the client answered (:func:`forwarded_answer`, :func:`received_forwarded`).
 
     Called only when ``state.on``.
     """
@@ -227,25 +243,96 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
         parent = otel_context.Context()  # a root: not the ambient context, which is this POST's, not the call's
         attributes["elicitor.trace_context"] = "absent"
     attributes.update({"mcp.session.id": session_id, "elicitor.forwarded_to": owner})
-    return _Forwarding(tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes))
+    span = tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
+    answered = message.get("id") if not isinstance(method, str) else None
+    return _Forwarding(span, answered if type(answered) is int or type(answered) is str else None)
 
 
 class _Forwarding:
     """The span :func:`forwarding` opened: ended when the message is handed over (and, for a request, its answer
-    relayed back), with ``error.type`` if that failed."""
+    relayed back), with ``error.type`` if that failed. While it is open, an answer's hop is what
+    :func:`forwarded_answer` says (the envelope to the owner carries it)."""
 
-    __slots__ = ("_span",)
+    __slots__ = ("_answered", "_span", "_token")
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, answered: RequestId | None) -> None:
         self._span = span
+        self._answered = answered
+        self._token: Token[tuple[str, RequestId] | None] | None = None
 
     def __enter__(self) -> _Forwarding:
+        if self._answered is not None:
+            context = self._span.get_span_context()
+            if context.is_valid:
+                self._token = _forwarding_answer.set((_traceparent(context), self._answered))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        if self._token is not None:
+            _forwarding_answer.reset(self._token)
         if exc is not None:
             fail(self._span, {}, exc)
         self._span.end()
+
+
+_forwarding_answer: ContextVar[tuple[str, RequestId] | None] = ContextVar("elicitor_forwarding", default=None)
+
+
+def forwarded_answer() -> tuple[str, RequestId] | None:
+    """While this task forwards an answer to the replica that asked (:func:`forwarding`): the ``traceparent`` of
+    the ``forward response`` span and the id of the request answered, for the envelope to carry to the owner,
+    which knows the question and puts the hop in its trace (:func:`received_forwarded`). ``None`` otherwise."""
+    return _forwarding_answer.get()
+
+
+def received_forwarded(
+    question: trace.SpanContext | None,
+    forwarder: str,
+    answered: RequestId,
+    sent_ns: int,
+    by: str,
+    session_id: str,
+) -> None:
+    """The owner of a session took an answer another replica forwarded (:func:`forwarding`): a ``forwarded
+    response`` span from when that replica put it in the store (``sent_ns``, its wall clock) to now, when it is
+    handed to the session.
+
+    Its parent is ``question``, the ``CLIENT`` span of the request it answers (this replica sent it, so it knows it
+    whatever the client put in the answer): the hop through the store, and its time, are in the call's trace for
+    any client. It links to the forwarding replica's span (``forwarder``, a ``traceparent``; ``elicitor.link =
+    forwarded``), which is the root of a trace of its own when the client named no trace. A question no longer
+    waiting here (answered late) leaves the span in the forwarder's trace, under its span. Attributes: the request
+    answered, the session, the replica that forwarded it (``elicitor.forwarded_by``) and the seconds the answer
+    waited in the store (``elicitor.store.wait``; 0 if the clocks disagree); nothing of the answer.
+
+    Called only when ``state.on``.
+    """
+    tracer = state.tracer
+    if tracer is None:
+        return
+    origin = span_context({"traceparent": forwarder})
+    now = time.time_ns()
+    start = min(sent_ns, now)
+    attributes: dict[str, Any] = {
+        "jsonrpc.request.id": str(answered),
+        "mcp.session.id": session_id,
+        "elicitor.forwarded_by": by,
+        "elicitor.store.wait": (now - start) / 1e9,
+    }
+    links = None
+    if question is not None:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(question), otel_context.Context())
+        if origin is not None:
+            links = [trace.Link(origin, {"elicitor.link": "forwarded"})]
+    elif origin is not None:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(origin), otel_context.Context())
+    else:
+        return
+    span = tracer.start_span(
+        "forwarded response", context=parent, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
+        start_time=start,
+    )  # fmt: skip
+    span.end(end_time=now)
 
 
 # ---- questions and the person ------------------------------------------------------------------------------

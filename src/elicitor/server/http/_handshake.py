@@ -60,6 +60,8 @@ from ._peers import Attach, Moved, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import SpanContext
+
     from .._server import Server
 
 Respond = Callable[[Receive, Send], Awaitable[Awaitable[None] | None]]
@@ -140,6 +142,9 @@ class SessionTransport:
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
         self.last_seen = time.monotonic()
+        self.waiting_spans: dict[RequestId, SpanContext] = {}
+        """With a tracer: the span of each request this session sent and still waits on, by id, so that an answer
+        another replica forwards here joins the request's trace whatever the client put in it (see ``_peers``)."""
 
     def idle_for(self, now: float) -> float:
         """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""

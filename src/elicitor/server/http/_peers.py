@@ -6,7 +6,8 @@ the session up in the shared :class:`~elicitor.state.SessionDirectory`; if anoth
 it, the request is forwarded over the :class:`~elicitor.state.Bus` on the owner's channel ``replica:<id>``:
 
 * a POSTed notification or answer (the reply to ``elicitation/create``) is a :class:`Deliver`; the owner feeds it
-  to the session, and the landing replica answers 202 once the bus says the owner received it;
+  to the session, and the landing replica answers 202 once the bus says the owner received it (with a tracer, an
+  answer's :class:`Hop` lets the owner put the hop in the trace of the question it answers);
 * a POSTed request is an :class:`Open`; a GET (standalone stream or ``Last-Event-ID`` resume) an :class:`Attach`.
   The owner then *pumps* that stream back to the landing replica's channel as :class:`Opened`, :class:`Item` and
   :class:`Closed` messages, and the landing replica writes them to its HTTP response exactly as the owner would
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,6 +34,7 @@ import msgspec
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ...state import Backoff, SessionRecord, Store, StoreUnavailable, Subscription, replica_channel
+from ...telemetry import _state as _telemetry
 from ...types import RequestId
 from .._url import UrlComplete
 
@@ -44,9 +47,21 @@ logger = logging.getLogger("elicitor.http")
 _Job = TypeVar("_Job")
 
 
-class Deliver(msgspec.Struct, tag="deliver", frozen=True):
+class Hop(msgspec.Struct, array_like=True, frozen=True):
+    """What a forwarded answer tells its owner for tracing: the forwarding replica's span (``traceparent``), the
+    id of the request it answers, when it was put in the store (wall clock, ns) and by which replica."""
+
+    span: str
+    answered: RequestId
+    sent: int
+    by: str
+
+
+class Deliver(msgspec.Struct, tag="deliver", frozen=True, omit_defaults=True):
     session: str
     body: bytes
+    hop: Hop | None = None
+    """Only with a tracer on the forwarding replica (an untraced Deliver is as it always was)."""
 
 
 class Open(msgspec.Struct, tag="open", frozen=True):
@@ -247,6 +262,12 @@ class Peers:
         elif isinstance(message, Deliver):
             session = self._sessions.get(message.session)
             if session is not None:
+                hop = message.hop
+                if hop is not None and _telemetry.state.on:  # the hop, in the trace of the request it answers
+                    from ...telemetry import _hooks
+
+                    question = session.waiting_spans.get(hop.answered)
+                    _hooks.received_forwarded(question, hop.span, hop.answered, hop.sent, hop.by, session.id)
                 session.deliver_soon(message.body, self._start_task)
         elif isinstance(message, Open):
             self._serve_open(message)
@@ -426,7 +447,14 @@ class Peers:
             Moved: ``expected`` is no longer true (see :meth:`_forward`; it was not delivered).
             StoreUnavailable: the message could not be sent (it was not delivered).
         """
-        await self._forward(owner, session_id, Deliver(session_id, body), expected)
+        hop = None
+        if _telemetry.state.on:
+            from ...telemetry import _hooks
+
+            answer = _hooks.forwarded_answer()  # an answer, forwarded inside a span (see ``forwarding``)
+            if answer is not None:
+                hop = Hop(answer[0], answer[1], time.time_ns(), self.me)
+        await self._forward(owner, session_id, Deliver(session_id, body, hop), expected)
 
     async def end(self, owner: str, session_id: str) -> None:
         """Ask ``owner`` to end a session (in its queue once this returns). Raises :class:`StoreUnavailable`."""
