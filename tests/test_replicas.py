@@ -512,6 +512,14 @@ async def tally(ctx: Context, label: str) -> str:
     return f"{label}: {outcome.data.name}" if isinstance(outcome, Accepted) else "-"
 
 
+@in_process.tool()
+async def full_name(ctx: Context) -> str:
+    first = await ctx.elicit("First name", Picked)
+    last = await ctx.elicit("Last name", Picked)
+    names = [outcome.data.name for outcome in (first, last) if isinstance(outcome, Accepted)]
+    return " ".join(names) or "-"
+
+
 @asynccontextmanager
 async def two_replicas(redis_url: str, **options: Any) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
     """Two replicas of ``in_process`` (one Server each, one Redis, one prefix), each served by uvicorn."""
@@ -787,7 +795,46 @@ async def test_the_official_sdk_connects_while_redis_is_paused(redis: RedisServe
                     tools = await client.list_tools()
         finally:
             await admin.aclose()
-    assert [tool.name for tool in tools.tools] == ["pick", "tally"]
+    assert [tool.name for tool in tools.tools] == ["pick", "tally", "full_name"]
+
+
+async def test_a_question_asked_while_redis_is_paused_reaches_a_relayed_stream(redis: RedisServer) -> None:
+    """B relays the call of a session A runs. Redis is paused (``CLIENT PAUSE``) longer than A tries to send a
+    message to B (``send_for``, shortened here) when the call asks its second question: A's pump waits for Redis
+    instead of giving up, so the question reaches the client on B's stream once Redis is back, asked once, and the
+    call ends. (A pump that gave up left B's stream open with nothing to feed it: the call waited for ever.)"""
+    from redis.asyncio import Redis
+
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
+        apps[0]._handshake._peers.send_for = 1.0
+        admin = Redis.from_url(redis.url)
+        try:
+            headers = await open_session(http, a)
+            call = rpc("tools/call", {"name": "full_name"}, id=7)
+            with anyio.fail_after(60):
+                async with http.stream("POST", b, json=call, headers=headers) as relayed:
+                    stream = events(relayed)
+                    first_id, first = await anext(stream)
+                    assert first["params"]["message"] == "First name"
+                    await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": first["id"],
+                        "result": {"action": "accept", "content": {"name": "Ada"}},
+                    }
+                    assert (await http.post(a, json=answer, headers=headers)).status_code == 202  # A's own session
+                    second_id, second = await anext(stream)
+                    assert second["params"]["message"] == "Last name" and second_id != first_id
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": second["id"],
+                        "result": {"action": "accept", "content": {"name": "Lovelace"}},
+                    }
+                    assert (await http.post(a, json=answer, headers=headers)).status_code == 202
+                    _, result = await anext(stream)
+        finally:
+            await admin.aclose()
+    assert result["result"]["content"][0]["text"] == "Ada Lovelace"
 
 
 async def test_a_long_session_holds_no_stream_of_a_finished_request_and_still_resumes_it() -> None:

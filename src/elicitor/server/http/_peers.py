@@ -17,6 +17,9 @@ it, the request is forwarded over the :class:`~elicitor.state.Bus` on the owner'
 
 Nothing waits on a dead owner: the landing replica checks the owner's lease while it relays, and ends the response
 when the lease lapses (the client then gets 404 for the session and initializes again, as the spec prescribes).
+Nothing waits on a pump that stopped either: while the store is away, what an owner's pump sends (and the history a
+resume replays) waits for it, however long it stays away, so a relayed stream ends only with its final message, a
+refusal, a detach or a newer resume, and its next event arrives once the store is back.
 URL completions reach the connection that started them the same way (:class:`UrlComplete`).
 """
 
@@ -221,7 +224,8 @@ class Peers:
         self._offset = "0"
         """The offset of the last message handled from this replica's queue (its id is new: start at the start)."""
         self.send_for = 10.0
-        """Seconds an owner keeps trying to send a stream's message to the replica relaying it (a Redis failover)."""
+        """Seconds an owner tries to send a stream's message to the replica relaying it before it logs that it cannot
+        (it goes on trying: see :meth:`_send`)."""
 
     @property
     def me(self) -> str:
@@ -234,9 +238,12 @@ class Peers:
         connection is lost: nothing sent to this replica meanwhile is missed."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
-            await self.subscription.run(
-                lambda: self._store.bus.read(replica_channel(self.me), self._offset), self._handle
-            )
+            try:
+                await self.subscription.run(
+                    lambda: self._store.bus.read(replica_channel(self.me), self._offset), self._handle
+                )
+            finally:
+                self._tg = None  # nothing more is started there (a relay ending after this detaches on its own)
 
     @property
     def listening(self) -> bool:
@@ -310,19 +317,38 @@ class Peers:
         """Put ``message`` in ``replica``'s queue (durably: it is read from there, however late)."""
         await self._store.bus.append(replica_channel(replica), _encode(message))
 
-    async def _send(self, replica: str, message: PeerMessage) -> bool:
-        """:meth:`_publish`, retried for a while (a Redis failover); ``False`` if it could not be sent."""
+    async def _send(self, replica: str, message: PeerMessage) -> None:
+        """:meth:`_publish`, tried again until it is sent (a Redis restart, failover or pause), logged once it has
+        failed for ``send_for`` seconds.
+
+        Why not give up after a while: a message fails to go only while the store is away (a replica's queue takes
+        messages whether or not anyone reads it), and the relay waiting for it has no other way to learn that its
+        pump stopped. A pump that gave up left a client's stream open with nothing to feed it until the client
+        left; trying on until the store is back costs one attempt a second, and a detach or a newer resume still
+        stops the pump (it is cancelled, and gives back what it held).
+        """
         backoff = Backoff(first=0.1, most=1.0)
-        with anyio.move_on_after(self.send_for):
-            while True:
-                try:
-                    await self._publish(replica, message)
-                    return True
-                except StoreUnavailable as exc:
-                    error = exc
+        since = anyio.current_time()
+        logged = False
+        while True:
+            try:
+                await self._publish(replica, message)
+                return
+            except StoreUnavailable as exc:
+                if not logged and anyio.current_time() - since >= self.send_for:
+                    logger.warning("cannot reach replica %s yet, still trying: %s", replica, exc)
+                    logged = True
+            await backoff.pause()
+
+    async def _replayed(self, stream: Stream, after: int) -> list[tuple[int, bytes]]:
+        """``stream``'s kept events after ``after``, read again until the store answers (as :meth:`_send`): the
+        relay was told its stream opened, and must not wait on a pump that stopped."""
+        backoff = Backoff(first=0.1, most=1.0)
+        while True:
+            try:
+                return await self._replay(stream.key, after)
+            except StoreUnavailable:
                 await backoff.pause()
-        logger.warning("could not reach replica %s: %s", replica, error)
-        return False
 
     def _serve_open(self, message: Open) -> None:
         if message.token in self._opened:  # sent again after a try that timed out, yet arrived: served once
@@ -389,7 +415,7 @@ class Peers:
                 self._pumps[token] = scope
                 claim.bind(scope)
                 if replay:
-                    for sequence, message in await self._replay(stream.key, delivered):
+                    for sequence, message in await self._replayed(stream, delivered):
                         await self._send(reply, Item(token, stream.key, sequence, message, False))
                         delivered = sequence
                     if stream.done and delivered >= stream.sequence:
@@ -409,21 +435,17 @@ class Peers:
                         await self._send(reply, Closed(token, 503, "Service unavailable: resume the stream"))
                         return
                     try:
-                        sent = await self._send(reply, Item(token, stream.key, sequence, message, final))
+                        await self._send(reply, Item(token, stream.key, sequence, message, final))
                     except BaseException:
-                        stream.give_back(item)  # detached meanwhile: the next pump starts with it
+                        stream.give_back(item)  # detached or superseded meanwhile: the next pump starts with it
                         raise
-                    if not sent:
-                        stream.give_back(item)  # could not be sent: kept for a resume
-                        return
                     delivered = sequence
                     if final:
                         return
         finally:
             self._pumps.pop(token, None)
-        if claim.superseded:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                await self._send(reply, Closed(token, 409, "Conflict: a newer resume of that stream delivers it"))
+        if claim.superseded:  # sent until it is: the relay would wait on this pump otherwise
+            await self._send(reply, Closed(token, 409, "Conflict: a newer resume of that stream delivers it"))
 
     # ---- the landing replica's end -------------------------------------------------------------------------
 
@@ -497,33 +519,36 @@ class Peers:
                 tg.start_soon(self._watch, owner, session_id, stream)
                 yield stream
                 tg.cancel_scope.cancel()
-            if not stream.finished:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
-                    await self._send(owner, Detach(token))
+            if not stream.finished:  # sent once the store lets it (the owner's pump would feed nobody meanwhile)
+                if self._tg is not None:
+                    self._start(self._detach, (owner, token))
+                else:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                        await self._send(owner, Detach(token))
         finally:
             self._relays.pop(token, None)
             stream.close()
 
+    async def _detach(self, job: tuple[str, str]) -> None:
+        owner, token = job
+        await self._send(owner, Detach(token))
+
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
         """End ``stream`` when its owner is gone: its lease found lapsed on every check for ``gone_after`` seconds
         (a single miss can be a Redis restart that the owner has not yet renewed its lease after, or the owner
-        stalled a few seconds). Also end it (503: the client resumes from the event store) when the store has been
-        away longer than an owner keeps trying to send (``send_for``): the owner may have stopped pumping, and the
-        client must not wait on a stream nobody feeds."""
+        stalled a few seconds).
+
+        While the store is away nothing is decided: the owner's pump waits for the store as this replica does (see
+        :meth:`_send`), so the stream's next event arrives once it is back, and ending the stream meanwhile would
+        only send the client to resume it from a store that cannot answer yet (the official SDK's client tries
+        that twice, then fails the call)."""
         lapsed_since: float | None = None
-        away_since: float | None = None
         while not stream.finished:
             await anyio.sleep(self.check_every)
             try:
                 record = await self._store.sessions.lookup(session_id)
             except StoreUnavailable:
-                now = anyio.current_time()
-                away_since = away_since if away_since is not None else now
-                if now - away_since > self.send_for:
-                    stream.lost(503, "Service unavailable: the shared state was away; resume the stream")
-                    return
                 continue
-            away_since = None
             if record is not None and record.alive and record.owner == owner:
                 lapsed_since = None
                 continue
