@@ -165,10 +165,15 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
     forwards = [s for s in spans if s["name"].startswith("forward ")]
     assert forwards and served["pid"] not in {hop["pid"] for hop in forwards}
     ours = {f"0x{s.context.span_id:016x}": s for s in otel.finished()}
+    owned = [s for s in spans if s["name"] == "forwarded response"]
+    received = {link["context"]["span_id"]: s for s in owned for link in s["links"]}
     for hop in forwards:  # under the client's request, or under the person's answer for a forwarded answer
         wanted = "elicitation" if hop["name"] == "forward response" else hop["name"].removeprefix("forward ")
         assert ours[hop["parent_id"]].name == wanted, hop["name"]
         assert hop["attributes"]["elicitor.forwarded_to"] and hop["attributes"]["mcp.session.id"]
+        if hop["name"] == "forward response":  # and the owner's side of the hop, under the question it answers
+            owner = received[hop["context"]["span_id"]]
+            assert owner["pid"] == served["pid"] and owner["parent_id"] in {p["context"]["span_id"] for p in pushes}
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
 
