@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -414,3 +415,18 @@ async def test_fastmcp_and_elicitor_call_each_other_in_one_trace() -> None:
     answered = [s for s in spans if s["name"] == "elicitation/create" and s["kind"] == "SERVER"]
     assert [s["trace"] for s in answered] == [welcome["trace"]]
     assert any(s["name"] == "elicitation" and s["trace"] == welcome["trace"] for s in spans)
+
+
+def test_an_answer_forwarded_to_a_question_no_longer_waiting_stays_in_the_forwarders_trace(otel: Otel) -> None:
+    """An answer that reaches the owner once its question stopped waiting (answered late): the owner's side of the
+    hop goes under the forwarding replica's span instead, and a forwarder whose clock runs ahead makes the wait 0,
+    never negative."""
+    from elicitor.telemetry import _hooks
+
+    forwarder = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
+    _hooks.received_forwarded(None, forwarder, 7, time.time_ns() + 60 * 10**9, "r2", "session")
+    [span] = otel.named("forwarded response")
+    assert span.parent is not None and f"{span.parent.span_id:016x}" == "b" * 16
+    assert f"{span.context.trace_id:032x}" == "a" * 32 and not span.links
+    assert (span.attributes or {})["elicitor.store.wait"] == 0
+    assert (span.attributes or {})["elicitor.forwarded_by"] == "r2"
