@@ -819,3 +819,183 @@ async def test_a_call_whose_client_cannot_take_its_logs_still_gets_its_answer(an
                 result = await upstream.request("tools/call", params, route=Route(gone, None))
                 assert result["content"][0]["text"] == "done"
             upstream.close()
+
+
+LOGGING_SERVER = """
+import anyio
+from elicitor import Context, Server
+
+server = Server("logs", "1")
+
+
+@server.tool()
+async def work(ctx: Context, tag: str, hold: float = 0.0) -> str:
+    await ctx.log("info", f"{tag} before")
+    await ctx.log("debug", f"{tag} detail")
+    await anyio.sleep(hold)
+    await ctx.log("warning", f"{tag} after")
+    return tag
+
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("anonymous", [False, True])
+async def test_a_2026_07_28_stdio_servers_logs_reach_only_the_caller_behind_listen(
+    anyio_backend: str, anonymous: bool
+) -> None:
+    """Two 2026-07-28 clients of one ``--listen`` proxy in front of a 2026-07-28 server started as a child process
+    (stdio: nothing in a log message says whose call it is about, and both calls share the one connection), both
+    asking for log messages at ``info``, their calls running at the same moment. Ann's call, in first, hears its
+    own messages at its level; Bob's, made while Ann's runs, is forwarded without its level and hears none (the
+    server sends none to a request that did not ask), never Ann's; Bob's next call, alone, hears its own."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio, and one backend is enough for subprocesses")
+    import sys
+
+    from elicitor.transports import StdioClientTransport
+
+    from .conftest import serving
+
+    logs: dict[str, list[str]] = {"ann": [], "bob": []}
+    results: list[str] = []
+    ann_in = anyio.Event()
+
+    async def one(url: str, person: str, calls: list[float]) -> None:
+        async def on_log(level: str, data: Any, logger: str | None) -> None:
+            logs[person].append(str(data))
+            if data == "ann before":
+                ann_in.set()
+
+        headers = {} if anonymous else {"Authorization": f"Bearer {person}"}
+        async with Client.http(url, protocol="2026-07-28", headers=headers, on_log=on_log, log_level="info") as client:
+            for hold in calls:
+                results.append((await client.call_tool("work", {"tag": person, "hold": hold})).text)
+
+    command = [sys.executable, "-c", LOGGING_SERVER]
+
+    async def start() -> Any:
+        return await StdioClientTransport.start(command)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(start, upstream_protocol="2026-07-28")  # every call on the one shared connection
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            app = proxy.http_app() if anonymous else proxy.http_app(auth=protection)
+            async with serving(app) as url:
+                async with anyio.create_task_group() as clients:
+                    clients.start_soon(one, url, "ann", [1.5])
+                    await ann_in.wait()  # Ann's call is in, and hears its messages
+                    await one(url, "bob", [0.0])
+                assert logs == {"ann": ["ann before", "ann after"], "bob": []}, logs
+                await one(url, "bob", [0.0])  # alone now
+            tg.cancel_scope.cancel()
+
+    assert sorted(results) == ["ann", "bob", "bob"]
+    assert logs == {"ann": ["ann before", "ann after"], "bob": ["bob before", "bob after"]}, logs
+
+
+async def test_a_given_up_calls_late_log_message_never_reaches_the_next_caller_behind_listen(
+    anyio_backend: str,
+) -> None:
+    """Ann's call, which asked for log messages on the proxy's one stdio connection, is given up while the server
+    has a log message about it on the way (written before the server read the cancellation; held in the pipe
+    here). Bob's call, made at once and asking for log messages too, must not take it for his: the proxy lets
+    nobody ask again until the server has answered a ``server/discover`` sent after the cancellation, so Bob's call
+    goes without its level and the late message, whose call is gone, reaches nobody. The upstream is a scripted
+    2026-07-28 server whose output is held until Bob's call has reached it."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import json
+
+    from elicitor.transports import Transport, memory_pair
+
+    from .conftest import serving
+
+    cancelled = anyio.Event()
+    bob_levels: list[object] = []
+    logs: dict[str, list[str]] = {"ann": [], "bob": []}
+
+    async def scripted(end: Transport) -> None:
+        try:
+            await script(end)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await end.aclose()
+
+    async def script(end: Transport) -> None:
+        held: list[bytes] | None = None
+
+        async def out(message: JSONObject) -> None:
+            data = json.dumps({"jsonrpc": "2.0", **message}).encode()
+            if held is not None:
+                held.append(data)
+            else:
+                await end.send(data)
+
+        def log(text: str) -> JSONObject:
+            return {"method": "notifications/message", "params": {"level": "info", "data": text}}
+
+        while True:
+            try:
+                message = json.loads(await end.receive())  # type: ignore[arg-type]
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            method, params = message.get("method"), message.get("params") or {}
+            level = (params.get("_meta") or {}).get("io.modelcontextprotocol/logLevel")
+            if method == "server/discover":
+                meta = {"io.modelcontextprotocol/serverInfo": {"name": "scripted", "version": "1"}}
+                await out({"id": message["id"], "result": {
+                    "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "logging": {}},
+                    "_meta": meta, "resultType": "complete"}})  # fmt: skip
+            elif method == "notifications/cancelled":
+                cancelled.set()
+            elif method == "tools/call" and params["arguments"]["tag"] == "ann":
+                await out(log("ann before"))
+                held = []  # from here on the pipe holds what the server writes
+                await out(log("ann late"))  # written before the cancellation is read
+            elif method == "tools/call":
+                bob_levels.append(level)
+                if level is not None:
+                    await out(log("bob before"))
+                await out({"id": message["id"], "result": {"content": [{"type": "text", "text": "bob"}]}})
+                for data in held or []:  # Bob's call is in: the pipe delivers, in order
+                    await end.send(data)
+                held = None
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+
+            async def connect() -> Transport:
+                up_end, server_end = memory_pair()
+                tg.start_soon(scripted, server_end)
+                return up_end
+
+            proxy = ProxyServer(connect, upstream_protocol="2026-07-28")
+            async with serving(proxy.http_app()) as url:
+
+                def on_log_of(person: str) -> Any:
+                    async def on_log(level: str, data: Any, logger: str | None) -> None:
+                        logs[person].append(str(data))
+                        if data == "ann before":
+                            ann.cancel()  # the person gives the call up
+
+                    return on_log
+
+                ann = anyio.CancelScope()
+                async with (
+                    Client.http(url, protocol="2026-07-28", on_log=on_log_of("ann"), log_level="info") as a,
+                    Client.http(url, protocol="2026-07-28", on_log=on_log_of("bob"), log_level="info") as b,
+                ):
+                    with ann:
+                        await a.call_tool("work", {"tag": "ann"})
+                    await cancelled.wait()
+                    assert (await b.call_tool("work", {"tag": "bob"})).text == "bob"
+                    assert logs == {"ann": ["ann before"], "bob": []}, logs  # the late message reached nobody
+                    # The server has answered the server/discover sent after the cancellation: calls hear again.
+                    assert (await b.call_tool("work", {"tag": "bob"})).text == "bob"
+            tg.cancel_scope.cancel()
+
+    assert logs == {"ann": ["ann before"], "bob": ["bob before"]}, logs
+    assert bob_levels == [None, "info"]  # without its level while the server might still send Ann's; then with it

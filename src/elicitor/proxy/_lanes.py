@@ -76,7 +76,8 @@ class Lanes:
             end is the proxy's); by default the first connection is opened on first use like the others.
         on_note: where a 2026-07-28 server's notifications that name no call go (its logs, on stdio): given only
             when one client sends every request (a stdio proxy's); without it they go nowhere, since on a
-            connection shared by several people nothing says whose they are.
+            connection shared by several people nothing says whose they are, but the log messages of the one call
+            that may ask for them there (see :mod:`._stateless`).
     """
 
     def __init__(

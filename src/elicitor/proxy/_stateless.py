@@ -4,18 +4,37 @@ One :class:`Stateless` serves every 2026-07-28 request a proxy receives, whoever
 number of clients of one ``--listen`` proxy. Nothing in it belongs to a client: each request brings its
 :class:`~._downstream.Downstream` (its ``_meta`` and its principal), its upstream connection comes from
 :class:`~._lanes.Lanes`, and what the server sends back about it reaches its own response (:class:`~._upstream.Route`).
+
+**Log messages on a shared stdio connection.** A 2026-07-28 server sends a call's log messages only to a request
+that asked for them (``io.modelcontextprotocol/logLevel`` in its ``_meta``), and over Streamable HTTP on that
+request's own response stream, which says whose they are. Over stdio nothing in a log message does (2026-07-28
+basic/transports/stdio: one channel, no per-request streams), while the calls of every person of a ``--listen``
+proxy share the one upstream connection (a stdio server is a process: another connection would be another server,
+without the tasks and round states of the first). So on such a connection **one call at a time may ask for log
+messages**: it is forwarded with its level, and every log message the server sends meanwhile is that call's, since
+the server sends none to a request that did not ask (the spec's MUST NOT), and none below the level asked for
+(those are dropped). A call that asks while another one hears is forwarded without its level: it runs at once, and
+the server sends it no log messages (they are a MAY). When a call that asked is given up before its answer (the
+client cancelled it, say), the server may still be writing its log messages: nobody else asks until the server has
+answered a ``server/discover`` sent after the cancellation, which it reads after it (stdio keeps the order), and
+after reading a cancellation a server sends nothing more about that call. A stdio proxy with one client passes it
+every log message instead (``on_note``): whichever of its calls one is about, it is that person's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import replace
 
+import anyio
 import anyio.abc
 
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
 from ..protocol import RequestReceived
-from ..types import INTERNAL_ERROR, TASKS_EXTENSION, JSONObject
+from ..types import INTERNAL_ERROR, LOGGING_LEVELS, META_LOG_LEVEL, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
 from ._held import HeldCalls, is_held
 from ._lanes import Lanes
@@ -25,6 +44,11 @@ from ._upstream import Connect, Notify, Route, Upstream
 
 MAX_ROUNDS = 64
 """Rounds of ``input_required`` the proxy follows itself (answering through ``--ui``) before the call fails."""
+SETTLE_WITHIN = 60.0
+"""Seconds the server has to answer the ``server/discover`` that follows a given-up call that asked for log
+messages; without an answer, no call asks for log messages on that connection again."""
+
+logger = logging.getLogger("elicitor.proxy")
 
 
 class Stateless:
@@ -57,6 +81,9 @@ class Stateless:
     ) -> None:
         self.ui = ui
         self.wanted = upstream_protocol
+        self._one_client = on_note is not None
+        """Every request comes from one client (a stdio proxy's): the server's log messages are all theirs."""
+        self._tg = task_group
         self.in_rounds: set[str] = set()
         """Tools of a server that speaks both eras found to ask in rounds (2026-07-28 only): called there."""
         self.lanes = Lanes(
@@ -126,6 +153,12 @@ class Stateless:
         ``requestState`` reaches the client bound to its principal (:class:`~._owners.RoundStates`)."""
         route = Route(notify, None)
         params = self.states.take(params, down.principal)
+        async with self._hearing(upstream, down, params, notify) as (down, params):
+            return await self._forward_rounds(upstream, down, method, params, route)
+
+    async def _forward_rounds(
+        self, upstream: Upstream, down: Downstream, method: str, params: JSONObject, route: Route
+    ) -> JSONObject:
         if not down.ui_modes():
             return self.states.give(await upstream.request(method, params, route=route), down.principal)
         assert upstream.revision is not None
@@ -145,6 +178,74 @@ class Stateless:
         raise JSONRPCError(
             INTERNAL_ERROR, f"Internal error: the server still asked for input after {MAX_ROUNDS} rounds"
         )
+
+    @asynccontextmanager
+    async def _hearing(
+        self, upstream: Upstream, down: Downstream, params: JSONObject, notify: Notify | None
+    ) -> AsyncIterator[tuple[Downstream, JSONObject]]:
+        """The call as it goes on ``upstream``: as it came, unless it asks for log messages on a connection shared
+        by several people where nothing says whose a log message is; then it hears them alone, or is forwarded
+        without its level (see the module docstring)."""
+        if self._one_client or upstream.by_stream or down.log_level is None:
+            yield down, params
+            return
+        if notify is None or upstream.logs_to is not None or upstream.logs_unsure:
+            yield replace(down, log_level=None), _without_level(params)
+            return
+        upstream.logs_to = _Hearing(notify, down.log_level).hear
+        answered = False
+        try:
+            yield down, params
+            answered = True
+        except JSONRPCError:
+            answered = True  # the server answered: it sends nothing more about the call
+            raise
+        finally:
+            upstream.logs_to = None
+            if not answered:
+                upstream.logs_unsure = True
+                self._tg.start_soon(_settle, upstream)
+
+
+class _Hearing:
+    """The call that may hear a shared connection's log messages: at its level or above, on its response."""
+
+    def __init__(self, notify: Notify, level: str) -> None:
+        self._notify = notify
+        self._least = LOGGING_LEVELS.index(level) if level in LOGGING_LEVELS else 0
+
+    async def hear(self, params: JSONObject) -> None:
+        level = params.get("level")
+        if level not in LOGGING_LEVELS or LOGGING_LEVELS.index(level) < self._least:
+            return  # not what this call asked for: the server would not send it to this call
+        try:
+            await self._notify("notifications/message", params)
+        except Exception as exc:  # the client went away: the call is being given up
+            logger.info("a log message for a call was not passed on: %r", exc)
+
+
+async def _settle(upstream: Upstream) -> None:
+    """After a call that asked for log messages was given up: once the server answers a ``server/discover`` sent
+    after the cancellation, it has read the cancellation, and sends nothing more about that call (see the module
+    docstring). Until then, or if it never answers, nobody asks for log messages on ``upstream``."""
+    assert upstream.revision is not None
+    with anyio.move_on_after(SETTLE_WITHIN):
+        try:
+            await upstream.request("server/discover", Downstream().with_meta({}, upstream.revision))
+        except JSONRPCError:
+            pass  # an answer all the same
+        except Exception as exc:
+            logger.info("the server did not answer after a call was given up: %r", exc)
+            return
+        upstream.logs_unsure = False
+
+
+def _without_level(params: JSONObject) -> JSONObject:
+    """``params`` without ``io.modelcontextprotocol/logLevel`` in ``_meta``."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or META_LOG_LEVEL not in meta:
+        return params
+    return {**params, "_meta": {k: v for k, v in meta.items() if k != META_LOG_LEVEL}}
 
 
 def asks_in_rounds(error: JSONRPCError) -> bool:

@@ -16,7 +16,9 @@ Everything the server sends back is routed by the upstream call it belongs to, n
   that request's :class:`Route`, whoever else shares the connection (the transport says which stream carried
   them: ``notes_to``).
 * **anything else** (logs over stdio, list changes): to :attr:`Upstream.on_note` when one client owns the
-  connection, else nowhere: a notification that names no call is never shown to a client it may not belong to.
+  connection; else a log message to :attr:`Upstream.logs_to`, the one call on a shared 2026-07-28 connection that
+  may hear log messages now (see :mod:`._stateless`); else nowhere: a notification that names no call is never
+  shown to a client it may not belong to.
 """
 
 from __future__ import annotations
@@ -100,6 +102,12 @@ class Upstream:
         """Who answers the requests the server pushes (the holder of this connection)."""
         self.on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None
         """Where notifications that name no call go (only when one client owns the connection)."""
+        self.logs_to: Callable[[JSONObject], Awaitable[None]] | None = None
+        """Where the log messages that name no call go when nobody owns the connection: the one call on it that
+        asked for them, while it runs (set by :class:`~._stateless.Stateless`)."""
+        self.logs_unsure = False
+        """A call that asked for log messages was given up before its answer, and the server may not have read its
+        cancellation yet: nobody else may ask for log messages here until it has."""
         self.task_support: dict[str, str] = {}
         """Tool name to its ``execution.taskSupport`` (2025-11-25), learnt from ``tools/list``; shared by a proxy's
         connections to one server."""
@@ -146,6 +154,12 @@ class Upstream:
     @property
     def stateless(self) -> bool:
         return self.revision is not None and is_stateless(self.revision)
+
+    @property
+    def by_stream(self) -> bool:
+        """Whether what the server says about a call comes on that call's own response stream (Streamable HTTP),
+        rather than on the one channel every call shares (stdio)."""
+        return getattr(self.transport, "notes_to", None) is not None
 
     def _up(self) -> Session:
         if self.session is None:
@@ -345,6 +359,8 @@ class Upstream:
             return
         if self.on_note is not None:
             await self.on_note(note.method, note.params)
+        elif self.logs_to is not None and note.method == "notifications/message":
+            await self.logs_to(params)
 
     # ---- the server's era -------------------------------------------------------------------------------------
 
