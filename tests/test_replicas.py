@@ -520,14 +520,25 @@ async def full_name(ctx: Context) -> str:
     return " ".join(names) or "-"
 
 
+tasking = Server("tasking", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@tasking.tool(task="required")
+async def chore(ctx: Context) -> str:
+    outcome = await ctx.elicit("Pick a name", Picked)
+    return outcome.data.name if isinstance(outcome, Accepted) else "-"
+
+
 @asynccontextmanager
-async def two_replicas(redis_url: str, **options: Any) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
-    """Two replicas of ``in_process`` (one Server each, one Redis, one prefix), each served by uvicorn."""
+async def two_replicas(
+    redis_url: str, template: Server = in_process, **options: Any
+) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
+    """Two replicas of ``template`` (one Server each, one Redis, one prefix), each served by uvicorn."""
     prefix = f"inproc{secrets.token_hex(4)}:"
     apps = []
     for _ in range(2):
-        replica = Server("in-process", version="1.0.0", state=in_process.sealer)
-        replica._tools = in_process._tools
+        replica = Server(str(template.info["name"]), version="1.0.0", state=template.sealer)
+        replica._tools = template._tools
         replica.share(RedisStore(redis_url, prefix=prefix, **options))
         apps.append(replica.http_app())
     async with serving(apps[0]) as a, serving(apps[1]) as b:
@@ -556,37 +567,38 @@ async def until_status(send: Callable[[], Awaitable[httpx.Response]], *, seconds
             await anyio.sleep(0.1)
 
 
-async def test_a_redis_restart_loses_no_live_session_and_every_path_says_503_meanwhile(redis: RedisServer) -> None:
-    """Redis restarts without persistence while a session waits on a person: the other replica's GET, DELETE and
-    health check answer 503 with Retry-After while Redis is away (never 500, never 404), and a request it gets
-    meanwhile waits for Redis and is answered; the session's record comes back with its owner's heartbeat; the
-    answer then reaches the call; both replicas report healthy again by themselves."""
+async def test_a_redis_restart_loses_no_live_session_and_requests_meanwhile_wait_for_it(redis: RedisServer) -> None:
+    """Redis restarts without persistence while a session waits on a person: the other replica's health check
+    answers 503 with Retry-After while Redis is away (never 500, never 404), and a request and a GET (the
+    standalone stream) it gets meanwhile wait for Redis and are served; the session's record comes back with its
+    owner's heartbeat; the answer then reaches the call; both replicas report healthy again by themselves."""
     async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
         headers = await open_session(http, a)
         async with http.stream("POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
             stream = events(call)
-            event_id, question = await anext(stream)
+            _, question = await anext(stream)
             assert question["method"] == "elicitation/create"
 
             redis.stop()
-            refusals = {
-                "GET": await http.get(b, headers={**headers, "last-event-id": event_id or ""}),
-                "DELETE": await http.delete(b, headers=headers),
-                "health": await http.get(b.removesuffix("/mcp") + "/healthz"),
-            }
-            for path, response in refusals.items():
-                assert (path, response.status_code) == (path, 503), response.text
-                assert response.headers.get("retry-after") == "1", path
-            held: list[httpx.Response] = []
+            health = await http.get(b.removesuffix("/mcp") + "/healthz")
+            assert health.status_code == 503 and health.headers.get("retry-after") == "1"
+            held: dict[str, int] = {}
             async with anyio.create_task_group() as tg:
 
                 async def ping() -> None:
-                    held.append(await http.post(b, json=rpc("ping", id=8), headers=headers))
+                    response = await http.post(b, json=rpc("ping", id=8), headers=headers)
+                    assert response.status_code != 200 or response.json()["result"] == {}
+                    held["POST"] = response.status_code
+
+                async def listen() -> None:  # the standalone stream, relayed from A
+                    async with http.stream("GET", b, headers=headers) as response:
+                        held["GET"] = response.status_code
 
                 tg.start_soon(ping)
+                tg.start_soon(listen)
                 await anyio.sleep(1)
                 redis.start()
-            assert held[0].status_code == 200 and held[0].json()["result"] == {}
+            assert held == {"POST": 200, "GET": 200}
 
             pong = await until_status(lambda: http.post(b, json=rpc("ping", id=9), headers=headers), seconds=15)
             assert pong.status_code == 200 and pong.json()["result"] == {}
@@ -972,7 +984,7 @@ async def test_past_the_most_posts_held_at_once_a_request_is_refused_at_once(red
 
     async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
         headers = await open_session(http, a)
-        apps[1]._handshake.max_waiting = 0
+        apps[1]._hold.max_waiting = 0
         admin = Redis.from_url(redis.url)
         try:
             await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")
@@ -1012,3 +1024,107 @@ async def test_the_health_check_says_unavailable_while_redis_is_paused_without_w
     assert health.status_code == 503 and health.headers.get("retry-after") == "1"
     assert health.json()["status"] == "unavailable"
     assert health.json()["reason"] == "the shared state did not answer within 1 s"
+
+
+async def test_a_resume_and_an_end_of_session_sent_while_redis_is_paused_wait_for_it(redis: RedisServer) -> None:
+    """A GET resuming a call's stream and a DELETE ending the session land on B while Redis is paused, and A runs
+    the session: each waits for Redis instead of being refused with 503, the resumed stream delivers the call's
+    answer, and the DELETE takes effect (the session is gone on both replicas)."""
+    from redis.asyncio import Redis
+
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, _), httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, a)
+        admin = Redis.from_url(redis.url)
+        try:
+            with anyio.fail_after(90):
+                async with http.stream(
+                    "POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers
+                ) as call:
+                    event_id, question = await anext(events(call))
+                    assert question["method"] == "elicitation/create" and event_id is not None
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                async with http.stream("GET", b, headers={**headers, "last-event-id": event_id}) as resumed:
+                    assert resumed.status_code == 200, await resumed.aread()
+                    answer = {
+                        "jsonrpc": "2.0",
+                        "id": question["id"],
+                        "result": {"action": "accept", "content": {"name": "Ada"}},
+                    }
+                    assert (await http.post(a, json=answer, headers=headers)).status_code == 202
+                    _, message = await anext(events(resumed))
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                ended = await http.delete(b, headers=headers)
+                after = [(await http.post(url, json=rpc("ping", id=9), headers=headers)).status_code for url in (a, b)]
+        finally:
+            await admin.aclose()
+    assert message["result"]["content"][0]["text"] == "Ada"
+    assert ended.status_code == 200, ended.text
+    assert after == [404, 404]
+
+
+async def nobody(request: ElicitationRequest) -> Any:
+    """A person who never answers: the task waits on them."""
+    await anyio.sleep_forever()
+
+
+async def test_task_requests_sent_once_while_redis_is_paused_are_answered_on_2026_07_28(redis: RedisServer) -> None:
+    """``tasks/get`` and ``tasks/cancel`` sent once (as by a client that does not send them again on an error, like
+    the official SDKs) while Redis is paused: each waits for Redis and is answered, instead of failing at once
+    with the retryable error; the cancel takes effect."""
+    from redis.asyncio import Redis
+
+    async with (
+        two_replicas(redis.url, tasking, lease=1.0, timeout=1.0) as (a, b, _),
+        Client.http(a, protocol="2026-07-28", elicitation=nobody) as at_a,
+        Client.http(b, protocol="2026-07-28") as at_b,
+    ):
+        handle = await at_a.start_tool("chore")
+        assert handle.id is not None
+        admin = Redis.from_url(redis.url)
+        try:
+            with anyio.fail_after(60):
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                seen = await at_b.request("tasks/get", {"taskId": handle.id})
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                await at_b.request("tasks/cancel", {"taskId": handle.id})
+                final = await at_a.request("tasks/get", {"taskId": handle.id})
+        finally:
+            await admin.aclose()
+    assert seen["taskId"] == handle.id and seen["status"] in ("working", "input_required"), seen
+    assert final["status"] == "cancelled"
+
+
+async def test_requests_waiting_for_redis_on_both_eras_share_one_bound(redis: RedisServer) -> None:
+    """A replica holds at most ``max_waiting`` requests of either era for a paused Redis: a 2026-07-28
+    ``tasks/get`` waiting takes the one place, so a 2025-11-25 request for another replica's session is refused
+    at once with a retryable 503, and the ``tasks/get`` is answered once Redis is back."""
+    from redis.asyncio import Redis
+
+    async with (
+        two_replicas(redis.url, tasking, lease=1.0, timeout=1.0) as (a, b, apps),
+        Client.http(a, protocol="2026-07-28", elicitation=nobody) as at_a,
+        Client.http(b, protocol="2026-07-28") as at_b,
+        httpx.AsyncClient(timeout=60) as http,
+    ):
+        handle = await at_a.start_tool("chore")
+        headers = await open_session(http, a)
+        apps[1]._hold.max_waiting = 1
+        admin = Redis.from_url(redis.url)
+        seen: list[dict[str, Any]] = []
+        try:
+            with anyio.fail_after(90):
+                async with anyio.create_task_group() as tg:
+                    await admin.execute_command("CLIENT", "PAUSE", "8000", "ALL")
+
+                    async def poll() -> None:
+                        seen.append(await at_b.request("tasks/get", {"taskId": handle.id}))
+
+                    tg.start_soon(poll)
+                    while apps[1]._hold.waiting < 1:
+                        await anyio.sleep(0.05)
+                    refused = await http.post(b, json=rpc("tools/list", id=3), headers=headers)
+        finally:
+            await admin.aclose()
+    assert refused.status_code == 503 and refused.headers.get("retry-after") == "1"
+    assert refused.json()["error"]["data"]["retryable"] is True
+    assert [task["taskId"] for task in seen] == [handle.id]

@@ -32,6 +32,7 @@ from elicitor import (
 from elicitor.client import _tasks
 from elicitor.server import _tasks as server_tasks
 from elicitor.server import generate_key
+from elicitor.server.http import _hold
 from elicitor.state import RedisStore, StoreUnavailable
 from elicitor.types import INTERNAL_ERROR
 
@@ -104,8 +105,14 @@ def transient(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
 @needs_redis
 @pytest.mark.parametrize("protocol", [HANDSHAKE, STATELESS])
 async def test_a_request_that_meets_the_store_away_is_answered_retryable_and_logged_as_a_warning(
-    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture, protocol: str
+    anyio_backend: str,
+    redis: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    protocol: str,
 ) -> None:
+    """On 2026-07-28 ``tasks/get`` first waits for the store (up to ``STORE_HOLD``, a second here), then fails so."""
+    monkeypatch.setattr(_hold, "STORE_HOLD", 1.0)
     caplog.set_level(logging.INFO, logger="elicitor")
     async with shop(redis) as (_, url), Client.http(url, protocol=protocol) as client:
         handle = await client.start_tool("wait_for_go")

@@ -54,6 +54,7 @@ from ._asgi import (
 )
 from ._auth import Protection
 from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions, Respond
+from ._hold import StoreHold
 from ._stateless import StatelessExchange, check_headers
 
 if TYPE_CHECKING:
@@ -141,12 +142,15 @@ class HttpApp:
         if auth is not None:
             resource = urlsplit(auth.resource)
             self._metadata_url = f"{resource.scheme}://{resource.netloc}{auth.metadata_path(resource.path or '/')}"
+        self._hold = StoreHold()
+        """This replica's requests waiting for an unreachable store, both eras' under one bound."""
         self._handshake = HandshakeSessions(
             server,
             event_store if event_store is not None else self._store.events,
             retry_ms=retry_ms,
             max_sessions=max_sessions,
             idle_timeout=session_idle_timeout,
+            hold=self._hold,
         )
         self._tg: anyio.abc.TaskGroup | None = None
         self._failed: str | None = None
@@ -410,7 +414,8 @@ class HttpApp:
         if mismatch is not None:
             await refuse(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             return
-        await StatelessExchange(self._stateless, connection, event, receive, send, headers.principal).run()
+        exchange = StatelessExchange(self._stateless, connection, event, receive, send, headers.principal, self._hold)
+        await exchange.run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------
 

@@ -130,8 +130,9 @@ async def refuse(
 ) -> None:
     """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds),
     in the body too (``data.retryable``, ``data.retryAfter``), as a handler's retryable error does: a client that
-    reads only the JSON-RPC error (ours hands the body of any JSON answer to the request) still knows it may retry,
-    and nothing ran."""
+    reads only the JSON-RPC error (ours hands the body of any JSON answer to the request) still knows it may retry.
+    A 503 is given before the request reached any session (what may still happen after one is said at
+    :func:`refuse_unavailable`)."""
     extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
     data: JSONObject | None = None
     if status == 503:
@@ -143,7 +144,15 @@ async def refuse(
 
 
 async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: BaseException, doing: str) -> None:
-    """Answer 503 (``Retry-After``) for a store that cannot be reached while ``doing`` (nothing ran).
+    """Answer 503 (``Retry-After``) for a store that cannot be reached while ``doing``, once the request waited
+    for it as long as it may (:class:`~._hold.StoreHold`).
+
+    Nothing ran on this replica. One thing may still happen elsewhere: a message for another replica's session
+    whose last try timed out (Redis paused, not down) may be run by Redis late and reach the session's owner. An
+    answer or notification is then delivered, and a second copy sent by the client is ignored as an answer already
+    given; a request runs once, its answer going nowhere; a GET's stream is pumped to nobody (a resume of it
+    takes it over, but the standalone stream stays held, a new GET for it answered 409, until the session ends);
+    a DELETE ends the session (the client's retry gets 404). ``docs/deploying.md`` says so too.
 
     The exception's text names the store's address: it goes to this server's log (WARNING, no traceback: the
     store was away, nothing is wrong with the code) with a reference the client's error carries, never to the client.

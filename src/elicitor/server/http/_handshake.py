@@ -56,6 +56,7 @@ from ._asgi import (
     respond_json,
     until_gone,
 )
+from ._hold import StoreHold
 from ._peers import Attach, Moved, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
 
@@ -81,24 +82,6 @@ HANDSHAKE_HEADER_VERSIONS = (*HANDSHAKE_REVISIONS, *ACCEPTED_OLDER_REVISIONS)
 """MCP-Protocol-Version values a handshake-era session accepts: 2025-03-26 is what an absent header means, and a
 session through ``elicitor proxy`` is on whatever revision its server chose, 2024-11-05 included (a client then
 sends that header; taking it for 2026-07-28 would refuse every request after ``initialize``)."""
-
-STORE_HOLD = 15.0
-"""Seconds a POST waits for an unreachable store before it is refused with 503: an answer or a notification for
-another replica's session, an ``initialize``, and a request for another replica's session alike. Clients that do
-not send such a POST again on 503 (the official SDKs do not) would lose the person's answer, fail to connect, or
-fail the person's call, because Redis paused or restarted for a few seconds; holding the POST rides out a Redis
-restart, failover or pause (``docs/deploying.md`` promises up to 10 s), and the client only sees a slower answer.
-A request is sent to its session's owner under one token however many times it is tried (the owner serves a token
-once: see :class:`~._peers.Peers`), so a try that timed out but reached the owner later never runs it twice."""
-
-HOLD_RETRY = 0.5
-"""Seconds between two attempts of a held POST (a refused connection fails at once; a paused Redis takes the
-store's timeout per attempt)."""
-
-MAX_WAITING = 256
-"""POSTs a replica holds at once for an unreachable store; past it a POST is refused with 503 at once. Each held
-POST keeps its connection and its body (up to ``max_body``), so an outage under heavy traffic must not pile up
-without bound: the excess gets the prompt refusal a client may retry."""
 
 
 def gone_after(store: Store) -> float:
@@ -278,6 +261,7 @@ class HandshakeSessions:
         retry_ms: int | None,
         max_sessions: int,
         idle_timeout: float,
+        hold: StoreHold | None = None,
     ) -> None:
         self.server = server
         self._store: Store = server.store
@@ -287,12 +271,11 @@ class HandshakeSessions:
         self._idle_timeout = idle_timeout
         self._sessions: dict[str, SessionTransport] = {}
         self._owners: dict[str, SessionRecord] = {}
-        self._waiting = 0
-        """POSTs waiting for the store now (see :meth:`_patiently`)."""
-        self.max_waiting = MAX_WAITING
         """Other replicas' sessions this replica forwarded to, by id, the most recently used last: a POST for one
         is sent to its owner without looking it up first, checked against the directory in the same round trip
         (:meth:`~elicitor.state.Store.forward`), so an entry gone stale costs one lookup and is never trusted."""
+        self._hold = hold if hold is not None else StoreHold()
+        """The requests of this replica waiting for an unreachable store, of both eras (see :meth:`_patiently`)."""
         self._peers = Peers(
             self._store,
             self._sessions,
@@ -369,7 +352,7 @@ class HandshakeSessions:
         """
         session_id = headers.get("mcp-session-id")
         is_request = "method" in message and "id" in message
-        until = anyio.current_time() + STORE_HOLD  # for an unreachable store (see STORE_HOLD)
+        until = self._hold.deadline()  # for an unreachable store (see StoreHold)
         version = headers.get("mcp-protocol-version")
         request_id = message.get("id")
         if is_request and not (type(request_id) is int or type(request_id) is str):
@@ -439,7 +422,9 @@ class HandshakeSessions:
 
         To an owner remembered rather than just looked up, the message goes only if the directory still says so
         (checked as it is sent); if not, the session is looked up again (then 404 if it is gone, as ever). A
-        message waits for an unreachable store until ``until`` (see :data:`STORE_HOLD`).
+        message waits for an unreachable store until ``until`` (see :class:`StoreHold`). A request is sent to its
+        owner under one token however many times it is tried, and the owner serves a token once, so a try that
+        timed out but reached the owner later never runs it twice (see :class:`~._peers.Peers`).
         """
         span: AbstractContextManager[object] = nullcontext()
         if _telemetry.state.on:  # a span in the message's trace, if it names one
@@ -495,26 +480,8 @@ class HandshakeSessions:
                 await rest
 
     async def _patiently(self, attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
-        """``attempt()``, tried again while the store cannot be reached, until the clock reads ``until`` (``None``:
-        once), and only while fewer than ``max_waiting`` POSTs wait so (see :data:`MAX_WAITING`); then its
-        :class:`StoreUnavailable` is raised."""
-        waiting = False
-        try:
-            while True:
-                try:
-                    return await attempt()
-                except StoreUnavailable:
-                    if until is None or anyio.current_time() + HOLD_RETRY >= until:
-                        raise
-                    if not waiting:
-                        if self._waiting >= self.max_waiting:
-                            raise
-                        self._waiting += 1
-                        waiting = True
-                    await anyio.sleep(HOLD_RETRY)
-        finally:
-            if waiting:
-                self._waiting -= 1
+        """``attempt()``, held while the store cannot be reached, until ``until`` (:meth:`StoreHold.patiently`)."""
+        return await self._hold.patiently(attempt, until)
 
     async def _find(
         self,
@@ -757,6 +724,9 @@ class HandshakeSessions:
                 stream.release(claim)
 
     async def get(self, headers: Headers, receive: Receive, send: Send) -> None:
+        """Open the standalone stream, or resume one (``Last-Event-ID``). A store that cannot be reached is waited
+        for as a POST waits (:class:`StoreHold`): finding the session, asking its owner to pump the stream here,
+        reading its history are all safe to try again."""
         session_id = headers.get("mcp-session-id")
         version = headers.get("mcp-protocol-version")
         if session_id is None or (version is not None and version in STATELESS_REVISIONS):
@@ -765,7 +735,8 @@ class HandshakeSessions:
         if "text/event-stream" not in (headers.get("accept") or ""):
             await refuse(send, 406, None, INVALID_REQUEST, "Not acceptable: Accept must list text/event-stream")
             return
-        found = await self._find(session_id, headers.principal, send, None)
+        until = self._hold.deadline()
+        found = await self._find(session_id, headers.principal, send, None, until=until)
         if found is None:
             return
         last = headers.get("last-event-id")
@@ -777,11 +748,11 @@ class HandshakeSessions:
             key, after = parsed if parsed is not None else (None, 0)
             attaching = functools.partial(Attach, found.session, key, after)
             try:
-                await self._relay_get(found, attaching, after, last, receive, send)
+                await self._relay_get(found, attaching, after, last, until, receive, send)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, None, exc, "GET")
             return
-        await self._serve_get(found, parsed, last, receive, send)
+        await self._serve_get(found, parsed, last, until, receive, send)
 
     async def _relay_get(
         self,
@@ -789,11 +760,14 @@ class HandshakeSessions:
         attaching: Callable[[str, str], Attach],
         after: int,
         last: str | None,
+        until: float,
         receive: Receive,
         send: Send,
     ) -> None:
-        """A GET for a session another replica runs: have the owner pump the stream here."""
-        async with self._peers.relay(found.replica, found.session, attaching) as remote:
+        """A GET for a session another replica runs: have the owner pump the stream here (the request is sent
+        under one token however often it is tried until ``until``, and the owner serves a token once)."""
+        patiently = functools.partial(self._patiently, until=until)
+        async with self._peers.relay(found.replica, found.session, attaching, patiently=patiently) as remote:
             try:
                 await remote.out.receive()  # Opened, or Closed with the owner's refusal
             except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -807,10 +781,12 @@ class HandshakeSessions:
         session: SessionTransport,
         parsed: tuple[str, int] | None,
         last: str | None,
+        until: float,
         receive: Receive,
         send: Send,
     ) -> None:
-        """A GET for a session this replica runs: the standalone stream, or a resumed one from its history."""
+        """A GET for a session this replica runs: the standalone stream, or a resumed one from its history (read
+        by ``until`` if the store cannot be reached at first)."""
         stream = session.standalone
         delivered = 0
         if parsed is not None:
@@ -826,7 +802,7 @@ class HandshakeSessions:
         try:
             await claim.settle()
             try:
-                history = await self._events.replay(stream.key, delivered)
+                history = await self._patiently(functools.partial(self._events.replay, stream.key, delivered), until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, None, exc, "resuming a stream")
                 return
@@ -853,17 +829,21 @@ class HandshakeSessions:
         await send({"type": "http.response.body", "body": opening, "more_body": True})
 
     async def delete(self, headers: Headers, send: Send) -> None:
+        """End a session. Another replica's is ended by a message in its owner's queue: a store that cannot be
+        reached is waited for as a POST waits (:class:`StoreHold`), so the DELETE takes effect once the store is
+        back, or is refused with 503 (ending a session twice ends it once)."""
         session_id = headers.get("mcp-session-id")
         if session_id is None:
             await refuse(send, 405, None, INVALID_REQUEST, "Method not allowed: DELETE needs a session (2025-11-25)")
             return
-        found = await self._find(session_id, headers.principal, send, None)
+        until = self._hold.deadline()
+        found = await self._find(session_id, headers.principal, send, None, until=until)
         if found is None:
             return
         if isinstance(found, _Elsewhere):
             self._owners.pop(found.session, None)
             try:
-                await self._peers.end(found.replica, found.session)
+                await self._patiently(functools.partial(self._peers.end, found.replica, found.session), until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, None, exc, "DELETE")
                 return

@@ -125,8 +125,8 @@ RELAY_DEPTH = 256
 
 
 OPENED_KEPT = 4096
-"""Forwarded requests whose tokens an owner remembers, to serve each once: a copy sent again during an outage
-arrives within seconds of the first, among far fewer requests than this (each entry about 0.1 KiB)."""
+"""Forwarded requests and GETs whose tokens an owner remembers, to serve each once: a copy sent again during an
+outage arrives within seconds of the first, among far fewer requests than this (each entry about 0.1 KiB)."""
 
 
 class RemoteStream:
@@ -279,7 +279,8 @@ class Peers:
         elif isinstance(message, Open):
             self._serve_open(message)
         elif isinstance(message, Attach):
-            self._start(self._serve_attach, message)
+            if self._first(message.token):
+                self._start(self._serve_attach, message)
         elif isinstance(message, Detach):
             scope = self._pumps.get(message.token)
             if scope is not None:
@@ -350,13 +351,20 @@ class Peers:
             except StoreUnavailable:
                 await backoff.pause()
 
-    def _serve_open(self, message: Open) -> None:
-        if message.token in self._opened:  # sent again after a try that timed out, yet arrived: served once
-            logger.debug("ignored a request forwarded again (token %s)", message.token)
-            return
-        self._opened[message.token] = None
+    def _first(self, token: str) -> bool:
+        """Whether a request forwarded here under ``token`` (an :class:`Open` or :class:`Attach`) is new: one sent
+        again after a try that timed out, yet arrived, is served once."""
+        if token in self._opened:
+            logger.debug("ignored a request forwarded again (token %s)", token)
+            return False
+        self._opened[token] = None
         if len(self._opened) > OPENED_KEPT:
             del self._opened[next(iter(self._opened))]
+        return True
+
+    def _serve_open(self, message: Open) -> None:
+        if not self._first(message.token):
+            return
         session = self._sessions.get(message.session)
         if session is None:
             self._start(
@@ -467,7 +475,7 @@ class Peers:
 
         Raises:
             Moved: ``expected`` is no longer true (see :meth:`_forward`; it was not delivered).
-            StoreUnavailable: the message could not be sent (it was not delivered).
+            StoreUnavailable: the message could not be sent (a try that timed out may still arrive: Redis ran it late).
         """
         hop = None
         if _telemetry.state.on:
@@ -479,7 +487,11 @@ class Peers:
         await self._forward(owner, session_id, Deliver(session_id, body, hop), expected)
 
     async def end(self, owner: str, session_id: str) -> None:
-        """Ask ``owner`` to end a session (in its queue once this returns). Raises :class:`StoreUnavailable`."""
+        """Ask ``owner`` to end a session (in its queue once this returns; sent twice, it ends the session once).
+
+        Raises:
+            StoreUnavailable: the message could not be sent (it may still arrive, if the store ran it late).
+        """
         await self._publish(owner, End(session_id))
 
     @asynccontextmanager
