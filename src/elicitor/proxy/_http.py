@@ -162,8 +162,11 @@ class _Forwarding(ServerSession):
         parse_request_meta(request.params, STATELESS_REVISIONS)
         if request.method in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in 2026-07-28)")
+        signing = self._proxy.signing
+        if signing.sign_in is None:  # nobody ever signs in upstream: nothing to tell
+            return await self._forwarder().serve(request, notify, principal)
         told = notify if notify is not None and asks_for_notices(request.params or {}) else None
-        async with self._proxy.signing.told(told, keepalive):
+        async with signing.told(told, keepalive):
             return await self._forwarder().serve(request, notify, principal)
 
     def _forwarder(self) -> Stateless:

@@ -153,6 +153,8 @@ class Stateless:
         ``requestState`` reaches the client bound to its principal (:class:`~._owners.RoundStates`)."""
         route = Route(notify, None)
         params = self.states.take(params, down.principal)
+        if self._one_client or down.log_level is None or upstream.by_stream:  # what it hears names its call
+            return await self._forward_rounds(upstream, down, method, params, route)
         async with self._hearing(upstream, down, params, notify) as (down, params):
             return await self._forward_rounds(upstream, down, method, params, route)
 
@@ -183,16 +185,14 @@ class Stateless:
     async def _hearing(
         self, upstream: Upstream, down: Downstream, params: JSONObject, notify: Notify | None
     ) -> AsyncIterator[tuple[Downstream, JSONObject]]:
-        """The call as it goes on ``upstream``: as it came, unless it asks for log messages on a connection shared
-        by several people where nothing says whose a log message is; then it hears them alone, or is forwarded
-        without its level (see the module docstring)."""
-        if self._one_client or upstream.by_stream or down.log_level is None:
-            yield down, params
-            return
-        if notify is None or upstream.logs_to is not None or upstream.logs_unsure:
+        """A call that asks for log messages on a connection shared by several people, where nothing says whose a
+        log message is, as it goes there: it hears them alone, or is forwarded without its level (see the module
+        docstring)."""
+        level = down.log_level
+        if level is None or notify is None or upstream.logs_to is not None or upstream.logs_unsure:
             yield replace(down, log_level=None), _without_level(params)
             return
-        upstream.logs_to = _Hearing(notify, down.log_level).hear
+        upstream.logs_to = _Hearing(notify, level).hear
         answered = False
         try:
             yield down, params
