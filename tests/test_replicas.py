@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
 from elicitor.server import HttpApp, StateSealer, generate_key
+from elicitor.server.http._peers import Opened
 from elicitor.state import MemoryEventStore, RedisStore, StoreUnavailable
 
 from .conftest import serving
@@ -1128,3 +1129,29 @@ async def test_requests_waiting_for_redis_on_both_eras_share_one_bound(redis: Re
     assert refused.status_code == 503 and refused.headers.get("retry-after") == "1"
     assert refused.json()["error"]["data"]["retryable"] is True
     assert [task["taskId"] for task in seen] == [handle.id]
+
+
+async def test_a_stream_left_as_soon_as_it_opened_is_not_held_by_its_owner(redis: RedisServer) -> None:
+    """A client leaves the standalone stream B relays from A right after it opened, before A's pump for it has
+    started (A's task resumes late after telling B the stream opened, as under load or when Redis answers many
+    commands at once after a pause): A must still stop that pump when B's detach arrives, so the client's next GET
+    gets the stream instead of 409 "already being delivered"."""
+    async with two_replicas(redis.url) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, a)
+        peers = apps[0]._handshake._peers
+        sent = peers._send
+
+        async def late_after_opening(replica: str, message: Any) -> None:
+            await sent(replica, message)
+            if isinstance(message, Opened):
+                await anyio.sleep(1)
+
+        peers._send = late_after_opening  # type: ignore[method-assign]
+        with anyio.fail_after(60):
+            async with http.stream("GET", b, headers=headers) as first:
+                assert first.status_code == 200
+            await anyio.sleep(2)  # B's detach reaches A meanwhile, before its pump starts
+            peers._send = sent  # type: ignore[method-assign]
+            async with http.stream("GET", b, headers=headers) as second:
+                again = second.status_code
+    assert again == 200

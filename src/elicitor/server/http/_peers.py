@@ -214,6 +214,9 @@ class Peers:
         self._pumps: dict[str, anyio.CancelScope] = {}
         self._opened: dict[str, None] = {}
         """The tokens of the last ``OPENED_KEPT`` requests forwarded here, oldest first (see :meth:`_serve_open`)."""
+        self._detached: dict[str, None] = {}
+        """Tokens of relays that left before their pump here started (the last ``OPENED_KEPT``): the relay hears
+        that its stream opened before the pump starts, and may leave at once; the pump then stops as it starts."""
         self.check_every = check_every
         self.gone_after = gone_after
         """Seconds an owner's lease must stay lapsed before its sessions are gone: long enough that an owner that
@@ -285,6 +288,10 @@ class Peers:
             scope = self._pumps.get(message.token)
             if scope is not None:
                 scope.cancel()
+            else:  # its pump has not started yet (it tells the relay the stream opened first), or has ended
+                self._detached[message.token] = None
+                if len(self._detached) > OPENED_KEPT:
+                    del self._detached[next(iter(self._detached))]
         elif isinstance(message, End):
             session = self._sessions.get(message.session)
             if session is not None:
@@ -421,6 +428,9 @@ class Peers:
         try:
             with anyio.CancelScope() as scope:
                 self._pumps[token] = scope
+                if token in self._detached:  # its relay left already
+                    del self._detached[token]
+                    scope.cancel()
                 claim.bind(scope)
                 if replay:
                     for sequence, message in await self._replayed(stream, delivered):
