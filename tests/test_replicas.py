@@ -1155,3 +1155,29 @@ async def test_a_stream_left_as_soon_as_it_opened_is_not_held_by_its_owner(redis
             async with http.stream("GET", b, headers=headers) as second:
                 again = second.status_code
     assert again == 200
+
+
+async def test_a_stream_refused_after_a_try_that_reached_its_owner_late_is_not_held_there(redis: RedisServer) -> None:
+    """A GET for A's standalone stream lands on B, whose last try at asking A for it timed out (B answers 503),
+    yet reached A (Redis ran it late): A must not pump that stream to nobody, so the client's next GET gets it
+    instead of 409 "already being delivered"."""
+    async with two_replicas(redis.url) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, a)
+        handshake = apps[1]._handshake
+        patiently = handshake._patiently
+
+        async def arrived_late(attempt: Callable[[], Awaitable[Any]], until: float | None) -> Any:
+            result = await attempt()
+            if getattr(attempt, "__name__", "") == "send":  # the relay's request to A: sent, then "timed out"
+                raise StoreUnavailable("timed out (yet Redis ran it)")
+            return result
+
+        handshake._patiently = arrived_late  # type: ignore[method-assign]
+        with anyio.fail_after(60):
+            refused = await http.get(b, headers=headers)
+            handshake._patiently = patiently  # type: ignore[method-assign]
+            await anyio.sleep(2)  # A reads the late request, then whatever follows it
+            async with http.stream("GET", b, headers=headers) as again:
+                status = again.status_code
+    assert refused.status_code == 503
+    assert status == 200

@@ -150,9 +150,9 @@ async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: Base
     Nothing ran on this replica. One thing may still happen elsewhere: a message for another replica's session
     whose last try timed out (Redis paused, not down) may be run by Redis late and reach the session's owner. An
     answer or notification is then delivered, and a second copy sent by the client is ignored as an answer already
-    given; a request runs once, its answer going nowhere; a GET's stream is pumped to nobody (a resume of it
-    takes it over, but the standalone stream stays held, a new GET for it answered 409, until the session ends);
-    a DELETE ends the session (the client's retry gets 404). ``docs/deploying.md`` says so too.
+    given; a request runs once, its answer going nowhere; a GET's stream starts and is stopped (this replica
+    follows the GET with a detach); a DELETE ends the session (the client's retry gets 404).
+    ``docs/deploying.md`` says so too.
 
     The exception's text names the store's address: it goes to this server's log (WARNING, no traceback: the
     store was away, nothing is wrong with the code) with a reference the client's error carries, never to the client.

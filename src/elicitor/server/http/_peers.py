@@ -524,7 +524,8 @@ class Peers:
 
         Raises:
             Moved: ``expected`` is no longer true (see :meth:`_forward`; nothing was sent, the block did not run).
-            StoreUnavailable: the request could not be sent to the owner.
+            StoreUnavailable: the request could not be sent to the owner (a try that still reaches it later has its
+                pump stopped there: a detach follows it once the store takes it).
         """
         token = secrets.token_hex(12)
         message = request(self.me, token)
@@ -536,7 +537,14 @@ class Peers:
 
         stream = self._relays[token] = RemoteStream(token)
         try:
-            await (send() if patiently is None else patiently(send))
+            try:
+                await (send() if patiently is None else patiently(send))
+            except StoreUnavailable:
+                # A try that timed out may still reach the owner (Redis ran it late): what it starts there must
+                # stop, or it pumps to nobody (and holds the standalone stream, every later GET answered 409).
+                if self._tg is not None:
+                    self._start(self._detach, (owner, token))
+                raise
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, owner, session_id, stream)
                 yield stream
