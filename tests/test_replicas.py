@@ -1181,3 +1181,48 @@ async def test_a_stream_refused_after_a_try_that_reached_its_owner_late_is_not_h
                 status = again.status_code
     assert refused.status_code == 503
     assert status == 200
+
+
+class DeletesTo(httpx.AsyncHTTPTransport):
+    """Sends the client's DELETE to the replica at ``url``, everything else where asked; records the DELETE's
+    session and status."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.target = httpx.URL(url)
+        self.deleted: list[tuple[str | None, int]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method != "DELETE":
+            return await super().handle_async_request(request)
+        request.url = request.url.copy_with(port=self.target.port)
+        response = await super().handle_async_request(request)
+        self.deleted.append((request.headers.get("mcp-session-id"), response.status_code))
+        return response
+
+
+async def test_the_official_sdk_ending_its_session_while_redis_is_paused_ends_it(redis: RedisServer) -> None:
+    """The official SDK's client ends its session with DELETE as it closes, once, and only logs a refusal (the
+    session then lived on until its idle timeout). Its DELETE lands on B while Redis is paused, and A runs the
+    session: B waits for Redis and the session ends."""
+    from redis.asyncio import Redis
+
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, _), httpx.AsyncClient(timeout=60) as plain:
+        admin = Redis.from_url(redis.url)
+        transport = DeletesTo(b)
+        try:
+            with anyio.fail_after(90):
+                async with (
+                    httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+                    McpClient(streamable_http_client(a, http_client=http), mode="legacy") as client,
+                ):
+                    await client.list_tools()
+                    await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                ((session_id, status),) = transport.deleted
+                assert session_id is not None
+                headers = {**HEADERS, "mcp-session-id": session_id, "mcp-protocol-version": "2025-11-25"}
+                after = await plain.post(a, json=rpc("ping", id=2), headers=headers)
+        finally:
+            await admin.aclose()
+    assert status == 200
+    assert after.status_code == 404
