@@ -647,6 +647,53 @@ class SlowReplay(MemoryEventStore):
         return await super().replay(stream, after)
 
 
+class Unreachable(MemoryEventStore):
+    """An event store that keeps nothing while ``away`` is set: a Redis that is really away (a write that timed out
+    on a paused Redis may still be run once it is back, which would hide what this shows)."""
+
+    away = False
+
+    async def store(self, stream: str, sequence: int, message: bytes) -> None:
+        if self.away:
+            raise StoreUnavailable("shared state unavailable (storing an event): Redis at redis://nowhere")
+        await super().store(stream, sequence, message)
+
+
+async def test_a_question_the_store_could_not_keep_is_served_to_a_resume_from_before_it() -> None:
+    """The event store is away when the call asks its second question. The question goes out on the client's
+    stream, but the connection drops before the client reads it (the client resumes from the first question):
+    the server held the question until the store took it, so the resume gets it, once, and the call ends. (Its
+    history read from the store alone, the resume got nothing: the question was never answered.)"""
+    store = Unreachable()
+    app = in_process.http_app(event_store=store)
+    async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:
+        headers = await open_session(http, url)
+        with anyio.fail_after(30):
+            call = rpc("tools/call", {"name": "full_name"}, id=7)
+            async with http.stream("POST", url, json=call, headers=headers) as response:
+                stream = events(response)
+                first_id, first = await anext(stream)
+                store.away = True
+                accepted = {"action": "accept", "content": {"name": "Ada"}}
+                answer = {"jsonrpc": "2.0", "id": first["id"], "result": accepted}
+                assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+                second_id, second = await anext(stream)  # sent on the connection that drops with it unread
+            assert second["params"]["message"] == "Last name"
+            store.away = False
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": first_id or ""}
+            async with http.stream("GET", url, headers=resume) as resumed:
+                replayed = events(resumed)
+                assert await anext(replayed) == (second_id, second)
+                accepted = {"action": "accept", "content": {"name": "Lovelace"}}
+                answer = {"jsonrpc": "2.0", "id": second["id"], "result": accepted}
+                assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+                rest = [message async for _, message in replayed]
+        key = (second_id or "").rpartition(".")[0]
+        kept = [sequence for sequence, _ in await store.replay(key, 0)]  # the store took it once it was back
+    assert [message["result"]["content"][0]["text"] for message in rest] == ["Ada Lovelace"]
+    assert kept == [1, 2, 3]
+
+
 async def test_two_resumes_of_one_stream_at_once_cannot_both_pump_it() -> None:
     app = in_process.http_app(event_store=SlowReplay())
     async with serving(app) as url, httpx.AsyncClient(timeout=10) as http:

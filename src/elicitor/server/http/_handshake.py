@@ -280,7 +280,6 @@ class HandshakeSessions:
             self._store,
             self._sessions,
             server.url_elicitations,
-            events.replay,
             self._end,
             check_every=CHECK_EVERY,
             gone_after=gone_after(self._store),
@@ -802,7 +801,7 @@ class HandshakeSessions:
         try:
             await claim.settle()
             try:
-                history = await self._patiently(functools.partial(self._events.replay, stream.key, delivered), until)
+                history = await self._patiently(functools.partial(stream.replay, delivered), until)
             except StoreUnavailable as exc:
                 await refuse_unavailable(send, None, exc, "resuming a stream")
                 return

@@ -199,7 +199,6 @@ class Peers:
         store: Store,
         sessions: dict[str, SessionTransport],
         urls: UrlElicitations,
-        events_replay: Callable[[str, int], Awaitable[list[tuple[int, bytes]]]],
         end_session: Callable[[SessionTransport], Coroutine[Any, Any, None]],
         *,
         check_every: float = 2.0,
@@ -208,7 +207,6 @@ class Peers:
         self._store = store
         self._sessions = sessions
         self._urls = urls
-        self._replay = events_replay
         self._end_session = end_session
         self._relays: dict[str, RemoteStream] = {}
         self._pumps: dict[str, anyio.CancelScope] = {}
@@ -354,7 +352,7 @@ class Peers:
         backoff = Backoff(first=0.1, most=1.0)
         while True:
             try:
-                return await self._replay(stream.key, after)
+                return await stream.replay(after)
             except StoreUnavailable:
                 await backoff.pause()
 

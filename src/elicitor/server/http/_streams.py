@@ -82,9 +82,15 @@ class Stream:
 
     Messages are numbered and kept in the event store, so a client whose connection dropped can resume it; the
     connection currently delivering the stream reads them from a queue and skips what it already delivered.
+
+    A message the event store cannot keep when it is sent (Redis away) is kept here until the store takes it: it
+    is stored again with the stream's next message and before a resume's replay, and a replay meanwhile serves it
+    from here. Once delivered, a message is in the client's hands or nowhere (a relay whose client left, the last
+    bytes of a connection that dropped): a resume from before it must still find it, or the question it asks
+    is never answered and the call waits for ever.
     """
 
-    __slots__ = ("_events", "_on_kept", "_unsent", "done", "holder", "key", "out", "sequence")
+    __slots__ = ("_events", "_final_kept", "_on_kept", "_unkept", "_unsent", "done", "holder", "key", "out", "sequence")
 
     def __init__(self, key: str, events: EventStore, on_kept: Callable[[str], None] | None = None) -> None:
         self.key = key
@@ -96,6 +102,9 @@ class Stream:
         self.holder: Claim | None = None
         """The connection delivering this stream now, if any."""
         self._unsent: list[tuple[int, bytes, bool]] | None = None
+        self._unkept: dict[int, bytes] | None = None
+        """Messages the event store could not keep yet, by sequence (see the class's docstring)."""
+        self._final_kept = False
 
     async def put(self, message: bytes, final: bool) -> None:
         """Number ``message``, queue it for delivery, then keep it for resumption.
@@ -109,13 +118,59 @@ class Stream:
         self.out.put((sequence, message, final))
         if final:
             self.done = True
+        if await self._keep(sequence, message, final) and self._unkept:
+            await self._keep_again()
+        self._forget_if_kept()
+
+    async def _keep(self, sequence: int, message: bytes, final: bool) -> bool:
+        """Store one message; one the store cannot take is held in ``_unkept`` (at most ``MAX_QUEUED``, as many as
+        the event store keeps of a stream) and ``False`` returned."""
         try:
             await self._events.store(self.key, sequence, message)
-        except StoreUnavailable as exc:  # delivered live all the same; only a resume could miss it
-            logger.warning("event %s.%d not kept for resumption: %s", self.key, sequence, exc)
-            return
-        if final and self._on_kept is not None:
-            self._on_kept(self.key)  # the whole stream is in the event store: a resume is served from there
+        except StoreUnavailable as exc:  # delivered live all the same; held here for a resume meanwhile
+            if self._unkept is None:
+                self._unkept = {}
+            if sequence not in self._unkept:
+                logger.warning(
+                    "event %s.%d not kept for resumption yet (held until it is): %s", self.key, sequence, exc
+                )
+            self._unkept[sequence] = message
+            if len(self._unkept) > MAX_QUEUED:
+                del self._unkept[min(self._unkept)]
+            return False
+        if self._unkept:
+            self._unkept.pop(sequence, None)
+        if final:
+            self._final_kept = True
+        return True
+
+    async def _keep_again(self) -> None:
+        """Store what the store could not keep before, oldest first, until it fails again."""
+        for sequence, message in sorted((self._unkept or {}).items()):
+            if not await self._keep(sequence, message, self.done and sequence == self.sequence):
+                return
+
+    def _forget_if_kept(self) -> None:
+        if self._final_kept and not self._unkept and self._on_kept is not None:
+            on_kept, self._on_kept = self._on_kept, None
+            on_kept(self.key)  # the whole stream is in the event store: a resume is served from there
+
+    async def replay(self, after: int) -> list[tuple[int, bytes]]:
+        """The messages after sequence ``after``, oldest first, for a resume: the event store's, and those it could
+        not keep yet (stored again first: the store may be back).
+
+        Raises:
+            StoreUnavailable: the event store cannot be read.
+        """
+        if self._unkept:
+            await self._keep_again()
+            self._forget_if_kept()
+        history = await self._events.replay(self.key, after)
+        if not self._unkept:
+            return history
+        merged = dict(history)
+        merged.update((sequence, message) for sequence, message in self._unkept.items() if sequence > after)
+        return sorted(merged.items())
 
     @classmethod
     def finished(cls, key: str, events: EventStore) -> Stream:
