@@ -507,3 +507,55 @@ async def test_the_official_sdk_client_with_a_short_read_timeout_waits_for_a_slo
                         result = await client.call_tool("greet", {})
                         assert result.content[0].text.endswith("hello Ada")  # type: ignore[union-attr]
     assert len(links) == 1 and len(deployment.authorizations) == 1
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_behind_listen_a_call_waiting_on_a_slow_step_up_sign_in_hears_why(anyio_backend: str, era: str) -> None:
+    """Mid-session, a tool needs more scope upstream (403 ``insufficient_scope``), and the person at the proxy takes
+    3 s to approve the second sign-in, three times the client's ``request_timeout``. The client's call waits on it
+    and is kept alive: a handshake-era client hears the proxy's ``notice`` log messages (the server declared
+    logging, so it may send them at any time), a 2026-07-28 client that asked for no log messages gets SSE
+    comments. The call then succeeds: two sign-ins, the second with the tool's scope."""
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import ProxyServer
+    from elicitor.proxy._signing import SIGNING_IN
+
+    from .conftest import serving
+
+    async with deployed(jwt=True) as (deployment, url):
+        links: list[str] = []
+        arrived = anyio.Event()
+
+        def write(line: str) -> None:
+            found = LINK.match(line)
+            if found:
+                links.append(found.group(1))
+                arrived.set()
+
+        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        heard: list[object] = []
+
+        async def on_log(level: str, data: object, source: str | None) -> None:
+            heard.append(data)
+
+        proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
+
+                async def approve() -> None:
+                    nonlocal arrived
+                    for delay in (0.0, 3.0):  # the first sign-in at once, the step-up slowly
+                        await arrived.wait()
+                        arrived = anyio.Event()
+                        await person(links[-1], delay)
+
+                tg.start_soon(approve)
+                clocks: Clocks = {"request_timeout": 1.0, "handshake_timeout": 30.0}
+                async with Client.http(at, protocol=era, on_log=on_log, **clocks) as client:
+                    assert (await client.call_tool("admin")).text.startswith("admin done")
+    assert len(links) == 2 and len(deployment.authorizations) == 2
+    assert "mcp:admin" in deployment.authorizations[1]["scope"].split()
+    if era == "2025-11-25":
+        assert SIGNING_IN in heard
+    else:
+        assert heard == []  # it asked for none

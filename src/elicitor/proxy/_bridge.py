@@ -85,6 +85,7 @@ class Bridge:
             they do, a handshake-era client's ``initialize`` waits, and the client hears a log message every
             ``keepalive`` seconds saying so (the messages a server may send before ``initialize`` is answered), which
             keeps a client that counts the server's silence (elicitor's) from giving up on a person taking minutes.
+            So do its later requests when the server declared ``logging`` (a sign-in mid-session, for more scope).
             A 2026-07-28 request hears one only if it asked for log messages (see :mod:`._signing`).
         keepalive: seconds between those messages (below the client's handshake limit: 30 s for elicitor's).
     """
@@ -224,20 +225,32 @@ class Bridge:
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
+        if self._signing.sign_in is None or not isinstance(up.capabilities.get("logging"), dict):
+            return await self._forward_handshake(up, request.id, method, params)
+        # A person may have to sign in again mid-session (more scope for a tool, a token that could not be
+        # refreshed): the client hears why its request waits, as a log message, which a server that declared
+        # logging may send at any time after initialize (one that did not is not made to seem to).
+        async with self._signing.told(self._related_notify(request.id)):
+            return await self._forward_handshake(up, request.id, method, params)
+
+    async def _forward_handshake(
+        self, up: Upstream, request_id: RequestId, method: str, params: JSONObject
+    ) -> JSONObject:
+        """A handshake-era client's request after ``initialize``, on its own connection."""
         if method == "logging/setLevel" and isinstance(params.get("level"), str):
             # Kept for what goes on 2026-07-28, where each request carries its level (that era has no setLevel).
             self.down_info = replace(self.down_info, log_level=params["level"])
             if up.stateless:
                 return {}
         if up.stateless:
-            return await self._over_stateless(up, request.id, method, params)
+            return await self._over_stateless(up, request_id, method, params)
         in_rounds = method == "tools/call" and self._wanted == "auto" and str(params.get("name")) in self._in_rounds
         stateless_up = await self._stateless_upstream() if in_rounds else None
         if stateless_up is not None:
-            return await self._over_stateless(stateless_up, request.id, method, params)
+            return await self._over_stateless(stateless_up, request_id, method, params)
         self._owners.check(method, params, self._principal)
         try:
-            result = await self._call(up, request.id, method, params)
+            result = await self._call(up, request_id, method, params)
         except JSONRPCError as exc:
             # A tool of a server that speaks both eras, asking in rounds (2026-07-28 only): called there instead,
             # which is safe (see asks_in_rounds) and remembered.
@@ -247,7 +260,7 @@ class Bridge:
             if stateless_up is None:
                 raise
             self._in_rounds.add(str(params.get("name")))
-            return await self._over_stateless(stateless_up, request.id, method, params)
+            return await self._over_stateless(stateless_up, request_id, method, params)
         # The server may bind a task to the one client it sees (the proxy) rather than to this session: whose
         # it is, the proxy keeps (see _owners).
         if method == "tools/call":

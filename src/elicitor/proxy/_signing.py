@@ -5,8 +5,9 @@ the upstream waits with it. A client that counts the server's silence would give
 every ``keepalive`` seconds, that it is still there, in the one way the protocol allows for the request at hand:
 
 * **a log message** (``notifications/message``, :data:`SIGNING_IN`): to a handshake-era client's ``initialize``
-  (a server may send log messages before it answers it), and to a 2026-07-28 request that asked for log messages
-  at ``notice`` or below (that era sends none to a request that did not ask);
+  (a server may send log messages before it answers it) and to its later requests when the server declared
+  ``logging`` (a sign-in mid-session: more scope for a tool), and to a 2026-07-28 request that asked for log
+  messages at ``notice`` or below (that era sends none to a request that did not ask);
 * **an SSE comment** (``: waiting for sign-in``) on the response stream of any other 2026-07-28 request over
   Streamable HTTP (``--listen``): every parser ignores it, so it says nothing in the protocol and cannot be taken
   for a message, but the bytes start a client's read timeout again (``httpx``'s, the official SDKs'), and
