@@ -131,8 +131,9 @@ async def refuse(
     """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds),
     in the body too (``data.retryable``, ``data.retryAfter``), as a handler's retryable error does: a client that
     reads only the JSON-RPC error (ours hands the body of any JSON answer to the request) still knows it may retry.
-    A 503 is given before the request reached any session (what may still happen after one is said at
-    :func:`refuse_unavailable`)."""
+    Whether anything ran is the caller's to know: most 503s refuse a request before it reached a session (see
+    :func:`refuse_unavailable` for the store away), but a relayed stream the owner closed with 503 before its first
+    message (the relay fell behind) is a request that runs on, its events kept for a resume."""
     extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
     data: JSONObject | None = None
     if status == 503:
