@@ -12,6 +12,7 @@ import functools
 import json
 import secrets
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2 as httpx
 import mcp_types as types
 import pytest
@@ -439,6 +441,62 @@ async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(clu
                 _, question = await anext(stream)
             assert question.get("params", {}).get("message") == "How many people?", question
         assert (await http.delete(owner, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
+
+
+async def test_a_request_sent_on_an_idle_connection_to_a_stopped_replica_is_answered_once_it_wakes(
+    cluster: Deployment,
+) -> None:
+    """nginx keeps idle connections to the replicas and sends a request on one while the replica is stopped
+    (SIGSTOP) past its keep-alive timeout (5 s). Once the replica runs again, its overdue keep-alive timer must not
+    close that connection with the request unread in it: the kernel would reset it, and nginx answers a reset POST
+    502 without trying another replica (the official SDK's client then loses the person's answer)."""
+    import os
+    import signal
+    import socket
+
+    port, pid = cluster.replicas.ports[2], cluster.replicas.pids()[2]
+    request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+    def response(sock: socket.socket) -> bytes:
+        """One whole HTTP response (its body as long as Content-Length says), or what came before the end."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b"\r\n\r\n" + body
+
+    def exchange() -> tuple[bytes, bytes]:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(request)
+            before = response(sock)
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                time.sleep(8)  # the connection idle past the replica's keep-alive, as it sees it once awake
+                sock.sendall(request)  # what the balancer sends meanwhile waits in the socket
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            try:
+                return before, response(sock)
+            except ConnectionResetError:
+                return before, b"(reset)"
+
+    before, after = await anyio.to_thread.run_sync(exchange)
+    assert before.startswith(b"HTTP/1.1 200"), before
+    # Answered, whatever it says: just awake, the replica may not be ready yet (503 until it reads its queues again).
+    assert after.startswith(b"HTTP/1.1 "), after
+    async with httpx.AsyncClient(timeout=60) as http:
         await all_ready(http, cluster)
 
 

@@ -527,12 +527,14 @@ class Server:
                 file=sys.stderr,
                 flush=True,
             )
+            from .http._keepalive import http_protocol
+
             uvicorn.run(
                 self.http_app(path, **options),
                 host=host,
                 port=port,
                 loop=event_loop,
-                http=parser,
+                http=http_protocol(parser),  # a stall does not close a connection with a request in it
                 log_level="warning",
                 lifespan="on",  # a lifespan that fails stops the server with its reason ("auto" would serve on)
                 timeout_graceful_shutdown=shutdown_grace,

@@ -1,0 +1,54 @@
+"""uvicorn's HTTP protocols, with a keep-alive timeout that a stalled process does not take for idleness.
+
+uvicorn closes a kept-alive connection from a timer, ``timeout_keep_alive`` seconds after its last response. When the
+process was stopped meanwhile (SIGSTOP, a paused VM, an event loop blocked), the timer is overdue once it runs again,
+and the event loop runs overdue timers before it reads its sockets: the connection is closed with whatever a balancer
+sent on it during the stall still unread. The kernel resets such a connection, and nginx answers the request 502
+without trying another replica (it never replays a POST that reached one), so a client that does not send it again,
+the official SDKs among them, loses the person's answer or call. A timer that runs a second or more late measured a
+stall, not an idle connection: it waits another full period instead, in which a request waiting in the socket is read
+(and cancels it, as any request does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+LATE = 1.0
+"""Seconds past its deadline at which a keep-alive timer is taken to have been held up rather than due."""
+
+
+def http_protocol(parser: str) -> type[asyncio.Protocol]:
+    """uvicorn's protocol class for ``parser`` (``"httptools"``, else h11), its keep-alive timeout patient with a
+    stall (see the module)."""
+    if parser == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        class HttpTools(HttpToolsProtocol):
+            def timeout_keep_alive_handler(self) -> None:
+                if not _held_up(self.loop, self.timeout_keep_alive_task):
+                    super().timeout_keep_alive_handler()
+                    return
+                self.timeout_keep_alive_task = self.loop.call_later(
+                    self.timeout_keep_alive, self.timeout_keep_alive_handler
+                )
+
+        return HttpTools
+
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class H11(H11Protocol):
+        def timeout_keep_alive_handler(self) -> None:
+            if not _held_up(self.loop, self.timeout_keep_alive_task):
+                super().timeout_keep_alive_handler()
+                return
+            self.timeout_keep_alive_task = self.loop.call_later(
+                self.timeout_keep_alive, self.timeout_keep_alive_handler
+            )
+
+    return H11
+
+
+def _held_up(loop: asyncio.AbstractEventLoop, timer: asyncio.TimerHandle | None) -> bool:
+    """Whether ``timer`` (the one running now) runs ``LATE`` or more past its deadline."""
+    return timer is not None and loop.time() - timer.when() >= LATE
