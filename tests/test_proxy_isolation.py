@@ -885,7 +885,7 @@ async def test_a_2026_07_28_stdio_servers_logs_reach_only_the_caller_behind_list
             app = proxy.http_app() if anonymous else proxy.http_app(auth=protection)
             async with serving(app) as url:
                 async with anyio.create_task_group() as clients:
-                    clients.start_soon(one, url, "ann", [1.5])
+                    clients.start_soon(one, url, "ann", [4.0])  # Bob comes and goes meanwhile
                     await ann_in.wait()  # Ann's call is in, and hears its messages
                     await one(url, "bob", [0.0])
                 assert logs == {"ann": ["ann before", "ann after"], "bob": []}, logs
@@ -999,3 +999,96 @@ async def test_a_given_up_calls_late_log_message_never_reaches_the_next_caller_b
 
     assert logs == {"ann": ["ann before"], "bob": ["bob before"]}, logs
     assert bob_levels == [None, "info"]  # without its level while the server might still send Ann's; then with it
+
+
+async def test_a_log_message_from_a_server_that_logs_unasked_never_reaches_another_caller_behind_listen(
+    anyio_backend: str,
+) -> None:
+    """A 2026-07-28 stdio server that logs whether or not a request asked (against the spec, and common): Ann's call
+    asked for log messages and hears them on the proxy's one connection; Bob's call, made while Ann's runs, asked
+    for none, yet the server writes a log message about it. Nothing in it says whose it is: it must not reach Ann
+    (it did: her call was the one hearing the connection's log messages). What the server says while Ann's call is
+    alone there still reaches her."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import json
+
+    from elicitor.transports import Transport, memory_pair
+
+    from .conftest import serving
+
+    bob_answered = anyio.Event()
+    logs: dict[str, list[str]] = {"ann": [], "bob": []}
+
+    async def scripted(end: Transport) -> None:
+        try:
+            async with anyio.create_task_group() as calls:
+                while True:
+                    try:
+                        message = json.loads(await end.receive())  # type: ignore[arg-type]
+                    except (anyio.EndOfStream, anyio.ClosedResourceError):
+                        calls.cancel_scope.cancel()
+                        return
+                    calls.start_soon(serve, end, message)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await end.aclose()
+
+    async def serve(end: Transport, message: dict[str, Any]) -> None:
+        async def out(body: JSONObject) -> None:
+            await end.send(json.dumps({"jsonrpc": "2.0", **body}).encode())
+
+        def log(text: str) -> JSONObject:
+            return {"method": "notifications/message", "params": {"level": "info", "data": text}}
+
+        def done(text: str) -> JSONObject:
+            return {"id": message["id"], "result": {"content": [{"type": "text", "text": text}]}}
+
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "server/discover":
+            meta = {"io.modelcontextprotocol/serverInfo": {"name": "unasked", "version": "1"}}
+            await out({"id": message["id"], "result": {
+                "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "logging": {}},
+                "_meta": meta, "resultType": "complete"}})  # fmt: skip
+        elif method == "tools/call" and params["arguments"]["tag"] == "ann":
+            await out(log("ann before"))
+            await bob_answered.wait()  # Bob's call has come and gone: Ann's is alone again
+            await out(log("ann after"))
+            await out(done("ann"))
+        elif method == "tools/call":
+            await out(log("bob's secret"))  # whatever the request asked: this server logs every call
+            await out(done("bob"))
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+
+            async def connect() -> Transport:
+                up_end, server_end = memory_pair()
+                tg.start_soon(scripted, server_end)
+                return up_end
+
+            proxy = ProxyServer(connect, upstream_protocol="2026-07-28")
+            async with serving(proxy.http_app()) as url:
+
+                def on_log_of(person: str) -> Any:
+                    async def on_log(level: str, data: Any, logger: str | None) -> None:
+                        logs[person].append(str(data))
+
+                    return on_log
+
+                async def ann(a: Client) -> None:
+                    assert (await a.call_tool("work", {"tag": "ann"})).text == "ann"
+
+                async with (
+                    Client.http(url, protocol="2026-07-28", on_log=on_log_of("ann"), log_level="info") as a,
+                    Client.http(url, protocol="2026-07-28", on_log=on_log_of("bob")) as b,
+                    anyio.create_task_group() as both,
+                ):
+                    both.start_soon(ann, a)
+                    while not logs["ann"]:  # Ann's call is in, and hears its first message
+                        await anyio.sleep(0.01)
+                    assert (await b.call_tool("work", {"tag": "bob"})).text == "bob"
+                    bob_answered.set()
+            tg.cancel_scope.cancel()
+
+    assert logs == {"ann": ["ann before", "ann after"], "bob": []}, logs

@@ -13,7 +13,10 @@ proxy share the one upstream connection (a stdio server is a process: another co
 without the tasks and round states of the first). So on such a connection **one call at a time may ask for log
 messages**: it is forwarded with its level, and every log message the server sends meanwhile is that call's, since
 the server sends none to a request that did not ask (the spec's MUST NOT), and none below the level asked for
-(those are dropped). A call that asks while another one hears is forwarded without its level: it runs at once, and
+(those are dropped). Not every server keeps that rule (many log whether or not a request asked), so a log message
+that arrives while another person's call is in flight there too (another principal, or any other anonymous
+caller, who cannot be told apart) reaches nobody: what names no call is never shown to someone it may not be
+about. A call that asks while another one hears is forwarded without its level: it runs at once, and
 the server sends it no log messages (they are a MAY). When a call that asked is given up before its answer (the
 client cancelled it, say), the server may still be writing its log messages: nobody else asks until the server has
 answered a ``server/discover`` sent after the cancellation, which it reads after it (stdio keeps the order), and
@@ -153,10 +156,13 @@ class Stateless:
         ``requestState`` reaches the client bound to its principal (:class:`~._owners.RoundStates`)."""
         route = Route(notify, None)
         params = self.states.take(params, down.principal)
-        if self._one_client or down.log_level is None or upstream.by_stream:  # what it hears names its call
+        if self._one_client or upstream.by_stream:  # what it hears names its call
             return await self._forward_rounds(upstream, down, method, params, route)
-        async with self._hearing(upstream, down, params, notify) as (down, params):
-            return await self._forward_rounds(upstream, down, method, params, route)
+        with upstream.calling(down.principal):
+            if down.log_level is None:
+                return await self._forward_rounds(upstream, down, method, params, route)
+            async with self._hearing(upstream, down, params, notify) as (down, params):
+                return await self._forward_rounds(upstream, down, method, params, route)
 
     async def _forward_rounds(
         self, upstream: Upstream, down: Downstream, method: str, params: JSONObject, route: Route
@@ -192,7 +198,7 @@ class Stateless:
         if level is None or notify is None or upstream.logs_to is not None or upstream.logs_unsure:
             yield replace(down, log_level=None), _without_level(params)
             return
-        upstream.logs_to = _Hearing(notify, level).hear
+        upstream.logs_to = _Hearing(notify, level, upstream, down.principal).hear
         answered = False
         try:
             yield down, params
@@ -208,16 +214,24 @@ class Stateless:
 
 
 class _Hearing:
-    """The call that may hear a shared connection's log messages: at its level or above, on its response."""
+    """The call that may hear a shared connection's log messages: at its level or above, on its response, and only
+    while no other person's call is in flight there (see the module docstring)."""
 
-    def __init__(self, notify: Notify, level: str) -> None:
+    def __init__(self, notify: Notify, level: str, upstream: Upstream, principal: str | None) -> None:
         self._notify = notify
         self._least = LOGGING_LEVELS.index(level) if level in LOGGING_LEVELS else 0
+        self._upstream = upstream
+        self._principal = principal
 
     async def hear(self, params: JSONObject) -> None:
         level = params.get("level")
         if level not in LOGGING_LEVELS or LOGGING_LEVELS.index(level) < self._least:
             return  # not what this call asked for: the server would not send it to this call
+        if not self._upstream.only_calls_of(self._principal):
+            # A server that logs whether or not a request asked (against the spec, and common) may be telling of
+            # another person's call: a log message that cannot be placed reaches nobody.
+            logger.debug("a log message on a shared connection was not passed on: other people's calls were in flight")
+            return
         try:
             await self._notify("notifications/message", params)
         except Exception as exc:  # the client went away: the call is being given up

@@ -26,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -105,6 +106,9 @@ class Upstream:
         self.logs_to: Callable[[JSONObject], Awaitable[None]] | None = None
         """Where the log messages that name no call go when nobody owns the connection: the one call on it that
         asked for them, while it runs (set by :class:`~._stateless.Stateless`)."""
+        self.callers: Counter[str | None] = Counter()
+        """Whose 2026-07-28 calls are in flight here through :class:`~._stateless.Stateless` (the principal; ``None``
+        for each anonymous caller), while it forwards them (:meth:`calling`)."""
         self.logs_unsure = False
         """A call that asked for log messages was given up before its answer, and the server may not have read its
         cancellation yet: nobody else may ask for log messages here until it has."""
@@ -119,6 +123,23 @@ class Upstream:
         """Upstream request id to its route, while the request is in flight (see :meth:`_on_stream`)."""
         self._tokens = itertools.count(1)
         self._stop = anyio.CancelScope()
+
+    @contextlib.contextmanager
+    def calling(self, principal: str | None) -> Iterator[None]:
+        """While a call of ``principal`` is forwarded here (see :attr:`callers`)."""
+        self.callers[principal] += 1
+        try:
+            yield
+        finally:
+            self.callers[principal] -= 1
+            if not self.callers[principal]:
+                del self.callers[principal]
+
+    def only_calls_of(self, principal: str | None) -> bool:
+        """Whether every call in flight here (:attr:`callers`) but one is also ``principal``'s: a signed-in person's
+        own calls, or a single call. Anonymous callers cannot be told apart: two of them are two people."""
+        total = self.callers.total()
+        return total <= 1 or (principal is not None and self.callers[principal] == total)
 
     # ---- lifetime -------------------------------------------------------------------------------------------
 
