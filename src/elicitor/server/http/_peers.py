@@ -215,6 +215,9 @@ class Peers:
         self._detached: dict[str, None] = {}
         """Tokens of relays that left before their pump here started (the last ``OPENED_KEPT``): the relay hears
         that its stream opened before the pump starts, and may leave at once; the pump then stops as it starts."""
+        self._recalls: dict[str, str] = {}
+        """Owners by the tokens of requests that could not be sent to them, oldest first (see :meth:`_recall`)."""
+        self._recalling = False
         self.check_every = check_every
         self.gone_after = gone_after
         """Seconds an owner's lease must stay lapsed before its sessions are gone: long enough that an owner that
@@ -540,8 +543,7 @@ class Peers:
             except StoreUnavailable:
                 # A try that timed out may still reach the owner (Redis ran it late): what it starts there must
                 # stop, or it pumps to nobody (and holds the standalone stream, every later GET answered 409).
-                if self._tg is not None:
-                    self._start(self._detach, (owner, token))
+                self._recall(owner, token)
                 raise
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, owner, session_id, stream)
@@ -556,6 +558,26 @@ class Peers:
         finally:
             self._relays.pop(token, None)
             stream.close()
+
+    def _recall(self, owner: str, token: str) -> None:
+        """Detach ``token`` at ``owner`` once the store takes it: a request under it could not be sent, yet a try
+        may still reach the owner. One task sends them all, in order, however many requests were refused (a long
+        outage under heavy traffic); past ``OPENED_KEPT`` the oldest is let go."""
+        self._recalls[token] = owner
+        if len(self._recalls) > OPENED_KEPT:
+            del self._recalls[next(iter(self._recalls))]
+        if not self._recalling and self._tg is not None:
+            self._recalling = True
+            self._start(self._send_recalls, None)
+
+    async def _send_recalls(self, _: None) -> None:
+        try:
+            while self._recalls:
+                token, owner = next(iter(self._recalls.items()))
+                await self._send(owner, Detach(token))
+                self._recalls.pop(token, None)
+        finally:
+            self._recalling = False
 
     async def _detach(self, job: tuple[str, str]) -> None:
         owner, token = job
