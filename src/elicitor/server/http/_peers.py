@@ -152,7 +152,8 @@ class RemoteStream:
         return await self.out.receive()
 
     def give_back(self, item: tuple[int, bytes, bool]) -> None:
-        """Nothing to keep here: the owner still has what this replica could not deliver."""
+        """Nothing to keep here: a resume gets what this replica could not deliver from the owner (its event store,
+        or its memory while the store cannot take it yet)."""
 
     def push(self, message: Opened | Item | Closed) -> None:
         """Take a message from the owner. A client that reads too slowly to keep ``RELAY_DEPTH`` messages in hand
