@@ -552,7 +552,7 @@ class Peers:
                 tg.cancel_scope.cancel()
             if not stream.finished:  # sent once the store lets it (the owner's pump would feed nobody meanwhile)
                 if self._tg is not None:
-                    self._start(self._detach, (owner, token))
+                    self._recall(owner, token)
                 else:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(2):
                         await self._send(owner, Detach(token))
@@ -561,9 +561,10 @@ class Peers:
             stream.close()
 
     def _recall(self, owner: str, token: str) -> None:
-        """Detach ``token`` at ``owner`` once the store takes it: a request under it could not be sent, yet a try
-        may still reach the owner. One task sends them all, in order, however many requests were refused (a long
-        outage under heavy traffic); past ``OPENED_KEPT`` the oldest is let go."""
+        """Detach ``token`` at ``owner`` once the store takes it: its relay left before the stream's end, or a
+        request under it could not be sent, yet a try may still reach the owner. One task sends them all, in order,
+        however many relays left or requests were refused (a long outage under heavy traffic); past ``OPENED_KEPT``
+        the oldest is let go."""
         self._recalls[token] = owner
         if len(self._recalls) > OPENED_KEPT:
             del self._recalls[next(iter(self._recalls))]
@@ -579,10 +580,6 @@ class Peers:
                 self._recalls.pop(token, None)
         finally:
             self._recalling = False
-
-    async def _detach(self, job: tuple[str, str]) -> None:
-        owner, token = job
-        await self._send(owner, Detach(token))
 
     async def _watch(self, owner: str, session_id: str, stream: RemoteStream) -> None:
         """End ``stream`` when its owner is gone: its lease found lapsed on every check for ``gone_after`` seconds
