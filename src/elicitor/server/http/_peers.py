@@ -184,7 +184,7 @@ class RemoteStream:
         self.out.close()
 
     def lost(self, status: int = 404, reason: str = "Session ended: the replica running it stopped") -> None:
-        """End the stream: its owner is gone (404), or what it sends cannot reach this replica now (503)."""
+        """End the stream: its owner is gone (404), or its client reads too slowly to keep up (503)."""
         self.status, self.reason = status, reason
         self._in.close()
 
