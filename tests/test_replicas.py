@@ -413,6 +413,44 @@ async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone
         await all_ready(http, cluster)
 
 
+async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when_it_wakes(cluster: Deployment) -> None:
+    """The replica running a session is stopped past its lease, long enough for another replica to find the lease
+    lapsed twice and answer 404 for the session (the client then starts a new one). When the stalled replica runs
+    again, its heartbeat used to claim the session back (it could not tell that from Redis losing its data): the
+    same id answered 200 again, its tool still asking on an old stream. Now the woken replica ends it: 404
+    everywhere, and the call's stream ends."""
+    import os
+    import signal
+
+    owner, other = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
+    pid = cluster.replicas.pids()[0]
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+
+        async def status(url: str) -> int:
+            return (await http.post(url, json=rpc("ping", {}, id=9), headers=headers)).status_code
+
+        async with http.stream("POST", owner, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as call:
+            stream = events(call)
+            _, question = await anext(stream)
+            assert question["params"]["message"] == "Your name?"
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                await anyio.sleep(5.5)  # past the lease (5 s): a request is not forwarded to a replica that stalls
+                with anyio.fail_after(60):
+                    while await status(other) != 404:  # the lease lapsed on two looks: declared gone
+                        await anyio.sleep(0.5)
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            with anyio.fail_after(30):
+                while await status(owner) != 404:  # the woken replica ends it at its next heartbeat
+                    await anyio.sleep(0.2)
+                async for _ in stream:  # the call's stream ends with its session
+                    pass
+        assert await status(other) == 404
+        await all_ready(http, cluster)
+
+
 async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(cluster: Deployment) -> None:
     """The call is POSTed to another replica than the session's, which relays its stream. The session's replica
     is stopped for 8 s while the question waits: the relay does not take it for dead (its lease lapsed, but only

@@ -48,6 +48,9 @@ class MemorySessionDirectory(SessionDirectory):
     async def release(self, session_id: str) -> None:
         self._principals.pop(session_id, None)
 
+    def on_gone(self, ended: Callable[[list[str]], None]) -> None:
+        pass  # one process: nobody else declares its sessions gone
+
 
 class MemoryEventStore(EventStore):
     """The last ``per_stream`` events of at most ``streams`` streams, in memory (the oldest stream goes first)."""

@@ -23,7 +23,7 @@ nothing to install), :class:`~elicitor.state.RedisStore` on Redis for replicas.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -78,6 +78,11 @@ class SessionDirectory(Protocol):
 
     async def release(self, session_id: str) -> None:
         """Forget ``session_id`` (it ended)."""
+        ...
+
+    def on_gone(self, ended: Callable[[list[str]], None]) -> None:
+        """Call ``ended`` with the sessions of this replica that the others declared gone while it was stalled past
+        its lease (they answered 404 for them): the replica must end them, not take them back."""
         ...
 
 

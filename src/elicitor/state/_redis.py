@@ -10,7 +10,8 @@ nothing behind for long):
 * ``P session:<session id>`` — hash: ``owner`` (a replica id), ``principal`` (absent for None, so ``""`` stays
   distinct). TTL ``session_ttl`` (a day), set by ``claim`` and renewed by the owner's heartbeat every quarter of it.
 * ``P claims:<replica id>`` — set: the sessions the replica claimed. Its heartbeat counts them: fewer than it runs
-  means Redis lost data, and it claims them all again. TTL ``session_ttl``, renewed with the claims.
+  means Redis lost data, and it claims them all again; or, when its lease had lapsed while Redis kept its data,
+  that the others released them (declared gone), and it ends those. TTL ``session_ttl``, renewed with the claims.
 * ``P boot:`` — string: when (Redis's clock, ms) the first heartbeat after Redis lost its data wrote it (0 when a
   new deployment's first replica did). A lookup that finds no session within ``lease`` of it, or no mark at all,
   waits for the owners' heartbeats before it says "gone" (404). TTL a week, renewed by every heartbeat.
@@ -328,8 +329,10 @@ return redis.call('DEL', KEYS[1])
 """KEYS: the session hash. ARGV: the prefix of claim sets, the session id. Deletes the record and its claim."""
 
 _HEARTBEAT = """
+local lapsed = 1 - redis.call('EXISTS', KEYS[1])
+local kept = redis.call('EXISTS', KEYS[2])
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-if redis.call('EXISTS', KEYS[2]) == 0 then
+if kept == 0 then
   local mark = 0
   if ARGV[3] == '1' then
     local now = redis.call('TIME')
@@ -339,13 +342,14 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 else
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-return redis.call('SCARD', KEYS[3])
+return {redis.call('SCARD', KEYS[3]), lapsed, kept}
 """
 """KEYS: this replica's lease, the deployment's boot mark, this replica's claim set. ARGV: the lease and the boot
 mark's TTL in ms, ``1`` if this replica saw a boot mark before. Renews both and returns how many claims Redis holds
-for this replica (fewer than it runs: Redis lost data, and the replica claims its sessions again). A missing mark is
-written as now if this replica had seen one (Redis lost its data: lookups hold back their "gone" for a moment), as
-0 if not (a new deployment: nothing to restore)."""
+for this replica (fewer than it runs: Redis lost data, and the replica claims its sessions again; or the replica
+stalled past its lease and the others released some), whether its lease had lapsed, and whether the boot mark was
+there (Redis kept its data). A missing mark is written as now if this replica had seen one (Redis lost its data:
+lookups hold back their "gone" for a moment), as 0 if not (a new deployment: nothing to restore)."""
 
 
 _BOOT_TTL = 7 * 86_400_000
@@ -375,6 +379,8 @@ class RedisSessionDirectory:
         self._mine: dict[str, str | None] = {}
         """The sessions this replica claimed and has not released, with their principals."""
         self._claims = shared.key("claims", replica)
+        self._ended: Callable[[list[str]], None] | None = None
+        """Told of the sessions the others declared gone while this replica stalled (see :meth:`heartbeat`)."""
         self._lookup = shared.client.register_script(_LOOKUP)
         self._release = shared.client.register_script(_RELEASE)
         self._heartbeat = shared.client.register_script(_HEARTBEAT)
@@ -431,15 +437,49 @@ class RedisSessionDirectory:
                 keys=[self._shared.key("session", session_id)], args=[self._shared.key("claims", ""), session_id]
             )
 
+    def on_gone(self, ended: Callable[[list[str]], None]) -> None:
+        self._ended = ended
+
     async def heartbeat(self, lease_key: str, lease: int) -> None:
-        """Renew the lease; claim this replica's sessions again if Redis lost them, or when their TTL is due."""
+        """Renew the lease; claim this replica's sessions again if Redis lost them, or when their TTL is due.
+
+        Fewer claims in Redis than this replica runs has two causes, told apart by the lease and the boot mark. Redis
+        lost its data (a restart without persistence, a failover to a copy that had not seen them; the lease is
+        usually still there): the sessions are claimed again. Or this replica stalled past its lease (a SIGSTOP, a
+        paused VM) while Redis kept everything, and another replica, finding the lease lapsed twice, released the
+        sessions it was asked about and answered 404 for them: those sessions are over for their clients, who start
+        new ones, so they are ended here (:meth:`on_gone`) instead of coming back to life under the same id.
+        """
         keys = [lease_key, self._shared.key("boot", ""), self._claims]
         with self._shared.failing("renewing this replica's lease"):
-            held = int(await self._heartbeat(keys=keys, args=[lease, _BOOT_TTL, "1" if self._seen else "0"]))
-            self._seen = True
+            found = await self._heartbeat(keys=keys, args=[lease, _BOOT_TTL, "1" if self._seen else "0"])
+            held, lapsed, kept = (int(x) for x in found)
+            seen, self._seen = self._seen, True
+            if held < len(self._mine) and lapsed and kept and seen:
+                await self._end_released()
             due = time.monotonic() - self._renewed >= self._renew_every
             if held < len(self._mine) or due:
                 await self._claim_all()
+
+    async def _end_released(self) -> None:
+        """The sessions of this replica missing from its claim set while Redis kept its data: released by another
+        replica while this one's lease had lapsed. Forgotten here, and their ends told (see :meth:`heartbeat`)."""
+        mine = list(self._mine)
+        gone: list[str] = []
+        for start in range(0, len(mine), 500):
+            batch = mine[start : start + 500]
+            present = await self._shared.client.smismember(self._claims, batch)
+            gone += [session_id for session_id, there in zip(batch, present, strict=True) if not there]
+        for session_id in gone:
+            self._mine.pop(session_id, None)
+        if gone:
+            logger.warning(
+                "this replica's lease lapsed (a stall?) and %d of its sessions were declared gone meanwhile: "
+                "ending them",
+                len(gone),
+            )
+            if self._ended is not None:
+                self._ended(gone)
 
     async def _claim_all(self) -> None:
         """Write every claim of this replica again (in batches, each one round trip)."""

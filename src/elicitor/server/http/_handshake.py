@@ -308,6 +308,17 @@ class HandshakeSessions:
         tg.start_soon(supervised, "the sweep of idle sessions", self._expire_idle_sessions)
         if self._store.shared:
             tg.start_soon(self._peers.listen)
+            self._store.sessions.on_gone(self._declared_gone)
+
+    def _declared_gone(self, session_ids: list[str]) -> None:
+        """Sessions the other replicas declared gone (404) while this one was stalled past its lease: their clients
+        have started new ones, so they end here too (a tool still running in one is cancelled, its streams close)
+        instead of answering again under an id already said to be gone."""
+        tg = self._tg
+        for session_id in session_ids:
+            session = self._sessions.get(session_id)
+            if session is not None and tg is not None:
+                tg.start_soon(self._end, session)
 
     async def close(self) -> None:
         """End every session this replica runs (the app is shutting down) and stop taking new ones."""
