@@ -175,6 +175,8 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
         if hop["name"] == "forward response":  # and the owner's side of the hop, under the question it answers
             owner = received[hop["context"]["span_id"]]
             assert owner["pid"] == served["pid"] and owner["parent_id"] in {p["context"]["span_id"] for p in pushes}
+        if hop["name"] == "forward tools/call book":  # the owner's span for the call links to the hop
+            assert hop["context"]["span_id"] in {link["context"]["span_id"] for link in served["links"]}
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
 
@@ -289,6 +291,85 @@ async def test_an_answer_forwarded_for_a_client_that_names_no_trace_is_in_the_ca
         assert attributes["elicitor.store.wait"] >= 0
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
+
+
+async def test_a_request_forwarded_for_a_client_that_names_no_trace_links_to_the_owners_span(
+    traced_cluster: tuple[Deployment, Path],
+) -> None:
+    """The official SDK's requests carry no trace context, so a ``tools/call`` that lands on a replica other than
+    the session's is forwarded inside a ``forward tools/call …`` span that is the root of a trace of its own, and
+    the owner's ``SERVER`` span for it starts another. The owner's span links to the forwarding one
+    (``elicitor.link = forwarded``) and names that replica and the time the request waited in the store, so an
+    operator goes from either to the other."""
+    cluster, folder = traced_cluster
+    before = {s["context"]["span_id"] for s in replica_spans(folder)}
+
+    def new(name: str) -> list[dict[str, Any]]:
+        return [s for s in replica_spans(folder) if s["name"] == name and s["context"]["span_id"] not in before]
+
+    owners = set()
+    with anyio.fail_after(120):
+        async with McpClient(cluster.nginx.url, mode="legacy") as client:
+            for _ in range(8):  # round robin: until a call lands on a replica that does not run the session
+                result = await client.call_tool("replica", {})
+                owners.add(result.content[0].text)  # type: ignore[union-attr]
+                with anyio.move_on_after(2):  # a forward span ends once the answer is relayed: let it land
+                    while not new("forward tools/call replica"):
+                        await anyio.sleep(0.05)
+                if new("forward tools/call replica"):
+                    break
+    hops = new("forward tools/call replica")
+    assert hops, "no request was forwarded"
+    [owner] = owners  # one session, on one replica
+    for hop in hops:  # the client named no trace: each hop's own span is a root
+        assert hop["parent_id"] is None and hop["attributes"]["elicitor.trace_context"] == "absent"
+    with anyio.move_on_after(10):
+        while len([s for s in new("tools/call replica") if s["kind"] == "SpanKind.SERVER"]) < len(hops):
+            await anyio.sleep(0.05)
+    served = [s for s in new("tools/call replica") if s["kind"] == "SpanKind.SERVER"]
+    assert {s["pid"] for s in served} == {owner}
+    linked = {link["context"]["span_id"]: s for s in served for link in s["links"]}
+    for hop in hops:
+        span = linked.get(hop["context"]["span_id"])
+        assert span is not None, "the owner's span for a forwarded request does not link to the forwarding span"
+        [link] = span["links"]
+        assert link["context"]["trace_id"] == hop["context"]["trace_id"] != span["context"]["trace_id"]
+        assert link["attributes"] == {"elicitor.link": "forwarded"}
+        assert span["pid"] != hop["pid"]
+        attributes = span["attributes"]
+        assert attributes["jsonrpc.request.id"] == hop["attributes"]["jsonrpc.request.id"]
+        assert attributes["mcp.session.id"] == hop["attributes"]["mcp.session.id"]
+        assert attributes["elicitor.forwarded_by"] != hop["attributes"]["elicitor.forwarded_to"]
+        assert attributes["elicitor.store.wait"] >= 0
+    for span in served:  # a call that landed on the owner itself says nothing of a hop
+        if not span["links"]:
+            assert "elicitor.forwarded_by" not in span["attributes"]
+
+
+def test_replicas_before_and_after_the_hop_read_each_others_requests() -> None:
+    """As for an answer (below): a forwarded request's envelope with its hop is read by a replica that does not
+    know it, one without is read by a replica that does, and without a tracer it is byte for byte what it was."""
+    import msgspec
+
+    from elicitor.server.http._peers import Hop, Open, PeerMessage
+
+    class Before(msgspec.Struct, tag="open", frozen=True):
+        session: str
+        request: int | str
+        body: bytes
+        reply: str
+        token: str
+
+    encode = msgspec.msgpack.Encoder().encode
+    body = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"replica"}}'
+    assert encode(Open("s", 3, body, "r2", "t")) == encode(Before("s", 3, body, "r2", "t"))
+    hop = Hop("00-" + "1" * 32 + "-" + "2" * 16 + "-01", 3, 1_700_000_000_000_000_000, "r2")
+    traced = encode(Open("s", 3, body, "r2", "t", hop))
+    assert msgspec.msgpack.decode(traced, type=Before) == Before("s", 3, body, "r2", "t")
+    assert msgspec.msgpack.decode(encode(Before("s", 3, body, "r2", "t")), type=PeerMessage) == Open(
+        "s", 3, body, "r2", "t"
+    )
+    assert msgspec.msgpack.decode(traced, type=PeerMessage) == Open("s", 3, body, "r2", "t", hop)
 
 
 def test_replicas_before_and_after_the_hop_read_each_others_answers() -> None:

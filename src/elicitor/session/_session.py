@@ -473,6 +473,7 @@ class Session:
         return _hooks.serve_request(
             self._on_request, request, request.method, request.params, request.id, network,
             getattr(transport, "session_id", None),
+            getattr(transport, "forwarded", None),  # a replica's session: see SessionTransport
         )  # fmt: skip
 
     async def _reply(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:

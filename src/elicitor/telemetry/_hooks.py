@@ -15,8 +15,9 @@ Where the hooks sit (one place per layer, nothing sprinkled):
   written into ``params._meta`` as ``traceparent``/``tracestate``. :func:`serve_request` wraps every request a peer
   receives (stdio, HTTP's handshake era): a ``SERVER`` span whose parent is the context in ``params._meta``.
 * ``server/http``: the 2026-07-28 exchange calls :func:`serve_request` too (it has no session); a replica
-  forwarding a POST to the one running its session opens a span for the hop (:func:`forwarding`), and for an
-  answer the owner records its side of the hop in the question's trace (:func:`received_forwarded`).
+  forwarding a POST to the one running its session opens a span for the hop (:func:`forwarding`); for an
+  answer the owner records its side of the hop in the question's trace (:func:`received_forwarded`), for a
+  request the owner's ``SERVER`` span links to the hop (:func:`serve_request`'s ``forwarded``).
 * ``server/``: the askers open an ``elicitation`` span per question (:func:`asking`); the round driver reports
   how many rounds a call took; the task engine reports status changes.
 * ``client/``: one span around a whole call (:func:`calling`) so every round of a 2026-07-28 call, whichever
@@ -41,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar, Token
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -67,6 +68,16 @@ _P = ParamSpec("_P")
 # ---- the request layer ---------------------------------------------------------------------------------------
 
 
+class Forwarded(NamedTuple):
+    """What the owner of a session learnt of a request another replica forwarded to it (:func:`forwarding`), kept
+    until the request is served (:func:`serve_request`): that replica's ``forward`` span (a ``traceparent``), its
+    id, and the seconds the request waited in the store (0 if the two replicas' wall clocks disagree)."""
+
+    span: str
+    by: str
+    wait: float
+
+
 async def serve_request(
     handle: Callable[[_T], Awaitable[JSONObject]],
     request: _T,
@@ -75,12 +86,18 @@ async def serve_request(
     request_id: RequestId | None,
     transport: str = "pipe",
     session_id: str | None = None,
+    forwarded: dict[RequestId, Forwarded] | None = None,
 ) -> JSONObject:
     """Answer a peer's request inside a ``SERVER`` span whose parent is the context in its ``_meta``.
 
     Called only when ``state.on``. Without a tracer the extracted context is still made current, so requests
-    made while serving it carry the trace on.
+    made while serving it carry the trace on. ``forwarded`` (a handshake-era HTTP session's): what the envelope of
+    each request another replica forwarded here told of its hop, by id; this request's entry is taken out, and its
+    span links to that replica's ``forward`` span (``elicitor.link = forwarded``), which is the root of a trace of
+    its own when the client named no trace, and says which replica it was (``elicitor.forwarded_by``) and the
+    seconds the request waited in the store (``elicitor.store.wait``).
     """
+    hop = forwarded.pop(request_id, None) if forwarded and request_id is not None else None
     parent = extract(params)
     tracer = state.tracer
     instruments = state.instruments
@@ -101,8 +118,14 @@ async def serve_request(
         ambient = trace.get_current_span().get_span_context()
         if parent is not None and ambient.is_valid:  # semconv: parent from _meta, link the ambient context
             links = [trace.Link(ambient)]
+        named = attributes
+        if hop is not None:  # on the span alone: the metrics' labels stay what they are
+            origin = span_context({"traceparent": hop.span})
+            if origin is not None:
+                links = [*(links or ()), trace.Link(origin, {"elicitor.link": "forwarded"})]
+            named = {**attributes, "elicitor.forwarded_by": hop.by, "elicitor.store.wait": hop.wait}
         span = tracer.start_span(
-            span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=attributes, links=links
+            span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=named, links=links
         )
         token = otel_context.attach(trace.set_span_in_context(span, parent))
     elif parent is not None:
@@ -220,7 +243,8 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
     with ``elicitor.trace_context = absent``: an operator sees every hop through the store, and which ones a
     client left untraced. Its attributes are bounded as the others (the message's id, the session, the owner),
     and nothing of the answer is read but its id. For an answer, the owner then puts the hop in the question's
-    trace however the client answered (:func:`forwarded_answer`, :func:`received_forwarded`).
+    trace however the client answered (:func:`forwarded_answer`, :func:`received_forwarded`); for a request, the
+    owner's span for it links to this one however the client sent it (:func:`forwarded_request`).
 
     Called only when ``state.on``.
     """
@@ -244,45 +268,58 @@ def forwarding(message: JSONObject, session_id: str, owner: str) -> AbstractCont
         attributes["elicitor.trace_context"] = "absent"
     attributes.update({"mcp.session.id": session_id, "elicitor.forwarded_to": owner})
     span = tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
-    answered = message.get("id") if not isinstance(method, str) else None
-    return _Forwarding(span, answered if type(answered) is int or type(answered) is str else None)
+    message_id = message.get("id")
+    known = message_id if type(message_id) is int or type(message_id) is str else None
+    return _Forwarding(span, known, answer=not isinstance(method, str))
 
 
 class _Forwarding:
     """The span :func:`forwarding` opened: ended when the message is handed over (and, for a request, its answer
-    relayed back), with ``error.type`` if that failed. While it is open, an answer's hop is what
-    :func:`forwarded_answer` says (the envelope to the owner carries it)."""
+    relayed back), with ``error.type`` if that failed. While it is open, the hop of an answer or a request is
+    what :func:`forwarded_answer` or :func:`forwarded_request` says (the envelope to the owner carries it)."""
 
-    __slots__ = ("_answered", "_span", "_token")
+    __slots__ = ("_answer", "_id", "_span", "_token")
 
-    def __init__(self, span: Span, answered: RequestId | None) -> None:
+    def __init__(self, span: Span, message_id: RequestId | None, *, answer: bool) -> None:
         self._span = span
-        self._answered = answered
-        self._token: Token[tuple[str, RequestId] | None] | None = None
+        self._id = message_id
+        self._answer = answer
+        self._token: Token[tuple[str, RequestId, bool] | None] | None = None
 
     def __enter__(self) -> _Forwarding:
-        if self._answered is not None:
+        if self._id is not None:  # an answer or a request (a notification has no hop to tell)
             context = self._span.get_span_context()
             if context.is_valid:
-                self._token = _forwarding_answer.set((_traceparent(context), self._answered))
+                self._token = _forwarding_hop.set((_traceparent(context), self._id, self._answer))
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
         if self._token is not None:
-            _forwarding_answer.reset(self._token)
+            _forwarding_hop.reset(self._token)
         if exc is not None:
             fail(self._span, {}, exc)
         self._span.end()
 
 
-_forwarding_answer: ContextVar[tuple[str, RequestId] | None] = ContextVar("elicitor_forwarding", default=None)
+_forwarding_hop: ContextVar[tuple[str, RequestId, bool] | None] = ContextVar("elicitor_forwarding", default=None)
+"""While a POST is forwarded (:class:`_Forwarding`): its span's ``traceparent``, the message's id, and whether it is
+an answer (else a request)."""
 
 
 def forwarded_answer() -> tuple[str, RequestId] | None:
     """While this task forwards an answer to the replica that asked (:func:`forwarding`): the ``traceparent`` of
     the ``forward response`` span and the id of the request answered, for the envelope to carry to the owner,
     which knows the question and puts the hop in its trace (:func:`received_forwarded`). ``None`` otherwise."""
-    return _forwarding_answer.get()
+    hop = _forwarding_hop.get()
+    return (hop[0], hop[1]) if hop is not None and hop[2] else None
+
+
+def forwarded_request() -> str | None:
+    """While this task forwards a request to the replica that runs its session (:func:`forwarding`): the
+    ``traceparent`` of the ``forward {method}`` span, for the envelope to carry to the owner, whose ``SERVER`` span
+    for the request then links to it (:func:`serve_request`'s ``forwarded``). ``None`` otherwise."""
+    hop = _forwarding_hop.get()
+    return hop[0] if hop is not None and not hop[2] else None
 
 
 def received_forwarded(

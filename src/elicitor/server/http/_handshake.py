@@ -63,6 +63,7 @@ from ._streams import Claim, Stream
 if TYPE_CHECKING:
     from opentelemetry.trace import SpanContext
 
+    from ...telemetry._hooks import Forwarded
     from .._server import Server
 
 Respond = Callable[[Receive, Send], Awaitable[Awaitable[None] | None]]
@@ -128,6 +129,9 @@ class SessionTransport:
         self.waiting_spans: dict[RequestId, SpanContext] = {}
         """With a tracer: the span of each request this session sent and still waits on, by id, so that an answer
         another replica forwards here joins the request's trace whatever the client put in it (see ``_peers``)."""
+        self.forwarded: dict[RequestId, Forwarded] = {}
+        """With a tracer: what the envelope of each request another replica forwarded here told of its hop, by id,
+        until the request is served (its span links to that replica's; see ``_peers``) or answered otherwise."""
 
     def idle_for(self, now: float) -> float:
         """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
@@ -165,6 +169,8 @@ class SessionTransport:
             stream = self.standalone
         elif final:
             del self.streams[related]  # type: ignore[arg-type]  # related is not None here
+            if self.forwarded:  # answered without being served (refused by the dispatch): nothing more to link
+                self.forwarded.pop(related, None)  # type: ignore[arg-type]  # related is not None here
         await stream.put(message, final)
 
     async def aclose(self) -> None:

@@ -51,8 +51,9 @@ _Job = TypeVar("_Job")
 
 
 class Hop(msgspec.Struct, array_like=True, frozen=True):
-    """What a forwarded answer tells its owner for tracing: the forwarding replica's span (``traceparent``), the
-    id of the request it answers, when it was put in the store (wall clock, ns) and by which replica."""
+    """What a forwarded answer or request tells its owner for tracing: the forwarding replica's span
+    (``traceparent``), the id of the request it answers (or, a request's, its own), when it was put in the store
+    (wall clock, ns) and by which replica."""
 
     span: str
     answered: RequestId
@@ -67,12 +68,14 @@ class Deliver(msgspec.Struct, tag="deliver", frozen=True, omit_defaults=True):
     """Only with a tracer on the forwarding replica (an untraced Deliver is as it always was)."""
 
 
-class Open(msgspec.Struct, tag="open", frozen=True):
+class Open(msgspec.Struct, tag="open", frozen=True, omit_defaults=True):
     session: str
     request: RequestId
     body: bytes
     reply: str
     token: str
+    hop: Hop | None = None
+    """Only with a tracer on the forwarding replica (an untraced Open is as it always was)."""
 
 
 class Attach(msgspec.Struct, tag="attach", frozen=True):
@@ -385,6 +388,12 @@ class Peers:
             self._start(self._refuse, (message.reply, Closed(message.token, 400, reason)))
             return
         stream = session.open(message.request)
+        hop = message.hop
+        if hop is not None and _telemetry.state.on:  # the request's span links to the hop (telemetry/_hooks.py)
+            from ...telemetry import _hooks
+
+            wait = max(0, time.time_ns() - hop.sent) / 1e9
+            session.forwarded[message.request] = _hooks.Forwarded(hop.span, hop.by, wait)
         session.deliver_soon(message.body, self._start_task)  # in order with the Delivers that follow it
         self._start(self._pump_new, (stream, message.reply, message.token))
 
@@ -531,11 +540,20 @@ class Peers:
         """
         token = secrets.token_hex(12)
         message = request(self.me, token)
+        hop = None
+        if _telemetry.state.on and isinstance(message, Open):
+            from ...telemetry import _hooks
+
+            hop = _hooks.forwarded_request()  # a request, forwarded inside a span (see ``forwarding``)
+        opened = message if hop is not None and isinstance(message, Open) else None
 
         async def send() -> None:
             if not self.listening:  # the owner's answer could not be read: not sent
                 raise StoreUnavailable("this replica is not connected to the other replicas yet")
-            await self._forward(owner, session_id, message, expected)
+            sent = message
+            if opened is not None and hop is not None:  # stamped as each try is sent
+                sent = msgspec.structs.replace(opened, hop=Hop(hop, opened.request, time.time_ns(), self.me))
+            await self._forward(owner, session_id, sent, expected)
 
         stream = self._relays[token] = RemoteStream(token)
         try:
