@@ -511,3 +511,22 @@ def test_an_answer_forwarded_to_a_question_no_longer_waiting_stays_in_the_forwar
     assert f"{span.context.trace_id:032x}" == "a" * 32 and not span.links
     assert (span.attributes or {})["elicitor.store.wait"] == 0
     assert (span.attributes or {})["elicitor.forwarded_by"] == "r2"
+
+
+async def test_a_forwarded_request_answered_without_being_served_leaves_nothing_of_its_hop() -> None:
+    """The owner keeps a forwarded request's hop until the request is served; one the dispatch answers without
+    serving it (refused) drops it with its answer, so a long session does not gather them."""
+    from elicitor.server.http._handshake import SessionTransport
+    from elicitor.state import MemoryEventStore
+    from elicitor.telemetry._hooks import Forwarded
+
+    session = SessionTransport("session", MemoryEventStore())
+    session.open(4)
+    session.open(5)
+    session.forwarded[4] = Forwarded("00-" + "1" * 32 + "-" + "2" * 16 + "-01", "r2", 0.001)
+    session.forwarded[5] = Forwarded("00-" + "3" * 32 + "-" + "4" * 16 + "-01", "r2", 0.001)
+    try:
+        await session.send(b'{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"refused"}}', 4, final=True)
+        assert list(session.forwarded) == [5]
+    finally:
+        await session.end()
