@@ -13,6 +13,8 @@ stall, not an idle connection: it waits another full period instead, in which a 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 LATE = 1.0
 """Seconds past its deadline at which a keep-alive timer is taken to have been held up rather than due."""
@@ -26,12 +28,7 @@ def http_protocol(parser: str) -> type[asyncio.Protocol]:
 
         class HttpTools(HttpToolsProtocol):
             def timeout_keep_alive_handler(self) -> None:
-                if not _held_up(self.loop, self.timeout_keep_alive_task):
-                    super().timeout_keep_alive_handler()
-                    return
-                self.timeout_keep_alive_task = self.loop.call_later(
-                    self.timeout_keep_alive, self.timeout_keep_alive_handler
-                )
+                _patiently(self, super().timeout_keep_alive_handler)
 
         return HttpTools
 
@@ -39,14 +36,20 @@ def http_protocol(parser: str) -> type[asyncio.Protocol]:
 
     class H11(H11Protocol):
         def timeout_keep_alive_handler(self) -> None:
-            if not _held_up(self.loop, self.timeout_keep_alive_task):
-                super().timeout_keep_alive_handler()
-                return
-            self.timeout_keep_alive_task = self.loop.call_later(
-                self.timeout_keep_alive, self.timeout_keep_alive_handler
-            )
+            _patiently(self, super().timeout_keep_alive_handler)
 
     return H11
+
+
+def _patiently(protocol: Any, due: Callable[[], None]) -> None:
+    """``protocol``'s keep-alive timer ran: ``due()`` (uvicorn's own handler, which closes an idle connection), unless
+    the timer was held up by a stall; then it is set again for a full period."""
+    if _held_up(protocol.loop, protocol.timeout_keep_alive_task):
+        protocol.timeout_keep_alive_task = protocol.loop.call_later(
+            protocol.timeout_keep_alive, protocol.timeout_keep_alive_handler
+        )
+    else:
+        due()
 
 
 def _held_up(loop: asyncio.AbstractEventLoop, timer: asyncio.TimerHandle | None) -> bool:
