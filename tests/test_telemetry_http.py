@@ -530,3 +530,52 @@ async def test_a_forwarded_request_answered_without_being_served_leaves_nothing_
         assert list(session.forwarded) == [5]
     finally:
         await session.end()
+
+
+HEADER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+HEADER_SPAN = "00f067aa0ba902b7"
+
+
+async def _post(http: httpx.AsyncClient, url: str, message: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
+    """POST one JSON-RPC message, reading the whole response (JSON or an SSE stream)."""
+    accept = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    return await http.post(url, content=json.dumps(message), headers={**accept, **headers})
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_a_trace_named_only_in_the_http_header_is_the_parent_of_the_server_span(
+    otel: Otel, protocol: str
+) -> None:
+    """A client whose HTTP library is traced but which puts nothing in ``_meta`` sends the trace context as the
+    W3C ``traceparent`` header alone. The server's span for the request continues that trace, as an HTTP server
+    instrumentation would make it do; a request that names a trace in ``_meta`` keeps that one (``_meta`` wins)."""
+    header = {"traceparent": f"00-{HEADER_TRACE}-{HEADER_SPAN}-01"}
+    meta_trace, meta_span = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+    in_meta = {"traceparent": f"00-{meta_trace}-{meta_span}-01"}
+    async with serving(server.http_app()) as url, httpx.AsyncClient(timeout=30) as http:
+        if protocol == "2025-11-25":
+            opened = await _post(http, url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": protocol, "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"},
+            }}, {})  # fmt: skip
+            session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": protocol}
+            await _post(http, url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            meta: dict[str, Any] = {}
+        else:
+            session = {"mcp-protocol-version": protocol, "mcp-method": "tools/call", "mcp-name": "refuse"}
+            meta = {
+                "io.modelcontextprotocol/protocolVersion": protocol,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "curl", "version": "1"},
+            }
+        for request_id, extra in ((1, {}), (2, in_meta)):
+            params = {"name": "refuse", "arguments": {}, "_meta": {**meta, **extra}}
+            call = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+            answered = await _post(http, url, call, {**session, **header})
+            assert '"isError":true' in answered.text.replace(" ", "")
+    spans = [s for s in otel.named("tools/call refuse") if s.kind == SpanKind.SERVER]
+    served = {(s.attributes or {})["jsonrpc.request.id"]: s for s in spans}
+    by_header, by_meta = served["1"], served["2"]
+    assert f"{by_header.context.trace_id:032x}" == HEADER_TRACE
+    assert by_header.parent is not None and f"{by_header.parent.span_id:016x}" == HEADER_SPAN
+    assert f"{by_meta.context.trace_id:032x}" == meta_trace
+    assert by_meta.parent is not None and f"{by_meta.parent.span_id:016x}" == meta_span

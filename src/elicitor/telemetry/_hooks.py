@@ -50,7 +50,7 @@ from opentelemetry.trace import SpanKind
 
 from ..types import JSONObject, RequestId
 from ._attributes import add_network, fail, metric_attributes, request_attributes, settle_result, span_name
-from ._propagation import context_of, extract, inject, span_context
+from ._propagation import TRACEPARENT, TRACESTATE, context_of, extract, inject, span_context
 from ._propagation import in_task_origin as in_task_origin
 from ._propagation import task_origin as task_origin
 from ._propagation import with_task_origin as with_task_origin
@@ -132,6 +132,38 @@ async def serve_request(
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
     return await _measured(span, token, attributes, settle_result, ended, handle, request)
+
+
+def header_context(message: JSONObject, traceparent: str, tracestate: str | None) -> JSONObject | None:
+    """An HTTP request's ``traceparent`` header, for an MCP request that names no trace in ``params._meta``: that
+    message with the header's context written there (a copy), or ``None`` to leave it as it came.
+
+    The conventions take a request's parent from ``_meta`` and otherwise from the ambient context, which an HTTP
+    server instrumentation makes from this header. Without one in the process, a client that traces its HTTP
+    requests but puts nothing in ``_meta`` (an instrumented HTTP library under a client that knows nothing of
+    MCP's trace context) would start a new trace at every request; written into ``_meta`` as the message arrives,
+    the context reaches the span that serves it wherever it is served (a session's task, another replica). Left
+    alone: a message that names a trace itself (``_meta`` wins, as the conventions say), a header that is not a
+    valid W3C ``traceparent``, and a request arriving inside a span already (an HTTP instrumentation made the
+    header the parent of its own span, which is then the ambient context). The baggage header is not carried: it
+    may hold anything a client put there.
+
+    Called only when ``state.on``.
+    """
+    if "id" not in message or not isinstance(message.get("method"), str):
+        return None
+    params = message.get("params")
+    if params is not None and not isinstance(params, dict):
+        return None
+    meta = params.get("_meta") if params is not None else None
+    if meta is not None and (not isinstance(meta, dict) or TRACEPARENT in meta):
+        return None
+    if trace.get_current_span().get_span_context().is_valid:
+        return None
+    carrier = {TRACEPARENT: traceparent} if tracestate is None else {TRACEPARENT: traceparent, TRACESTATE: tracestate}
+    if span_context(carrier) is None:
+        return None
+    return {**message, "params": {**(params or {}), "_meta": {**(meta or {}), **carrier}}}
 
 
 async def send_request(

@@ -26,6 +26,7 @@ import msgspec
 
 from ...protocol import Connection, InvalidMessage, RequestReceived, error_reply
 from ...state import EventStore, StoreUnavailable, Subscription
+from ...telemetry import _state as _telemetry
 from ...types import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -387,6 +388,14 @@ class HttpApp:
             if needed and not set(needed) <= headers.token.scopes:
                 await self._challenge(send, "insufficient_scope", needed)
                 return None
+        if _telemetry.state.on:  # a trace named in the HTTP header only: into _meta, where the spans look
+            traceparent = headers.get("traceparent")
+            if traceparent is not None:
+                from ...telemetry import _hooks
+
+                traced = _hooks.header_context(message, traceparent, headers.get("tracestate"))
+                if traced is not None:
+                    message, body = traced, encode_json(traced)
         version = headers.get("mcp-protocol-version")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
