@@ -562,6 +562,26 @@ async def test_a_long_chinese_answer_wraps_in_its_field_and_stays_whole_on_scree
 
 
 @pytest.mark.anyio
+async def test_an_error_wider_than_the_rest_of_the_form_takes_one_line_where_it_fits(anyio_backend: str) -> None:
+    """The form was as wide as its widest line measured as last wrapped: an error longer than anything else on it
+    broke at the buttons' width (28 cells in Chinese) in a terminal of 90 columns."""
+    form = Form.from_schema(
+        {"type": "object", "properties": {"email": {"type": "string", "format": "email", "title": "邮箱"}}}
+    )
+    async with screen_handler(Size(rows=24, columns=90), lang="zh") as (handler, screen):
+        seen: list[str] = []
+
+        async def drive() -> None:
+            await screen.type("abc", TAB, ENTER)
+            await screen.shows("个字段")  # the summary under the form, drawn after the field's error
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, ElicitationRequest("请填写", form, RTL_SERVER), drive)
+    assert "✗ 应为电子邮件地址，例如 name@example.com" in [line.strip() for line in seen[0].splitlines()], seen[0]
+
+
+@pytest.mark.anyio
 async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave(anyio_backend: str) -> None:
     """At 60 columns the Traditional Chinese key help (62 cells) was cut at the edge, and with it "Esc 取消"."""
     async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):

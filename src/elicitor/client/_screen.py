@@ -47,7 +47,7 @@ import anyio.to_thread
 from prompt_toolkit.application import Application
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_to_text
 from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.key_binding.bindings.focus import focus_next, focus_previous
@@ -225,6 +225,13 @@ class _WrappedText(FormattedTextControl):
     def create_content(self, width: int, height: int | None) -> UIContent:
         self._width = width
         return super().create_content(width, height)
+
+    def preferred_width(self, max_available_width: int) -> int:
+        """The widest line of the text as written, not as last wrapped: a form is as wide as its widest line, so
+        measuring the wrapped text kept it at the width it had, and an error wider than everything else on the
+        form (an email address's, in Chinese) broke at the width of the buttons in a terminal with room to spare."""
+        text = fragment_list_to_text(super()._get_formatted_text_cached())
+        return max(get_cwidth(line) for line in text.split("\n"))
 
     def _get_formatted_text_cached(self) -> StyleAndTextTuples:
         return wrapped(super()._get_formatted_text_cached(), self._width)
