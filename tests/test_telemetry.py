@@ -33,7 +33,7 @@ from elicitor.telemetry import _state
 from elicitor.testing import connected
 from elicitor.types import JSONObject
 
-from .conftest import ROOT
+from .conftest import ROOT, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -246,20 +246,77 @@ async def test_over_real_stdio_the_server_process_continues_the_clients_trace(
         assert SECRET_NAME not in text and SECRET_CITY not in text
 
 
+failing = Server("failing", "1.0")
+
+
+@failing.tool()
+async def reject(name: str) -> str:
+    """Fails with the caller's own text in its message: an ``isError`` result."""
+    raise ValueError(f"{name} is not welcome here")
+
+
+@failing.tool()
+async def ask_then_reject(ctx: Context) -> str:
+    """Asks, then fails: on 2026-07-28 it fails in the second round, in the run parked by the first."""
+    await ctx.elicit("Who are you?", NAME, key="name")
+    raise ValueError("not today")
+
+
+@failing.resource("memo://broken", name="broken")
+async def broken() -> str:
+    """Fails with a secret in its message: an internal error (-32603)."""
+    raise RuntimeError(f"cannot reach db://admin:{SECRET_CITY}@db")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn
 async def test_errors_follow_the_conventions(otel: Otel) -> None:
-    async with connected(server, protocol="2025-11-25") as client:
-        result = await client.call_tool("refuse")
-        assert result.is_error
+    """Over real HTTP: a failed request says ``error.type`` on both sides. Its status follows the conventions for
+    MCP: every JSON-RPC error makes the client's span an error, the server's only for -32603 and -32000 to -32099
+    (an unknown tool is the caller's mistake). An exception that escaped the application's code (a tool's, a
+    resource's) is an ``exception`` event on the server's span, with its type and frames and never its text."""
+    async with serving(failing.http_app()) as url, Client.http(url, protocol="2025-11-25") as client:
+        result = await client.call_tool("reject", {"name": SECRET_NAME})
+        assert result.is_error and SECRET_NAME in result.text
         with pytest.raises(JSONRPCError):
             await client.call_tool("no-such-tool")
-    failed = [s for s in otel.named("tools/call refuse") if s.kind == SpanKind.SERVER]
-    assert (failed[0].attributes or {})["error.type"] == "tool_error"
-    assert failed[0].status.status_code == StatusCode.ERROR
-    unknown = [s for s in otel.named("tools/call no-such-tool") if s.kind == SpanKind.SERVER]
-    attributes = unknown[0].attributes or {}
-    assert attributes["error.type"] == attributes["rpc.response.status_code"] == "-32602"
-    assert unknown[0].status.status_code == StatusCode.ERROR
-    assert "unknown tool" in (unknown[0].status.description or "")
+        with pytest.raises(JSONRPCError) as internal:
+            await client.read_resource("memo://broken")
+        assert internal.value.code == -32603
+    handler = ScriptedHandler([{"name": SECRET_NAME}])
+    async with serving(failing.http_app()) as url, Client.http(url, elicitation=handler) as client:
+        assert (await client.call_tool("ask_then_reject")).is_error
+    [failed] = [s for s in otel.named("tools/call reject") if s.kind == SpanKind.SERVER]
+    assert (failed.attributes or {})["error.type"] == "tool_error"
+    assert failed.status.status_code == StatusCode.ERROR
+    [event] = failed.events
+    assert event.name == "exception" and (event.attributes or {})["exception.type"] == "ValueError"
+    assert "in reject" in str((event.attributes or {})["exception.stacktrace"])
+    assert "exception.message" not in (event.attributes or {})
+    sides = {s.kind: s for s in otel.named("tools/call no-such-tool")}
+    for span in sides.values():
+        attributes = span.attributes or {}
+        assert attributes["error.type"] == attributes["rpc.response.status_code"] == "-32602"
+        assert not span.events
+    assert sides[SpanKind.SERVER].status.status_code == StatusCode.UNSET
+    assert sides[SpanKind.CLIENT].status.status_code == StatusCode.ERROR
+    assert "unknown tool" in (sides[SpanKind.CLIENT].status.description or "")
+    served = {s.kind: s for s in otel.named("resources/read")}
+    for span in served.values():
+        assert span.status.status_code == StatusCode.ERROR
+        assert (span.attributes or {})["error.type"] == "-32603"
+    [event] = served[SpanKind.SERVER].events
+    assert (event.attributes or {})["exception.type"] == "RuntimeError"
+    assert "in broken" in str((event.attributes or {})["exception.stacktrace"])
+    # 2026-07-28: the round in which the parked run's tool failed has the event, not the first, which had ended.
+    first, second = sorted(
+        (s for s in otel.named("tools/call ask_then_reject") if s.kind == SpanKind.SERVER),
+        key=lambda s: s.start_time or 0,
+    )
+    assert (first.attributes or {})["elicitor.round.path"] == "first" and not first.events
+    assert (second.attributes or {})["elicitor.round.path"] == "parked"
+    assert [(e.attributes or {})["exception.type"] for e in second.events] == ["ValueError"]
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
 
 
 async def test_an_application_span_is_the_parent_of_the_call(otel: Otel) -> None:

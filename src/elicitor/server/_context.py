@@ -56,9 +56,10 @@ class Context:
     """
 
     __slots__ = (
-        "_asker", "_log_level", "_notify", "_occurrences", "_progress_token", "_session",
+        "__weakref__", "_asker", "_log_level", "_notify", "_occurrences", "_progress_token", "_session",
         "capabilities", "client", "principal", "request_id", "revision",
     )  # fmt: skip
+    # __weakref__: telemetry finds the span of the round serving a 2026-07-28 run by its context (telemetry/_hooks)
 
     def __init__(
         self,

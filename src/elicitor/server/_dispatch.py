@@ -634,6 +634,10 @@ class ServerSession:
             if self.parked is None:
                 return await self._one_round(run, binding, origin)
             self.parked.start(run)
+        if _telemetry.state.on:  # this round's span is the one a failure of the run's tool goes on
+            from ..telemetry import _hooks
+
+            _hooks.serving_round(run.context)
         run.asker.may_escalate = escalate is not None
         return await self._round(run, binding, self.parked, escalate, origin)
 
@@ -725,6 +729,10 @@ class ServerSession:
                 raise  # TemporarilyUnavailable: answered with a retryable error, not a result that blames the tool
             except Exception as exc:
                 logger.exception("tool %r failed", tool.name)
+                if _telemetry.state.on:  # the exception's type and frames on the call's span
+                    from ..telemetry import _hooks
+
+                    _hooks.tool_failed(exc, ctx)
                 return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
             # The tool needs out-of-band interactions first.
             if not stateless:

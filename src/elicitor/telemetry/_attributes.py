@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import StatusCode
 
-from ..types import ALL_REVISIONS, INVALID_PARAMS, METHOD_NOT_FOUND, JSONObject, RequestId
+from ..types import ALL_REVISIONS, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, JSONObject, RequestId
 from ._propagation import span_context
 from ._state import TASK_ORIGIN, state
 
@@ -95,17 +95,55 @@ def _error_code(exc: BaseException) -> str | None:
     return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
 
 
-def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException) -> None:
+_SERVER_FAULTS = range(-32099, -31999)
+"""JSON-RPC's "Server error" codes (-32099 to -32000): with -32603, the codes that make a ``SERVER`` span an error."""
+
+
+def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException, *, served: bool = False) -> None:
+    """Record that the work of ``span`` ended with ``exc``: ``error.type`` in ``attributes`` (the metrics' labels)
+    and on the span, the span's status, and an ``exception`` event for an exception nobody handled.
+
+    The conventions for MCP (spans, "Span status"): every JSON-RPC error makes a ``CLIENT`` span an error, while a
+    ``SERVER`` span (``served``) is one only for -32603 and the server errors -32000 to -32099; the others (an
+    unknown tool, invalid params) are the caller's mistake, so that span keeps ``error.type`` and the code but no
+    error status. The status description is the JSON-RPC error's message (the conventions ask for it; ours never
+    quote an answer, a peer's are the peer's), and nothing for any other exception, whose text may quote anything.
+
+    The ``exception`` event is recorded where an exception escaped code that is not elicitor's and nothing handled
+    it: one raised here, or the cause of an internal error a handler's exception became (the "recording errors"
+    guidance: an unhandled exception is recorded by the instrumentation around it). It carries the exception's
+    type and where it was raised (the frames of ``exception.stacktrace``), never ``exception.message``: the text
+    of an application's exception may quote a person's answer or a secret. A JSON-RPC error raised on purpose (an
+    unknown tool) and a cancellation get none: their code or ``error.type`` says all there is.
+    """
     code = _error_code(exc)
     if code is not None:  # a JSON-RPC error: its code is both (semconv, "error.type" note [1])
         attributes["error.type"] = attributes["rpc.response.status_code"] = code
     else:
         attributes["error.type"] = _qualname(exc)
-    if span is not None:
-        span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
-        # The message of a JSON-RPC error is the peer's or ours, never a person's answer; other exceptions are
-        # named, not described (their text may quote anything).
-        span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
+    if span is None:
+        return
+    span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
+    if code is not None and served and int(code) != INTERNAL_ERROR and int(code) not in _SERVER_FAULTS:
+        return
+    span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
+    unhandled = exc.__cause__ if code is not None else None if attributes["error.type"] == "cancelled" else exc
+    if unhandled is not None and _error_code(unhandled) is None:
+        exception_event(span, unhandled)
+
+
+def exception_event(span: Span, exc: BaseException) -> None:
+    """An ``exception`` event on ``span``: ``exception.type`` (the class's module and name) and
+    ``exception.stacktrace`` — the frames alone, then the type; never the exception's message (see :func:`fail`)."""
+    import traceback
+
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    frames = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+    span.add_event(
+        "exception",
+        {"exception.type": name, "exception.stacktrace": f"Traceback (most recent call last):\n{frames}{name}"},
+    )
 
 
 def _qualname(exc: BaseException) -> str:

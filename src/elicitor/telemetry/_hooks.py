@@ -43,13 +43,22 @@ from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar, Token
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, ParamSpec, TypeVar
+from weakref import WeakKeyDictionary
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from ..types import JSONObject, RequestId
-from ._attributes import add_network, fail, metric_attributes, request_attributes, settle_result, span_name
+from ._attributes import (
+    add_network,
+    exception_event,
+    fail,
+    metric_attributes,
+    request_attributes,
+    settle_result,
+    span_name,
+)
 from ._propagation import TRACEPARENT, TRACESTATE, context_of, extract, inject, span_context
 from ._propagation import in_task_origin as in_task_origin
 from ._propagation import task_origin as task_origin
@@ -131,7 +140,7 @@ async def serve_request(
     elif parent is not None:
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
-    return await _measured(span, token, attributes, settle_result, ended, handle, request)
+    return await _measured(span, token, attributes, settle_result, ended, True, handle, request)
 
 
 def header_context(message: JSONObject, traceparent: str, tracestate: str | None) -> JSONObject | None:
@@ -210,7 +219,7 @@ async def send_request(
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
     try:
-        return await _measured(span, None, attributes, settle_result, ended, send, params, sent)
+        return await _measured(span, None, attributes, settle_result, ended, False, send, params, sent)
     finally:
         if waiting is not None and sent_id is not None:
             waiting.pop(sent_id, None)
@@ -222,6 +231,7 @@ async def _measured(
     attributes: dict[str, Any],
     settle: Callable[[Span | None, dict[str, Any], JSONObject], None],
     ended: Callable[[float], None] | None,
+    served: bool,
     work: Callable[_P, Awaitable[JSONObject]],
     *args: _P.args,
     **kwargs: _P.kwargs,
@@ -229,15 +239,16 @@ async def _measured(
     """Await ``work(*args, **kwargs)`` and close what was opened for it: every hook that times a request or a
     question ends here (``work`` is called inside, since a dispatch may refuse a request before returning an awaitable).
 
-    A failure sets ``error.type`` (and the span's status) through :func:`fail`; a result is read by ``settle``;
-    then, whatever happened, ``ended`` is told the seconds it took (the metrics), the context attached for it
-    (``token``) is detached and the span ended.
+    A failure sets ``error.type`` (and the span's status) through :func:`fail` (``served``: the span is a
+    ``SERVER`` span, which a JSON-RPC error of the caller's making leaves without an error status); a result is
+    read by ``settle``; then, whatever happened, ``ended`` is told the seconds it took (the metrics), the context
+    attached for it (``token``) is detached and the span ended.
     """
     start = time.perf_counter()
     try:
         result = await work(*args, **kwargs)
     except BaseException as exc:
-        fail(span, attributes, exc)
+        fail(span, attributes, exc, served=served)
         raise
     else:
         settle(span, attributes, result)
@@ -257,6 +268,26 @@ def _record(histogram: Histogram, attributes: dict[str, Any], seconds: float) ->
 
 def _ignore(_request_id: RequestId) -> None:
     pass
+
+
+def serving_round(run: object) -> None:
+    """2026-07-28: the current span (a round's ``SERVER`` span) serves the run whose context is ``run`` now, so
+    that a failure of its tool is recorded there (:func:`tool_failed`), not on the first round's span, in whose
+    context a parked run goes on and which has ended."""
+    _round_spans[run] = trace.get_current_span()
+
+
+_round_spans: WeakKeyDictionary[object, Span] = WeakKeyDictionary()
+"""The span of the round serving each 2026-07-28 run now, by the run's context (:func:`serving_round`)."""
+
+
+def tool_failed(exc: BaseException, run: object) -> None:
+    """A tool raised ``exc``, which its call returns as an ``isError`` result: an ``exception`` event (its type
+    and frames, never its message) on the span serving the call: the round's, for a 2026-07-28 run (``run``, its
+    context), else the current one."""
+    span = _round_spans.get(run) or trace.get_current_span()
+    if span.is_recording():
+        exception_event(span, exc)
 
 
 def annotate(**attributes: Any) -> None:
@@ -443,7 +474,7 @@ async def elicitation(
                 instruments.elicitation_duration.record(elapsed, attributes)
                 instruments.elicitations.add(1, attributes)
 
-    answer = await _measured(span, token, attributes, _outcome, ended, _given, ask)
+    answer = await _measured(span, token, attributes, _outcome, ended, False, _given, ask)
     if carry and span is not None:
         carrier = context_of(span)
         if carrier is not None:
