@@ -109,7 +109,7 @@ bench: $(STAMP) system-deps
 
 # Many concurrent sessions on both eras and transports, random answers, cancellations, vanishing clients, servers
 # killed and restarted; fails on a hung or wrong call or on unbounded growth (soak/run.py). `make test` runs a
-# 60-second one (tests/test_soak.py). Then the whole fault suite: every fault on both eras on three replicas behind
+# 40-second one (tests/test_soak.py). Then the whole fault suite: every fault on both eras on three replicas behind
 # nginx (tests/test_faults.py; `make test` runs five of its scenarios). Then people who take 20 s, 90 s and four
 # minutes to sign in, against the client's default clocks (tests/test_sign_in_pace.py; `make test` scales both down).
 DURATION ?= 300

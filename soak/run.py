@@ -736,7 +736,7 @@ def judge(name: str, points: Sequence[tuple[float, float]], *, warmup: float) ->
 
 
 SHORT_RUN = 300.0
-"""In a run shorter than this (``make test`` runs one minute), the load is still ramping up while the halves are
+"""In a run shorter than this (``make test`` runs 40 seconds), the load is still ramping up while the halves are
 compared, so what the steady HTTP server holds may rise with it. There, a rise counts as a leak only if it is still
 held after the clients have left and the server has settled; longer runs judge the growth alone."""
 

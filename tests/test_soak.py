@@ -1,4 +1,4 @@
-"""The soak test, short: ``soak/run.py`` for ``SOAK_DURATION`` seconds (default 60) against real servers.
+"""The soak test, short: ``soak/run.py`` for ``SOAK_DURATION`` seconds (default 40) against real servers.
 
 Stdio subprocess servers and uvicorn servers on both eras, random answers, cancellations, vanishing clients, servers
 killed and restarted; the run fails on any call that hangs or ends wrongly and on what the servers hold growing
@@ -17,7 +17,8 @@ import pytest
 from soak.run import judge, slope_per_minute
 
 ROOT = Path(__file__).resolve().parent.parent
-DURATION = float(os.environ.get("SOAK_DURATION", "60"))
+DURATION = float(os.environ.get("SOAK_DURATION", "40"))
+"""Long enough for the judge: samples every 2 s, a 15 s warm-up, then a dozen or more to compare by halves."""
 
 
 @pytest.mark.timeout(DURATION + 300)
