@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from elicitor.cli import build_parser
+from elicitor.i18n import use
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
@@ -64,6 +65,7 @@ def _conformance() -> str:
 
 def _cli() -> str:
     os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: the page is the same wherever it is built
+    use("en")  # --help speaks the builder's language: the page is English whatever their locale
     parser = build_parser()
     sections = [f"```text\n{parser.format_help().rstrip()}\n```"]
     for action in parser._actions:

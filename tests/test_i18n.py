@@ -143,12 +143,12 @@ def catalog_of(folder: str) -> dict[str, tuple[str, ...]]:
 
 
 SIMPLIFIED_ONLY = set(
-    "与个为义亲仅从会信关内删别务动区协单历参发变号后吗启命国复实对将尔属己带并应开录径待态息户择数无时显机权"
-    "来标检歧没浏录状独现电盖码确种称符签终结给绝继续编网脚获见览认议许访识试话询该语误请调谢象败转载较输达过"
+    "与个为义亲仅从会关内删别务动区协单历参发变号后吗启命国复实对将尔属己带并应开录径待态户择数无时显机权"
+    "来标检歧没浏录状独现电盖码确种称符签终结给绝继续编网脚获见览认议许访识试话询该语误请调谢败转载较输达过"
     "运还这进连退选邮钮链错键长闭问间际页项须题骤默"
 )
 """Characters Simplified Chinese writes where Traditional writes another (这 for 這): each is in the Simplified
-catalog, none may be in the Traditional one."""
+catalog, none may be in the Traditional one. (信, 息 and 象 are written alike in both: Taiwan's 訊息, 相信, 對象.)"""
 
 
 def test_the_traditional_catalog_is_written_in_traditional_characters_with_taiwan_words() -> None:
@@ -769,6 +769,61 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
         env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
     )  # fmt: skip
     assert run.returncode == 2 and said in run.stderr, run.stderr
+
+
+def help_of(argv: list[str], environ: dict[str, str], columns: int = 70) -> str:
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", *argv, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ,
+             "COLUMNS": str(columns)},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+@pytest.mark.parametrize(
+    ("environ", "argv", "said"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, ["connect"], ["位置参数：", "选项：", "显示此帮助信息并退出", "等待 MCP 握手的秒数"]),
+        ({"LANG": "zh_TW.UTF-8"}, ["serve"], ["位置參數：", "遙測（OpenTelemetry）：", "每個請求都需要的權限範圍"]),
+        ({"LANGUAGE": "zh_CN:en", "LANG": "en_US.UTF-8"}, [], ["运行订座演示：服务器提问，您来回答", "选项："]),
+        ({"LANG": "C.UTF-8"}, ["--lang", "ar", "proxy"], ["الوسائط الموضعية:", "الخادم الأصلي"]),
+    ],
+)  # fmt: skip
+def test_help_is_in_the_persons_language_and_fits_the_terminal(
+    environ: dict[str, str], argv: list[str], said: list[str]
+) -> None:
+    """``--help`` was English under a Chinese locale, but for its first word: every help text, heading and argparse's
+    own "show this help message and exit" now come from the catalogs. Its lines fit the terminal counted in cells
+    (``textwrap`` counted code points: a Chinese line took twice the width), and the usage's continuation lines
+    start under its first option, where the six cells of the Chinese "usage" place it."""
+    from prompt_toolkit.utils import get_cwidth
+
+    text = help_of(argv, environ)
+    assert all(words in text for words in said), text
+    for english in ("positional arguments", "options:", "show this help", "default"):
+        assert english not in text, text
+    lines = text.splitlines()
+    assert max(get_cwidth(line) for line in lines) <= 70, text
+    usage = lines[: lines.index("")]
+    if len(usage) > 1:
+        first = get_cwidth(usage[0][: usage[0].index(" [")]) + 1  # where the first option starts, in cells
+        assert all(len(line) - len(line.lstrip()) == first for line in usage[1:]), text
+
+
+def test_help_in_english_is_argparses_own() -> None:
+    text = help_of(["connect"], {"LANG": "C.UTF-8"}, columns=100)
+    assert "positional arguments:" in text and "show this help message and exit" in text
+    assert "seconds to wait for the MCP handshake (default 30)" in text
+
+
+def test_a_line_wrapped_in_chinese_never_ends_with_an_opening_mark() -> None:
+    from elicitor.client._present import wrap
+
+    text = "HTTP：透過這個 Redis 與其他副本共用工作階段和狀態（redis://host:port/db；預設：$ELICITOR_REDIS_URL）。"
+    lines = wrap(text, 56)
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    assert not any(line.endswith(("（", "「", "《")) for line in lines), lines
 
 
 # ---- the server's side: a Chinese answer over the wire -------------------------------------------------------------

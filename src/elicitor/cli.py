@@ -34,12 +34,90 @@ _ARGPARSE_SAYS = frozenset(
         N_("invalid %(type)s value: %(value)r"),
         N_("invalid choice: %(value)r (choose from %(choices)s)"),
         N_("can't open '%(filename)s': %(error)s"),
+        N_("positional arguments"),
+        N_("options"),
+        N_("show this help message and exit"),
     )
 )
-"""argparse's own words in a usage error (it asks ``gettext`` for them, in its own domain): the catalogs have
-them, so a person who mistypes an option reads why in their language. Its help texts stay English."""
+"""argparse's own words in a usage error or the help (it asks ``gettext`` for them, in its own domain): the
+catalogs have them, so a person who mistypes an option reads why in their language, and ``--help`` is theirs."""
 
-_UI_HELP = (
+
+def _(msgid: str, /) -> str:
+    """Marks a help text of the command line for the catalogs and returns it as it is: the parser (and the
+    documentation's page made from it) keeps the English, and :class:`_Help` says it in the person's language
+    when ``--help`` prints it."""
+    return msgid
+
+
+def _said(text: str) -> str:
+    """A help text, or a heading of the help, in the person's language (``--lang``, else their environment's)."""
+    from .i18n import language
+
+    return language().catalog.gettext(text)
+
+
+class _Help(argparse.HelpFormatter):
+    """``--help`` in the person's language, wrapped by terminal cells: ``textwrap`` counts code points and breaks
+    only at spaces, so a Chinese help text (two cells a character, no spaces) ran past the terminal's edge."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        return _said(text) if text else text
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(_said(text))
+
+    def start_section(self, heading: str | None) -> None:
+        if heading:
+            heading = _said(heading)
+            self._headings = [*getattr(self, "_headings", []), heading]
+        super().start_section(heading)
+
+    def format_help(self) -> str:
+        """The help, each heading followed by the colon of the person's language (argparse writes an ASCII one, which
+        Chinese writes full-width)."""
+        text = super().format_help()
+        colon = _said(": ").rstrip()
+        if colon == ":":
+            return text
+        headings = {f"{heading}:" for heading in getattr(self, "_headings", [])}
+        return "\n".join(line[:-1] + colon if line in headings else line for line in text.split("\n"))
+
+    def _format_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None) -> str:
+        """The usage, its continuation lines lined up under the first by cells: argparse indents them by the
+        length of "usage: " in code points, which in Chinese is three short of the six cells it takes."""
+        from prompt_toolkit.utils import get_cwidth
+
+        if prefix is None:
+            prefix = argparse._("usage: ")  # type: ignore[attr-defined]
+        extra = " " * (get_cwidth(prefix) - len(prefix))
+        self._width -= len(extra)  # the lines, moved right, still fit
+        try:
+            text = super()._format_usage(usage, actions, groups, prefix)
+        finally:
+            self._width += len(extra)
+        if not extra:
+            return text
+        first, *rest = text.split("\n")
+        return "\n".join([first, *(extra + line if line.startswith(" ") else line for line in rest)])
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        if text.isascii():
+            return super()._split_lines(text, width)
+        from .client._present import wrap
+
+        return wrap(" ".join(text.split()), width)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.isascii():
+            return super()._fill_text(text, width, indent)
+        from .client._present import wrap
+
+        return "\n".join(indent + line for line in wrap(" ".join(text.split()), width - len(indent)))
+
+
+_UI_HELP = _(
     "where to answer elicitations: terminal (full-screen forms; one question per line when the terminal cannot "
     "draw them), lines (always one question per line), browser (pages on 127.0.0.1)"
 )
@@ -48,199 +126,245 @@ _UI_HELP = (
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: every command and option (the documentation's CLI page is generated from it)."""
     parser = argparse.ArgumentParser(
-        prog="elicitor", description="MCP elicitation, end to end: servers that ask, clients that answer."
+        prog="elicitor",
+        description=_("MCP elicitation, end to end: servers that ask, clients that answer."),
+        formatter_class=_Help,
     )
     parser.add_argument(
-        "--version", action=_Version, nargs=0, help="show the version and what changed in it, then exit"
+        "--version", action=_Version, nargs=0, help=_("show the version and what changed in it, then exit")
     )
     parser.add_argument(
         "--lang",
         metavar="LANG",
-        help="the language of the forms and messages: en, zh or zh-CN (Simplified Chinese), zh-TW or zh-Hant "
-        "(Traditional Chinese), or ar "
-        "(default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; each browser page follows the browser)",
+        help=_(
+            "the language of the forms and messages: en, zh or zh-CN (Simplified Chinese), zh-TW or zh-Hant "
+            "(Traditional Chinese), or ar "
+            "(default: from LANGUAGE, LC_ALL, LC_MESSAGES, LANG; each browser page follows the browser)"
+        ),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="run the table-booking demo: a server that asks, you answer",
-        description="Start the demo server (a table-booking desk whose tools ask you questions) and answer it here: "
-        "a guided booking, connecting a calendar in your browser (URL mode), then its tools to try yourself.",
+        help=_("run the table-booking demo: a server that asks, you answer"),
+        description=_(
+            "Start the demo server (a table-booking desk whose tools ask you questions) and answer it here: "
+            "a guided booking, connecting a calendar in your browser (URL mode), then its tools to try yourself."
+        ),
     )
-    demo.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
+    demo.add_argument("--protocol", default="auto", help=_("auto (default), 2026-07-28, 2025-11-25 or 2025-06-18"))
     demo.add_argument("--ui", choices=UI_CHOICES, default="terminal", help=_UI_HELP)
     serve = commands.add_parser(
         "serve",
-        help="serve a Server object: elicitor serve package.module:server",
-        description="Serve an elicitor Server over Streamable HTTP (loopback by default) or stdio. "
-        "Exit 2 when the target cannot be loaded or its configuration cannot work (say, --redis without "
-        "ELICITOR_STATE_KEYS).",
+        help=_("serve a Server object: elicitor serve package.module:server"),
+        description=_(
+            "Serve an elicitor Server over Streamable HTTP (loopback by default) or stdio. "
+            "Exit 2 when the target cannot be loaded or its configuration cannot work (say, --redis without "
+            "ELICITOR_STATE_KEYS)."
+        ),
     )
-    serve.add_argument("target", help="module:attribute naming an elicitor Server (or a function returning one)")
+    serve.add_argument("target", help=_("module:attribute naming an elicitor Server (or a function returning one)"))
     serve.add_argument("--transport", choices=["http", "stdio"], default="http")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP: the interface to bind (default loopback only)")
+    serve.add_argument("--host", default="127.0.0.1", help=_("HTTP: the interface to bind (default loopback only)"))
     serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--path", default="/mcp", help="HTTP: the MCP endpoint's path")
+    serve.add_argument("--path", default="/mcp", help=_("HTTP: the MCP endpoint's path"))
     serve.add_argument(
         "--redis",
         metavar="URL",
-        help="HTTP: share sessions and state with other replicas through this Redis (redis://host:port/db; "
-        "default: $ELICITOR_REDIS_URL). Every replica needs the same ELICITOR_STATE_KEYS.",
+        help=_(
+            "HTTP: share sessions and state with other replicas through this Redis (redis://host:port/db; "
+            "default: $ELICITOR_REDIS_URL). Every replica needs the same ELICITOR_STATE_KEYS."
+        ),
     )
     serve.add_argument(
-        "--allowed-host", action="append", default=None, help="HTTP: a Host to accept besides loopback (repeatable)"
+        "--allowed-host", action="append", default=None, help=_("HTTP: a Host to accept besides loopback (repeatable)")
     )
     serve.add_argument(
         "--pages-url",
         metavar="URL",
-        help="where browsers reach the server's URL-mode pages (Server.serve_pages) when that is not where it "
-        "listens, e.g. behind a proxy (default: the address it listens on; a loopback port on stdio)",
+        help=_(
+            "where browsers reach the server's URL-mode pages (Server.serve_pages) when that is not where it "
+            "listens, e.g. behind a proxy (default: the address it listens on; a loopback port on stdio)"
+        ),
     )
     serve.add_argument(
         "--keep-alive",
         type=int,
         metavar="SECONDS",
-        help="HTTP: how long an idle connection stays open (default 5); behind a balancer, longer than it keeps idle "
-        "connections to the replicas (deploy/nginx.conf: 4 s)",
+        help=_(
+            "HTTP: how long an idle connection stays open (default 5); behind a balancer, longer than it keeps idle "
+            "connections to the replicas (deploy/nginx.conf: 4 s)"
+        ),
     )
     serve.add_argument(
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
         default="auto",
-        help="HTTP: the event loop (default: uvloop if installed, with pip install 'elicitor[speed]')",
+        help=_("HTTP: the event loop (default: uvloop if installed, with pip install 'elicitor[speed]')"),
     )
     serve.add_argument(
         "--http",
         choices=["auto", "httptools", "h11"],
         default="auto",
-        help="HTTP: the request parser (default: httptools if installed, as it is with elicitor)",
+        help=_("HTTP: the request parser (default: httptools if installed, as it is with elicitor)"),
     )
     observe = serve.add_argument_group(
-        "telemetry (OpenTelemetry)", "Traces and metrics (docs/observability.md). --telemetry native and --metrics "
-        "need the SDK: pip install 'elicitor[otel]'.",
-    )  # fmt: skip
+        _("telemetry (OpenTelemetry)"),
+        _(
+            "Traces and metrics (docs/observability.md). --telemetry native and --metrics need the SDK: "
+            "pip install 'elicitor[otel]'."
+        ),
+    )
     observe.add_argument(
         "--telemetry",
         choices=["native", "propagation_only", "off"],
-        help="native: spans and metrics, exported over OTLP/HTTP as the OTEL_* variables say "
-        "(OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318); propagation_only: only carry trace context; "
-        "off: nothing. Default: $ELICITOR_TELEMETRY_MODE, else native exporting only through an SDK already set up",
+        help=_(
+            "native: spans and metrics, exported over OTLP/HTTP as the OTEL_* variables say "
+            "(OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318); propagation_only: only carry trace context; "
+            "off: nothing. Default: $ELICITOR_TELEMETRY_MODE, else native exporting only through an SDK already set up"
+        ),
     )
     observe.add_argument(
         "--metrics",
         metavar="[HOST:]PORT",
-        help="also serve the metrics for Prometheus at http://HOST:PORT/metrics (HOST default 127.0.0.1)",
+        help=_("also serve the metrics for Prometheus at http://HOST:PORT/metrics (HOST default 127.0.0.1)"),
     )
     observe.add_argument(
         "--log-format",
         choices=["text", "json"],
         default="text",
-        help="json: elicitor's log records on stderr as JSON lines carrying trace and span ids (default text)",
+        help=_("json: elicitor's log records on stderr as JSON lines carrying trace and span ids (default text)"),
     )
     protect = serve.add_argument_group(
-        "protection (HTTP)",
-        "Require OAuth access tokens (the spec's Authorization section): the endpoint answers 401 with its "
-        "protected resource metadata, and each token's subject becomes the user of the call.",
+        _("protection (HTTP)"),
+        _(
+            "Require OAuth access tokens (the spec's Authorization section): the endpoint answers 401 with its "
+            "protected resource metadata, and each token's subject becomes the user of the call."
+        ),
     )
-    protect.add_argument("--auth-issuer", metavar="URL", help="the authorization server clients sign in with")
+    protect.add_argument("--auth-issuer", metavar="URL", help=_("the authorization server clients sign in with"))
     protect.add_argument(
-        "--auth-jwks", metavar="URL", help="its JWT signing keys (default: jwks_uri from the issuer's metadata)"
+        "--auth-jwks", metavar="URL", help=_("its JWT signing keys (default: jwks_uri from the issuer's metadata)")
     )
     protect.add_argument(
         "--auth-introspect",
         metavar="URL",
-        help="check tokens by introspection (RFC 7662) at URL instead of as JWTs; needs --auth-client-id/-secret",
+        help=_("check tokens by introspection (RFC 7662) at URL instead of as JWTs; needs --auth-client-id/-secret"),
     )
-    protect.add_argument("--auth-client-id", metavar="ID", help="this server's client id, for introspection")
-    protect.add_argument("--auth-client-secret", metavar="SECRET", help="its secret, for introspection")
+    protect.add_argument("--auth-client-id", metavar="ID", help=_("this server's client id, for introspection"))
+    protect.add_argument("--auth-client-secret", metavar="SECRET", help=_("its secret, for introspection"))
     protect.add_argument(
         "--auth-audience",
         metavar="URL",
-        help="this server's resource URL as clients reach it, the audience tokens must name "
-        "(default: http://HOST:PORT/PATH)",
+        help=_(
+            "this server's resource URL as clients reach it, the audience tokens must name "
+            "(default: http://HOST:PORT/PATH)"
+        ),
     )
     protect.add_argument(
-        "--auth-scope", metavar="SCOPE", action="append", help="a scope every request needs (repeatable)"
+        "--auth-scope", metavar="SCOPE", action="append", help=_("a scope every request needs (repeatable)")
     )
     dev_auth = commands.add_parser(
         "dev-auth",
-        help="a development OAuth authorization server on loopback (believes any name: never for real users)",
-        description="Run an OAuth authorization server for development on 127.0.0.1: dynamic registration, PKCE, "
-        "JWT access tokens for the resource asked. It asks for a name and believes it: for trying out a "
-        "protected server (elicitor serve --auth-issuer ...), never for real users.",
+        help=_("a development OAuth authorization server on loopback (believes any name: never for real users)"),
+        description=_(
+            "Run an OAuth authorization server for development on 127.0.0.1: dynamic registration, PKCE, "
+            "JWT access tokens for the resource asked. It asks for a name and believes it: for trying out a "
+            "protected server (elicitor serve --auth-issuer ...), never for real users."
+        ),
     )
     dev_auth.add_argument("--port", type=int, default=9000)
     dev_auth.add_argument(
-        "--scope", action="append", default=None, help="a scope to offer (repeatable), e.g. the server's --auth-scope"
+        "--scope",
+        action="append",
+        default=None,
+        help=_("a scope to offer (repeatable), e.g. the server's --auth-scope"),
     )
     check = commands.add_parser(
         "check",
-        help="is a requestedSchema or form inside the spec's subset, and for which revisions?",
-        description="Check a requestedSchema (a JSON file, or - for stdin) or a Python form type (module:attribute): "
-        "exit 0 inside the subset, 1 outside it, 2 when the input cannot be read.",
+        help=_("is a requestedSchema or form inside the spec's subset, and for which revisions?"),
+        description=_(
+            "Check a requestedSchema (a JSON file, or - for stdin) or a Python form type (module:attribute): "
+            "exit 0 inside the subset, 1 outside it, 2 when the input cannot be read."
+        ),
     )
-    check.add_argument("target", help="schema.json, -, or module:attribute (a dataclass, TypedDict, model...)")
+    check.add_argument("target", help=_("schema.json, -, or module:attribute (a dataclass, TypedDict, model...)"))
     connect = commands.add_parser(
         "connect",
-        help="an interactive client: list tools, call one, answer its questions",
-        description="Connect to an MCP server (a command run over stdio, or a Streamable HTTP URL), call its tools "
-        "and answer their elicitations here (full-screen terminal forms by default) or in your browser.",
+        help=_("an interactive client: list tools, call one, answer its questions"),
+        description=_(
+            "Connect to an MCP server (a command run over stdio, or a Streamable HTTP URL), call its tools "
+            "and answer their elicitations here (full-screen terminal forms by default) or in your browser."
+        ),
     )
-    connect.add_argument("target", nargs=argparse.REMAINDER, help="a command and its arguments, or an http(s) URL")
-    connect.add_argument("--protocol", default="auto", help="auto (default), 2026-07-28, 2025-11-25 or 2025-06-18")
+    connect.add_argument("target", nargs=argparse.REMAINDER, help=_("a command and its arguments, or an http(s) URL"))
+    connect.add_argument("--protocol", default="auto", help=_("auto (default), 2026-07-28, 2025-11-25 or 2025-06-18"))
     connect.add_argument("--ui", choices=UI_CHOICES, default="terminal", help=_UI_HELP)
     connect.add_argument(
-        "--timeout", type=float, default=30.0, help="seconds to wait for the MCP handshake (default 30)"
+        "--timeout", type=float, default=30.0, help=_("seconds to wait for the MCP handshake (default 30)")
     )
     connect.add_argument(
         "--no-browser",
         action="store_true",
-        help="when the server asks you to sign in, show the link without opening a browser",
+        help=_("when the server asks you to sign in, show the link without opening a browser"),
     )
     connect.add_argument(
         "--save",
         metavar="DIR",
-        help="where to write the images, audio and binary resources of results (default: a new private folder "
-        "in the system's temporary folder, made when the first one arrives)",
+        help=_(
+            "where to write the images, audio and binary resources of results (default: a new private folder "
+            "in the system's temporary folder, made when the first one arrives)"
+        ),
     )
     logout = commands.add_parser(
         "logout",
-        help="forget the sign-in kept for a server",
-        description="Delete the tokens `elicitor connect` keeps for a server (in the platform's keyring with "
-        "elicitor[keyring], else in $XDG_CONFIG_HOME/elicitor/tokens.json or ~/.config/elicitor/tokens.json).",
+        help=_("forget the sign-in kept for a server"),
+        description=_(
+            "Delete the tokens `elicitor connect` keeps for a server (in the platform's keyring with "
+            "elicitor[keyring], else in $XDG_CONFIG_HOME/elicitor/tokens.json or ~/.config/elicitor/tokens.json)."
+        ),
     )
-    logout.add_argument("url", help="the server's http(s) URL, as given to elicitor connect")
+    logout.add_argument("url", help=_("the server's http(s) URL, as given to elicitor connect"))
     proxy = commands.add_parser(
         "proxy",
-        help="stand between any MCP client and any server: elicitation works whatever their protocol eras",
-        description="Serve an MCP client on stdio (start this in place of the server), or over HTTP (--listen), and "
-        "forward to UPSTREAM, a "
-        "command run over stdio or an http(s) URL: everything passes through, the two protocol eras are bridged "
-        "both ways, and elicitations the client cannot show are asked here (--ui).",
+        help=_("stand between any MCP client and any server: elicitation works whatever their protocol eras"),
+        description=_(
+            "Serve an MCP client on stdio (start this in place of the server), or over HTTP (--listen), and "
+            "forward to UPSTREAM, a "
+            "command run over stdio or an http(s) URL: everything passes through, the two protocol eras are bridged "
+            "both ways, and elicitations the client cannot show are asked here (--ui)."
+        ),
     )
-    proxy.add_argument("target", nargs=argparse.REMAINDER, help="the upstream server: a command, or an http(s) URL")
+    proxy.add_argument("target", nargs=argparse.REMAINDER, help=_("the upstream server: a command, or an http(s) URL"))
     proxy.add_argument(
         "--ui",
         choices=["browser", "terminal", "none"],
         default="browser",
-        help="who answers elicitations the client did not declare: pages in your browser (default), the "
-        "controlling terminal, or nobody (capabilities forwarded as declared)",
+        help=_(
+            "who answers elicitations the client did not declare: pages in your browser (default), the "
+            "controlling terminal, or nobody (capabilities forwarded as declared)"
+        ),
     )
     proxy.add_argument(
         "--upstream-protocol",
         default="auto",
         help=(
-            "the era spoken to the server: auto (default: chosen from what the server says; for a server of both "
-            "eras, a 2026-07-28 client's tool call goes on the handshake era first and on 2026-07-28 when the tool "
-            "asks in rounds or the server declares the tasks extension; see docs/proxy.md), or one revision to "
-            "insist on: 2026-07-28, 2025-11-25 or 2025-06-18"
+            _(
+                "the era spoken to the server: auto (default: chosen from what the server says; for a server of both "
+                "eras, a 2026-07-28 client's tool call goes on the handshake era first and on 2026-07-28 when the tool "
+                "asks in rounds or the server declares the tasks extension; see docs/proxy.md), or one revision to "
+                "insist on: 2026-07-28, 2025-11-25 or 2025-06-18"
+            )
         ),
     )
     proxy.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help="serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)",
+        help=_("serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)"),
     )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                command.formatter_class = _Help
     return parser
 
 

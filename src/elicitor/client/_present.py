@@ -149,23 +149,29 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def _pieces(text: str) -> list[tuple[str, bool]]:
     """What a line may break between, each with whether a space follows it: words, and each character of a
-    script written without spaces, with the closing marks that follow it."""
+    script written without spaces, with the closing marks that follow it and the opening marks before it (a line
+    ended with a full-width opening bracket when what it opened was a word too long for the rest of the line)."""
     from prompt_toolkit.utils import get_cwidth
 
     pieces: list[tuple[str, bool]] = []
     for word in text.split():
         first, current = len(pieces), ""
         for ch in word:
+            opened = bool(current) and current[-1] in _NO_LINE_END  # kept with what follows
             if ch in _NO_LINE_START and (current or len(pieces) > first):
                 if current:
                     current += ch
                 else:
                     pieces[-1] = (pieces[-1][0] + ch, False)
             elif get_cwidth(ch) == 2:  # a wide character: a line may break before and after it
-                if current:
+                if current and not opened:
                     pieces.append((current, False))
-                pieces.append((ch, False))
-                current = ""
+                    current = ""
+                if ch in _NO_LINE_END:
+                    current += ch
+                else:
+                    pieces.append((current + ch, False))
+                    current = ""
             else:
                 current += ch
         if current:
