@@ -122,7 +122,12 @@ class Stateless:
             return result
         if request.method == "server/discover":
             return self.lanes.discovered()
-        return await self.held.serve(down, request.method, params, notify)
+        result = await self.held.serve(down, request.method, params, notify)
+        if request.method == "tasks/list":
+            # 2026-07-28 has no tasks/list, but the request is forwarded as any other: the server lists the tasks of
+            # the one client it sees, everybody's through the proxy; the asker gets their own (see _owners).
+            result = self.owners.listed(result, down.principal)
+        return result
 
     def _handshake_first(self, first: Upstream, method: str, params: JSONObject) -> bool:
         """Whether a call to a server that speaks both eras goes on the handshake era first: a tool call not pinned

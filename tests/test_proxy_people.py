@@ -1,0 +1,113 @@
+"""Two and three people on one proxy, each with a real client, in front of real upstream servers: nothing of one
+person's ever reaches another (their tasks, and the keep-alive of the connections they share), whatever their
+clients' eras.
+
+The checker in each test names every task after the person who made it, and asserts that each person sees only
+tasks naming them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import AccessToken, Client, Protection
+from elicitor.client._http import HttpClientTransport
+from elicitor.proxy import ProxyServer
+
+
+class Names:
+    """A token verifier for the test: the bearer token is the person's name."""
+
+    async def verify(self, token: str) -> AccessToken | None:
+        return AccessToken(subject=token)
+
+
+def person(url: str, name: str, era: str) -> Client:
+    return Client.http(url, protocol=era, headers={"Authorization": f"Bearer {name}"})
+
+
+def task_lister() -> Any:
+    """A 2025-11-25 server over Streamable HTTP (plain JSON responses) that binds its tasks to the one principal it
+    sees, as a server behind authentication does: through a proxy, that is everybody, so ``tasks/list`` lists
+    every task it made, on every session. Each task is named after the ``who`` argument of the call that made it."""
+    tasks: list[dict[str, Any]] = []
+    sessions = itertools.count(1)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        if scope["method"] != "POST":
+            await send({"type": "http.response.start", "status": 405 if scope["method"] == "GET" else 200})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        message = json.loads(body)
+        method, request_id = message.get("method"), message.get("id")
+        headers = [(b"content-type", b"application/json")]
+        if request_id is None:
+            await send({"type": "http.response.start", "status": 202, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        params = message.get("params") or {}
+        result: dict[str, Any] = {}
+        if method == "initialize":
+            capabilities: dict[str, Any] = {"tools": {}, "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}
+            result = {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                      "serverInfo": {"name": "lister", "version": "0"}}  # fmt: skip
+            headers.append((b"mcp-session-id", f"s{next(sessions)}".encode()))
+        elif method == "tools/call" and "task" in params:
+            who = str((params.get("arguments") or {}).get("who"))
+            task = {"taskId": f"task-of-{who}", "status": "working", "ttl": 60_000,
+                    "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"}  # fmt: skip
+            tasks.append(task)
+            result = {"task": task}
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": "done"}]}
+        elif method == "tasks/list":
+            result = {"tasks": tasks}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}
+        answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": answer})
+
+    return app
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
+async def test_a_task_list_shows_each_person_only_their_own_tasks_whatever_their_era(anyio_backend: str) -> None:
+    """A 2025-11-25 server over HTTP listing every task it made (the one principal it sees is the proxy): Ann and
+    Bob (2025-11-25, a session each) each create one; Cal, on 2026-07-28 (his requests go on upstream connections
+    of the proxy's own, as held calls), creates none. Each one's ``tasks/list`` has their own tasks only."""
+    from .conftest import serving
+
+    with anyio.fail_after(120):
+        async with serving(task_lister()) as upstream_url:
+            proxy = ProxyServer(lambda: HttpClientTransport.connect(upstream_url), upstream_protocol="auto")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "ann", "2025-11-25") as ann,
+                person(url, "bob", "2025-11-25") as bob,
+                person(url, "cal", "2026-07-28") as cal,
+            ):
+                for name, client in (("ann", ann), ("bob", bob)):
+                    await client.request("tools/call", {"name": "work", "arguments": {"who": name}, "task": {}})
+                listed = {
+                    name: [task["taskId"] for task in (await client.request("tasks/list", {}))["tasks"]]
+                    for name, client in (("ann", ann), ("bob", bob), ("cal", cal))
+                }
+    assert listed == {"ann": ["task-of-ann"], "bob": ["task-of-bob"], "cal": []}
