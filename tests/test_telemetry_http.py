@@ -18,15 +18,16 @@ import mcp_types as types
 import pytest
 from mcp import Client as McpClient
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
 from elicitor import Client, ScriptedHandler
 
 from .conftest import ROOT, serving
-from .replicas import MISSING, Deployment, deployment
+from .replicas import MISSING, Deployment, RedisServer, deployment
+from .test_replicas import open_session, redis, rpc, two_replicas
 from .test_telemetry import SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
 
-__all__ = ["otel"]  # the fixture, shared
+__all__ = ["otel", "redis"]  # the fixtures, shared
 
 pytestmark = pytest.mark.anyio
 
@@ -579,3 +580,44 @@ async def test_a_trace_named_only_in_the_http_header_is_the_parent_of_the_server
     assert by_header.parent is not None and f"{by_header.parent.span_id:016x}" == HEADER_SPAN
     assert f"{by_meta.context.trace_id:032x}" == meta_trace
     assert by_meta.parent is not None and f"{by_meta.parent.span_id:016x}" == meta_span
+
+
+async def test_a_request_refused_while_redis_is_paused_is_a_span_in_the_callers_trace(
+    otel: Otel, redis: RedisServer
+) -> None:
+    """A request that lands on a replica while the shared store cannot be reached, past what that replica holds
+    for it, is refused with 503 before anything serves it. It is still a ``SERVER`` span there, in the trace the
+    caller named: ``error.type`` -32603, the HTTP status, status ``ERROR`` with the refusal's reference (what finds
+    the log line) and an ``exception`` event naming the store's error, nothing of the store's address; and it is
+    counted in ``mcp.server.operation.duration`` with its error."""
+    from redis.asyncio import Redis
+
+    trace_id, parent = "5b8efff798038103d269b633813fc60c", "eee19b7ec3c1b174"
+    call = rpc("tools/list", {"_meta": {"traceparent": f"00-{trace_id}-{parent}-01"}}, id=3)
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
+        headers = await open_session(http, a)
+        apps[1]._hold.max_waiting = 0
+        admin = Redis.from_url(redis.url)
+        try:
+            await admin.execute_command("CLIENT", "PAUSE", "4000", "ALL")
+            with anyio.fail_after(60):
+                refused = await http.post(b, json=call, headers=headers)
+        finally:
+            await admin.aclose()
+    assert refused.status_code == 503
+    reference = refused.json()["error"]["data"]["reference"]
+    [span] = [
+        s for s in otel.named("tools/list") if s.kind == SpanKind.SERVER and s.context.trace_id == int(trace_id, 16)
+    ]
+    assert span.parent is not None and f"{span.parent.span_id:016x}" == parent
+    attributes = span.attributes or {}
+    assert attributes["error.type"] == attributes["rpc.response.status_code"] == "-32603"
+    assert attributes["http.response.status_code"] == 503 and attributes["jsonrpc.request.id"] == "3"
+    assert span.status.status_code == StatusCode.ERROR and reference in (span.status.description or "")
+    [event] = span.events
+    assert event.name == "exception" and "StoreUnavailable" in str((event.attributes or {})["exception.type"])
+    redis_address = httpx.URL(redis.url)
+    exported = otel.exported_bytes()
+    assert f"{redis_address.host}:{redis_address.port}" not in exported
+    durations = [p for p in otel.metric_points()["mcp.server.operation.duration"] if p.attributes.get("error.type")]
+    assert [p.attributes["mcp.method.name"] for p in durations] == ["tools/list"]

@@ -47,9 +47,9 @@ from weakref import WeakKeyDictionary
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
-from ..types import JSONObject, RequestId
+from ..types import INTERNAL_ERROR, JSONObject, RequestId
 from ._attributes import (
     add_network,
     exception_event,
@@ -173,6 +173,67 @@ def header_context(message: JSONObject, traceparent: str, tracestate: str | None
     if span_context(carrier) is None:
         return None
     return {**message, "params": {**(params or {}), "_meta": {**(meta or {}), **carrier}}}
+
+
+def posted(message: JSONObject) -> None:
+    """A request arrived in an HTTP POST: what a span for it needs if it is refused before anything serves it
+    (:func:`refused`), kept for the rest of the POST's task: its method, id, tool or prompt name and trace context,
+    and when it arrived; nothing else of its params.
+
+    Called only when ``state.on``."""
+    method = message.get("method")
+    request_id = message.get("id")
+    if not isinstance(method, str) or not (type(request_id) is int or type(request_id) is str):
+        return
+    params = message.get("params")
+    kept: JSONObject = {}
+    if isinstance(params, dict):
+        if isinstance(params.get("name"), str):
+            kept["name"] = params["name"]
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            carried = {key: meta[key] for key in _KEPT_META if isinstance(meta.get(key), str)}
+            if carried:
+                kept["_meta"] = carried
+    _posted.set((method, request_id, kept, time.time_ns()))
+
+
+_KEPT_META = (TRACEPARENT, TRACESTATE, "io.modelcontextprotocol/protocolVersion")
+
+_posted: ContextVar[tuple[str, RequestId, JSONObject, int] | None] = ContextVar("elicitor_posted", default=None)
+"""The request of the POST this task answers (:func:`posted`)."""
+
+
+def refused(exc: BaseException, status: int, description: str) -> None:
+    """The request of this task's POST (:func:`posted`) is refused with HTTP ``status`` before anything served it
+    (the shared store cannot be reached: 503): a ``SERVER`` span for it from its arrival, in the trace it names,
+    with ``error.type`` and ``rpc.response.status_code`` (the JSON-RPC code of the refusal, -32603),
+    ``http.response.status_code``, status ``ERROR`` with ``description`` (the refusal's message, which names the
+    reference of the log line and nothing of the store) and an ``exception`` event for ``exc`` (its type and
+    frames, not its text, which names the store's address); and the request counted in
+    ``mcp.server.operation.duration`` with that ``error.type``. Nothing for a GET, a DELETE or an answer.
+
+    Called only when ``state.on``."""
+    request = _posted.get()
+    if request is None:
+        return
+    method, request_id, params, arrived = request
+    attributes = request_attributes(method, params, request_id)
+    add_network(attributes, "http", None)
+    attributes["error.type"] = attributes["rpc.response.status_code"] = str(INTERNAL_ERROR)
+    now = time.time_ns()
+    tracer = state.tracer
+    if tracer is not None:
+        span = tracer.start_span(
+            span_name(method, attributes), context=extract(params), kind=SpanKind.SERVER,
+            attributes={**attributes, "http.response.status_code": status}, start_time=arrived,
+        )  # fmt: skip
+        span.set_status(StatusCode.ERROR, description)
+        exception_event(span, exc)
+        span.end(end_time=now)
+    instruments = state.instruments
+    if instruments is not None:
+        instruments.server_duration.record(max(now - arrived, 0) / 1e9, metric_attributes(attributes))
 
 
 async def send_request(

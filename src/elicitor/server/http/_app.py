@@ -388,14 +388,15 @@ class HttpApp:
             if needed and not set(needed) <= headers.token.scopes:
                 await self._challenge(send, "insufficient_scope", needed)
                 return None
-        if _telemetry.state.on:  # a trace named in the HTTP header only: into _meta, where the spans look
-            traceparent = headers.get("traceparent")
-            if traceparent is not None:
-                from ...telemetry import _hooks
+        if _telemetry.state.on:
+            from ...telemetry import _hooks
 
+            traceparent = headers.get("traceparent")
+            if traceparent is not None:  # a trace named in the HTTP header only: into _meta, where the spans look
                 traced = _hooks.header_context(message, traceparent, headers.get("tracestate"))
                 if traced is not None:
                     message, body = traced, encode_json(traced)
+            _hooks.posted(message)  # a span for it, should it be refused before anything serves it
         version = headers.get("mcp-protocol-version")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None

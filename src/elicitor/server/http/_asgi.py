@@ -20,6 +20,7 @@ import msgspec
 from ..._loop import running_asyncio_loop
 from ...protocol import decode_json as decode_json
 from ...protocol import error_reply
+from ...telemetry import _state as _telemetry
 from ...types import INTERNAL_ERROR, JSONObject, RequestId
 
 logger = logging.getLogger("elicitor.http")
@@ -161,6 +162,10 @@ async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: Base
     reference = secrets.token_hex(6)
     logger.warning("%s: the shared state could not be reached (reference %s): %s", doing, reference, exc)
     message = f"Service unavailable: the shared state cannot be reached now; retry (reference {reference})"
+    if _telemetry.state.on:  # the refused request's span (a POST's), with the error and the reference
+        from ...telemetry import _hooks
+
+        _hooks.refused(exc, 503, message)
     await refuse(send, 503, request_id, INTERNAL_ERROR, message, reference=reference)
 
 
