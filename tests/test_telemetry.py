@@ -282,6 +282,8 @@ async def test_errors_follow_the_conventions(otel: Otel) -> None:
         with pytest.raises(JSONRPCError) as internal:
             await client.read_resource("memo://broken")
         assert internal.value.code == -32603
+        with pytest.raises(JSONRPCError):  # a resource URI's query may carry a code: never recorded
+            await client.read_resource(f"memo://missing?code={SECRET_CITY}#{SECRET_CITY}")
     handler = ScriptedHandler([{"name": SECRET_NAME}])
     async with serving(failing.http_app()) as url, Client.http(url, elicitation=handler) as client:
         assert (await client.call_tool("ask_then_reject")).is_error
@@ -300,7 +302,11 @@ async def test_errors_follow_the_conventions(otel: Otel) -> None:
     assert sides[SpanKind.SERVER].status.status_code == StatusCode.UNSET
     assert sides[SpanKind.CLIENT].status.status_code == StatusCode.ERROR
     assert "unknown tool" in (sides[SpanKind.CLIENT].status.description or "")
-    served = {s.kind: s for s in otel.named("resources/read")}
+    reads = otel.named("resources/read")
+    assert {(s.attributes or {})["mcp.resource.uri"] for s in reads} == {"memo://broken", "memo://missing?#"}
+    missing = [s for s in reads if (s.attributes or {})["mcp.resource.uri"] == "memo://missing?#"]
+    assert {s.status.description for s in missing} == {"Resource not found: memo://missing?# (code -32002)"}
+    served = {s.kind: s for s in reads if s not in missing}
     for span in served.values():
         assert span.status.status_code == StatusCode.ERROR
         assert (span.attributes or {})["error.type"] == "-32603"

@@ -56,9 +56,10 @@ def configure(
             ``"propagation_only"`` — carry trace context through ``_meta`` but make no spans or metrics of our own
             (another instrumentation owns them); ``"off"`` — touch nothing. The same values as FastMCP's
             ``FASTMCP_TELEMETRY_MODE``.
-        record_content: also record tool arguments (``gen_ai.tool.call.arguments``) and resource URIs, which
-            the conventions mark opt-in because they may be sensitive. Answers, the messages shown to a person and
-            URL-mode URLs are never recorded.
+        record_content: also record tool arguments (``gen_ai.tool.call.arguments``), which the conventions mark
+            opt-in because they may be sensitive, and resource URIs (``mcp.resource.uri``) whole: without it, a
+            URI is recorded without its query, fragment and user (they may carry a code or a token). Answers, the
+            messages shown to a person and URL-mode URLs are never recorded.
         tracer_provider: use this provider rather than the global one (``trace.set_tracer_provider``).
         meter_provider: use this provider rather than the global one (``metrics.set_meter_provider``).
 

@@ -33,8 +33,9 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
         elif method == "elicitation/create":
             mode = params.get("mode", "form")
             attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
-        elif state.record_content and method.startswith("resources/") and isinstance(params.get("uri"), str):
-            attributes["mcp.resource.uri"] = params["uri"]
+        elif method.startswith("resources/") and isinstance(params.get("uri"), str):
+            uri = params["uri"]  # conditionally required: its query may carry a code or a token, unless opted in
+            attributes["mcp.resource.uri"] = uri if state.record_content else without_query(uri)
         task = params.get("taskId")
         if isinstance(task, str) and method.startswith("tasks/"):
             attributes["elicitor.task.id"] = task
@@ -48,6 +49,22 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
 
             attributes["gen_ai.tool.call.arguments"] = json.dumps(params["arguments"], default=str)
     return attributes
+
+
+@lru_cache(maxsize=256)
+def without_query(uri: str) -> str:
+    """``uri`` without what may make it a credential: its query and fragment, and a user and password before its
+    host (``?code=…``, ``#access_token=…``, ``user:secret@``), each left as its delimiter alone (``?``, ``#``) so
+    that a reader sees that something was there."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return uri.split("?", 1)[0].split("#", 1)[0]
+    netloc = parts.netloc.rpartition("@")[2]
+    kept = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return kept + ("?" if parts.query or "?" in uri else "") + ("#" if parts.fragment else "")
 
 
 def add_network(attributes: dict[str, Any], transport: str, session_id: str | None, url: str | None = None) -> None:
@@ -126,10 +143,20 @@ def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException, *, s
     span.set_attributes({k: attributes[k] for k in ("error.type", "rpc.response.status_code") if k in attributes})
     if code is not None and served and int(code) != INTERNAL_ERROR and int(code) not in _SERVER_FAULTS:
         return
-    span.set_status(StatusCode.ERROR, str(exc) if code is not None else None)
+    span.set_status(StatusCode.ERROR, _description(exc) if code is not None else None)
     unhandled = exc.__cause__ if code is not None else None if attributes["error.type"] == "cancelled" else exc
     if unhandled is not None and _error_code(unhandled) is None:
         exception_event(span, unhandled)
+
+
+def _description(exc: BaseException) -> str:
+    """A JSON-RPC error's message, for the span's status: a resource URI it quotes (one its ``data`` names, as
+    "Resource not found" does) without its query, as ``mcp.resource.uri`` is recorded, unless content is."""
+    text = str(exc)
+    data = getattr(exc, "data", None)
+    if not state.record_content and isinstance(data, dict) and isinstance(uri := data.get("uri"), str) and uri:
+        text = text.replace(uri, without_query(uri))
+    return text
 
 
 def exception_event(span: Span, exc: BaseException) -> None:

@@ -29,7 +29,8 @@ https://opentelemetry.io/docs/specs/semconv/gen-ai/mcp/): span name ``{mcp.metho
 ``gen_ai.operation.name = execute_tool``, ``mcp.protocol.version``, ``error.type`` and ``rpc.response.status_code``
 (the JSON-RPC code; ``tool_error`` for an ``isError`` result), status ``ERROR`` with the error's message; trace
 context in ``params._meta`` under the unprefixed W3C keys (SEP-414). Nothing a person typed, no message shown to
-them, no URL and no argument is recorded unless :func:`elicitor.telemetry.configure` is told ``record_content=True``.
+them, no URL-mode URL, no resource URI's query and no argument is recorded unless
+:func:`elicitor.telemetry.configure` is told ``record_content=True``.
 
 This module is the hooks alone; what they share stands beside it: ``_attributes`` (what a span says),
 ``_propagation`` (trace context in ``_meta``, and a task's origin), ``_instruments`` (the metrics, and turning on).
