@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -31,6 +32,16 @@ def test_priming_event_moves_the_last_id_without_dispatching() -> None:
     decoder = SSEDecoder()
     assert decoder.feed(priming_event("s2-0")) == []
     assert decoder.last_event_id == "s2-0"
+
+
+def test_an_event_of_many_short_data_lines_is_bounded_like_one_long_line() -> None:
+    """Every line is short, so the line limit alone would let one event's data grow without end."""
+    decoder = SSEDecoder(max_line=1000)
+    assert decoder.feed(b"data: " + b"x" * 900 + b"\n\n") == [SSEEvent("x" * 900)]
+    for _ in range(9):
+        assert decoder.feed(b"data: " + b"y" * 100 + b"\n") == []
+    with pytest.raises(ValueError, match="more than 1000 bytes of data"):
+        decoder.feed(b"data: " + b"y" * 100 + b"\n")
 
 
 messages = st.lists(st.text(st.characters(blacklist_characters="\r\n", codec="utf-8"), min_size=1), max_size=8)

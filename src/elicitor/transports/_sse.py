@@ -56,10 +56,12 @@ def priming_event(event_id: str, retry: int | None = None) -> bytes:
 class SSEDecoder:
     """Turn chunks of an event stream into events. Feed it whatever the socket returned."""
 
-    __slots__ = ("_buffer", "_data", "_event", "_last_id", "_pending_cr", "_retry", "max_line")
+    __slots__ = ("_buffer", "_data", "_event", "_last_id", "_pending_cr", "_retry", "_size", "max_line")
 
     def __init__(self, max_line: int = 4 << 20) -> None:
         self.max_line = max_line
+        """The longest line, and the most data one event may carry (its ``data`` lines together)."""
+        self._size = 0
         self._buffer = b""
         self._pending_cr = False
         self._data: list[str] = []
@@ -81,7 +83,8 @@ class SSEDecoder:
         """Decode ``chunk``; returns the events it completed.
 
         Raises:
-            ValueError: a line longer than ``max_line`` (a broken or hostile stream).
+            ValueError: a line longer than ``max_line``, or an event whose data lines add up to more (a broken or
+                hostile stream: a message is one line, but many short lines would otherwise pile up unbounded).
         """
         if not chunk:
             return []  # an empty read says nothing, and must not forget a CR that may pair with the next byte
@@ -118,6 +121,7 @@ class SSEDecoder:
             data = "\n".join(self._data)
             event_type = self._event or "message"
             self._data = []
+            self._size = 0
             self._event = ""
             if not data:  # e.g. a priming event: it moves the last event id but dispatches nothing
                 return None
@@ -128,6 +132,9 @@ class SSEDecoder:
         if colon and value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._size += len(value) + 1
+            if self._size > self.max_line:
+                raise ValueError(f"SSE event with more than {self.max_line} bytes of data")
             self._data.append(value)
         elif name == "event":
             self._event = value
