@@ -56,6 +56,7 @@ PUBLIC = [
     "InvalidScriptedAnswer",
     "JSONRPCError",
     "JwtVerifier",
+    "LegacyRefused",
     "LocalProtocolError",
     "MultiEnumField",
     "NumberField",

@@ -225,6 +225,12 @@ class OutcomeUnknown(ElicitorError):
         self.method = method
 
 
+class LegacyRefused(ElicitorError):
+    """A server's URL did not open the HTTP+SSE transport of 2024-11-05 (``Client.http(url, transport="sse")``), or
+    opened one the client must not use: its ``endpoint`` event named another origin than the server's (the
+    client's messages and credentials would go there), no usable URL, or came late or not first."""
+
+
 class AuthError(ElicitorError):
     """Signing in to an MCP server, or checking a client's token, failed; the message says which step and why.
 

@@ -156,5 +156,7 @@ if __name__ == "__main__":
 
     if len(sys.argv) == 3 and sys.argv[1] == "--port":
         app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--sse-port":  # the HTTP+SSE transport of 2024-11-05
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         app.run("stdio")

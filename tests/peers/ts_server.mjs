@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { InMemoryTaskMessageQueue, InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { UrlElicitationRequiredError } from "@modelcontextprotocol/sdk/types.js";
@@ -106,7 +107,30 @@ function makeServer() {
 }
 
 const at = process.argv.indexOf("--port");
-if (at < 0) {
+const sseAt = process.argv.indexOf("--sse-port");
+if (sseAt >= 0) {
+  // The HTTP+SSE transport of 2024-11-05: GET /sse opens the stream, which names /messages?sessionId=... to POST to.
+  const streams = new Map();
+  const http = createServer(async (req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      streams.set(transport.sessionId, transport);
+      res.on("close", () => streams.delete(transport.sessionId));
+      await makeServer().connect(transport);
+    } else if (req.method === "POST" && url.pathname === "/messages") {
+      const transport = streams.get(url.searchParams.get("sessionId"));
+      if (!transport) {
+        res.writeHead(404).end("Session not found");
+        return;
+      }
+      await transport.handlePostMessage(req, res);
+    } else {
+      res.writeHead(404).end("Not Found");
+    }
+  });
+  http.listen(Number(process.argv[sseAt + 1]), "127.0.0.1");
+} else if (at < 0) {
   await makeServer().connect(new StdioServerTransport());
 } else {
   const sessions = new Map();

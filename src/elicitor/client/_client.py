@@ -214,6 +214,7 @@ class Client:
         limits: httpx.Limits | None = None,
         http: httpx.AsyncClient | None = None,
         auth: httpx.Auth | None = None,
+        transport: str = "auto",
         **kwargs: Any,
     ) -> Client:
         """A client for the Streamable HTTP endpoint at ``url``; ``headers`` go on every request.
@@ -232,6 +233,14 @@ class Client:
         when the server answers 401 (and again, for more scope, on 403 ``insufficient_scope``);
         :class:`~elicitor.BearerToken` sends a token you already have. Any ``httpx.Auth`` works.
 
+        ``transport``: a server that still runs the HTTP+SSE transport of 2024-11-05 (a GET opens its event
+        stream, which names the URL to POST messages to) is found as the spec says: it refuses the first POST with
+        400, 404 or 405, and the client then GETs ``url`` and speaks the old transport if the stream opens
+        (``"auto"``, the default: ``url`` is the stream's, ``.../sse`` for most such servers). ``"sse"`` goes to
+        the old transport at once (one request fewer); ``"streamable-http"`` never falls back. Either way
+        ``headers`` and ``auth`` go on the stream's GET and on every POST, which go to the server's own origin
+        only.
+
         Other arguments are as for :class:`Client`.
         """
         from ._http import HttpClientTransport
@@ -240,8 +249,13 @@ class Client:
             raise ValueError("limits= sizes the client's own connection pools; set limits on the http= client instead")
         if http is not None and auth is not None:
             raise ValueError("auth= applies to the client's own connections; set auth on the http= client instead")
+        if transport not in ("auto", "streamable-http", "sse"):
+            raise ValueError(f"transport must be 'auto', 'streamable-http' or 'sse', not {transport!r}")
         client = cls(
-            lambda: HttpClientTransport.connect(url, headers=headers, http=http, limits=limits, auth=auth), **kwargs
+            lambda: HttpClientTransport.connect(
+                url, headers=headers, http=http, limits=limits, auth=auth, transport=transport
+            ),
+            **kwargs,
         )
         if isinstance(auth, PersonPaced):
             client._paced.append(auth)  # a person signing in stops the client's clocks (client/_pace.py)

@@ -61,6 +61,14 @@ class Endpoint:
         """Headers already checked and encoded (:func:`check_header`), by name and value: most requests repeat
         them all (``Accept``, the revision, ``Mcp-Method``, the tool's name), so each is checked once."""
 
+    def at(self, url: str) -> Endpoint:
+        """The same road to another URL of the same server (the message URL of the 2024-11-05 HTTP+SSE
+        transport): the same client, pool and headers; a road that has moved to ``httpx``'s path stays there."""
+        other = Endpoint(url, self.http, self.lean, None)
+        other._fixed = self._fixed
+        other._checked = self._checked
+        return other
+
     async def open(
         self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False
     ) -> Response:

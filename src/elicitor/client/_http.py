@@ -7,6 +7,10 @@ with ``MCP-Protocol-Version``; after the handshake a GET opens the standalone st
 its answer is resumed with GET and ``Last-Event-ID`` after the server's ``retry`` delay; DELETE ends the session on
 close. 2026-07-28: the ``Mcp-Method``/``Mcp-Name`` headers mirror the body, there is no session and no GET.
 
+A server that refuses the first POST as a server of the 2024-11-05 HTTP+SSE transport would (400, 404 or 405 and
+no JSON-RPC error) is spoken to with that transport from then on, if a GET of its URL opens the stream it names
+its message URL on (``_legacy``; the spec's "Backwards Compatibility"); ``transport="sse"`` goes there at once.
+
 How a request reaches the server (the lean path or ``httpx``, a proxy, cookies) is ``_endpoint``'s; what the body
 puts in the headers is ``_headers``'. This module is what to send and what an answer means.
 """
@@ -26,7 +30,7 @@ import anyio.abc
 import httpx2 as httpx
 import msgspec
 
-from .._exceptions import AuthError
+from .._exceptions import AuthError, LegacyRefused
 from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
@@ -34,6 +38,7 @@ from ..types import INTERNAL_ERROR, JSONValue, RequestId, is_stateless
 from ._connection import check_header
 from ._endpoint import Endpoint, Response, environment_proxies
 from ._headers import message_headers
+from ._legacy import FALLBACK_STATUSES, OldTransport, falls_back
 from ._pool import DEFAULT_LIMITS, PooledTransport
 from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
 
@@ -49,6 +54,7 @@ _UNAVAILABLE_FOR = 30.0
 _SENDING = 32
 """Answers and notifications in flight at once, per transport (see :meth:`HttpClientTransport.send`)."""
 _USER_AGENT = f"elicitor/{__version__}"
+_TRANSPORTS = ("auto", "streamable-http", "sse")
 
 
 class SessionExpired(Exception):
@@ -74,8 +80,20 @@ class HttpClientTransport:
         *,
         lean: PooledTransport | None = None,
         fixed: Mapping[str, str] | None = None,
+        transport: str = "auto",
     ) -> None:
+        if transport not in _TRANSPORTS:
+            raise ValueError(f"transport must be one of {', '.join(_TRANSPORTS)}, not {transport!r}")
         self._endpoint = Endpoint(url, http, lean, fixed)
+        self._transport = transport
+        """``auto`` (Streamable HTTP, falling back to the old transport as the spec says), ``streamable-http`` or
+        ``sse`` (the 2024-11-05 HTTP+SSE transport only)."""
+        self._old: OldTransport | None = None
+        """The 2024-11-05 HTTP+SSE transport, once the server turned out to speak it (see ``_legacy``)."""
+        self._old_refused: str | None = None
+        """Why the server's GET did not open the old transport, once tried: it is not tried again."""
+        self._ended = False
+        """The old transport's stream ended: :meth:`receive` ends the connection once it reaches that point."""
         self._extra_headers = dict(headers or {})
         """Headers for every request that ``http`` does not already carry (it is the caller's client)."""
         self._tg = tg
@@ -117,8 +135,13 @@ class HttpClientTransport:
         http: httpx.AsyncClient | None = None,
         limits: httpx.Limits | None = None,
         auth: httpx.Auth | None = None,
+        transport: str = "auto",
     ) -> AsyncIterator[HttpClientTransport]:
         """Open a transport to ``url``; ``headers`` go on every request (authorization, say).
+
+        ``transport``: ``auto`` speaks Streamable HTTP and falls back to the 2024-11-05 HTTP+SSE transport when the
+        server refuses its first POST as a server of that transport would; ``streamable-http`` never falls back;
+        ``sse`` opens the old transport's stream at once (:class:`LegacyRefused` if the server does not open it).
 
         ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
         transport makes its own, its connections kept per server by :class:`PooledTransport` and bounded by
@@ -134,6 +157,7 @@ class HttpClientTransport:
                 raise ValueError(f"headers= cannot set {name}: each request's body sets it")
         given = httpx.Headers({"user-agent": _USER_AGENT})
         given.update(headers or {})  # case-insensitively: the caller's User-Agent replaces ours
+        refused: Exception | None = None  # why the old transport did not open (sse): raised outside the task group
         async with anyio.create_task_group() as tg:
             pool: PooledTransport | None = None
             client = http
@@ -146,15 +170,26 @@ class HttpClientTransport:
                 client = httpx.AsyncClient(timeout=timeout, headers=given, transport=pool, auth=auth)
             own = http is None
             lean = pool if pool is not None and auth is None and not httpx.URL(url).userinfo else None
-            transport = cls(url, client, tg, headers=None if own else headers, lean=lean, fixed=dict(given.items()))
+            made = cls(
+                url, client, tg, headers=None if own else headers, lean=lean, fixed=dict(given.items()),
+                transport=transport,
+            )  # fmt: skip
             try:
-                yield transport
+                if transport == "sse":
+                    try:
+                        await made._open_old()
+                    except (LegacyRefused, AuthError, httpx.HTTPError) as exc:
+                        refused = exc
+                if refused is None:
+                    yield made
             finally:
                 with anyio.CancelScope(shield=True):
-                    await transport.aclose()
+                    await made.aclose()
                     if own:
                         await client.aclose()
                 tg.cancel_scope.cancel()
+        if refused is not None:
+            raise refused
 
     # ---- Transport -------------------------------------------------------------------------------------------
 
@@ -172,6 +207,8 @@ class HttpClientTransport:
                 self._waiting = None
             if message is not None:
                 return message
+            if self._ended:
+                raise anyio.EndOfStream  # the old transport's stream ended, after what it had delivered
 
     def deliver_to(self, handler: Callable[[bytes | Oversized], bool]) -> None:
         """Offer each message that arrives while :meth:`receive` waits on an empty inbox to ``handler`` first,
@@ -204,6 +241,10 @@ class HttpClientTransport:
     async def send(self, message: bytes, related: RequestId | None = None, *, final: bool = False) -> None:
         if self._closed:
             raise anyio.BrokenResourceError
+        if self._old is not None:
+            async with self._sending:
+                await self._send_old(message)
+            return
         decoded = _decode(message)
         is_request = "method" in decoded and "id" in decoded
         headers = self._headers(decoded)
@@ -289,6 +330,8 @@ class HttpClientTransport:
 
     def start_listening(self) -> None:
         """Open the standalone GET stream (handshake era, once there is a session)."""
+        if self._old is not None:
+            return  # the old transport's one stream is open already
         if self._listening or self.session_id is None or is_stateless(self.protocol_version or ""):
             return
         self._listening = True
@@ -344,9 +387,16 @@ class HttpClientTransport:
         ``_UNAVAILABLE_FOR`` seconds, since a balancer may still send it to a replica that just died and sending
         it again changes nothing on the server. Other requests are never sent twice.
         """
+        refused: int | None = None
         try:
             response = await self._open_post(message, headers, opening)
             try:
+                body: bytes | None = None
+                if opening and response.status_code in FALLBACK_STATUSES and self._may_fall_back(headers, response):
+                    body = await response.aread()
+                    if falls_back(response.status_code, body):
+                        refused = response.status_code
+                        return
                 offered = response.headers.get("mcp-session-id")
                 if offered and self.session_id is None:
                     if not _valid_session_id(offered):
@@ -362,7 +412,7 @@ class HttpClientTransport:
                 if kind == "text/event-stream":
                     done, last_id, retry = await self._read_events(response, request_id)
                 else:
-                    body = await response.aread()
+                    body = await response.aread() if body is None else body
                     if response.status_code >= 400 and kind != "application/json":  # a gateway's page, say
                         self._fail(request_id, f"the server answered HTTP {response.status_code} ({kind or 'untyped'})")
                     elif body:
@@ -372,6 +422,8 @@ class HttpClientTransport:
                     return
             finally:
                 await response.aclose()
+                if refused is not None:
+                    await self._fall_back(message, request_id, refused)
         except httpx.HTTPError as exc:
             self._fail(request_id, f"HTTP request failed: {exc}")
             return
@@ -380,6 +432,62 @@ class HttpClientTransport:
             return
         if not done:
             await self._resume(request_id, last_id, retry, headers.get("mcp-session-id") or self.session_id)
+
+    def _may_fall_back(self, headers: Mapping[str, str], response: Response) -> bool:
+        """Whether a refusal of this opening POST may mean the old transport (then its body says): ``auto`` only,
+        before any session, and not after a GET that opened no stream."""
+        return (
+            self._transport == "auto"
+            and self._old is None
+            and "mcp-session-id" not in headers
+            and not response.headers.get("mcp-session-id")
+        )
+
+    async def _fall_back(self, message: bytes, request_id: RequestId, status: int) -> None:
+        """The server refused the opening POST as a server of the old transport would: GET its stream, and send the
+        request again there. If no stream opens, the request fails saying what each step met."""
+        if self._old_refused is None:
+            try:
+                await self._open_old()
+            except (LegacyRefused, AuthError, httpx.HTTPError) as exc:
+                self._old_refused = str(exc) or type(exc).__name__
+        if self._old is None:
+            self._fail(
+                request_id,
+                f"the server answered HTTP {status} to a POST, and a GET of its URL did not open the HTTP+SSE "
+                f"transport of 2024-11-05 either: {self._old_refused}",
+            )
+            return
+        logger.info("the server speaks the HTTP+SSE transport of 2024-11-05; using it")
+        await self._send_old(message)
+
+    async def _open_old(self) -> None:
+        """Open the old transport's stream and wait for the URL it names for our messages (see ``_legacy``)."""
+        old = OldTransport(
+            self._endpoint, dict(self._extra_headers), put=self._put, fail=self._fail, ended=self._old_ended,
+            heard=lambda: self._heard,
+        )  # fmt: skip
+        await old.start(self._tg)
+        self._old = old
+
+    async def _send_old(self, message: bytes) -> None:
+        """Send ``message`` over the old transport. It has no ``server/discover`` (a 2026-07-28 request): that
+        fails here, without a word to the server, and the client goes on with ``initialize``."""
+        assert self._old is not None
+        decoded = _decode(message)
+        request_id = decoded.get("id") if "method" in decoded else None
+        if not isinstance(request_id, str | int):
+            request_id = None
+        if request_id is not None and decoded.get("method") == "server/discover":
+            self._fail(request_id, "the server speaks the HTTP+SSE transport of 2024-11-05: no server/discover there")
+            return
+        await self._old.send(message, request_id)
+
+    def _old_ended(self) -> None:
+        """The old transport's stream ended: nothing more can come, so the connection ends after what it brought."""
+        self._ended = True
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._inbox_in.send_nowait(None)
 
     async def _open_post(self, message: bytes, headers: dict[str, str], opening: bool) -> Response:
         """Send the POST and return its response, unread. ``opening``: 502/503/504 is retried (see above)."""

@@ -1,0 +1,414 @@
+"""The client against servers of the HTTP+SSE transport of 2024-11-05 (a GET opens the stream, whose first event,
+``endpoint``, names the URL every message is POSTed to; everything the server says comes on the stream).
+
+Real peers we did not write (the official Python SDK's ``SseServerTransport`` under uvicorn, the TypeScript SDK's
+``SSEServerTransport`` under node), and a server of our own under uvicorn that misbehaves on purpose: the fallback
+decision, the endpoint's origin, sign-in on every request, the stream ending mid-call, hostile streams.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Generator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from elicitor import Client, ConnectionClosed, ElicitorError, JSONRPCError, LegacyRefused, ScriptedHandler
+from elicitor.client._legacy import falls_back, message_url
+
+from .conftest import ROOT, free_port, serving
+
+pytestmark = pytest.mark.anyio
+
+TS_SDK = ROOT / ".cache" / "ts-sdk-1.32.2"
+NODE22 = ROOT / ".cache" / "node22" / "node_modules" / "node" / "bin" / "node"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def peer(command: list[str], port: int) -> AsyncIterator[str]:
+    """Run a server process that listens on ``port``; yields its stream's URL once it answers."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/sse"
+    try:
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    async with httpx.AsyncClient() as http:
+                        await http.post(url)
+                    break
+                except httpx.TransportError:
+                    await anyio.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+async def test_the_official_python_sdk_sse_server(anyio_backend: str) -> None:
+    """Found by the spec's fallback (its /sse answers a POST with 405), or asked for; the server's elicitation
+    comes on the stream and the answer goes back as a POST, on both handshake revisions."""
+    port = free_port()
+    async with peer(
+        [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py"), "--sse-port", str(port)], port
+    ) as url:
+        for protocol, transport in [("auto", "auto"), ("2025-06-18", "auto"), ("2025-11-25", "sse")]:
+            handler = ScriptedHandler([{"name": "Grace"}, {"confirm": True}])
+            with anyio.fail_after(60):
+                async with Client.http(url, elicitation=handler, protocol=protocol, transport=transport) as client:
+                    assert client.protocol_version == ("2025-11-25" if protocol == "auto" else protocol)
+                    assert "push_ask" in {tool.name for tool in await client.list_tools()}
+                    assert (await client.call_tool("push_ask")).text == "hello Grace, 30"
+                    assert (await client.call_tool("confirm_delete")).text == "deleted"
+            assert [request.message for request in handler.requests] == ["Who are you?", "Delete the file?"]
+        # `elicitor proxy` in front of it (its upstream is this client): a stdio client of today reaches it.
+        command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
+        handler = ScriptedHandler([{"name": "Kit", "age": 7}])
+        async with Client.stdio(command, elicitation=handler, protocol="2026-07-28", probe_timeout=60) as client:
+            with anyio.fail_after(60):
+                assert client.server_info is not None and client.server_info.name == "official-peer"
+                assert (await client.call_tool("push_ask")).text == "hello Kit, 7"
+        # Asked for Streamable HTTP only, the client does not fall back: it says what the server answered.
+        with anyio.fail_after(60), pytest.raises(JSONRPCError, match="HTTP 405"):
+            async with Client.http(url, transport="streamable-http", probe_timeout=30):
+                pass
+
+
+def ts_node() -> str:
+    if not (TS_SDK / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
+        pytest.skip("the TypeScript SDK is not installed: run `make test` (or scripts/conformance.py --install-only)")
+    found = str(NODE22) if NODE22.exists() else shutil.which("node")
+    if found is None:
+        pytest.skip("no node on PATH")
+    return found
+
+
+async def test_the_typescript_sdk_sse_server(anyio_backend: str) -> None:
+    node = ts_node()
+    script = TS_SDK / "ts_server.mjs"  # it imports the SDK from beside it
+    source = (ROOT / "tests" / "peers" / "ts_server.mjs").read_text()
+    if not script.exists() or script.read_text() != source:
+        script.write_text(source)
+    port = free_port()
+    async with peer([node, str(script), "--sse-port", str(port)], port) as url:
+        handler = ScriptedHandler([{"name": "Ada"}])
+        with anyio.fail_after(60):
+            async with Client.http(url, elicitation=handler) as client:
+                assert client.protocol_version == "2025-11-25"
+                assert (await client.call_tool("ask")).text == "hello Ada"
+
+
+# ---- a server of the old transport that does what each test needs -------------------------------------------------
+
+
+class OldServer:
+    """A 2024-11-05 HTTP+SSE server: ``/sse`` (GET: the stream; POST: ``post_status``) and ``/messages``.
+
+    It speaks revision 2024-11-05 (no elicitation): ``initialize``, ``tools/list`` and ``tools/call`` of
+    ``echo``; ``hang`` is never answered and does what ``on_hang`` says to the stream (``close`` it, send
+    ``hostile`` bytes). ``token``: every request must carry ``Authorization: Bearer <token>`` (else 401).
+    """
+
+    def __init__(
+        self,
+        *,
+        post_status: int = 405,
+        post_body: bytes = b"Method Not Allowed",
+        post_type: bytes = b"text/plain",
+        endpoint: str = "/messages?session=1",
+        first: bytes | None = None,
+        token: str | None = None,
+        hostile: bytes = b"",
+    ) -> None:
+        self.post_status = post_status
+        self.post_body = post_body
+        self.post_type = post_type
+        self.endpoint = endpoint
+        self.first = first
+        self.token = token
+        self.hostile = hostile
+        self.seen: list[tuple[str, str, str | None]] = []
+        """Every request: method, path with query, Authorization."""
+        self._out: anyio.abc.ObjectSendStream[bytes | None] | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        headers = dict(scope["headers"])
+        authorization = headers.get(b"authorization", b"").decode() or None
+        target = scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else "")
+        self.seen.append((scope["method"], target, authorization))
+        if self.token is not None and authorization != f"Bearer {self.token}":
+            await self._respond(send, 401, b"", [(b"www-authenticate", b"Bearer")])
+        elif scope["path"] == "/sse" and scope["method"] == "GET":
+            async with anyio.create_task_group() as tg:
+
+                async def until_gone() -> None:
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until_gone)
+                await self._stream(send)
+                tg.cancel_scope.cancel()
+        elif scope["path"] == "/sse":
+            await self._respond(send, self.post_status, self.post_body, [(b"content-type", self.post_type)])
+        elif scope["path"] == "/messages" and scope["method"] == "POST":
+            body = b""
+            while True:
+                event = await receive()
+                body += event.get("body", b"")
+                if not event.get("more_body"):
+                    break
+            await self._respond(send, 202, b"Accepted", [])
+            await self._answer(json.loads(body))
+        else:
+            await self._respond(send, 404, b"Not Found", [])
+
+    async def _respond(self, send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def _stream(self, send: Any) -> None:
+        self._out, inbox = anyio.create_memory_object_stream[bytes | None](100)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        first = self.first if self.first is not None else f"event: endpoint\ndata: {self.endpoint}\n\n".encode()
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        with self._out, inbox:
+            async for chunk in inbox:
+                if chunk is None:
+                    break
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def _say(self, message: dict[str, Any]) -> None:
+        assert self._out is not None
+        await self._out.send(b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n")
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        method, request_id = message.get("method"), message.get("id")
+        if method == "initialize":
+            result = {
+                "protocolVersion": "2024-11-05",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "old-server", "version": "0.1"},
+            }
+            await self._say({"jsonrpc": "2.0", "id": request_id, "result": result})
+        elif method == "tools/list":
+            tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang")]
+            await self._say({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
+        elif method == "tools/call" and message["params"]["name"] == "echo":
+            content = [{"type": "text", "text": json.dumps(message["params"].get("arguments", {}))}]
+            await self._say({"jsonrpc": "2.0", "id": request_id, "result": {"content": content}})
+        elif method == "tools/call" and message["params"]["name"] == "hang":
+            assert self._out is not None
+            if self.hostile:
+                await self._out.send(self.hostile)
+            else:
+                await self._out.send(None)  # the stream ends; the call is never answered
+
+
+async def call(url: str, *, tool: str = "echo", **options: Any) -> str:
+    """Connect to ``url``, call ``tool`` with ``{"n": 1}`` and return its text."""
+    with anyio.fail_after(60):
+        async with Client.http(url, **options) as client:
+            assert client.protocol_version == "2024-11-05"  # accepted, without elicitation
+            return (await client.call_tool(tool, {"n": 1})).text
+
+
+def sse_url(url: str) -> str:
+    return url.removesuffix("/mcp") + "/sse"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind", "falls"),
+    [
+        (405, b"Method Not Allowed", b"text/plain", True),
+        (404, b"Cannot POST /sse", b"text/html", True),
+        (400, b"", b"text/plain", True),
+        (405, b'{"detail":"Method Not Allowed"}', b"application/json", True),  # JSON, but no JSON-RPC error
+        (
+            400,
+            b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"No session"}}',
+            b"application/json",
+            False,
+        ),
+        (500, b"Internal Server Error", b"text/plain", False),
+        (403, b"Forbidden", b"text/plain", False),
+        (401, b"", b"text/plain", False),
+    ],
+)
+async def test_which_refusals_of_the_first_post_fall_back(
+    anyio_backend: str, status: int, body: bytes, kind: bytes, falls: bool
+) -> None:
+    """400, 404 and 405 without a JSON-RPC error fall back to a GET; a JSON-RPC error (a Streamable HTTP server
+    saying why), a server error and 401 (sign-in's business) do not."""
+    server = OldServer(post_status=status, post_body=body, post_type=kind)
+    async with serving(server) as url:
+        if falls:
+            assert await call(sse_url(url)) == '{"n": 1}'
+        else:
+            with pytest.raises(JSONRPCError):
+                await call(sse_url(url), probe_timeout=30)
+    gets = [seen for seen in server.seen if seen[0] == "GET"]
+    assert len(gets) == (1 if falls else 0)
+    if falls:  # the probe found the old transport; initialize, initialized and the call went to its URL
+        assert [seen[1] for seen in server.seen if seen[0] == "POST"] == ["/sse"] + ["/messages?session=1"] * 3
+
+
+def test_the_fallback_decision() -> None:
+    assert falls_back(405, b"") and falls_back(404, b"<html>") and falls_back(400, b"not json {")
+    assert falls_back(400, b'{"jsonrpc":"2.0","result":{}}')  # not an error: not a server of today saying why
+    assert not falls_back(400, b'{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"v"}}')
+    assert not falls_back(401, b"") and not falls_back(403, b"") and not falls_back(503, b"")
+
+
+async def test_sign_in_covers_the_stream_and_every_post(anyio_backend: str) -> None:
+    """A 401 goes to the client's auth flow (here one that answers a challenge with a token), on the probe, the
+    stream's GET and the POSTs; never does the fallback GET go out without the credentials."""
+
+    class AnswerChallenge(httpx.Auth):
+        def __init__(self) -> None:
+            self.challenged = 0
+
+        def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+            if self.challenged:
+                request.headers["Authorization"] = "Bearer s3cret"
+            response = yield request
+            if response.status_code == 401:
+                self.challenged += 1
+                request.headers["Authorization"] = "Bearer s3cret"
+                yield request
+
+    server = OldServer(token="s3cret")
+    auth = AnswerChallenge()
+    async with serving(server) as url:
+        assert await call(sse_url(url), auth=auth) == '{"n": 1}'
+    assert auth.challenged == 1
+    assert server.seen[0] == ("POST", "/sse", None)  # challenged: 401
+    assert all(seen[2] == "Bearer s3cret" for seen in server.seen[1:])
+    assert {seen[:2] for seen in server.seen[1:]} == {
+        ("POST", "/sse"),
+        ("GET", "/sse"),
+        ("POST", "/messages?session=1"),
+    }
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+async def test_an_endpoint_of_another_origin_is_refused(anyio_backend: str, transport: str) -> None:
+    """The stream cannot send the client's messages (and its Authorization header) to another host or port."""
+    elsewhere = OldServer()
+    async with serving(elsewhere) as other:
+        server = OldServer(endpoint=other.removesuffix("/mcp") + "/messages")
+        async with serving(server) as url:
+            error = LegacyRefused if transport == "sse" else JSONRPCError
+            with anyio.fail_after(60), pytest.raises(error, match="another origin"):
+                async with Client.http(sse_url(url), transport=transport, headers={"authorization": "Bearer t"}):
+                    pass
+    assert elsewhere.seen == []
+    assert [seen[0] for seen in server.seen if seen[1] != "/sse"] == []
+
+
+def test_the_endpoint_url() -> None:
+    base = "http://127.0.0.1:8000/sse"
+    assert message_url(base, "/messages/?session_id=ab") == "http://127.0.0.1:8000/messages/?session_id=ab"
+    assert message_url(base, "messages?s=1") == "http://127.0.0.1:8000/messages?s=1"
+    assert message_url("https://h.example/mcp/sse", "https://H.example:443/m") == "https://h.example/m"
+    for hostile in [
+        "http://127.0.0.1:8001/messages",
+        "https://127.0.0.1:8000/messages",
+        "//evil.example/messages",
+        "http://evil.example/messages",
+        "http://user:pw@127.0.0.1:8000/messages",
+        "",
+        "/m\r\nX-Injected: 1",
+    ]:
+        with pytest.raises(LegacyRefused):
+            message_url(base, hostile)
+
+
+@pytest.mark.parametrize(
+    ("first", "words"),
+    [
+        (b'event: message\ndata: {"jsonrpc":"2.0","method":"ping"}\n\n', "not endpoint"),
+        (b": a comment only, then the end\n\n", "ended before its endpoint event"),
+        (b"event: endpoint\ndata: " + b"x" * (5 << 20) + b"\n\n", "longer than"),
+    ],
+)
+async def test_a_stream_that_names_no_endpoint_is_refused(anyio_backend: str, first: bytes, words: str) -> None:
+    server = OldServer(first=first)
+
+    async def stream_then_end(send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": first, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    server._stream = stream_then_end  # type: ignore[method-assign]
+    async with serving(server) as url:
+        with anyio.fail_after(60), pytest.raises(LegacyRefused, match=words):
+            async with Client.http(sse_url(url), transport="sse"):
+                pass
+
+
+async def test_the_stream_ending_mid_call_fails_the_call_and_ends_the_connection(anyio_backend: str) -> None:
+    async with serving(OldServer()) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url)) as client:
+                with pytest.raises(JSONRPCError, match="event stream ended before it answered"):
+                    await client.call_tool("hang")
+                with pytest.raises(ConnectionClosed):
+                    await client.call_tool("echo")
+
+
+@pytest.mark.parametrize(
+    ("hostile", "words"),
+    [
+        (b"data: " + b"x" * (5 << 20) + b"\n\n", "longer than"),  # one line over the limit
+        (b"".join(b"data: " + b"y" * 4096 + b"\n" for _ in range(1100)), "bytes of data"),  # short lines adding up
+    ],
+    ids=["long-line", "many-lines"],
+)
+async def test_a_hostile_stream_ends_the_connection_with_a_clear_error(
+    anyio_backend: str, hostile: bytes, words: str
+) -> None:
+    async with serving(OldServer(hostile=hostile)) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url)) as client:
+                with pytest.raises(JSONRPCError, match=words):
+                    await client.call_tool("hang")
+
+
+async def test_noise_on_the_stream_is_ignored(anyio_backend: str) -> None:
+    """Events of other types, a second endpoint event, comments, an answer to nothing, a line that is not JSON:
+    the connection goes on."""
+    noise = (
+        b": keep-alive\n\n"
+        b"event: endpoint\ndata: http://evil.example/messages\n\n"
+        b"event: surprise\ndata: {}\n\n"
+        b'event: message\ndata: {"jsonrpc":"2.0","id":"nobody-asked","result":{}}\n\n'
+        b"event: message\ndata: not json\n\n"
+    )
+    server = OldServer(first=b"event: endpoint\ndata: /messages?session=1\n\n" + noise)
+    async with serving(server) as url:
+        assert await call(sse_url(url)) == '{"n": 1}'
+    assert all(seen[1].startswith(("/sse", "/messages")) for seen in server.seen)
+
+
+async def test_transport_is_checked(anyio_backend: str) -> None:
+    with pytest.raises(ValueError, match="transport must be"):
+        Client.http("http://127.0.0.1:1/sse", transport="websocket")
+    assert issubclass(LegacyRefused, ElicitorError)
