@@ -111,3 +111,59 @@ async def test_a_task_list_shows_each_person_only_their_own_tasks_whatever_their
                     for name, client in (("ann", ann), ("bob", bob), ("cal", cal))
                 }
     assert listed == {"ann": ["task-of-ann"], "bob": ["task-of-bob"], "cal": []}
+
+
+def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_during_a_stall() -> None:
+    """``elicitor proxy --listen`` runs on the stack ``elicitor serve`` chooses (httptools and uvloop, installed in
+    dev) and says which. Stopped (SIGSTOP) past its keep-alive timeout right after answering on a connection, it
+    must read the request a balancer sent on that connection meanwhile once it runs again, not close the
+    connection from its overdue keep-alive timer with the request unread (the kernel would reset it, and a reset
+    POST is lost)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
+               sys.executable, "-m", "tests.peers.cli_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE)
+    request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+    def response(sock: socket.socket) -> bytes:
+        """What the proxy answers, up to the end of the headers (or what came before the connection ended)."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        return data
+
+    try:
+        wait_for_port(port, process, timeout=60)
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(request)
+            before = response(sock)
+            os.kill(process.pid, signal.SIGSTOP)
+            try:
+                time.sleep(8)  # the connection idle past the keep-alive timeout (5 s), as the proxy sees it once awake
+                sock.sendall(request)  # waits in the socket
+            finally:
+                os.kill(process.pid, signal.SIGCONT)
+            try:
+                after = response(sock)
+            except ConnectionResetError:
+                after = b"(reset)"
+    finally:
+        process.terminate()
+        _, said = process.communicate(timeout=60)
+    assert before.startswith(b"HTTP/1.1 200"), before
+    assert after.startswith(b"HTTP/1.1 200"), after
+    assert f"at http://127.0.0.1:{port}/mcp, forwarding to" in said.decode()
+    assert "(httptools, uvloop)" in said.decode(), said.decode()

@@ -127,21 +127,42 @@ async def serve_stdio(target: Sequence[str], *, ui: UI = "browser", upstream_pro
 
 
 async def serve_http(
-    target: Sequence[str], host: str, port: int, *, ui: UI = "browser", upstream_protocol: str = "auto"
+    target: Sequence[str],
+    host: str,
+    port: int,
+    *,
+    ui: UI = "browser",
+    upstream_protocol: str = "auto",
+    stack: tuple[str, str] = ("asyncio", "h11"),
 ) -> None:
     """Serve clients over Streamable HTTP at ``http://host:port/mcp`` (elicitor's HTTP app: Host and Origin checks,
-    sessions, both eras), forwarding to ``target``."""
+    sessions, both eras), forwarding to ``target``.
+
+    ``stack`` names the event loop this runs on and the HTTP parser to use (``http_stack()``), as ``elicitor serve``
+    chooses them; the parser's protocol keeps a connection with a request in it open across a stall of the process
+    (``server.http._keepalive``), so what a balancer sent on it meanwhile is read, not reset."""
     import uvicorn
 
+    from ..server._server import KEEP_ALIVE
+    from ..server.http._keepalive import http_protocol
     from ._http import ProxyServer
 
+    event_loop, parser = stack
     async with renderer(ui) as handler:
         connect, sign_in = upstream(target)
         proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         shown = f"[{host}]" if ":" in host else host
         at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
-        print(f"elicitor proxy: {at}", file=sys.stderr)
-        config = uvicorn.Config(proxy.http_app(), host=host, port=port, log_level="warning", lifespan="on")
+        print(f"elicitor proxy: {at} ({parser}, {event_loop})", file=sys.stderr)
+        config = uvicorn.Config(
+            proxy.http_app(),
+            host=host,
+            port=port,
+            http=http_protocol(parser),
+            log_level="warning",
+            lifespan="on",
+            timeout_keep_alive=KEEP_ALIVE,
+        )
         await uvicorn.Server(config).serve()
 
 
@@ -155,8 +176,15 @@ def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "au
                 wrong = language()._("--listen takes HOST:PORT, not {value}", value=repr(listen))
                 print(f"elicitor proxy: {wrong}", file=sys.stderr)
                 return 2
+            from ..server._server import http_stack
+
+            # The fastest stack installed, as elicitor serve chooses it: uvloop's event loop, httptools' parser.
+            stack = http_stack()
             anyio.run(
-                lambda: serve_http(target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol)
+                lambda: serve_http(
+                    target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol, stack=stack
+                ),
+                backend_options={"use_uvloop": stack[0] == "uvloop"},
             )
     except KeyboardInterrupt:
         return 130
