@@ -54,6 +54,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
         yield running
 
 
+LEASE = 2.5
+"""The replicas' lease in :func:`stalling` (5 s by default): a session reads as gone once the lease has lapsed on
+two looks ``LEASE + 2`` s apart (``gone_after``), so a stall that must outlast them takes seconds, not a dozen."""
+KEEP_ALIVE = 2
+"""How long an idle connection stays open on the replicas of :func:`stalling` (5 s by default)."""
+STALL = LEASE + 3
+"""A long stall: past the lease by three seconds, past ``gone_after`` by one (8 s with the default lease)."""
+
+
+@pytest.fixture(scope="module")
+def stalling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    """The same deployment with the lease and keep-alive set shorter through the server's own settings (the code
+    path is the default's): for the tests that stop or kill a replica and must wait out those periods."""
+    command = [*SERVER, "--lease", str(LEASE), "--keep-alive", str(KEEP_ALIVE)]
+    with deployment(command, tmp_path_factory.mktemp("stalling")) as running:
+        yield running
+
+
 def replicas_used(cluster: Deployment, start: int) -> set[int]:
     return {cluster.replicas.index_of(upstream) for _, upstream in cluster.nginx.upstreams()[start:] if upstream != "-"}
 
@@ -173,8 +191,9 @@ async def test_a_task_outlives_the_replica_that_ran_it(cluster: Deployment) -> N
             replicas.start(owner)
 
 
-async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(cluster: Deployment) -> None:
+async def test_a_replica_killed_mid_elicitation_on_the_handshake_era(stalling: Deployment) -> None:
     """Its session is gone: the client gets 404, starts a new session on a live replica and calls again."""
+    cluster = stalling
     replicas = cluster.replicas
     asked: list[str] = []
 
@@ -375,12 +394,14 @@ async def all_ready(http: httpx.AsyncClient, cluster: Deployment) -> None:
                 await anyio.sleep(0.05)
 
 
-async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone(cluster: Deployment) -> None:
-    """The replica running a session is stopped (SIGSTOP) for 8 s, a long pause. The person's answer lands on
-    another replica after the stopped one's lease lapsed: the session is not answered 404 (the replica is only
+async def test_a_session_of_a_replica_stopped_past_its_lease_is_not_declared_gone(stalling: Deployment) -> None:
+    """The replica running a session is stopped (SIGSTOP) for ``STALL`` s, a long pause. The person's answer lands
+    on another replica after the stopped one's lease lapsed: the session is not answered 404 (the replica is only
     stalled); the answer waits in its queue, and once the replica runs again the call goes on to its next question."""
     import os
     import signal
+
+    cluster = stalling
 
     owner, other = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
     pid = cluster.replicas.pids()[0]
@@ -393,17 +414,17 @@ async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone
             accepted = {"action": "accept", "content": {"name": "Ada"}}
             answer = {"jsonrpc": "2.0", "id": question["id"], "result": accepted}
 
-            async def stop_for_8_seconds() -> None:
+            async def stop() -> None:
                 os.killpg(pid, signal.SIGSTOP)
                 try:
-                    await anyio.sleep(8)
+                    await anyio.sleep(STALL)
                 finally:
                     os.killpg(pid, signal.SIGCONT)
 
             with anyio.fail_after(30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(stop_for_8_seconds)
-                    await anyio.sleep(5.5)  # past the lease (5 s): the stopped replica's sessions read as not alive
+                    tg.start_soon(stop)
+                    await anyio.sleep(LEASE + 0.5)  # past the lease: the stopped replica's sessions read as not alive
                     delivered = await http.post(other, json=answer, headers=headers)
             assert delivered.status_code == 202, delivered.text
             with anyio.fail_after(30):
@@ -413,7 +434,7 @@ async def test_a_session_of_a_replica_stopped_for_8_seconds_is_not_declared_gone
         await all_ready(http, cluster)
 
 
-async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when_it_wakes(cluster: Deployment) -> None:
+async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when_it_wakes(stalling: Deployment) -> None:
     """The replica running a session is stopped past its lease, long enough for another replica to find the lease
     lapsed twice and answer 404 for the session (the client then starts a new one). When the stalled replica runs
     again, its heartbeat used to claim the session back (it could not tell that from Redis losing its data): the
@@ -421,6 +442,8 @@ async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when
     everywhere, and the call's stream ends."""
     import os
     import signal
+
+    cluster = stalling
 
     owner, other = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
     pid = cluster.replicas.pids()[0]
@@ -436,7 +459,7 @@ async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when
             assert question["params"]["message"] == "Your name?"
             os.killpg(pid, signal.SIGSTOP)
             try:
-                await anyio.sleep(5.5)  # past the lease (5 s): a request is not forwarded to a replica that stalls
+                await anyio.sleep(LEASE + 0.5)  # past the lease: a request is not forwarded to a replica that stalls
                 with anyio.fail_after(60):
                     while await status(other) != 404:  # the lease lapsed on two looks: declared gone
                         await anyio.sleep(0.5)
@@ -451,13 +474,15 @@ async def test_a_session_declared_gone_while_its_replica_stalled_stays_gone_when
         await all_ready(http, cluster)
 
 
-async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(cluster: Deployment) -> None:
+async def test_a_stream_relayed_from_a_replica_stopped_past_its_lease_goes_on(stalling: Deployment) -> None:
     """The call is POSTed to another replica than the session's, which relays its stream. The session's replica
-    is stopped for 8 s while the question waits: the relay does not take it for dead (its lease lapsed, but only
-    for moments), so the stream goes on, and the person's answer, given once it runs again, brings the next
+    is stopped for ``STALL`` s while the question waits: the relay does not take it for dead (its lease lapsed, but
+    only for moments), so the stream goes on, and the person's answer, given once it runs again, brings the next
     question on that same stream."""
     import os
     import signal
+
+    cluster = stalling
 
     owner, relay = (f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports[:2])
     pid = cluster.replicas.pids()[0]
@@ -469,7 +494,7 @@ async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(clu
             assert question["params"]["message"] == "Your name?"
             os.killpg(pid, signal.SIGSTOP)
             try:
-                await anyio.sleep(8)
+                await anyio.sleep(STALL)
             finally:
                 os.killpg(pid, signal.SIGCONT)
             accepted = {"action": "accept", "content": {"name": "Ada"}}
@@ -483,15 +508,17 @@ async def test_a_stream_relayed_from_a_replica_stopped_for_8_seconds_goes_on(clu
 
 
 async def test_a_request_sent_on_an_idle_connection_to_a_stopped_replica_is_answered_once_it_wakes(
-    cluster: Deployment,
+    stalling: Deployment,
 ) -> None:
     """nginx keeps idle connections to the replicas and sends a request on one while the replica is stopped
-    (SIGSTOP) past its keep-alive timeout (5 s). Once the replica runs again, its overdue keep-alive timer must not
-    close that connection with the request unread in it: the kernel would reset it, and nginx answers a reset POST
-    502 without trying another replica (the official SDK's client then loses the person's answer)."""
+    (SIGSTOP) past its keep-alive timeout (``KEEP_ALIVE``). Once the replica runs again, its overdue keep-alive timer
+    must not close that connection with the request unread in it: the kernel would reset it, and nginx answers a
+    reset POST 502 without trying another replica (the official SDK's client then loses the person's answer)."""
     import os
     import signal
     import socket
+
+    cluster = stalling
 
     port, pid = cluster.replicas.ports[2], cluster.replicas.pids()[2]
     request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
@@ -521,7 +548,7 @@ async def test_a_request_sent_on_an_idle_connection_to_a_stopped_replica_is_answ
             before = response(sock)
             os.killpg(pid, signal.SIGSTOP)
             try:
-                time.sleep(8)  # the connection idle past the replica's keep-alive, as it sees it once awake
+                time.sleep(KEEP_ALIVE + 3)  # idle past the replica's keep-alive, as it sees it once awake
                 sock.sendall(request)  # what the balancer sends meanwhile waits in the socket
             finally:
                 os.killpg(pid, signal.SIGCONT)

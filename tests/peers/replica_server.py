@@ -1,7 +1,8 @@
 """The server the replica tests run three times behind nginx: questions in sequence, together, URL mode, waits.
 
 ``python -m tests.peers.replica_server --port N`` serves it over HTTP, with the page a URL elicitation points to
-(``/done/<id>`` completes it: on whichever replica the balancer sends the person).
+(``/done/<id>`` completes it: on whichever replica the balancer sends the person). ``--lease`` and
+``--keep-alive`` shorten the periods a stall must outlast, so a test of one waits seconds instead of a dozen.
 """
 
 from __future__ import annotations
@@ -125,7 +126,15 @@ def user(scope: dict[str, Any]) -> str | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
-    server.run("http", port=parser.parse_args().port, fallback=pages, principal=user, shutdown_grace=2)
+    parser.add_argument("--lease", type=float, help="the replica's lease in Redis, in seconds (default: the store's)")
+    parser.add_argument("--keep-alive", type=int, help="seconds an idle connection stays open (default: run's)")
+    args = parser.parse_args()
+    if args.lease is not None:  # the store run() would open from ELICITOR_REDIS_URL, with a shorter lease
+        from elicitor.state import RedisStore
+
+        server.share(RedisStore(os.environ["ELICITOR_REDIS_URL"], lease=args.lease))
+    more = {} if args.keep_alive is None else {"keep_alive": args.keep_alive}
+    server.run("http", port=args.port, fallback=pages, principal=user, shutdown_grace=2, **more)
 
 
 if __name__ == "__main__":
