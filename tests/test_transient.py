@@ -183,14 +183,15 @@ async def test_a_client_following_a_task_rides_out_a_store_away_longer_than_an_i
 
 @needs_redis
 async def test_a_request_refused_with_503_while_the_store_is_away_says_it_is_retryable_in_its_body_too(
-    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture
+    anyio_backend: str, redis: RedisServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Refused before it reached a session (the store cannot say which replica runs it): 503 with ``Retry-After``,
-    and the JSON-RPC error in the body carries the same mark a handler's retryable error does, for a client that
-    reads only the error. The store's address stays in the server's log (WARNING, with the reference the client
-    gets), never in the answer."""
+    """Refused before it reached a session (the store cannot say which replica runs it), once it waited for the
+    store (up to ``STORE_HOLD``, a second here): 503 with ``Retry-After``, and the JSON-RPC error in the body carries
+    the same mark a handler's retryable error does, for a client that reads only the error. The store's address
+    stays in the server's log (WARNING, with the reference the client gets), never in the answer."""
     import httpx2 as httpx
 
+    monkeypatch.setattr(_hold, "STORE_HOLD", 1.0)
     caplog.set_level(logging.WARNING)
     async with shop(redis) as (_, url), httpx.AsyncClient(timeout=30) as http:
         redis.stop()
