@@ -345,6 +345,73 @@ async def test_the_line_modes_letters_typed_in_full_width_mean_the_same(
     assert not any("請回答" in line for line in shown), shown
 
 
+BANK = UrlElicitationRequest.from_params(
+    {"message": "请在银行的网页上完成付款。", "url": "https://銀行.台灣/付款"}, Implementation(name="bank", version="1")
+)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("lang", "url_line", "host_line"),
+    [
+        ("zh", "  网址：https://銀行.台灣/付款", "  主机：銀行.台灣"),
+        ("zh-TW", "  網址：https://銀行.台灣/付款", "  主機：銀行.台灣"),
+        ("en", "  URL:  https://銀行.台灣/付款", "  Host: 銀行.台灣"),
+    ],
+)
+async def test_the_line_modes_url_and_host_start_in_one_column_with_no_space_after_a_full_width_colon(
+    anyio_backend: str, lang: str, url_line: str, host_line: str
+) -> None:
+    """In Chinese both labels take six cells: the URL was written two spaces after its colon and the host one, so
+    they started a cell apart, each after a gap Chinese does not leave after a full-width colon."""
+    handler, shown = scripted_terminal(["d"], lang=lang)
+    assert await handler.url(BANK) == Declined()
+    assert url_line in shown and host_line in shown, shown
+
+
+@pytest.mark.anyio
+async def test_chinese_sentences_and_labels_on_the_full_screen_leave_no_gap_after_full_width_marks(
+    anyio_backend: str,
+) -> None:
+    seen: list[str] = []
+    async with screen_handler(Size(rows=30, columns=80), lang="zh") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("尚未打开")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, BANK, drive)
+    form = Form.from_schema({"type": "object", "properties": {"n": {"type": "string", "title": "姓名"}}})
+    retry = ElicitationRequest("请填写", form, RTL_SERVER, previous={"n": "x"}, errors=(FieldError("n", "太短"),))
+    async with screen_handler(Size(rows=30, columns=80), lang="zh") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("太短")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, retry, drive)
+    assert "主机：銀行.台灣" in seen[0], seen[0]
+    assert "您上次的回答未被接受：姓名：太短" in seen[1], seen[1]
+
+
+def test_the_pages_last_words_and_connects_advice_follow_a_chinese_full_stop_without_a_gap() -> None:
+    from elicitor.client._browser._handler import _finished
+
+    zh = language("zh")
+    assert "您的回答已发送。您可以关闭此标签页。" in _finished("x", zh._("Your answer was sent."), zh).decode()
+    assert "Your answer was sent. You can close this tab." in _finished("x", "Your answer was sent.", ENGLISH).decode()
+    from .conftest import free_port
+
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", f"http://127.0.0.1:{free_port()}/mcp"], capture_output=True,
+        text=True, timeout=120, cwd=ROOT, env={**os.environ, "LANG": "zh_CN.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    said = run.stdout + run.stderr
+    assert run.returncode == 1 and "。服务器是否正在运行" in said, said
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_page_reads_an_email_address_typed_in_full_width_as_ascii(anyio_backend: str) -> None:

@@ -27,7 +27,7 @@ from ._exceptions import ElicitorError, JSONRPCError
 from ._outcomes import Accepted
 from ._results import Saver, result_text
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
-from .client._present import printable, wrap
+from .client._present import printable, spaced, wrap
 from .i18n import Language, language
 from .types import CallToolResult, JSONValue, Tool
 
@@ -404,7 +404,7 @@ def main(
         )
         reason = printable(str(exc)) or type(exc).__name__
         problem = t("cannot connect to {target}: {reason}.", target=shown, reason=reason)
-        console.write(f"elicitor connect: {problem} {advice}")
+        console.write(f"elicitor connect: {spaced(problem)}{advice}")
         return 1
     finally:
         console.close()

@@ -75,6 +75,16 @@ def printable(text: str, *, newlines: bool = False) -> str:
     return "".join(out)
 
 
+def spaced(text: str) -> str:
+    """``text`` and the space that parts it from what follows, unless it ends with a full-width mark: Chinese puts
+    no space after its full-width colon or full stop (each already takes two cells), so a label stood apart from
+    its value and two sentences had a gap between them."""
+    last = text[-1:]
+    if last and unicodedata.east_asian_width(last) in ("F", "W") and unicodedata.category(last).startswith("P"):
+        return text
+    return text + " "
+
+
 _NO_LINE_START = frozenset("，。、；：？！）》」』】〕〉…—·,.;:?!)]}%")
 """Punctuation a line must not begin with (closing marks, commas, full stops): kept with what it follows."""
 

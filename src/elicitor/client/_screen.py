@@ -77,6 +77,7 @@ from ._present import (
     identity_warnings,
     printable,
     server_name,
+    spaced,
     warning_text,
 )
 
@@ -282,4 +283,4 @@ def error_line(error: FieldError, lang: Language, form: Form[Any] | None = None)
 
 def not_accepted(request: ElicitationRequest, lang: Language) -> str:
     listed = lang._("; ").join(error_line(e, lang, request.form) for e in request.errors)
-    return lang._("Your previous answer was not accepted:") + " " + listed
+    return spaced(lang._("Your previous answer was not accepted:")) + listed

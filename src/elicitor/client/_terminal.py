@@ -43,6 +43,7 @@ from ._present import (
     queue_text,
     server_name,
     show,
+    spaced,
     warning_text,
     yes_no,
 )
@@ -170,15 +171,21 @@ class TerminalHandler:
         w(request.message)
         w("")
         host, url, span = request.host, request.url, request.host_span
-        url_is, host_is, none = t("URL:"), t("Host:"), t("(none)")
+        # The two labels padded to one width in cells, so the URL and its host start in one column:
+        # "URL:  " and "Host: " in English; in Chinese no space follows the full-width colons.
+        from prompt_toolkit.utils import get_cwidth
+
+        url_is, host_is, none = spaced(t("URL:")), spaced(t("Host:")), t("(none)")
+        width = max(get_cwidth(url_is), get_cwidth(host_is))
+        url_is, host_is = (label + " " * (width - get_cwidth(label)) for label in (url_is, host_is))
         if span is not None and self._bold:  # the host in bold: each part escaped first, then this styling only
             before, marked, after = (
                 printable(part) for part in (url[: span[0]], url[span[0] : span[1]], url[span[1] :])
             )
-            self._emit(f"  {url_is}  {LRI}{before}\x1b[1;4m{marked}\x1b[0m{after}{PDI}")
+            self._emit(f"  {url_is}{LRI}{before}\x1b[1;4m{marked}\x1b[0m{after}{PDI}")
         else:
-            say(f"  {url_is}  {LRI}{printable(url)}{PDI}")
-        say(f"  {host_is} {LRI}{printable(host)}{PDI}" if host else f"  {host_is} {none}")
+            say(f"  {url_is}{LRI}{printable(url)}{PDI}")
+        say(f"  {host_is}{LRI}{printable(host)}{PDI}" if host else f"  {host_is}{none}")
         for warning in request.warnings:
             say(f"  {warning_text(warning, self.lang)}")
         say("  " + t("Nothing has been opened or fetched."))

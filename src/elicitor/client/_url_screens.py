@@ -18,6 +18,7 @@ from ..i18n import Language
 from ._handlers import ElicitationOutcome
 from ._present import (
     asker,
+    spaced,
     warning_text,
 )
 from ._screen import (
@@ -48,7 +49,7 @@ class UrlScreen:
             newlines=False,
         )
         details: StyleAndTextTuples = [
-            ("class:label", t("Host:") + " "),
+            ("class:label", spaced(t("Host:"))),
             ("class:host", host or t("(none)")),
             ("", "\n"),
         ]

@@ -21,7 +21,7 @@ from ..._exceptions import FieldError, InvalidAnswer
 from ..._outcomes import Accepted, Cancelled, Declined
 from ...i18n import Language, available, chosen, language
 from .._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
-from .._present import asker, queue_text, yes_no
+from .._present import asker, queue_text, spaced, yes_no
 from .._url import UrlElicitationRequest
 from ._forms import read_answer
 from ._html import (
@@ -367,4 +367,4 @@ def _para(text: str) -> str:
 def _finished(title: str, words: str, lang: Language) -> bytes:
     """The page after the last step: what happened, and that the tab may close (announced as a status)."""
     closing = lang._("You can close this tab.")
-    return document(title, f"<div role=status><p>{html.escape(words)} {html.escape(closing)}</p></div>", lang)
+    return document(title, f"<div role=status><p>{html.escape(spaced(words) + closing)}</p></div>", lang)
