@@ -68,6 +68,7 @@ from ._url import UrlElicitationRequired
 
 if TYPE_CHECKING:
     from ._server import Server
+    from ._tasks import Hold
 
 logger = logging.getLogger("elicitor.server")
 
@@ -105,6 +106,10 @@ class ServerSession:
         self.parked: ParkedRuns | None = None
         self.id = secrets.token_hex(12)
         """This connection's id in the shared state (URL elicitations it started name it)."""
+        self.hold: Hold | None = None
+        """Where this connection's 2025-11-25 task requests wait for a store away for a moment (set over HTTP, to
+        the app's bound shared by both eras; see ``TaskEngine.serve_handshake``); ``None``: they fail at once
+        with the retryable error."""
         _telemetry.refresh()
 
     async def run(self, transport: Transport) -> None:

@@ -26,11 +26,12 @@ Spec: ../spec/ext-tasks/tasks.md (SEP-2663). The design (docs/architecture.md, "
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -67,6 +68,22 @@ if TYPE_CHECKING:
     from ._tools import ToolDef
 
 logger = logging.getLogger("elicitor.server")
+
+_T = TypeVar("_T")
+
+
+class Hold(Protocol):
+    """Where a request waits for a store away for a moment, within a bound (the HTTP app's
+    :class:`~elicitor.server.http._hold.StoreHold`, shared by the requests of both eras)."""
+
+    def deadline(self) -> float:
+        """The clock reading until which a request arriving now may wait."""
+        ...
+
+    async def patiently(self, attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
+        """``attempt()``, tried again while the store cannot be reached, until ``until``."""
+        ...
+
 
 RESULT_RIDES_OUT = 60.0
 """Seconds of failed reads of a task in a row that a 2025-11-25 ``tasks/result`` rides out, its stream and the
@@ -218,7 +235,36 @@ class TaskEngine:
         meta: RequestMeta,
         tg: anyio.abc.TaskGroup,
     ) -> JSONObject:
-        """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` on 2025-11-25 (basic/utilities/tasks)."""
+        """``tasks/get``, ``tasks/result`` or ``tasks/cancel`` on 2025-11-25 (basic/utilities/tasks).
+
+        With ``session.hold`` (over HTTP), a request that meets the store away waits for it, tried again within the
+        hold's bound, instead of failing at once with the retryable error, which clients that send it once (the
+        official SDKs) show the person: as 2026-07-28's ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` wait
+        (``http/_stateless.py``). A try acts once in all: a takeover is claimed again by this replica, and a cancel
+        whose compare-and-swap may have reached the store before it failed is answered with the task it cancelled
+        when the next try finds it so, not with "has already ended"."""
+        hold = session.hold
+        cancelling: list[bool] = []
+        serve = functools.partial(
+            self._serve_handshake, session, request_id, method, params, meta, tg, cancelling=cancelling
+        )
+        if hold is None:
+            return await serve()
+        return await hold.patiently(serve, hold.deadline())
+
+    async def _serve_handshake(
+        self,
+        session: ServerSession,
+        request_id: RequestId,
+        method: str,
+        params: JSONObject,
+        meta: RequestMeta,
+        tg: anyio.abc.TaskGroup,
+        *,
+        cancelling: list[bool],
+    ) -> JSONObject:
+        """One try of :meth:`serve_handshake`; ``cancelling`` is not empty once a try of this request began to
+        cancel the task."""
         task_id = params.get("taskId")
         if not isinstance(task_id, str) or not task_id:
             raise JSONRPCError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
@@ -229,7 +275,10 @@ class TaskEngine:
             return _traced(record, handshake_task(record))
         if method == "tasks/cancel":
             if record.terminal:
+                if cancelling and record.status == "cancelled":  # an earlier try's cancel reached the store
+                    return _traced(record, handshake_task(record))
                 raise JSONRPCError(INVALID_PARAMS, f"Invalid params: task {task_id!r} has already ended")
+            cancelling.append(True)
             await self._cancel(record)
             current = await self._registry.get(task_id)
             return _traced(record, handshake_task(current or record))

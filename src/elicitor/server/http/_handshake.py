@@ -585,7 +585,9 @@ class HandshakeSessions:
 
         async def run() -> None:
             try:
-                await self.server.serve(session, principal=principal)
+                connection = self.server.connection(principal=principal)
+                connection.hold = self._hold  # its task requests wait for an unreachable store as POSTs do
+                await connection.run(session)
             except Exception:  # a session's failure ends that session, never the replica's task group
                 logger.exception("session %.8s... stopped on an error", session.id)
             finally:

@@ -1,0 +1,177 @@
+"""Redis away (``CLIENT PAUSE``, a restart) while replicas serve tasks and sessions, and a replica stopped meanwhile.
+
+The clients here send each request once and take its first answer, as the official SDKs' clients do: an error
+that a retrying client would ride out is what their person sees. Replicas are uvicorn servers in this process (or
+``elicitor serve`` processes, where a signal must reach a real process) sharing a real ``redis-server``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx2 as httpx
+import pytest
+
+from elicitor import Accepted, Context, Server
+from elicitor.server import HttpApp, StateSealer, generate_key
+from elicitor.state import RedisStore, StoreUnavailable, TaskRecord
+
+from .conftest import serving
+from .replicas import MISSING, RedisServer
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)} (make test installs them)"),
+]
+
+HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+CAPABILITIES = {"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation": {"create": {}}}}}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Picked:
+    name: str
+
+
+tasking = Server("tasking", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@tasking.tool(task="required")
+async def chore(ctx: Context) -> str:
+    """A task that waits on its person."""
+    outcome = await ctx.elicit("Pick a name", Picked)
+    return outcome.data.name if isinstance(outcome, Accepted) else "-"
+
+
+def replica_of(template: Server, store: Any = None) -> tuple[Server, HttpApp]:
+    """A replica of ``template``: its own Server (and store, if given) with the same tools and state keys."""
+    server = Server(str(template.info["name"]), version="1.0.0", state=template.sealer)
+    server._tools = template._tools
+    if store is not None:
+        server.share(store)
+    return server, server.http_app()
+
+
+@asynccontextmanager
+async def one_replica(redis_url: str, template: Server = tasking) -> AsyncIterator[tuple[str, HttpApp]]:
+    """One replica of ``template`` on a Redis shared as replicas share it (short lease and timeout)."""
+    store = RedisStore(redis_url, prefix=f"outage{secrets.token_hex(4)}:", lease=1.0, timeout=1.0)
+    _, app = replica_of(template, store)
+    async with serving(app) as url:
+        yield url, app
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if id is not None:
+        message["id"] = id
+    return message
+
+
+async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
+    """Initialize a 2025-11-25 session that declares tasks; the headers its later requests carry."""
+    init = rpc("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                              "capabilities": CAPABILITIES}, id=1)  # fmt: skip
+    response = await http.post(url, json=init, headers=HEADERS)
+    headers = {**HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+    assert (await http.post(url, json=rpc("notifications/initialized"), headers=headers)).status_code == 202
+    return headers
+
+
+def answer_of(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer a POST got, sent as JSON or as the last message of its SSE stream."""
+    if response.headers.get("content-type", "").startswith("application/json"):
+        answer: dict[str, Any] = response.json()
+        return answer
+    messages = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")]
+    finals = [m for m in messages if "result" in m or "error" in m]
+    assert finals, response.text
+    return finals[-1]  # type: ignore[no-any-return]
+
+
+async def start_chore(http: httpx.AsyncClient, url: str, headers: dict[str, str]) -> str:
+    created = await http.post(
+        url, json=rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}}, id=2), headers=headers
+    )
+    task_id: str = answer_of(created)["result"]["task"]["taskId"]
+    return task_id
+
+
+async def test_task_requests_sent_once_while_redis_is_paused_are_answered_on_2025_11_25(redis: RedisServer) -> None:
+    """2025-11-25, the session's own replica: ``tasks/get``, ``tasks/cancel`` and ``tasks/result``, each sent once
+    while Redis is paused (``CLIENT PAUSE``), wait for Redis and are answered as they would be without the pause,
+    instead of failing at once with the retryable -32603 that a client sending them once shows its person; the
+    cancel takes effect."""
+    from redis.asyncio import Redis
+
+    admin = Redis.from_url(redis.url)
+    async with one_replica(redis.url) as (url, app), httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, url)
+        task_id = await start_chore(http, url, headers)
+        try:
+            with anyio.fail_after(90):
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                seen = answer_of(await http.post(url, json=rpc("tasks/get", {"taskId": task_id}, 3), headers=headers))
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                cancel = rpc("tasks/cancel", {"taskId": task_id}, 4)
+                cancelled = answer_of(await http.post(url, json=cancel, headers=headers))
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                result = rpc("tasks/result", {"taskId": task_id}, 5)
+                ended = answer_of(await http.post(url, json=result, headers=headers))
+        finally:
+            await admin.aclose()
+        assert app._hold.waiting == 0
+    assert seen["result"]["taskId"] == task_id and seen["result"]["status"] in ("working", "input_required"), seen
+    assert cancelled["result"]["status"] == "cancelled", cancelled
+    assert ended["error"]["code"] == -32602 and "was cancelled" in ended["error"]["message"], ended
+
+
+async def test_a_cancel_whose_write_reached_the_store_before_it_failed_is_answered_with_the_cancelled_task() -> None:
+    """2025-11-25 ``tasks/cancel``: the compare-and-swap that cancels the task reaches the store, then the store's
+    answer is lost (a timeout while Redis runs it late). The request waits and is tried again, and the try finds
+    the task cancelled: its own cancel, answered with the task, not with "has already ended" (-32602) nor the
+    retryable error. The task is cancelled once."""
+    server, app = replica_of(tasking)
+    registry = server.store.tasks
+    swap = registry.swap
+    lost: list[str] = []
+
+    async def swap_then_lose_the_answer(record: TaskRecord) -> TaskRecord | None:
+        stored = await swap(record)
+        if record.status == "cancelled" and not lost:
+            lost.append(record.id)
+            raise StoreUnavailable("shared state unavailable (writing a task): the answer timed out")
+        return stored
+
+    registry.swap = swap_then_lose_the_answer  # type: ignore[method-assign]
+    async with serving(app) as url, httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, url)
+        task_id = await start_chore(http, url, headers)
+        with anyio.fail_after(60):
+            cancel = rpc("tasks/cancel", {"taskId": task_id}, 4)
+            cancelled = answer_of(await http.post(url, json=cancel, headers=headers))
+            again = answer_of(await http.post(url, json={**cancel, "id": 5}, headers=headers))
+    assert lost == [task_id]
+    assert cancelled.get("result", {}).get("status") == "cancelled", cancelled
+    assert again["error"]["code"] == -32602 and "already ended" in again["error"]["message"]  # a new request
