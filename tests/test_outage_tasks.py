@@ -8,10 +8,14 @@ that a retrying client would ride out is what their person sees. Replicas are uv
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import signal
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,7 +27,7 @@ from elicitor.server import HttpApp, StateSealer, generate_key
 from elicitor.state import RedisStore, StoreUnavailable, TaskRecord
 
 from .conftest import serving
-from .replicas import MISSING, RedisServer
+from .replicas import MISSING, RedisServer, Replicas
 
 pytestmark = [
     pytest.mark.anyio,
@@ -175,3 +179,43 @@ async def test_a_cancel_whose_write_reached_the_store_before_it_failed_is_answer
     assert lost == [task_id]
     assert cancelled.get("result", {}).get("status") == "cancelled", cancelled
     assert again["error"]["code"] == -32602 and "already ended" in again["error"]["message"]  # a new request
+
+
+REPLICA = [sys.executable, "-m", "tests.peers.replica_server"]
+"""A replica as its own process (``server.run("http", shutdown_grace=2)``: ``elicitor serve``'s path)."""
+
+
+async def test_a_replica_stopped_while_redis_is_paused_exits_by_itself_whatever_its_sessions(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """SIGTERM to a replica running 30 sessions while Redis is paused for 20 s: the replica exits by itself while
+    Redis is still paused, instead of taking each session's store timeouts one after the other (about 4 s each:
+    two minutes here, past any orchestrator's grace period). Its sessions are left for its lease to expire: once
+    Redis is back, the other replica answers 404 for them (their clients start again)."""
+    from redis.asyncio import Redis
+
+    group = Replicas(REPLICA, 2, tmp_path, redis=redis.url, keys=generate_key())
+    urls = [f"http://127.0.0.1:{port}/mcp" for port in group.ports]
+    admin = Redis.from_url(redis.url)
+    group.start()
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            sessions = [await open_session(http, urls[0]) for _ in range(30)]
+            process = group._processes[0]
+            assert process is not None
+            await admin.execute_command("CLIENT", "PAUSE", "20000", "ALL")  # Redis 7.0 cannot unpause it sooner
+            back = anyio.current_time() + 20
+            os.killpg(process.pid, signal.SIGTERM)
+            with anyio.move_on_after(17):
+                while process.poll() is None:
+                    await anyio.sleep(0.1)
+            exited = process.poll()
+            await anyio.sleep(back - anyio.current_time())
+            # uvicorn ends a graceful shutdown by raising the signal it caught again: -15 is the end it chose
+            assert exited in (0, -signal.SIGTERM), f"still running 17 s after SIGTERM, Redis paused\n{group.logs()}"
+            with anyio.fail_after(60):  # the stopped replica's lease has lapsed: its sessions are gone
+                while (await http.post(urls[1], json=rpc("ping", id=9), headers=sessions[0])).status_code != 404:
+                    await anyio.sleep(0.2)
+    finally:
+        await admin.aclose()
+        group.stop()

@@ -95,6 +95,11 @@ def gone_after(store: Store) -> float:
     return (lease if isinstance(lease, float | int) else DEFAULT_LEASE) + CHECK_EVERY
 
 
+CLOSE_WITHIN = 2.0
+"""Seconds a replica shutting down gives the store to forget its sessions, all of them together (see
+:meth:`HandshakeSessions.close`): a Redis that answers does it in milliseconds, and one that is away would not
+by waiting longer."""
+
 DEFAULT_LEASE = 5.0
 CHECK_EVERY = 2.0
 """Seconds between two looks at a relayed stream's owner."""
@@ -218,11 +223,9 @@ class SessionTransport:
         finally:
             self._backlog = None
 
-    async def end(self) -> None:
-        """End the session: close its streams, then forget their history — best-effort, as all cleanup is.
-
-        A store that cannot forget now (Redis away) is no reason to fail: the history expires with its TTL.
-        """
+    def close(self) -> list[Stream]:
+        """End the session here, without waiting: its inbox and streams closed (their responses end); returns the
+        streams whose history is still to be forgotten (none if it was closed already)."""
         self._inbox_in.close()
         self._inbox_out.close()
         streams = list(self.by_key.values())
@@ -230,6 +233,14 @@ class SessionTransport:
         self.ended.set()
         for stream in streams:
             stream.close()
+        return streams
+
+    async def end(self) -> None:
+        """End the session: close its streams, then forget their history — best-effort, as all cleanup is.
+
+        A store that cannot forget now (Redis away) is no reason to fail: the history expires with its TTL.
+        """
+        streams = self.close()
         for stream in streams:
             try:
                 with anyio.fail_after(2):
@@ -327,11 +338,28 @@ class HandshakeSessions:
                 tg.start_soon(self._end, session)
 
     async def close(self) -> None:
-        """End every session this replica runs (the app is shutting down) and stop taking new ones."""
+        """End every session this replica runs (the app is shutting down) and stop taking new ones.
+
+        All together, within :data:`CLOSE_WITHIN` however many there are: one after the other, a store away
+        (Redis paused or restarting) cost each its own timeouts, and a replica with many sessions outlasted any
+        orchestrator's grace period. What the store did not forget by then stays there: the sessions read as gone
+        once this replica's lease lapses (it is dropped as the replica stops, or expires), and their history and
+        records expire with their TTLs. Every session's streams are closed here either way."""
         self._tg = None
+        sessions = list(self._sessions.values())
         with anyio.CancelScope(shield=True):
-            for session in list(self._sessions.values()):
-                await self._end(session)
+            with anyio.move_on_after(CLOSE_WITHIN) as bounded:
+                async with anyio.create_task_group() as tg:
+                    for session in sessions:
+                        tg.start_soon(self._end, session)
+            if bounded.cancelled_caught:
+                left = sum(not session.ended.is_set() for session in sessions)
+                logger.warning(
+                    "the store did not forget this replica's %d sessions within %.0f s: they are left to expire "
+                    "(%d still open are closed now)", len(sessions), CLOSE_WITHIN, left,
+                )  # fmt: skip
+            for session in sessions:
+                session.close()
 
     def forget(self, session_id: str) -> SessionTransport | None:
         """Drop a session from this replica's table without ending it (tests simulate a restart with it)."""
@@ -339,8 +367,10 @@ class HandshakeSessions:
 
     async def _end(self, session: SessionTransport) -> None:
         """End a session this replica runs, and take it out of the directory: best-effort, never raises (what the
-        store could not forget now expires with its TTL)."""
-        self._sessions.pop(session.id, None)
+        store could not forget now expires with its TTL). A session already ended (by :meth:`close`, or another
+        call) is left as it is: its store's records were forgotten then, or left to expire."""
+        if self._sessions.pop(session.id, None) is None and session.ended.is_set():
+            return
         try:
             with anyio.move_on_after(2):
                 await self._store.sessions.release(session.id)
