@@ -32,9 +32,11 @@ def person(url: str, name: str, era: str) -> Client:
 
 
 def task_lister() -> Any:
-    """A 2025-11-25 server over Streamable HTTP (plain JSON responses) that binds its tasks to the one principal it
-    sees, as a server behind authentication does: through a proxy, that is everybody, so ``tasks/list`` lists
-    every task it made, on every session. Each task is named after the ``who`` argument of the call that made it."""
+    """A 2025-11-25 server over Streamable HTTP that binds its tasks to the one principal it sees, as a server
+    behind authentication does: through a proxy, that is everybody, so ``tasks/list`` lists every task it made, on
+    every session, and its answer to ``tools/list`` (an event stream) tells the status of every task first, as a
+    server may tell a principal's sessions of its tasks. Each task is named after the ``who`` argument of the call
+    that made it."""
     tasks: list[dict[str, Any]] = []
     sessions = itertools.count(1)
 
@@ -81,6 +83,11 @@ def task_lister() -> Any:
         elif method == "tools/list":
             result = {"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}
         answer = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+        if method == "tools/list":
+            told = [{"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task} for task in tasks]
+            events = [b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in told]
+            answer = b"".join(events) + b"event: message\ndata: " + answer + b"\n\n"
+            headers[0] = (b"content-type", b"text/event-stream")
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": answer})
 
@@ -167,3 +174,43 @@ def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_durin
     assert after.startswith(b"HTTP/1.1 200"), after
     assert f"at http://127.0.0.1:{port}/mcp, forwarding to" in said.decode()
     assert "(httptools, uvloop)" in said.decode(), said.decode()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
+async def test_a_task_status_notification_reaches_only_the_tasks_owner(anyio_backend: str) -> None:
+    """The server above tells each session of the status of every task it sees as the proxy's (everybody's). Ann
+    (elicitor's client) and Bob (a client written here, reading the raw event stream; the same request ids as
+    Ann's) each create a task; Bob's ``tools/list`` then hears of his own task only, never of Ann's."""
+    import httpx2 as httpx
+
+    from .conftest import serving
+
+    def rpc(method: str, params: dict[str, Any], request_id: int | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        return message if request_id is None else {**message, "id": request_id}
+
+    with anyio.fail_after(120):
+        async with serving(task_lister()) as upstream_url:
+            proxy = ProxyServer(lambda: HttpClientTransport.connect(upstream_url), upstream_protocol="auto")
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                person(url, "ann", "2025-11-25") as ann,
+                httpx.AsyncClient(timeout=60) as http,
+            ):
+                await ann.request("tools/call", {"name": "work", "arguments": {"who": "ann"}, "task": {}})
+                headers = {"Authorization": "Bearer bob", "Accept": "application/json, text/event-stream",
+                           "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+                hello = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "b", "version": "0"},
+                }
+                opened = await http.post(url, json=rpc("initialize", hello, 1), headers=headers)
+                headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+                await http.post(url, json=rpc("notifications/initialized", {}), headers=headers)
+                call = {"name": "work", "arguments": {"who": "bob"}, "task": {}}
+                assert "task-of-bob" in (await http.post(url, json=rpc("tools/call", call, 2), headers=headers)).text
+                heard = (await http.post(url, json=rpc("tools/list", {}, 3), headers=headers)).text
+    assert '"taskId":"task-of-bob"' in heard, heard
+    assert "task-of-ann" not in heard, heard

@@ -573,6 +573,9 @@ class Bridge:
         self._tg.start_soon(listen)
 
     async def _upstream_note(self, method: str, params: JSONObject | None) -> None:
+        if not self._owners.tells(method, params, self._principal):
+            logger.debug("a task's status was not passed on: the task is another person's")
+            return
         if self.down is not None and not self.down.closed:
             await self.down.notify(method, params, related=self._related())
 

@@ -52,6 +52,18 @@ class TaskOwners:
             return
         raise JSONRPCError(INVALID_PARAMS, f"Invalid params: unknown task {task_id!r}")
 
+    def tells(self, method: str, params: JSONObject | None, principal: str | None) -> bool:
+        """Whether a notification the server sent on a connection of ``principal``'s may reach them: any but a
+        task's status (``notifications/tasks/status``), and that one only for a task :meth:`check` would let them
+        ask about. A server that binds tasks to the one client it sees may tell every session of it of every task:
+        through the proxy, one person's task (its status message, its result's coming) to everybody."""
+        if method != "notifications/tasks/status" or not isinstance(params, dict):
+            return True
+        task_id = params.get("taskId")
+        if isinstance(task_id, str) and task_id in self._owners:
+            return self._owners[task_id] == principal
+        return principal is None
+
     def created(self, result: JSONObject, principal: str | None) -> None:
         """Record the task a forwarded request created, if its result is one (2026-07-28 ``resultType: task``;
         2025-11-25 ``{"task": {"taskId": ...}}``)."""
