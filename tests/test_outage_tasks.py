@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2 as httpx
 import pytest
 
@@ -219,3 +220,56 @@ async def test_a_replica_stopped_while_redis_is_paused_exits_by_itself_whatever_
     finally:
         await admin.aclose()
         group.stop()
+
+
+async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """Each message of an SSE response, as it comes."""
+    async for line in response.aiter_lines():
+        if line.startswith("data: {"):
+            yield json.loads(line[6:])
+
+
+async def restart_after(store: RedisServer, seconds: float) -> None:
+    """Start ``store`` again (on its port, with what it saved) ``seconds`` from now."""
+    await anyio.sleep(seconds)
+    await anyio.to_thread.run_sync(store.start)
+
+
+async def test_a_task_followed_once_through_two_redis_restarts_ends_with_its_person_asked_once(
+    tmp_path: Path,
+) -> None:
+    """2025-11-25, a client that sends each request once. ``redis-server`` is stopped and started again on the same
+    port (with its data: ``appendonly``) while the client's ``tasks/get`` is on its way, and again as its person
+    answers the question ``tasks/result`` asked: the ``tasks/get`` waits and is answered, the replica reconnects by
+    itself, the answer is kept, the question is not asked again, and ``tasks/result`` ends with the task's result."""
+    store = RedisServer(tmp_path, appendonly=True)
+    store.start()
+    try:
+        async with one_replica(store.url) as (url, _), httpx.AsyncClient(timeout=60) as http:
+            headers = await open_session(http, url)
+            task_id = await start_chore(http, url, headers)
+            with anyio.fail_after(120):
+                await anyio.to_thread.run_sync(store.stop)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(restart_after, store, 1.0)
+                    get = rpc("tasks/get", {"taskId": task_id}, 3)
+                    seen = answer_of(await http.post(url, json=get, headers=headers))
+                asked: list[str] = []
+                follow = rpc("tasks/result", {"taskId": task_id}, 4)
+                async with http.stream("POST", url, json=follow, headers=headers) as response:
+                    async for message in messages(response):
+                        if message.get("method") == "elicitation/create":
+                            asked.append(message["params"]["message"])
+                            await anyio.to_thread.run_sync(store.stop)
+                            answer = {"jsonrpc": "2.0", "id": message["id"],
+                                      "result": {"action": "accept", "content": {"name": "Ada"}}}  # fmt: skip
+                            assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+                            await restart_after(store, 1.0)
+                        elif "result" in message or "error" in message:
+                            final = message
+                            break
+    finally:
+        store.stop()
+    assert seen["result"]["taskId"] == task_id, seen
+    assert asked == ["Pick a name"]
+    assert final["result"]["content"][0]["text"] == "Ada", final
