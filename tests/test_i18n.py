@@ -68,7 +68,9 @@ SAYS_ITSELF = (
     "src/elicitor/proxy/_run.py",
     "src/elicitor/client/auth/_loopback.py",  # the sign-in's lines on the terminal
 )
-NOT_WORDS = re.compile(r"^elicitor (connect|serve|proxy)(: --ui terminal)?: |^elicitor $|^--lang: $|\[server\]")
+NOT_WORDS = re.compile(
+    r"^elicitor (connect|serve|proxy)(: --ui terminal)?: |^elicitor (connect|serve|proxy)?$|^--lang: $|\[server\]"
+)
 """Not sentences: the program's name before what it says (and before its version), an option's, a tag."""
 
 
@@ -824,6 +826,12 @@ def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tm
          "elicitor connect：錯誤：參數 --ui：無效的選擇：'nope'（可選擇：'terminal', 'lines', 'browser'）"),
         (["serve"], {"LC_MESSAGES": "ar_EG.UTF-8"}, "elicitor serve: خطأ: الوسائط التالية مطلوبة: target"),
         (["--lang=en", "serve"], {"LANG": "zh_CN.UTF-8"}, "elicitor serve: error: the following arguments are"),
+        # serve's own refusals: in the person's language, after the colon their language writes
+        (["serve", "--auth-introspect", "http://x", "tests.peers.cli_server:server"], {"LANG": "zh_CN.UTF-8"},
+         "elicitor serve：--auth-introspect 需要同时提供 --auth-client-id 和 --auth-client-secret"),
+        (["serve", "--auth-introspect", "http://x", "tests.peers.cli_server:server"], {"LANG": "C.UTF-8"},
+         "elicitor serve: --auth-introspect needs --auth-client-id and --auth-client-secret"),
+        (["serve", "nowhere:server"], {"LANG": "zh_TW.UTF-8"}, "elicitor serve：無法載入 'nowhere:server'"),
     ],
 )  # fmt: skip
 def test_a_mistyped_command_line_is_explained_in_the_persons_language(

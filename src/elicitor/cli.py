@@ -498,6 +498,13 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _serve_says(text: str) -> None:
+    """One line of ``elicitor serve`` to the person on standard error, after the command's name and the colon of
+    their language, as argparse's own errors have it (in Chinese a full-width one, where an ASCII colon stood
+    before a Chinese sentence)."""
+    print("elicitor serve" + t(": ") + text, file=sys.stderr)
+
+
 def _serve(args: argparse.Namespace) -> int:
     import importlib
 
@@ -511,10 +518,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         target = getattr(importlib.import_module(module_name), attribute or "server")
     except (ImportError, AttributeError) as exc:
-        print(
-            "elicitor serve: " + t("cannot load {target}: {reason}", target=repr(args.target), reason=exc),
-            file=sys.stderr,
-        )
+        _serve_says(t("cannot load {target}: {reason}", target=repr(args.target), reason=exc))
         return 2
     server = target
     if not isinstance(server, Server) and callable(server):
@@ -524,17 +528,14 @@ def _serve(args: argparse.Namespace) -> int:
             failed = t(
                 "{target} is not an elicitor Server (calling it failed: {reason})", target=repr(args.target), reason=exc
             )
-            print(f"elicitor serve: {failed}", file=sys.stderr)
+            _serve_says(failed)
             return 2
     if not isinstance(server, Server):
-        print("elicitor serve: " + t("{target} is not an elicitor Server", target=repr(args.target)), file=sys.stderr)
+        _serve_says(t("{target} is not an elicitor Server", target=repr(args.target)))
         return 2
     if args.pages_url:
         if server.pages is None:
-            print(
-                "elicitor serve: " + t("--pages-url given, but {target} serves no pages", target=repr(args.target)),
-                file=sys.stderr,
-            )
+            _serve_says(t("--pages-url given, but {target} serves no pages", target=repr(args.target)))
             return 2
         server.serve_pages(server.pages, url=args.pages_url)
     if args.telemetry or args.metrics:
@@ -543,7 +544,7 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             serve_telemetry(args.telemetry, args.metrics, str(server.info["name"]))
         except ValueError as exc:
-            print(f"elicitor serve: {exc}", file=sys.stderr)
+            _serve_says(str(exc))
             return 2
     if args.log_format == "json":
         from .telemetry._command import json_logs
@@ -559,25 +560,23 @@ def _serve(args: argparse.Namespace) -> int:
             if redis:
                 server.share(redis)
         except ValueError as exc:
-            print(f"elicitor serve: {exc}", file=sys.stderr)
+            _serve_says(str(exc))
             return 2
         problem = server.misconfiguration()
         if problem is not None:
-            print("elicitor serve: " + t("not starting: {reason}", reason=problem), file=sys.stderr)
+            _serve_says(t("not starting: {reason}", reason=problem))
             return 2
         options: dict[str, Any] = {}
         if args.keep_alive is not None:
             if args.keep_alive < 1:
-                print(
-                    "elicitor serve: " + t("--keep-alive must be a whole number of seconds, 1 or more"), file=sys.stderr
-                )
+                _serve_says(t("--keep-alive must be a whole number of seconds, 1 or more"))
                 return 2
             options["keep_alive"] = args.keep_alive
         if args.auth_issuer or args.auth_introspect:
             try:
                 options["auth"] = _protection(args)
             except ValueError as exc:
-                print(f"elicitor serve: {exc}", file=sys.stderr)
+                _serve_says(str(exc))
                 return 2
         server.run(
             "http", host=args.host, port=args.port, path=args.path, allowed_hosts=hosts,
@@ -600,7 +599,7 @@ def _protection(args: argparse.Namespace) -> object:
     verifier: IntrospectionVerifier | JwtVerifier
     if args.auth_introspect:
         if not (args.auth_client_id and args.auth_client_secret):
-            raise ValueError("--auth-introspect needs --auth-client-id and --auth-client-secret")
+            raise ValueError(t("--auth-introspect needs --auth-client-id and --auth-client-secret"))
         verifier = IntrospectionVerifier(
             url=args.auth_introspect, client_id=args.auth_client_id, client_secret=args.auth_client_secret,
             audience=resource,
@@ -634,4 +633,6 @@ def _jwks_of(issuer: str) -> str:
             and isinstance(document.get("jwks_uri"), str)
         ):
             return str(document["jwks_uri"])
-    raise ValueError(f"cannot read the jwks_uri of {issuer} from its metadata: is it running? (or give --auth-jwks)")
+    raise ValueError(
+        t("cannot read the jwks_uri of {issuer} from its metadata: is it running? (or give --auth-jwks)", issuer=issuer)
+    )
