@@ -23,6 +23,16 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+ASYNCIO_LOOPS = ["asyncio", "uvloop"]
+
+
+def on_asyncio_loop(request: pytest.FixtureRequest) -> str | tuple[str, dict[str, bool]]:
+    """``anyio_backend`` for code written for asyncio, on each of its event loops: asyncio's own, and uvloop's,
+    which ``Server.run`` and the command line run on when it is installed (as it is in development). A module
+    uses it as ``anyio_backend = pytest.fixture(params=ASYNCIO_LOOPS)(on_asyncio_loop)``."""
+    return ("asyncio", {"use_uvloop": True}) if request.param == "uvloop" else "asyncio"
+
+
 @asynccontextmanager
 async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
     """Serve an ASGI app with uvicorn on a free loopback port for the block; yields the MCP endpoint URL.

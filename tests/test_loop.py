@@ -15,14 +15,14 @@ import pytest
 
 from elicitor._loop import Carrier, EagerStarter
 
+from .conftest import ASYNCIO_LOOPS, on_asyncio_loop
+
 pytestmark = pytest.mark.anyio
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+anyio_backend = pytest.fixture(params=ASYNCIO_LOOPS)(on_asyncio_loop)
 
 
 async def from_callback(

@@ -13,14 +13,12 @@ import pytest
 
 from elicitor import Client, ConnectionClosed, ScriptedHandler
 
-from .conftest import EVERYTHING, REVISIONS, ROOT
+from .conftest import ASYNCIO_LOOPS, EVERYTHING, REVISIONS, ROOT, on_asyncio_loop
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+anyio_backend = pytest.fixture(params=ASYNCIO_LOOPS)(on_asyncio_loop)
 
 
 @pytest.mark.parametrize("revision", [*REVISIONS, "auto"])
@@ -402,3 +400,74 @@ async def test_a_notification_read_with_requests_is_handled_before_the_requests_
     assert sorted(json.loads(line)["id"] for line in answered) == [1, 2, 3]
     for fd in (peer, outbound):
         os.close(fd)
+
+
+WHICH_LOOP = """
+import asyncio
+import os
+
+from elicitor import Server
+
+server = Server("which-loop")
+
+
+@server.tool()
+async def loop() -> str:
+    return type(asyncio.get_running_loop()).__module__.split(".")[0]
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    return text
+
+
+@server.tool()
+async def vanish() -> str:
+    os._exit(3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        ("server.run('stdio')", "uvloop"),
+        ("server.run('stdio', loop='asyncio')", "asyncio"),
+        ("serve", "uvloop"),
+        ("serve --loop asyncio", "asyncio"),
+    ],
+)
+async def test_a_stdio_server_runs_on_uvloop_when_installed_unless_told(
+    anyio_backend: Any, tmp_path: Any, how: str, expected: str
+) -> None:
+    """Like HTTP, stdio serves on the fastest event loop installed (uvloop, with the [speed] extra and in
+    development), from ``Server.run`` and ``elicitor serve`` alike; ``loop``/``--loop`` pick asyncio's own."""
+    (tmp_path / "which_loop.py").write_text(WHICH_LOOP)
+    if how.split()[0] == "serve":
+        command = [sys.executable, "-m", "elicitor", "serve", "which_loop:server", "--transport", "stdio"]
+        command += how.split()[1:]
+    else:
+        command = [sys.executable, "-c", f"from which_loop import server; {how}"]
+    async with Client.stdio(command, cwd=tmp_path, stderr=subprocess.DEVNULL) as client:
+        assert (await client.call_tool("loop")).text == expected
+
+
+@pytest.mark.parametrize("server_loop", ASYNCIO_LOOPS)
+async def test_large_messages_and_a_vanishing_server_on_either_loop_at_either_end(
+    anyio_backend: Any, tmp_path: Any, server_loop: str
+) -> None:
+    """Both ends on asyncio's loop or uvloop's: a message many times a pipe's buffer goes through whole each way
+    (the writer waits for the pipe to drain, the reader frames what arrives in pieces), and a server that exits
+    mid-call ends the call and the next one with ``ConnectionClosed`` (end of its stdout, then a broken pipe)
+    rather than a hang."""
+    (tmp_path / "which_loop.py").write_text(WHICH_LOOP)
+    command = [sys.executable, "-c", f"from which_loop import server; server.run('stdio', loop={server_loop!r})"]
+    big = "".join(chr(0x41 + i % 26) for i in range(900_000))
+    async with Client.stdio(command, cwd=tmp_path, stderr=subprocess.DEVNULL) as client:
+        with anyio.fail_after(60):
+            assert (await client.call_tool("loop")).text == server_loop
+            assert (await client.call_tool("echo", {"text": big})).text == big
+            assert (await client.call_tool("echo", {"text": "still here"})).text == "still here"
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("vanish")
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("echo", {"text": "anyone?"})

@@ -371,9 +371,11 @@ async def test_serve_runs_on_the_fastest_stack_unless_told_and_says_which(
 def test_a_stack_that_is_not_installed_or_unknown_is_refused_saying_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from elicitor import _loop
     from elicitor.server import _server
 
     monkeypatch.setattr(_server, "_installed", lambda module: False)
+    monkeypatch.setattr(_loop, "_installed", lambda module: False)
     assert _server.http_stack() == ("asyncio", "h11")
     with pytest.raises(ValueError, match=r"pip install 'elicitor\[speed\]'"):
         _server.http_stack("uvloop")

@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from ._arguments import argument_form, arguments_from
 from ._exceptions import ElicitorError, JSONRPCError
+from ._loop import run_on
 from ._outcomes import Accepted
 from ._results import Saver, result_text
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
@@ -386,9 +387,7 @@ def main(
     console = Console(ui, save=save)
     t = console.lang._
     try:
-        return anyio.run(
-            lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console)
-        )
+        return run_on(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console))
     except KeyboardInterrupt:
         console.write("\n" + t("Bye."))
         return 130

@@ -1,14 +1,49 @@
-"""Which event loop runs this task: the asyncio fast paths (a bare future instead of ``anyio.Event``, a persistent
-selector registration instead of ``anyio.wait_readable``) need the loop; every other backend uses anyio as is."""
+"""Which event loop to run on (uvloop's when installed), and which one runs this task: the asyncio fast paths (a
+bare future instead of ``anyio.Event``, a persistent selector registration instead of ``anyio.wait_readable``) need
+the loop; every other backend uses anyio as is."""
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+import importlib.util
+import sys
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, TypeVar
 
+import anyio
 import sniffio
+
+_T = TypeVar("_T")
+
+
+def event_loop(loop: str = "auto") -> str:
+    """The asyncio event loop to run on: uvloop's when installed for ``"auto"`` (the ``[speed]`` extra; never on
+    Windows, where uvloop does not exist), else as named.
+
+    Raises:
+        ValueError: an unknown name, or uvloop named and not installed (with what to install).
+    """
+    if loop not in ("auto", "uvloop", "asyncio"):
+        raise ValueError(f"unknown event loop {loop!r}: use 'auto', 'uvloop' or 'asyncio'")
+    if loop == "auto":
+        return "uvloop" if sys.platform != "win32" and _installed("uvloop") else "asyncio"
+    if loop == "uvloop" and not _installed("uvloop"):
+        raise ValueError("loop='uvloop' needs uvloop: pip install 'elicitor[speed]'")
+    return loop
+
+
+def run_on(func: Callable[..., Awaitable[_T]], *args: Any, loop: str = "auto") -> _T:
+    """``anyio.run(func, *args)`` on asyncio with the event loop :func:`event_loop` picks for ``loop``.
+
+    A stdio round trip is sequential, so each pass of the loop between a read and the answer's write is paid in
+    full on every message; uvloop's passes cost less than asyncio's own (docs/benchmarks.md has the figures).
+    """
+    return anyio.run(func, *args, backend="asyncio", backend_options={"use_uvloop": event_loop(loop) == "uvloop"})
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:

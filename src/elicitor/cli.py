@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
         default="auto",
-        help=_("HTTP: the event loop (default: uvloop if installed, with pip install 'elicitor[speed]')"),
+        help=_("the event loop (default: uvloop if installed, with pip install 'elicitor[speed]')"),
     )
     serve.add_argument(
         "--http",
@@ -550,12 +550,16 @@ def _serve(args: argparse.Namespace) -> int:
         from .telemetry._command import json_logs
 
         json_logs()
+    try:
+        http_stack(args.loop, args.http)  # a named one that is not installed: say so before anything starts
+    except ValueError as exc:
+        print(f"elicitor serve: {exc}", file=sys.stderr)
+        return 2
     if args.transport == "stdio":
-        server.run("stdio")
+        server.run("stdio", loop=args.loop)
     else:
         hosts = [*LOCAL_HOSTS, *(args.allowed_host or [])]
         try:
-            http_stack(args.loop, args.http)  # a named one that is not installed: say so before anything starts
             redis = args.redis or os.environ.get(REDIS_URL_ENV, "").strip()
             if redis:
                 server.share(redis)

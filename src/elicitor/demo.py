@@ -28,6 +28,7 @@ import anyio
 
 from ._connect import UI_CHOICES, Console, Progress, answering, menu_line, server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
+from ._loop import run_on
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client
 from .client._present import printable
@@ -318,10 +319,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ui", choices=UI_CHOICES, default="terminal")
     args = parser.parse_args(argv)
     if args.role == "server":
-        anyio.run(serve_with_pages)
+        run_on(serve_with_pages)
     else:
         try:
-            anyio.run(run_client, args.protocol, args.ui)
+            run_on(run_client, args.protocol, args.ui)
         except KeyboardInterrupt:
             from .i18n import language
 

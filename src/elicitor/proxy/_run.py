@@ -13,8 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal, TextIO
 
-import anyio
-
+from .._loop import run_on
 from ..client import BrowserHandler, TerminalHandler
 from ..client._handlers import ElicitationHandler
 from ..client._pace import PersonPaced
@@ -169,7 +168,7 @@ async def serve_http(
 def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "auto", listen: str | None = None) -> int:
     try:
         if listen is None:
-            anyio.run(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol))
+            run_on(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol))
         else:
             host, _, port = listen.rpartition(":")
             if not host or not port.isdigit():
@@ -180,11 +179,11 @@ def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "au
 
             # The fastest stack installed, as elicitor serve chooses it: uvloop's event loop, httptools' parser.
             stack = http_stack()
-            anyio.run(
+            run_on(
                 lambda: serve_http(
                     target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol, stack=stack
                 ),
-                backend_options={"use_uvloop": stack[0] == "uvloop"},
+                loop=stack[0],
             )
     except KeyboardInterrupt:
         return 130

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import anyio
 
+from .._loop import event_loop, run_on
 from ..session import MAX_INCOMING
 from ..state import REDIS_URL_ENV, MemoryStore, Store, open_store
 from ..transports import StdioServerTransport, Transport, stdout_kept_for_protocol
@@ -487,9 +488,10 @@ class Server:
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
 
-        HTTP is served on the fastest stack installed unless ``loop``/``http`` say otherwise: uvloop's event loop
-        (``pip install 'elicitor[speed]'``) and httptools' parser (installed with elicitor), else asyncio and h11.
-        The line printed at start names the stack in use. See docs/deploying.md for what each is worth.
+        Both transports run on the fastest stack installed unless ``loop``/``http`` say otherwise: uvloop's event
+        loop (``pip install 'elicitor[speed]'``; not on Windows), else asyncio's, and for HTTP httptools' parser
+        (installed with elicitor), else h11. Over HTTP the line printed at start names the stack in use. See
+        docs/deploying.md for what each is worth.
 
         HTTP binds to loopback by default; serving another interface needs ``allowed_hosts`` for it too
         (DNS-rebinding protection rejects requests addressed to any other host). ``redis`` (default:
@@ -498,17 +500,21 @@ class Server:
         :meth:`misconfiguration`), and a lifespan that fails stops the server with its reason. On SIGTERM,
         requests in flight get ``shutdown_grace`` seconds to finish; then the calls still waiting on a person are
         cancelled (their clients resume elsewhere or start again), and the replica gives up its sessions at once.
-        ``backend`` is the event loop for stdio (``"asyncio"`` or ``"trio"``). ``keep_alive`` is how long, in seconds,
-        an idle HTTP connection stays open; behind a balancer, keep it longer than the balancer keeps its idle
-        connections to the replicas (see :data:`KEEP_ALIVE`).
+        ``backend`` is the async library for stdio (``"asyncio"``, on ``loop``, or ``"trio"``). ``keep_alive`` is
+        how long, in seconds, an idle HTTP connection stays open; behind a balancer, keep it longer than the
+        balancer keeps its idle connections to the replicas (see :data:`KEEP_ALIVE`).
 
         On stdio, stdout is the protocol channel: ``print()`` output goes to stderr while serving (see
         :meth:`serve_stdio`), and if the application has not configured logging, Python logging is set up to write
         to stderr at level INFO, so ``logging.info(...)`` shows there and never reaches the client as a stray line.
         """
         if transport == "stdio":
+            chosen = event_loop(loop)  # a named loop that is not installed: said before anything starts
             log_to_stderr()
-            anyio.run(self.serve_stdio, backend=backend)
+            if backend == "asyncio":
+                run_on(self.serve_stdio, loop=chosen)
+            else:
+                anyio.run(self.serve_stdio, backend=backend)
         elif transport == "http":
             import uvicorn
 
@@ -519,11 +525,11 @@ class Server:
             problem = self.misconfiguration()
             if problem is not None:
                 raise RuntimeError(problem)  # before anything listens: a replica that cannot work never starts
-            event_loop, parser = http_stack(loop, http)
+            on_loop, parser = http_stack(loop, http)
             shown = f"[{host}]" if ":" in host else host
             shared = ", state shared in Redis" if self.store.shared else ""
             print(
-                f"elicitor: {self.info['name']} at http://{shown}:{port}{path} ({parser}, {event_loop}{shared})",
+                f"elicitor: {self.info['name']} at http://{shown}:{port}{path} ({parser}, {on_loop}{shared})",
                 file=sys.stderr,
                 flush=True,
             )
@@ -533,7 +539,7 @@ class Server:
                 self.http_app(path, **options),
                 host=host,
                 port=port,
-                loop=event_loop,
+                loop=on_loop,
                 http=http_protocol(parser),  # a stall does not close a connection with a request in it
                 log_level="warning",
                 lifespan="on",  # a lifespan that fails stops the server with its reason ("auto" would serve on)
@@ -550,14 +556,9 @@ def http_stack(loop: str = "auto", http: str = "auto") -> tuple[str, str]:
     Raises:
         ValueError: an unknown name, or a named one that is not installed (with what to install).
     """
-    if loop not in ("auto", "uvloop", "asyncio"):
-        raise ValueError(f"unknown event loop {loop!r}: use 'auto', 'uvloop' or 'asyncio'")
+    loop = event_loop(loop)
     if http not in ("auto", "httptools", "h11"):
         raise ValueError(f"unknown HTTP parser {http!r}: use 'auto', 'httptools' or 'h11'")
-    if loop == "auto":
-        loop = "uvloop" if _installed("uvloop") else "asyncio"
-    elif loop == "uvloop" and not _installed("uvloop"):
-        raise ValueError("loop='uvloop' needs uvloop: pip install 'elicitor[speed]'")
     if http == "auto":
         http = "httptools" if _installed("httptools") else "h11"
     elif http == "httptools" and not _installed("httptools"):
