@@ -20,12 +20,12 @@ from mcp import Client as McpClient
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
-from elicitor import Client, ScriptedHandler
+from elicitor import Accepted, Client, Context, ScriptedHandler, Server
 
 from .conftest import ROOT, serving
 from .replicas import MISSING, Deployment, RedisServer, deployment
 from .test_replicas import open_session, redis, rpc, two_replicas
-from .test_telemetry import SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
+from .test_telemetry import CITY, NAME, SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
 
 __all__ = ["otel", "redis"]  # the fixtures, shared
 
@@ -621,3 +621,59 @@ async def test_a_request_refused_while_redis_is_paused_is_a_span_in_the_callers_
     assert f"{redis_address.host}:{redis_address.port}" not in exported
     durations = [p for p in otel.metric_points()["mcp.server.operation.duration"] if p.attributes.get("error.type")]
     assert [p.attributes["mcp.method.name"] for p in durations] == ["tools/list"]
+
+
+bookings = Server("bookings", "1.0")
+
+
+@bookings.tool()
+async def book_table(ctx: Context) -> str:
+    """Asks three questions, one after the other."""
+    for key, schema in (("name", NAME), ("city", CITY), ("guest", NAME)):
+        assert isinstance(await ctx.elicit(f"{key}?", schema, key=key), Accepted)
+    return "booked"
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_each_question_of_a_call_is_under_the_request_that_asked_it(otel: Otel, protocol: str) -> None:
+    """A call whose tool asks three questions, over HTTP. 2025-11-25: each question is an ``elicitation`` span
+    under the server's span for the call, the ``elicitation/create`` it pushed under that, and the client's
+    handling and the person's answer under that. 2026-07-28: each question is asked in a round of its own, and its
+    server-side ``elicitation`` span is under the round whose response carried it, also when the run parked by
+    the first round goes on in the later ones; the person's answers are under the client's span for the call."""
+    answers = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}, {"name": SECRET_NAME}])
+    async with serving(bookings.http_app()) as url, Client.http(url, elicitation=answers, protocol=protocol) as client:
+        assert (await client.call_tool("book_table")).text == "booked"
+    spans = [s for s in otel.finished() if s.name not in SETUP]
+    assert len({s.context.trace_id for s in spans}) == 1
+    index = {s.context.span_id: s for s in spans}
+
+    def parent(span: ReadableSpan) -> ReadableSpan:
+        assert span.parent is not None
+        return index[span.parent.span_id]
+
+    [call] = [s for s in spans if s.name == "tools/call book_table" and s.kind == SpanKind.INTERNAL]
+    served = sorted(
+        (s for s in spans if s.name == "tools/call book_table" and s.kind == SpanKind.SERVER),
+        key=lambda s: s.start_time or 0,
+    )
+    asked = [s for s in spans if s.name == "elicitation" and (s.attributes or {})["elicitor.side"] == "server"]
+    answered = [s for s in spans if s.name == "elicitation" and (s.attributes or {})["elicitor.side"] == "client"]
+    assert len(asked) == len(answered) == 3
+    assert {(s.attributes or {})["elicitor.elicitation.outcome"] for s in asked + answered} == {"accept"}
+    if protocol == "2025-11-25":
+        [round_] = served
+        assert [parent(s) for s in asked] == [round_] * 3
+        pushes = [s for s in spans if s.name == "elicitation/create" and s.kind == SpanKind.CLIENT]
+        assert sorted(parent(s).context.span_id for s in pushes) == sorted(s.context.span_id for s in asked)
+        handled = [parent(s) for s in answered]
+        assert {(s.name, s.kind) for s in handled} == {("elicitation/create", SpanKind.SERVER)}
+        assert sorted(parent(s).context.span_id for s in handled) == sorted(s.context.span_id for s in pushes)
+    else:
+        assert len(served) == 4
+        assert [(s.attributes or {})["elicitor.round.path"] for s in served] == ["first", "parked", "parked", "parked"]
+        by_round = sorted(asked, key=lambda s: s.start_time or 0)
+        assert [parent(s) for s in by_round] == served[:3]  # one question per round, under the round that asked it
+        assert {parent(s).context.span_id for s in answered} == {call.context.span_id}
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported

@@ -642,7 +642,7 @@ class ServerSession:
         if _telemetry.state.on:  # this round's span is the one a failure of the run's tool goes on
             from ..telemetry import _hooks
 
-            _hooks.serving_round(run.context)
+            _hooks.serving_round(run.context, run.asker)
         run.asker.may_escalate = escalate is not None
         return await self._round(run, binding, self.parked, escalate, origin)
 

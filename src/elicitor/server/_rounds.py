@@ -178,7 +178,7 @@ class RoundAsker:
         if _telemetry.state.on and method == "elicitation/create":
             from ..telemetry import _hooks
 
-            return await _hooks.elicitation("server", params, _answer(waiter))
+            return await _hooks.elicitation("server", params, _answer(waiter), within=self)
         await waiter.event.wait()
         assert waiter.answer is not None
         return waiter.answer

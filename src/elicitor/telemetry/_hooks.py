@@ -332,15 +332,19 @@ def _ignore(_request_id: RequestId) -> None:
     pass
 
 
-def serving_round(run: object) -> None:
-    """2026-07-28: the current span (a round's ``SERVER`` span) serves the run whose context is ``run`` now, so
-    that a failure of its tool is recorded there (:func:`tool_failed`), not on the first round's span, in whose
-    context a parked run goes on and which has ended."""
-    _round_spans[run] = trace.get_current_span()
+def serving_round(*run: object) -> None:
+    """2026-07-28: the current span (a round's ``SERVER`` span) serves the run ``run`` names (its context, its
+    asker) now, so that what the run does meanwhile is recorded under it: the questions its tool asks
+    (:func:`elicitation`'s ``within``) and a failure of its tool (:func:`tool_failed`). A run parked by an earlier
+    round goes on in that round's context, whose span has ended: without this, every question of a call would be
+    under its first round, asked after that round ended, and the round that asked it would show none."""
+    span = trace.get_current_span()
+    for part in run:
+        _round_spans[part] = span
 
 
 _round_spans: WeakKeyDictionary[object, Span] = WeakKeyDictionary()
-"""The span of the round serving each 2026-07-28 run now, by the run's context (:func:`serving_round`)."""
+"""The span of the round serving each 2026-07-28 run now, by the run's context and asker (:func:`serving_round`)."""
 
 
 def tool_failed(exc: BaseException, run: object) -> None:
@@ -501,7 +505,11 @@ def received_forwarded(
 
 
 async def elicitation(
-    side: Literal["server", "client"], params: JSONObject, ask: Awaitable[JSONObject], carry: bool = False
+    side: Literal["server", "client"],
+    params: JSONObject,
+    ask: Awaitable[JSONObject],
+    carry: bool = False,
+    within: object = None,
 ) -> JSONObject:
     """Await ``ask`` (one question's answer) inside an ``elicitation`` span: its mode, its outcome, how long the
     person took; ``elicitor.elicitation.duration`` and ``elicitor.elicitations`` by outcome.
@@ -509,7 +517,8 @@ async def elicitation(
     Called only when ``state.on``. Records the outcome (``accept``, ``decline``, ``cancel``), never the answer.
     ``carry`` (a client answering a handshake-era request): the answer carries this span's context in its
     ``_meta`` (``traceparent``, ``tracestate``; never the baggage), so a replica that forwards it to the one that
-    asked can put that hop in the trace (:func:`forwarding`).
+    asked can put that hop in the trace (:func:`forwarding`). ``within`` (a 2026-07-28 run's asker): the span is
+    a child of the round serving that run now (:func:`serving_round`), whose response carries the question.
     """
     tracer = state.tracer
     instruments = state.instruments
@@ -521,7 +530,9 @@ async def elicitation(
     span: Span | None = None
     token = None
     if tracer is not None:
-        span = tracer.start_span("elicitation", kind=SpanKind.INTERNAL, attributes=attributes)
+        round_span = _round_spans.get(within) if within is not None else None
+        parent = trace.set_span_in_context(round_span) if round_span is not None else None
+        span = tracer.start_span("elicitation", context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
         token = otel_context.attach(trace.set_span_in_context(span))
     ended: Callable[[float], None] | None = None
     if instruments is not None:
