@@ -677,3 +677,48 @@ async def test_each_question_of_a_call_is_under_the_request_that_asked_it(otel: 
         assert {parent(s).context.span_id for s in answered} == {call.context.span_id}
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25"])
+async def test_a_url_mode_elicitation_completed_by_its_page_is_in_the_call_trace(otel: Otel, protocol: str) -> None:
+    """URL mode, end to end over HTTP (``examples/url_pages.py``): the tool needs the person to sign in on a page
+    the server serves; the person's browser opens the link and signs in there, and the page completes the
+    elicitation. That completion is an ``elicitation complete`` span in the trace of the call that asked for it,
+    under the span that registered it (no HTTP server instrumentation makes the page's own span here), saying it
+    completed and that the client was told over its connection on this replica. A forged completion is one too,
+    ``completed = false``, in no call's trace. Nothing of the elicitation's id (what completes it) or its link is
+    recorded."""
+    from .test_pages import Browser
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from url_pages import server as pages_server
+    finally:
+        sys.path.pop(0)
+
+    browser = Browser()
+    async with (
+        serving(pages_server.http_app()) as url,
+        Client.http(url, elicitation=browser, protocol=protocol) as client,
+    ):
+        assert (await client.call_tool("connect_account")).text == "Connected as ada."
+        assert not await pages_server.complete_url_elicitation("forged-id-0123456789")
+    spans = otel.finished()
+    index = {s.context.span_id: s for s in spans}
+    done, forged = sorted(otel.named("elicitation complete"), key=lambda s: s.start_time or 0)
+    assert dict(done.attributes or {}) == {
+        "elicitor.elicitation.mode": "url",
+        "elicitor.elicitation.completed": True,
+        "elicitor.elicitation.notified": "connection",
+    }
+    assert done.parent is not None
+    asked = index[done.parent.span_id]
+    assert (asked.name, asked.kind) == ("tools/call connect_account", SpanKind.SERVER)
+    [call] = [s for s in otel.named("tools/call connect_account") if s.kind == SpanKind.INTERNAL]
+    assert done.context.trace_id == call.context.trace_id
+    refused = {"elicitor.elicitation.mode": "url", "elicitor.elicitation.completed": False}
+    assert dict(forged.attributes or {}) == refused
+    assert forged.parent is None
+    [link] = browser.links
+    exported = otel.exported_bytes()
+    assert link.rsplit("/", 1)[1] not in exported and "forged-id" not in exported

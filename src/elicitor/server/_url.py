@@ -22,6 +22,7 @@ import msgspec
 
 from .._exceptions import ElicitorError
 from ..state import Backoff, Store, StoreUnavailable, UrlRecord, replica_channel
+from ..telemetry import _state as _telemetry
 
 logger = logging.getLogger("elicitor.server")
 
@@ -159,7 +160,12 @@ class UrlElicitations:
         url = url.replace(ID_PLACEHOLDER, elicitation_id)
         check_url(url, allow_http=allow_http)
         replica = self._store.replica if connection is not None else None
-        record = UrlRecord(elicitation_id, message, url, principal, replica, connection)
+        trace = None
+        if _telemetry.state.on:  # the span asking it (the tool's): its completion, wherever it happens, joins it
+            from ..telemetry import _hooks
+
+            trace = _hooks.current_traceparent()
+        record = UrlRecord(elicitation_id, message, url, principal, replica, connection, trace=trace)
         return UrlElicitation.from_record(await urls.add(record, question))
 
     async def get(self, elicitation_id: str) -> UrlElicitation | None:
@@ -180,12 +186,25 @@ class UrlElicitations:
         Raises:
             StoreUnavailable: the shared state cannot be reached (nothing was completed).
         """
+        if _telemetry.state.on:  # a span saying what became of it, in the trace of the call that asked for it
+            from ..telemetry import _hooks
+
+            with _hooks.completing_url() as completing:
+                record = await self._complete(elicitation_id, principal)
+                if record is not None:
+                    local = record.replica == self._store.replica
+                    completing.settle(record.trace, "none" if record.connection is None else "connection" if local
+                                      else "replica")  # fmt: skip
+            return record is not None
+        return await self._complete(elicitation_id, principal) is not None
+
+    async def _complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
         record = await self._store.urls.complete(elicitation_id, principal)
         if record is None:
             await self._explain_refusal(elicitation_id, principal)
-            return False
+            return None
         if record.connection is None:
-            return True
+            return record
         try:
             if record.replica == self._store.replica:
                 await self.notify_local(record.connection, elicitation_id)
@@ -193,7 +212,7 @@ class UrlElicitations:
                 await self._send_notice(record.replica, UrlComplete(record.connection, elicitation_id))
         except Exception:
             logger.exception("URL elicitation %.8s... completed, but its client could not be told", elicitation_id)
-        return True
+        return record
 
     async def _send_notice(self, replica: str, notice: UrlComplete) -> None:
         backoff = Backoff(first=0.1, most=1.0)

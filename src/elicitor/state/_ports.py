@@ -63,6 +63,8 @@ class UrlRecord:
     connection: str | None = None
     """That connection's id on its replica."""
     completed: bool = False
+    trace: str | None = None
+    """The W3C ``traceparent`` of the span it was registered in (telemetry): its completion joins that trace."""
 
 
 class SessionDirectory(Protocol):

@@ -627,6 +627,7 @@ class RedisUrlRegistry:
             "principal": record.principal,
             "replica": record.replica,
             "connection": record.connection,
+            "trace": record.trace,
         }
         fields = [part for name, value in values.items() if value is not None for part in (name, value)]
         args = [self._shared.key("url", ""), self._ttl, record.id, question or "", "1" if indexed else "0", *fields]
@@ -681,6 +682,7 @@ class RedisUrlRegistry:
             replica=_text(fields.get(b"replica")),
             connection=_text(fields.get(b"connection")),
             completed=fields.get(b"completed") == b"1",
+            trace=_text(fields.get(b"trace")),
         )
 
 

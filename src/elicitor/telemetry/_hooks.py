@@ -567,6 +567,70 @@ def _outcome(span: Span | None, attributes: dict[str, Any], answer: JSONObject) 
         span.set_attribute("elicitor.elicitation.outcome", attributes["elicitor.elicitation.outcome"])
 
 
+def current_traceparent() -> str | None:
+    """The current span's ``traceparent``, or ``None`` outside a trace (kept with a URL-mode elicitation)."""
+    context = trace.get_current_span().get_span_context()
+    return _traceparent(context) if context.is_valid else None
+
+
+class CompletingUrl:
+    """What :func:`completing_url` gives: told the record completed (:meth:`settle`), it makes the span."""
+
+    __slots__ = ("_asked", "_start", "_told")
+
+    def __init__(self) -> None:
+        self._start = time.time_ns()
+        self._asked: str | None = None
+        self._told: str | None = None
+
+    def settle(self, asked: str | None, told: str) -> None:
+        """The elicitation completed: ``asked`` is the ``traceparent`` it was registered in, ``told`` how its client
+        is told (``connection``, ``replica``, ``none``). Not called: the completion was refused."""
+        self._asked, self._told = asked, told
+
+    def __enter__(self) -> CompletingUrl:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        tracer = state.tracer
+        if tracer is None:
+            return
+        attributes: dict[str, Any] = {
+            "elicitor.elicitation.mode": "url", "elicitor.elicitation.completed": self._told is not None
+        }  # fmt: skip
+        if self._told is not None:
+            attributes["elicitor.elicitation.notified"] = self._told
+        asked = span_context({"traceparent": self._asked}) if self._asked else None
+        ambient = trace.get_current_span().get_span_context()
+        parent, links = None, None
+        if asked is not None and ambient.is_valid:  # the page's own request is the parent: link the question
+            links = [trace.Link(asked, {"elicitor.link": "url_elicitation"})]
+        elif asked is not None:  # nothing else to hang it on: under the span that asked for it
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(asked), otel_context.Context())
+        span = tracer.start_span(
+            "elicitation complete", context=parent, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
+            start_time=self._start,
+        )  # fmt: skip
+        if exc is not None:
+            fail(span, {}, exc)
+        span.end()
+
+
+def completing_url() -> CompletingUrl:
+    """``with completing_url() as completing:`` around completing a URL-mode elicitation (the application's
+    callback page calling ``server.complete_url_elicitation``): an ``elicitation complete`` span, whether it
+    completed (``elicitor.elicitation.completed``; refused: unknown, expired, already completed or another
+    user's) and how its client is told (``elicitor.elicitation.notified``: ``connection`` on this replica,
+    ``replica`` through the store to the one holding the connection, ``none`` on 2026-07-28, where the client
+    learns at its next round). Its parent is the span current where the page is served (an HTTP server
+    instrumentation's), linked to the span that asked for the elicitation (``elicitor.link = url_elicitation``);
+    with no span current, that span is the parent, so the completion is in the call's trace. Nothing of the
+    elicitation's id, URL or message is recorded (the id is what completes it).
+
+    Called only when ``state.on``."""
+    return CompletingUrl()
+
+
 def answered_elsewhere(params: JSONObject, answer: JSONObject) -> None:
     """2026-07-28: an answer to a question asked in an earlier round by a run that is not here (another replica,
     or replayed): counted by outcome, its time unknown here."""
