@@ -785,6 +785,30 @@ async def test_what_a_caller_makes_up_never_becomes_a_metric_label(otel: Otel, p
     assert "tools/call made-up-4" in spans and "made/up-4" in spans  # the trace still says what was asked
 
 
+async def test_error_codes_a_client_answers_a_question_with_never_become_a_metric_label(otel: Otel) -> None:
+    """A client may answer a question with a JSON-RPC error of any code it likes, a new one each time: the
+    server's question metrics count those under ``error.type="_OTHER"``, never the code (nor
+    ``rpc.response.status_code``), so one client cannot grow them without bound; the span keeps the code."""
+    codes = iter(range(4700, 4705))
+
+    async def refuse_with_a_new_code(request: Any) -> Any:
+        raise JSONRPCError(next(codes), "not telling")
+
+    async with connected(server, protocol="2025-11-25", elicitation=refuse_with_a_new_code) as client:
+        for _ in range(5):
+            with pytest.raises(JSONRPCError):  # the question's error is the call's
+                await client.call_tool("introduce")
+    points = otel.metric_points()
+    asked = [
+        dict(p.attributes) for name in ("elicitor.elicitation.duration", "elicitor.elicitations")
+        for p in points[name] if p.attributes.get("elicitor.side") == "server"
+    ]  # fmt: skip
+    assert asked and {a.get("error.type") for a in asked} == {"_OTHER"}
+    assert not any("rpc.response.status_code" in a for a in asked), asked
+    questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
+    assert {(s.attributes or {})["error.type"] for s in questions} == {str(code) for code in range(4700, 4705)}
+
+
 async def test_error_codes_a_server_makes_up_never_become_a_client_metric_label(otel: Otel) -> None:
     """A server picks any integer for an error's code, a new one per request if it likes: the client's metrics
     count codes outside JSON-RPC's reserved range as ``_OTHER`` (its span keeps the code); reserved codes stay."""

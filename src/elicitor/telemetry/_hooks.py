@@ -543,9 +543,14 @@ async def elicitation(
             instruments.pending.add(-1, asked)
             # A wait cancelled is no outcome: the call ended, or (2026-07-28) the round did and the answer comes to
             # whichever run the next round finds; it is counted there.
-            if attributes.get("error.type") != "cancelled":
-                instruments.elicitation_duration.record(elapsed, attributes)
-                instruments.elicitations.add(1, attributes)
+            error = attributes.get("error.type")
+            if error != "cancelled":
+                # Labels from bounded sets only: an error answered by the peer has the code the peer chose.
+                labels = {**asked, **metric_attributes({"error.type": error} if error is not None else {})}
+                if "elicitor.elicitation.outcome" in attributes:
+                    labels["elicitor.elicitation.outcome"] = attributes["elicitor.elicitation.outcome"]
+                instruments.elicitation_duration.record(elapsed, labels)
+                instruments.elicitations.add(1, labels)
 
     answer = await _measured(span, token, attributes, _outcome, ended, False, _given, ask)
     if carry and span is not None:
