@@ -10,6 +10,7 @@ first invalid field and are announced), reflow at 320 CSS pixels (400 % zoom) an
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -20,7 +21,7 @@ from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRe
 from elicitor.types import Implementation
 
 from .conftest import ROOT, later
-from .test_browser_ui import GRACE, SCHEMA, Person, chromium
+from .test_browser_ui import GRACE, SCHEMA, Person, chromium, shared_chromium
 
 pytestmark = pytest.mark.anyio
 
@@ -37,9 +38,15 @@ URL = UrlElicitationRequest.from_params(
 )  # fmt: skip
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    return "asyncio"
+    return "asyncio"  # one loop for the module, for its one chromium
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def one_chromium(anyio_backend: str) -> AsyncIterator[None]:
+    async with shared_chromium():
+        yield
 
 
 async def violations(page: Page, state: str) -> list[str]:

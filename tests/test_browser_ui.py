@@ -33,9 +33,15 @@ ARTIFACTS = ROOT / "artifacts"
 GRACE = 0.6
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    return "asyncio"  # Playwright's async API runs on asyncio
+    return "asyncio"  # Playwright's async API runs on asyncio; one loop for the module, for its one chromium
+
+
+@pytest.fixture(scope="module", autouse=True)
+async def one_chromium(anyio_backend: str) -> AsyncIterator[None]:
+    async with shared_chromium():
+        yield
 
 
 SCHEMA: dict[str, Any] = {
@@ -83,8 +89,43 @@ async def book(ctx: Context) -> str:
     return json.dumps(outcome.data, sort_keys=True) if isinstance(outcome, Accepted) else outcome.action
 
 
+_SHARED: list[Browser] = []
+"""The chromium of the module running now (:func:`shared_chromium`), if it has one."""
+
+
+@asynccontextmanager
+async def shared_chromium() -> AsyncIterator[None]:
+    """One chromium for a module's tests, which :func:`chromium` then hands out: launching one takes about a second,
+    and each test's pages are in browser contexts of their own (no cookie, storage or cache shared), closed after it.
+    The module's ``anyio_backend`` fixture must be module-scoped too (the browser belongs to one event loop)."""
+    async with launched() as browser:
+        _SHARED.append(browser)
+        try:
+            yield
+        finally:
+            _SHARED.remove(browser)
+
+
 @asynccontextmanager
 async def chromium(*more_args: str) -> AsyncIterator[Browser]:
+    """Headless chromium for the block: the module's shared one if it has one and no argument asks for another (what
+    the block opened in it is closed after it), else one launched with ``more_args``."""
+    if _SHARED and not more_args:
+        browser = _SHARED[-1]
+        before = set(browser.contexts)
+        try:
+            yield browser
+        finally:
+            for context in browser.contexts:
+                if context not in before:
+                    await context.close()
+        return
+    async with launched(*more_args) as browser:
+        yield browser
+
+
+@asynccontextmanager
+async def launched(*more_args: str) -> AsyncIterator[Browser]:
     executable = shutil.which("chromium")
     if executable is None:
         pytest.fail("Debian's chromium is not installed (make test installs it)")
