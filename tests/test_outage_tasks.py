@@ -23,7 +23,7 @@ import anyio.to_thread
 import httpx2 as httpx
 import pytest
 
-from elicitor import Accepted, Context, Server
+from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
 from elicitor.server import HttpApp, StateSealer, generate_key
 from elicitor.state import RedisStore, StoreUnavailable, TaskRecord
 
@@ -273,3 +273,72 @@ async def test_a_task_followed_once_through_two_redis_restarts_ends_with_its_per
     assert seen["result"]["taskId"] == task_id, seen
     assert asked == ["Pick a name"]
     assert final["result"]["content"][0]["text"] == "Ada", final
+
+
+linking = Server("linking", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@linking.tool()
+async def link(ctx: Context) -> str:
+    """Sends its person to a page (URL mode), which registers the elicitation in the shared store first."""
+    outcome = await ctx.elicit_url("Connect your account", "https://accounts.example/connect/{elicitation_id}")
+    return "accepted" if isinstance(outcome, Accepted) else "refused"
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_url_mode_call_made_while_redis_is_paused_asks_its_person_once_redis_is_back(
+    redis: RedisServer, era: str
+) -> None:
+    """A call whose tool sends its person to a page (URL mode) starts while Redis is paused: registering the
+    elicitation waits for Redis, and the person is asked once it is back, instead of the call failing with the
+    retryable error (a ``tools/call`` is never sent again: the person's call would simply fail)."""
+    from redis.asyncio import Redis
+
+    opened: list[str] = []
+
+    def open_page(request: ElicitationRequest | UrlElicitationRequest) -> Accepted[None]:
+        assert isinstance(request, UrlElicitationRequest)
+        opened.append(request.url)
+        return Accepted(None)
+
+    handler = ScriptedHandler(otherwise=open_page, modes=frozenset({"form", "url"}))
+    admin = Redis.from_url(redis.url)
+    try:
+        async with (
+            one_replica(redis.url, linking) as (url, _),
+            Client.http(url, elicitation=handler, protocol=era) as client,
+        ):
+            with anyio.fail_after(60):
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                result = await client.call_tool("link")
+    finally:
+        await admin.aclose()
+    assert result.text == "accepted"
+    assert len(opened) == 1 and opened[0].startswith("https://accounts.example/connect/")
+
+
+@pytest.mark.parametrize("connection", [None, "conn-1"])
+async def test_a_url_elicitation_whose_first_try_reached_the_store_is_registered_once(connection: str | None) -> None:
+    """Registering a URL-mode elicitation: the store takes the record, then its answer is lost (a timeout while
+    Redis runs it late). The next try finds what the first stored (by the question asked on the connection, or by
+    the id chosen once) instead of storing a second elicitation with a link nobody will open."""
+    server = Server("linking", version="1.0.0")
+    urls = server.store.urls
+    add = urls.add
+    added: list[str] = []
+
+    async def add_then_lose_the_answer(record: Any, question: str | None = None) -> Any:
+        stored = await add(record, question)
+        added.append(record.id)
+        if len(added) == 1:
+            raise StoreUnavailable("shared state unavailable (storing a URL elicitation): the answer timed out")
+        return stored
+
+    urls.add = add_then_lose_the_answer  # type: ignore[method-assign]
+    with anyio.fail_after(30):
+        registered = await server.url_elicitations.new(
+            "Connect", "https://accounts.example/{elicitation_id}", principal=None, connection=connection,
+            question="connect" if connection else None,
+        )  # fmt: skip
+    assert added == [registered.id]
+    assert registered.url == f"https://accounts.example/{registered.id}"

@@ -39,6 +39,12 @@ class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True):
 _encode_notice = msgspec.msgpack.Encoder().encode
 
 ID_PLACEHOLDER = "{elicitation_id}"
+
+REGISTER_PATIENCE = 15.0
+"""Seconds registering a URL-mode elicitation waits for a store that cannot be reached (a restart, a failover, a
+pause: ``docs/deploying.md`` promises up to 10 s) before the call fails with the retryable error."""
+REGISTER_RETRY = 0.5
+"""Seconds between two tries at registering it."""
 """Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
 
 LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -143,19 +149,17 @@ class UrlElicitations:
         Passing the ``elicitation_id`` of a known elicitation returns that one (a 2026-07-28 round replaying), and
         so does a ``question`` that ``connection`` already asked.
 
+        A store that cannot be reached is waited for, up to :data:`REGISTER_PATIENCE`: the call that asks has just
+        begun, and failing it would fail the person's call for a Redis restart of two seconds (a ``tools/call`` is
+        never sent again). A try after one that failed so registers nothing twice: it first looks for what the
+        earlier try may have stored (by ``question`` for ``connection``, else by the id, chosen once).
+
         Raises:
             UnsafeUrl: the URL breaks the safe-URL rules.
-            StoreUnavailable: the shared state cannot be reached.
+            StoreUnavailable: the shared state could not be reached within :data:`REGISTER_PATIENCE`.
         """
-        urls = self._store.urls
-        if elicitation_id is not None:
-            known = await urls.get(elicitation_id)
-            if known is not None:
-                return UrlElicitation.from_record(known)
-        elif connection is not None and question is not None:
-            known = await urls.find(connection, question)
-            if known is not None:
-                return UrlElicitation.from_record(known)
+        indexed = elicitation_id is None and connection is not None and question is not None
+        look_up = elicitation_id is not None
         elicitation_id = elicitation_id or secrets.token_urlsafe(24)
         url = url.replace(ID_PLACEHOLDER, elicitation_id)
         check_url(url, allow_http=allow_http)
@@ -166,6 +170,28 @@ class UrlElicitations:
 
             trace = _hooks.current_traceparent()
         record = UrlRecord(elicitation_id, message, url, principal, replica, connection, trace=trace)
+        give_up_at = anyio.current_time() + REGISTER_PATIENCE
+        while True:
+            try:
+                return await self._register(record, question if indexed else None, look_up=look_up)
+            except StoreUnavailable:
+                if anyio.current_time() + REGISTER_RETRY >= give_up_at:
+                    raise
+                look_up = True  # the try that failed may have stored it all the same
+                await anyio.sleep(REGISTER_RETRY)
+
+    async def _register(self, record: UrlRecord, question: str | None, *, look_up: bool) -> UrlElicitation:
+        """One try of :meth:`new`: the elicitation already registered for ``question`` (or, with ``look_up``, under
+        ``record``'s id), else ``record`` stored."""
+        urls = self._store.urls
+        if question is not None and record.connection is not None:
+            known = await urls.find(record.connection, question)
+        elif look_up:
+            known = await urls.get(record.id)
+        else:
+            known = None
+        if known is not None:
+            return UrlElicitation.from_record(known)
         return UrlElicitation.from_record(await urls.add(record, question))
 
     async def get(self, elicitation_id: str) -> UrlElicitation | None:
