@@ -214,3 +214,95 @@ async def test_a_task_status_notification_reaches_only_the_tasks_owner(anyio_bac
                 heard = (await http.post(url, json=rpc("tools/list", {}, 3), headers=headers)).text
     assert '"taskId":"task-of-bob"' in heard, heard
     assert "task-of-ann" not in heard, heard
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+@pytest.mark.parametrize("server", ["tests.peers.people_server", "tests.peers.people_sdk_server"])
+async def test_three_people_through_the_listening_command_see_only_their_own_calls(
+    anyio_backend: str, server: str
+) -> None:
+    """``elicitor proxy --listen`` started as a command, in front of a stdio server (ours, speaking both eras: its
+    2026-07-28 callers share one upstream connection; or the official SDK's, handshake era: each 2026-07-28 call is
+    held on a connection of its own). Three people at once, each with a real client: Ann with elicitor's on
+    2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the official SDK's. Their clients number requests and
+    progress tokens alike (each first call is id 1 or 2, progress token likewise), and all three wait on their
+    questions at the same moment. Each is asked only their own question, hears only their own progress and log
+    messages, and gets their own answer back."""
+    import subprocess
+    import sys
+
+    import mcp_types as types
+    from mcp import Client as McpClient
+
+    from elicitor import Accepted, ElicitationRequest
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
+               sys.executable, "-m", server]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    people = ("ann", "bob", "cal")
+    everyone_asked = anyio.Event()
+    asked: dict[str, list[str]] = {name: [] for name in people}
+    progress: dict[str, list[str]] = {name: [] for name in people}
+    heard = progress  # the SDK's progress callback names its first parameter "progress"
+    logs: dict[str, list[str]] = {name: [] for name in people}
+    results: dict[str, str] = {}
+
+    async def asked_of(name: str, message: str) -> None:
+        asked[name].append(message)
+        if sum(len(questions) for questions in asked.values()) >= len(people):
+            everyone_asked.set()
+        await everyone_asked.wait()  # every call waits on its question at once
+
+    async def ours(name: str, era: str) -> None:
+        async def answer(request: ElicitationRequest) -> Any:
+            await asked_of(name, request.message)
+            return Accepted({"name": name})
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress[name].append(str(message))
+
+        async def on_log(level: str, data: Any, logger: str | None) -> None:
+            logs[name].append(str(data))
+
+        async with Client.http(url, elicitation=answer, protocol=era, on_log=on_log, log_level="info") as client:
+            results[name] = (await client.call_tool("greet", {"tag": name}, progress=on_progress)).text
+
+    async def theirs(name: str) -> None:
+        async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            await asked_of(name, params.message)
+            return types.ElicitResult(action="accept", content={"name": name})
+
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            logs[name].append(str(params.data))
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            heard[name].append(str(message))
+
+        async with McpClient(url, elicitation_callback=answer, logging_callback=on_log, mode="legacy") as client:
+            result = await client.call_tool("greet", {"tag": name}, progress_callback=on_progress)
+            results[name] = result.content[0].text  # type: ignore[union-attr]
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(120):  # a proxy that misroutes may leave a call waiting forever: end the test instead
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ours, "ann", "2025-11-25")
+                tg.start_soon(ours, "bob", "2026-07-28")
+                tg.start_soon(theirs, "cal")
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    for name in people:
+        assert asked[name] == [f"Name for {name}?"], asked
+        assert results[name] == f"{name}:{name}", results
+        assert all(message.startswith(f"{name} ") for message in progress[name]), progress
+        assert all(message == f"{name} logged" for message in logs[name]), logs
+    # What each client is sent of its own: progress for every call (the proxy follows each call's token), the log
+    # message for the handshake-era clients (Bob's call on a connection shared by three may go without it).
+    assert progress["ann"] and progress["bob"] and progress["cal"], progress
+    assert logs["ann"] == ["ann logged"] and logs["cal"] == ["cal logged"], logs

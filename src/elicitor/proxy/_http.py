@@ -169,6 +169,11 @@ class _Forwarding(ServerSession):
         async with signing.told(told, keepalive):
             return await self._forwarder().serve(request, notify, principal)
 
+    async def run(self, transport: Transport) -> None:
+        """A handshake-era session's connection (the HTTP app runs one per session): a bridge of its own, as
+        :meth:`ProxyServer.serve` makes it, never the proxy answering for itself (it has no tools of its own)."""
+        await self._proxy.serve(transport, principal=self.principal)
+
     def _forwarder(self) -> Stateless:
         """What serves 2026-07-28 requests, made on the first one in the application's task group."""
         if self._stateless is None:

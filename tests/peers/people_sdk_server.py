@@ -1,0 +1,31 @@
+"""A server written with the official MCP Python SDK for the several-people tests: one tool that reports progress,
+logs and asks a question, each naming the call's ``tag``, and answers with the tag and the name given.
+
+``python -m tests.peers.people_sdk_server`` serves it on stdio.
+"""
+
+from __future__ import annotations
+
+from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
+
+app = MCPServer("people-sdk")
+
+
+class Name(BaseModel):
+    name: str
+
+
+@app.tool()
+async def greet(ctx: Context, tag: str) -> str:
+    """Reports progress and logs naming the call, asks a name, reports again, and answers with both."""
+    await ctx.report_progress(1, 3, f"{tag} started")
+    await ctx.info(f"{tag} logged")
+    outcome = await ctx.elicit(f"Name for {tag}?", Name)
+    await ctx.report_progress(2, 3, f"{tag} answered")
+    return f"{tag}:{outcome.data.name}" if isinstance(outcome, AcceptedElicitation) else f"{tag}:{outcome.action}"
+
+
+if __name__ == "__main__":
+    app.run("stdio")

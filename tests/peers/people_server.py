@@ -1,0 +1,32 @@
+"""An elicitor server for the several-people tests: one tool that reports progress, logs and asks a question, each
+naming the call's ``tag``, and answers with the tag and the name given.
+
+``python -m tests.peers.people_server`` serves it on stdio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elicitor import Accepted, Context, Server
+
+server = Server("people", "1.0")
+
+
+@dataclass
+class Name:
+    name: str
+
+
+@server.tool()
+async def greet(ctx: Context, tag: str) -> str:
+    """Reports progress and logs naming the call, asks a name, reports again, and answers with both."""
+    await ctx.report_progress(1, 3, f"{tag} started")
+    await ctx.log("info", f"{tag} logged")
+    outcome = await ctx.elicit(f"Name for {tag}?", Name)
+    await ctx.report_progress(2, 3, f"{tag} answered")
+    return f"{tag}:{outcome.data.name}" if isinstance(outcome, Accepted) else f"{tag}:{outcome.action}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
