@@ -143,14 +143,23 @@ def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_durin
     request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
 
     def response(sock: socket.socket) -> bytes:
-        """What the proxy answers, up to the end of the headers (or what came before the connection ended)."""
+        """One whole response (its body as long as its Content-Length), or what came before the connection ended."""
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = sock.recv(65536)
             if not chunk:
                 return data
             data += chunk
-        return data
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b"\r\n\r\n" + body
 
     try:
         wait_for_port(port, process, timeout=60)
