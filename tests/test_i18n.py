@@ -901,6 +901,41 @@ def test_a_line_wrapped_in_chinese_never_ends_with_an_opening_mark() -> None:
     assert not any(line.endswith(("（", "「", "《")) for line in lines), lines
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_dev_auths_sign_in_page_speaks_the_browsers_language(anyio_backend: str) -> None:
+    """``elicitor dev-auth``'s sign-in page, and what it says when no name is typed, were English for every
+    browser; they follow ``Accept-Language`` now, what the program asked for isolated inside the sentence."""
+    from elicitor.devauth import DevAuthorizationServer
+
+    app: Any = DevAuthorizationServer("http://127.0.0.1:9")  # an ASGI app, typed loosely (dict scopes)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:9") as http:
+        client = (await http.post("/register", json={"redirect_uris": ["http://127.0.0.1:1/cb"]})).json()
+        query = {
+            "client_id": client["client_id"], "response_type": "code", "code_challenge_method": "S256",
+            "code_challenge": "x" * 43, "redirect_uri": "http://127.0.0.1:1/cb", "scope": "demo",
+            "resource": "http://127.0.0.1:8000/mcp",
+        }  # fmt: skip
+        pages = {}
+        for accept in ("zh-TW,zh;q=0.9,en;q=0.8", "zh-CN", "ar", "en-US"):
+            pages[accept] = (await http.get("/authorize", params=query, headers={"accept-language": accept})).text
+        refused = await http.post("/authorize", data={**query, "user": " "}, headers={"accept-language": "zh-CN"})
+        unknown = await http.get(
+            "/authorize", params={**query, "client_id": "nobody"}, headers={"accept-language": "zh-TW"}
+        )
+    zh_tw = pages["zh-TW,zh;q=0.9,en;q=0.8"]
+    assert "<html lang=zh-Hant dir=ltr>" in zh_tw and "<title>開發用登入</title>" in zh_tw
+    assert (
+        "一個程式要求以您的身分存取 <b><bdi>http://127.0.0.1:8000/mcp</bdi></b>，權限範圍：<b><bdi>demo</bdi></b>。"
+        in zh_tw
+    )
+    assert "<button>登入</button>" in zh_tw and "輸入任何名稱它都相信" in zh_tw
+    assert "<button>登录</button>" in pages["zh-CN"] and "<html lang=ar dir=rtl>" in pages["ar"]
+    assert "A program asks to act for you at <b><bdi>http://127.0.0.1:8000/mcp</bdi></b>" in pages["en-US"]
+    assert refused.status_code == 400 and "请输入名字以登录。" in refused.text
+    assert unknown.status_code == 400 and "這個程式尚未在這裡註冊" in unknown.text
+
+
 # ---- the server's side: a Chinese answer over the wire -------------------------------------------------------------
 
 INN = '''

@@ -11,6 +11,9 @@ the ``resource`` asked for (RFC 8707), refresh tokens, and its keys at ``/jwks``
     elicitor serve app:server --auth-issuer http://127.0.0.1:9000 --auth-scope demo
 
 and ``elicitor connect http://127.0.0.1:8000/mcp`` signs in through it.
+
+Its pages speak the person's language (the one ``elicitor --lang`` names, else their browser's
+``Accept-Language``), as elicitor's own pages do; its JSON errors are for programs, in English.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
-WARNING = "development authorization server: it believes any name typed into it. Never use it for real users."
+from .i18n import N_, Language, Message
+
+WARNING = N_("development authorization server: it believes any name typed into it. Never use it for real users.")
 _MAX_BODY = 64 * 1024
 _LIFETIME = 3600
 
@@ -73,11 +78,12 @@ class DevAuthorizationServer:
         if scope["type"] != "http":
             return
         body = b""
+        lang = _language(scope)
         while True:
             message = await receive()
             body += message.get("body", b"")
             if len(body) > _MAX_BODY:
-                await _page(send, 413, "Too large.")
+                await _page(send, 413, N_("Too large."), lang)
                 return
             if not message.get("more_body"):
                 break
@@ -90,13 +96,13 @@ class DevAuthorizationServer:
         elif path == "/register" and method == "POST":
             await self._register(send, body)
         elif path == "/authorize" and method == "GET":
-            await self._sign_in_page(send, query)
+            await self._sign_in_page(send, query, lang)
         elif path == "/authorize" and method == "POST":
-            await self._approve(send, _pairs(body.decode("utf-8", "replace")))
+            await self._approve(send, _pairs(body.decode("utf-8", "replace")), lang)
         elif path == "/token" and method == "POST":
             await self._token(send, _pairs(body.decode("utf-8", "replace")))
         else:
-            await _page(send, 404, "Not found.")
+            await _page(send, 404, N_("Not found."), lang)
 
     async def _register(self, send: Any, body: bytes) -> None:
         try:
@@ -111,39 +117,46 @@ class DevAuthorizationServer:
         self._clients[client_id] = uris
         await _json(send, 201, {"client_id": client_id, "redirect_uris": uris, "token_endpoint_auth_method": "none"})
 
-    def _problem(self, query: dict[str, str]) -> str | None:
+    def _problem(self, query: dict[str, str]) -> Message | None:
         if query.get("client_id") not in self._clients:
-            return "This program is not registered here (it must register first)."
+            return N_("This program is not registered here (it must register first).")
         if query.get("response_type") != "code" or query.get("code_challenge_method") != "S256":
-            return "This sign-in needs the authorization code flow with PKCE (S256)."
+            return N_("This sign-in needs the authorization code flow with PKCE (S256).")
         if not query.get("code_challenge") or not _loopback(query.get("redirect_uri", "")):
-            return "This sign-in needs a code challenge and a loopback redirect."
+            return N_("This sign-in needs a code challenge and a loopback redirect.")
         return None
 
-    async def _sign_in_page(self, send: Any, query: dict[str, str]) -> None:
+    async def _sign_in_page(self, send: Any, query: dict[str, str], lang: Language) -> None:
         problem = self._problem(query)
         if problem is not None:
-            await _page(send, 400, html.escape(problem))
+            await _page(send, 400, problem, lang)
             return
         hidden = "".join(
             f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">' for k, v in query.items()
         )
-        asked = html.escape(query.get("scope") or "(no scope)")
-        resource = html.escape(query.get("resource") or "(no resource named)")
-        await _page(
-            send,
-            200,
-            f'<form method="post">{hidden}<p>A program asks to act for you at <b>{resource}</b> with <b>{asked}</b>.'
-            '</p><p>Your name: <input name="user" autofocus required> <button>Sign in</button></p></form>',
+        # What the program asked for is shown as it asked, isolated (<bdi>) inside the sentence of this language.
+        asked = _bdi(query.get("scope")) if query.get("scope") else html.escape(lang._("(no scope)"))
+        resource = _bdi(query.get("resource")) if query.get("resource") else html.escape(lang._("(no resource named)"))
+        sentence = html.escape(
+            lang._("A program asks to act for you at {resource} with {scope}.", resource="\0", scope="\1")
         )
+        sentence = sentence.replace("\0", f"<b>{resource}</b>").replace("\1", f"<b>{asked}</b>")
+        # No "required" on the input: the browser would say why in its own language, not the page's; the server
+        # says it (Type a name to sign in.) in the page's.
+        name, sign_in = html.escape(lang._("Your name:")), html.escape(lang._("Sign in"))
+        form = (
+            f'<form method="post">{hidden}<p>{sentence}</p><p><label for=user>{name}</label> '
+            f'<input id=user name="user" autofocus> <button>{sign_in}</button></p></form>'
+        )
+        await _page(send, 200, form, lang)
 
-    async def _approve(self, send: Any, form: dict[str, str]) -> None:
+    async def _approve(self, send: Any, form: dict[str, str], lang: Language) -> None:
         problem = self._problem(form)
         user = form.get("user", "").strip()
         if problem is None and not user:
-            problem = "Type a name to sign in."
+            problem = N_("Type a name to sign in.")
         if problem is not None:
-            await _page(send, 400, html.escape(problem))
+            await _page(send, 400, problem, lang)
             return
         code = secrets.token_urlsafe(24)
         grant = _Grant(user, form.get("scope", ""), form.get("resource", ""), form["client_id"])
@@ -205,12 +218,31 @@ async def _json(send: Any, status: int, document: dict[str, Any]) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def _page(send: Any, status: int, content: str) -> None:
+def _language(scope: dict[str, Any]) -> Language:
+    """The person's language: the one ``elicitor --lang`` chose, else their browser's (``Accept-Language``)."""
+    from .i18n import chosen, negotiate
+
+    picked = chosen()
+    if picked is not None:
+        return picked
+    said = b",".join(value for name, value in scope.get("headers") or () if name.lower() == b"accept-language")
+    return negotiate(said.decode("latin-1"))
+
+
+def _bdi(text: str | None) -> str:
+    return f"<bdi>{html.escape(text or '')}</bdi>"
+
+
+async def _page(send: Any, status: int, content: str | Message, lang: Language) -> None:
+    """A page in the person's language (``lang`` and ``dir`` on it); ``content`` is markup, or a sentence."""
+    if isinstance(content, Message):
+        content = f"<p>{html.escape(lang.text(content))}</p>"
+    title, only = html.escape(lang._("Development sign-in")), html.escape(lang._("Development only:"))
     body = (
-        "<!doctype html><meta charset=utf-8><title>Development sign-in</title>"
+        f"<!doctype html><html lang={lang.tag} dir={lang.direction}><meta charset=utf-8><title>{title}</title>"
         "<body style='font-family:system-ui,sans-serif;max-width:40em;margin:3em auto'>"
-        "<p style='background:#fde68a;padding:.5em'><b>Development only:</b> "
-        f"{html.escape(WARNING)}</p>{content}</body>"
+        f"<p style='background:#fde68a;padding:.5em'><b>{only}</b> {html.escape(lang.text(WARNING))}</p>"
+        f"{content}</body></html>"
     ).encode()
     headers = [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store")]
     await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -222,12 +254,13 @@ def main(port: int = 9000, scopes: list[str] | None = None) -> int:
     import uvicorn
 
     issuer = f"http://127.0.0.1:{port}"
-    print(f"elicitor dev-auth: {issuer}  ** {WARNING} **", file=sys.stderr, flush=True)
-    print(
-        f"  protect a server with: elicitor serve module:server --auth-issuer {issuer}"
-        + "".join(f" --auth-scope {s}" for s in scopes or []),
-        file=sys.stderr,
-        flush=True,
+    from .i18n import language
+
+    lang = language()
+    print(f"elicitor dev-auth: {issuer}  ** {lang.text(WARNING)} **", file=sys.stderr, flush=True)
+    command = f"elicitor serve module:server --auth-issuer {issuer}" + "".join(
+        f" --auth-scope {s}" for s in scopes or []
     )
+    print("  " + lang._("protect a server with: {command}", command=command), file=sys.stderr, flush=True)
     uvicorn.run(DevAuthorizationServer(issuer, scopes), host="127.0.0.1", port=port, log_level="warning")
     return 0
