@@ -967,6 +967,37 @@ def ascii_json(message: dict[str, Any]) -> bytes:
     return data
 
 
+@pytest.mark.parametrize(("encoding", "lang", "result"), [("gb18030", "zh", "结果："), ("big5", "zh-TW", "結果：")])
+def test_a_name_typed_in_a_gb18030_or_big5_terminal_reaches_the_server_as_typed(
+    tmp_path: Path, encoding: str, lang: str, result: str
+) -> None:
+    """The line mode read what was typed as UTF-8 whatever the terminal's encoding: in a GB18030 terminal 李雷雷
+    became six replacement characters (too long for the field, and never what the person wrote). It reads in
+    standard input's encoding now, as the locale (or ``PYTHONIOENCODING``) sets it."""
+    script = tmp_path / "inn.py"
+    script.write_text(INN)
+    typed = "1\n\n李雷雷\n\nq\n".encode(encoding)  # the tool, "answer now", the name, submit, quit
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "--lang", lang, "connect", "--ui", "lines", sys.executable, str(script)],
+        input=typed, capture_output=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONIOENCODING": encoding, "LANG": "C.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    assert result + '{"name": "李雷雷"}' in run.stdout.decode(encoding), run.stderr.decode(encoding, "replace")
+
+
+def test_a_terminal_that_does_not_speak_utf8_gets_the_line_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full screen reads keys as UTF-8: in a GB18030 terminal what a person types would not be what it read."""
+    import io
+
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    for encoding, screen in (("gb18030", False), ("big5", False), ("utf-8", True), ("UTF8", True)):
+        stdin = io.TextIOWrapper(io.BytesIO(), encoding=encoding)
+        monkeypatch.setattr(stdin, "isatty", lambda: True)
+        monkeypatch.setattr(sys, "stdin", stdin)
+        assert (TerminalHandler()._screen is not None) is screen, encoding
+
+
 def test_a_chinese_answer_in_ascii_escapes_arrives_intact_over_stdio(tmp_path: Path) -> None:
     """A client that writes JSON with \\u escapes (a character outside the BMP as a surrogate pair): the server
     reads 𠮷野家 as the three characters maxLength and minLength count, and what it writes back is UTF-8."""

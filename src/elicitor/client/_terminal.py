@@ -74,8 +74,9 @@ class TerminalHandler:
             browser, :func:`webbrowser.open`). Never called without consent.
         url_mode: offer URL mode to servers (default ``True``).
         screen: ``True`` for the full-screen form (prompt_toolkit), ``False`` for one question per line. By default
-            the full screen is used when stdin and stderr are both a terminal (and ``TERM`` is not ``dumb``) and
-            neither ``read_line`` nor ``write`` is given; pipes and dumb terminals get lines.
+            the full screen is used when stdin and stderr are both a terminal (``TERM`` not ``dumb``, its encoding
+            UTF-8) and neither ``read_line`` nor ``write`` is given; pipes, dumb terminals and terminals in another
+            encoding (GB18030, Big5) get lines.
         input: prompt_toolkit input for the full screen (default: this process's terminal); giving it selects the
             full screen. Tests pass a pipe input here.
         output: prompt_toolkit output for the full screen (default: drawn on stderr); giving it selects the full

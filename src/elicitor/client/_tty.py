@@ -7,6 +7,7 @@ question share its buffer, so neither takes a line the other was owed.
 
 from __future__ import annotations
 
+import codecs
 import os
 import select
 import sys
@@ -14,12 +15,25 @@ import threading
 
 
 def is_tty() -> bool:
-    """Whether the full screen can be drawn: stdin and stderr a terminal, and not a dumb one (``TERM=dumb`` is
-    what screen readers' terminals and editors' shells set: they get the line mode)."""
+    """Whether the full screen can be drawn: stdin and stderr a terminal, not a dumb one (``TERM=dumb`` is what
+    screen readers' terminals and editors' shells set: they get the line mode), and one that speaks UTF-8: the
+    full screen reads keys as UTF-8 whatever the locale says, so Chinese typed in a GB18030 or Big5 terminal
+    (``LANG=zh_CN.GB18030``) would reach the answer as other characters. The line mode reads in the
+    terminal's own encoding."""
     try:
-        return sys.stdin.isatty() and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
+        tty = sys.stdin.isatty() and sys.stderr.isatty() and os.environ.get("TERM", "") != "dumb"
     except (AttributeError, ValueError):  # replaced or closed streams
         return False
+    return tty and encoding() == "utf-8"
+
+
+def encoding() -> str:
+    """The encoding of what the person types (standard input's, as the locale or ``PYTHONIOENCODING`` set it),
+    by its codec's name (``utf-8``, ``gb18030``, ``big5``); UTF-8 when standard input names none Python knows."""
+    try:
+        return codecs.lookup(getattr(sys.stdin, "encoding", None) or "utf-8").name
+    except LookupError:
+        return "utf-8"
 
 
 def colours_allowed() -> bool:
@@ -57,7 +71,9 @@ class StdinLines:
         self._pending = rest
         if not newline and not line:
             raise EOFError
-        return line.decode("utf-8", "replace").removesuffix("\r")
+        # In the terminal's encoding: decoded as UTF-8, a name typed in a GB18030 terminal (李雷, b"\xc0\xee\xc0\xd7")
+        # was sent to the server as four replacement characters.
+        return line.decode(encoding(), "replace").removesuffix("\r")
 
     def readline(self) -> str:
         """The next line, without its end; ``EOFError`` at the end of input."""
