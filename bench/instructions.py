@@ -1,6 +1,6 @@
 """Instructions per elicitation, server and client, counted by valgrind's callgrind: exact on a loaded machine.
 
-    python bench/instructions.py [--scenario e|a] [--n 200,1200] [--side server,client]
+    python bench/instructions.py [--scenario e|a] [--n 200,1200] [--side server,client] [--loop auto|uvloop|asyncio]
 
 CPU time per operation moves with whatever else the machine runs (other processes' cache traffic, a virtual
 machine's stolen cycles counted as ours); the number of instructions a process executes does not. Each side runs
@@ -8,7 +8,8 @@ under ``valgrind --tool=callgrind`` twice, with one call of each ``n`` (after th
 difference of the two totals divided by the difference of the ``n`` is that side's cost of one elicitation:
 start-up, imports and warm-up cancel out. The other side runs natively. Python's own interpreter counts
 (no JIT), so a change in elicitor's code shows here one for one. Valgrind slows a process about fifty times: a
-side takes a minute or two.
+side takes a minute or two. Both sides run on the event loop ``--loop`` names (default: uvloop if installed, as
+elicitor picks it), the one measured under valgrind and the other alike.
 """
 
 from __future__ import annotations
@@ -87,21 +88,27 @@ def main() -> None:
     parser.add_argument("--scenario", choices=["a", "e"], default="e")
     parser.add_argument("--n", default="200,1200", help="the two call sizes whose difference is measured")
     parser.add_argument("--side", default="server,client")
+    parser.add_argument("--loop", choices=["auto", "uvloop", "asyncio"], default="auto")
     parser.add_argument("--drive", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--protocol", help=argparse.SUPPRESS)
     parser.add_argument("server", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.drive is not None:
-        anyio.run(drive, args.server, args.drive, args.protocol)
+        loop = os.environ.get("ELICITOR_BENCH_STACK", "auto").partition(",")[0]
+        anyio.run(drive, args.server, args.drive, args.protocol, backend_options={"use_uvloop": loop == "uvloop"})
         return
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     protocol = "2026-07-28" if args.scenario == "e" else "2025-11-25"
+    from elicitor._loop import event_loop
+
+    loop = event_loop(args.loop)
+    os.environ["ELICITOR_BENCH_STACK"] = f"{loop},auto"  # the bench server's loop (servers/elicitor_server.py)
     low, high = (int(x) for x in args.n.split(","))
     with tempfile.TemporaryDirectory() as tmp:
         for side in args.side.split(","):
             per = (count(side, high, protocol, tmp) - count(side, low, protocol, tmp)) / (high - low)
-            print(f"({args.scenario}) {side}: {per:,.0f} instructions per elicitation", flush=True)
+            print(f"({args.scenario}) {side} on {loop}: {per:,.0f} instructions per elicitation", flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 stdio: (a) one tools/call with n sequential form elicitations (handshake revision 2025-11-25): elicitations/s and
 server CPU µs per elicitation; (echo) (a) against a bare asyncio JSON-lines echo of the same message shapes
 (bench/servers/echo_server.py), the reference limit, with the library's client and, server against server, with
-the echo's bare loop driving elicitor's server. (d) 1000 tool calls each blocked on a pending elicitation:
+the echo's bare loop driving elicitor's server: on the chosen event loop (--loop: uvloop if installed, as elicitor
+picks it) and, interleaved, on asyncio's own, both clients and elicitor's server alike (the echo server always on
+asyncio's own). (d) 1000 tool calls each blocked on a pending elicitation:
 server RSS growth per pending elicitation. (e) the same n elicitations on 2026-07-28, each one a multi-round-trip
 round. (f) 100,000 tool calls on one connection, each waiting on its elicitation at once: server RSS per pending
 one, and how long putting them in flight and answering them takes (elicitor alone, driven by a bare JSON-lines
@@ -43,6 +45,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, ElicitationRequest
+from elicitor._loop import event_loop
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from holding import ANSWER, Holding
@@ -551,8 +554,43 @@ def report(
     )
 
 
+def against_echo(runs: int, n: int, loops: list[str]) -> None:
+    """(a) against the bare echo, interleaved, ratios run by run (performance.md's reference limit): with the
+    library's client, then with the echo's bare loop driving elicitor's server. Each of ``loops`` in turn is the
+    event loop of this process (the library's client and the echo's bare client alike) and of elicitor's server;
+    the echo server stays on asyncio's own (it is *the bare asyncio echo*)."""
+    samples: dict[str, tuple[list[Result], ...]] = {loop: ([], [], [], []) for loop in loops}
+
+    async def one_run(mine: list[Result], echo: list[Result], bare: list[Result], echo_too: list[Result]) -> None:
+        mine.append(await ours_rate(n, "2025-11-25"))
+        echo.append(await echo_rate(n))
+        bare.append(await ours_bare_rate(n))
+        echo_too.append(await echo_rate(n))
+
+    for _ in range(runs):
+        for loop in loops:
+            _serve_on(loop)
+            anyio.run(one_run, *samples[loop], backend_options={"use_uvloop": loop == "uvloop"})
+    for loop in loops:
+        mine, echo, bare, echo_too = samples[loop]
+        on = "" if loop == loops[0] else f", {loop}'s loop on both sides"
+        print(f"\n[elicitor's server and both clients on {loop}'s event loop; the echo server on asyncio's]", end="")
+        report(
+            f"(a) stdio against the bare asyncio echo{on}, round trips/s", "el/s", mine, echo, True, peer="bare echo"
+        )
+        report(
+            f"(a) stdio server driven by the echo's bare client, against the bare asyncio echo{on}, round trips/s",
+            "el/s", bare, echo_too, True, peer="bare echo",
+        )  # fmt: skip
+
+
+def _serve_on(loop: str) -> None:
+    """Start elicitor's bench servers on ``loop`` from now on (its stdio, and its HTTP unless a stack is pinned)."""
+    _, _, http = os.environ.get("ELICITOR_BENCH_STACK", "auto,auto").partition(",")
+    os.environ["ELICITOR_BENCH_STACK"] = f"{loop},{http}"
+
+
 async def main(runs: int, scenarios: set[str], n: int, pending: int, many_pending: int) -> None:
-    print(f"elicitor vs official mcp, {runs} run(s), n={n}, pending={pending}")
     plan: list[tuple[str, str, Callable[[], Awaitable[Result]], Callable[[], Awaitable[Result]], bool]] = []
     if "a" in scenarios:
         plan.append(
@@ -660,24 +698,6 @@ async def main(runs: int, scenarios: set[str], n: int, pending: int, many_pendin
             "elicitor": statistics.median(o[2] for o, _ in samples),
             "official": statistics.median(t[2] for _, t in samples),
         }
-    if "echo" in scenarios:
-        # (a) against the bare echo, interleaved, ratios run by run (performance.md's reference limit).
-        mine: list[Result] = []
-        echo: list[Result] = []
-        for _ in range(runs):
-            mine.append(await ours_rate(n, "2025-11-25"))
-            echo.append(await echo_rate(n))
-        report("(a) stdio against the bare asyncio echo, round trips/s", "el/s", mine, echo, True, peer="bare echo")
-        # The same with the echo's bare loop driving elicitor's server: server against server, one client.
-        bare: list[Result] = []
-        echo = []
-        for _ in range(runs):
-            bare.append(await ours_bare_rate(n))
-            echo.append(await echo_rate(n))
-        report(
-            "(a) stdio server driven by the echo's bare client, against the bare asyncio echo, round trips/s",
-            "el/s", bare, echo, True, peer="bare echo",
-        )  # fmt: skip
     if "f" in scenarios:
         many = [await ours_many_pending(many_pending) for _ in range(runs)]
         title = f"(f) stdio, {many_pending:,} elicitations pending at once in one server process, 2025-11-25"
@@ -715,5 +735,23 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=1000)
     parser.add_argument("--many", type=int, default=100_000, help="elicitations pending at once in (f)")
+    parser.add_argument(
+        "--loop",
+        choices=["auto", "uvloop", "asyncio"],
+        default="auto",
+        help="the event loop of this process (every client) and of elicitor's servers, as elicitor itself picks "
+        "it by default: uvloop if installed. (echo) also runs on asyncio's own loop, interleaved, if this is uvloop",
+    )
     args = parser.parse_args()
-    anyio.run(main, args.runs, set(args.scenarios.split(",")), args.n, args.pending, args.many)
+    scenarios = set(args.scenarios.split(","))
+    loop = event_loop(args.loop)
+    print(f"elicitor vs official mcp, {args.runs} run(s), n={args.n}, pending={args.pending}")
+    print(
+        f"event loop: {loop} (this process, with every client, and elicitor's servers; the others' servers pick theirs)"
+    )
+    if "echo" in scenarios:
+        against_echo(args.runs, args.n, [loop, "asyncio"] if loop == "uvloop" else [loop])
+    _serve_on(loop)
+    anyio.run(
+        main, args.runs, scenarios, args.n, args.pending, args.many, backend_options={"use_uvloop": loop == "uvloop"}
+    )

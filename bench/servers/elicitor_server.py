@@ -90,9 +90,10 @@ async def probe() -> str:
 if __name__ == "__main__":
     import sys
 
+    # ELICITOR_BENCH_STACK="loop,parser" pins the stack (bench/stacks.py, bench/run.py --loop); default: the fastest
+    # installed. stdio takes the event loop from it.
+    loop, _, http = os.environ.get("ELICITOR_BENCH_STACK", "auto,auto").partition(",")
     if len(sys.argv) == 3 and sys.argv[1] == "--port":
-        # ELICITOR_BENCH_STACK="loop,parser" pins uvicorn's stack (bench/stacks.py); default: the fastest installed
-        loop, _, http = os.environ.get("ELICITOR_BENCH_STACK", "auto,auto").partition(",")
         server.run("http", port=int(sys.argv[2]), loop=loop, http=http)  # type: ignore[arg-type]
     else:
-        server.run()
+        server.run(loop=loop)  # type: ignore[arg-type]
