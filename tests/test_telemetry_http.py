@@ -722,3 +722,61 @@ async def test_a_url_mode_elicitation_completed_by_its_page_is_in_the_call_trace
     [link] = browser.links
     exported = otel.exported_bytes()
     assert link.rsplit("/", 1)[1] not in exported and "forged-id" not in exported
+
+
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+async def test_the_proxy_carries_the_trace_to_a_real_upstream(otel: Otel, upstream: str, tmp_path: Path) -> None:
+    """The proxy in front of an upstream server over a real transport: a server process on a pipe (its spans
+    written by its own SDK), or a server over Streamable HTTP. The upstream's ``SERVER`` span for the call is the
+    child of the proxy's ``CLIENT`` span, itself under the proxy's ``SERVER`` span for the client's request, under
+    the client's own ``CLIENT`` span: the proxy's spans stand between the client's and the upstream's, and the
+    trace context reached the upstream in ``params._meta`` over the pipe or the HTTP POST."""
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.transports import StdioClientTransport, memory_pair
+
+    spans_file = tmp_path / "upstream.jsonl"
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    client_end, down_end = memory_pair()
+    async with serving(server.http_app()) as url, anyio.create_task_group() as tg:
+        if upstream == "stdio":
+            environment = {**os.environ, "PYTHONPATH": str(ROOT), "ELICITOR_SPANS_FILE": str(spans_file)}
+            command = [sys.executable, "-m", "tests.peers.traced_stdio"]
+            bridge = Bridge(lambda: StdioClientTransport.start(command, env=environment, cwd=ROOT))
+        else:
+            bridge = Bridge(lambda: HttpClientTransport.connect(url))
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol="2025-11-25") as client:
+            with anyio.fail_after(60):
+                assert SECRET_CITY in (await client.call_tool("introduce")).text
+        tg.cancel_scope.cancel()
+    ours = {f"0x{s.context.span_id:016x}": s for s in otel.finished()}
+    calls = [s for s in ours.values() if s.name == "tools/call introduce"]
+    [call] = [s for s in calls if s.kind == SpanKind.INTERNAL]
+    if upstream == "stdio":
+        with anyio.fail_after(10):  # the upstream writes its spans as they end
+            while "tools/call introduce" not in (spans_file.read_text() if spans_file.exists() else ""):
+                await anyio.sleep(0.05)
+        theirs = [json.loads(line) for line in spans_file.read_text().splitlines()]
+        [served] = [s for s in theirs if s["name"] == "tools/call introduce" and s["kind"] == "SpanKind.SERVER"]
+        assert served["context"]["trace_id"] == f"0x{call.context.trace_id:032x}"
+        assert served["attributes"]["network.transport"] == "pipe"
+        parent = ours[served["parent_id"]]
+    else:
+        [served] = [
+            s for s in calls if s.kind == SpanKind.SERVER and (s.attributes or {}).get("network.transport") == "tcp"
+        ]
+        assert served.parent is not None
+        parent = ours[f"0x{served.parent.span_id:016x}"]
+    chain = [parent]
+    while chain[-1].parent is not None and f"0x{chain[-1].parent.span_id:016x}" in ours:
+        chain.append(ours[f"0x{chain[-1].parent.span_id:016x}"])
+    assert [(s.name, s.kind) for s in chain] == [
+        ("tools/call introduce", SpanKind.CLIENT),  # the proxy's request upstream
+        ("tools/call introduce", SpanKind.SERVER),  # the proxy serving the client's request
+        ("tools/call introduce", SpanKind.CLIENT),  # the client's request
+        ("tools/call introduce", SpanKind.INTERNAL),  # the client's call
+    ]
+    assert (chain[0].attributes or {})["network.transport"] == ("pipe" if upstream == "stdio" else "tcp")
+    texts = [otel.exported_bytes(), spans_file.read_text() if upstream == "stdio" else ""]
+    assert not any(SECRET_NAME in text or SECRET_CITY in text for text in texts)
