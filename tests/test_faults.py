@@ -386,6 +386,10 @@ async def test_a_write_tried_on_the_record_as_last_stored_is_fenced_all_the_same
 FAULT_SERVER = [sys.executable, "-m", "tests.peers.fault_server"]
 SOAK = os.environ.get("ELICITOR_FAULTS") == "soak"
 """``make soak`` runs every fault on every workload with more calls; ``make test`` a short selection."""
+LEASE = 5.0 if SOAK else 2.5
+"""The replicas' lease: the default in ``make soak``; shorter in ``make test``, so that the sessions of a replica
+killed are declared gone (a lease and ``gone_after``, a lease and 2 s more, after it died) in 7 s instead of 12,
+and the stalls, as long against it, take 5.5 s instead of 8."""
 BOUND = 90.0
 """Seconds within which every call of a workload must end, whatever the fault (a person answers at once)."""
 CLEAN_ERRORS: tuple[type[BaseException], ...] = (JSONRPCError, ElicitorError)
@@ -402,7 +406,7 @@ class Cluster:
         self.ledger = folder / "ledger.txt"
         self.ledger.touch()
         self.redis = RedisServer(folder, appendonly=appendonly)
-        command = [*FAULT_SERVER, "--ledger", str(self.ledger), "--work", "2.0"]
+        command = [*FAULT_SERVER, "--ledger", str(self.ledger), "--work", "2.0", "--lease", str(LEASE)]
         self.replicas = Replicas(command, 3, folder, redis=self.redis.url, keys=generate_key())
         self.nginx = Nginx(self.replicas.ports, folder)
         self.paused: int | None = None
@@ -558,23 +562,24 @@ async def sigterm(cluster: Cluster) -> None:
 
 
 async def sigstop(cluster: Cluster) -> None:
+    """A stall past the lease by 3 s (8 s with the 5 s lease): its sessions must live on."""
     pid = cluster.replicas.pids()[0]
     os.killpg(pid, signal.SIGSTOP)
     try:
-        await anyio.sleep(8)
+        await anyio.sleep(LEASE + 3)
     finally:
         os.killpg(pid, signal.SIGCONT)
 
 
 async def sigstop_long(cluster: Cluster) -> None:
-    """A stall past the owner's lease and the look after it (12 s with the 5 s lease): the other replicas declare its
+    """Four leases (20 s), past the owner's lease and the look after it (12 s with the 5 s lease): others declare its
     sessions gone (what they relay from it ends with 404, so a call may be sent again elsewhere and its tasks taken
     over), while nginx holds what reached it until it wakes, an owner that must find itself fenced (hence
     ``kills``: 404s are right here; it may miss, as whatever went straight to it only waits)."""
     pid = cluster.replicas.pids()[0]
     os.killpg(pid, signal.SIGSTOP)
     try:
-        await anyio.sleep(20)
+        await anyio.sleep(4 * LEASE)
     finally:
         os.killpg(pid, signal.SIGCONT)
 

@@ -3,7 +3,8 @@ while, then charge through ``ctx.once``, writing each charge to a ledger the tes
 
 ``python -m tests.peers.fault_server --ledger FILE [--work SECONDS] --port N``: every replica appends to the
 ledger, one line when an order's answers are in (``work <order> <pid>``) and one per charge (``charge <order>
-<pid>``); the work between the two lasts ``--work`` seconds (default 1).
+<pid>``); the work between the two lasts ``--work`` seconds (default 1). ``--lease`` sets the replica's lease in
+Redis (default: the store's 5 s).
 """
 
 from __future__ import annotations
@@ -75,9 +76,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ledger", required=True)
     parser.add_argument("--work", type=float, default=1.0)
+    parser.add_argument("--lease", type=float)
     options = parser.parse_args()
     global LEDGER, WORK
     LEDGER, WORK = options.ledger, options.work
+    if options.lease is not None:  # the store run() would open from ELICITOR_REDIS_URL, with a shorter lease
+        from elicitor.state import RedisStore
+
+        server.share(RedisStore(os.environ["ELICITOR_REDIS_URL"], lease=options.lease))
     server.run("http", port=options.port, shutdown_grace=2)
 
 
