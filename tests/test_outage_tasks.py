@@ -342,3 +342,66 @@ async def test_a_url_elicitation_whose_first_try_reached_the_store_is_registered
         )  # fmt: skip
     assert added == [registered.id]
     assert registered.url == f"https://accounts.example/{registered.id}"
+
+
+@dataclass
+class Count:
+    count: int
+
+
+CHARGED: list[str] = []
+"""Each charge of ``order`` (both in-process replicas share it): a side effect that must happen once per call."""
+
+shop = Server("shop", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@shop.tool()
+async def order(ctx: Context, item: str) -> str:
+    """Charges once (``ctx.once``), then asks."""
+
+    async def charge() -> str:
+        CHARGED.append(item)
+        return "charged"
+
+    receipt: str = await ctx.once("charge", charge)
+    outcome = await ctx.elicit(f"How many {item}?", Count)
+    return f"{receipt}: {item} x{outcome.data.count}" if isinstance(outcome, Accepted) else "-"
+
+
+async def test_a_call_made_while_redis_is_paused_is_kept_and_its_charge_is_not_repeated_by_its_retry(
+    redis: RedisServer,
+) -> None:
+    """2025-11-25, a call under an idempotency key (as elicitor's client sends every call) made on replica A
+    while Redis is paused: it waits for Redis to keep it, then charges and asks. Its client then sends it again on
+    B (its session on A lost, as when A dies): B finds the charge done and only asks. Kept, the call is charged
+    once; run unkept (as it was when the store could not be reached at its start), it was charged twice."""
+    from redis.asyncio import Redis
+
+    CHARGED.clear()
+    prefix = f"outage{secrets.token_hex(4)}:"
+    apps = [replica_of(shop, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    call = rpc("tools/call", {"name": "order", "arguments": {"item": "tea"}, "_meta": key}, 7)
+    admin = Redis.from_url(redis.url)
+    try:
+        async with serving(apps[0]) as a, serving(apps[1]) as b, httpx.AsyncClient(timeout=60) as http:
+            at_a, at_b = await open_session(http, a), await open_session(http, b)
+            with anyio.fail_after(60):
+                await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                async with http.stream("POST", a, json=call, headers=at_a) as first:
+                    async for message in messages(first):
+                        assert message.get("method") == "elicitation/create", message
+                        break  # charged, and waits on its person
+                    async with http.stream("POST", b, json={**call, "id": 8}, headers=at_b) as again:
+                        async for message in messages(again):
+                            if message.get("method") == "elicitation/create":
+                                answer = {"jsonrpc": "2.0", "id": message["id"],
+                                          "result": {"action": "accept", "content": {"count": 2}}}  # fmt: skip
+                                assert (await http.post(b, json=answer, headers=at_b)).status_code == 202
+                            elif "result" in message or "error" in message:
+                                final = message
+                                break
+    finally:
+        await admin.aclose()
+    assert final["result"]["content"][0]["text"] == "charged: tea x2", final
+    assert CHARGED == ["tea"]

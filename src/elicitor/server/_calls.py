@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import time
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
+import anyio
 import msgspec
 
 from .._exceptions import JSONRPCError
@@ -37,8 +39,15 @@ from ._rounds import AnswerBook
 if TYPE_CHECKING:
     from ._server import Server
 
+logger = logging.getLogger("elicitor.server")
+
 CALL_TTL = 3600.0
 """Seconds a kept call's record lasts from its first attempt (a retry comes within seconds of a replica's death)."""
+KEEP_PATIENCE = 15.0
+"""Seconds a kept call waits for a store that cannot be reached before it runs unkept (``docs/deploying.md``
+promises to ride out a Redis restart, failover or pause of up to 10 s)."""
+KEEP_RETRY = 0.5
+"""Seconds between two tries at keeping it."""
 KIND = "call"
 """``TaskRecord.call["kind"]`` of a kept call (never a task: ``tasks/*`` do not find it)."""
 _canonical = msgspec.json.Encoder(order="sorted").encode
@@ -153,11 +162,29 @@ async def keep_call(
     server: Server, params: JSONObject, tool: str, arguments: JSONValue, principal: str | None
 ) -> KeptCall | None:
     """The kept record of this call (created, or claimed from an earlier attempt), or ``None`` when the call is not
-    kept (no shared store, no idempotency key) or the store cannot be reached (the call then runs as it is)."""
+    kept (no shared store, no idempotency key) or the store could not be reached within :data:`KEEP_PATIENCE` (the
+    call then runs as it is).
+
+    A store away for a moment (a Redis restart, a failover) is waited for: a call run unkept keeps none of its
+    ``ctx.once`` steps, so if its replica then died, the client's retry would run them again. A try after one whose
+    write reached the store finds the record and claims it (the same attempt, under a newer epoch)."""
     key = call_key(params)
     if key is None or not server.store.shared:
         return None
     record_id = f"call-{_digest(principal, key, tool, arguments)}"
+    give_up_at = anyio.current_time() + KEEP_PATIENCE
+    while True:
+        try:
+            return await _keep(server, record_id, tool, principal)
+        except StoreUnavailable:
+            if anyio.current_time() + KEEP_RETRY >= give_up_at:
+                logger.warning("call %s: the shared state is unavailable; it runs unkept", record_id)
+                return None
+            await anyio.sleep(KEEP_RETRY)
+
+
+async def _keep(server: Server, record_id: str, tool: str, principal: str | None) -> KeptCall | None:
+    """One try of :func:`keep_call` (``None``: too many records)."""
     registry = server.store.tasks
     replica = str(server.store.replica)
     try:
@@ -173,7 +200,7 @@ async def keep_call(
             if claimed is None:
                 raise JSONRPCError(INTERNAL_ERROR, "Internal error: this call's record expired meanwhile") from None
             record = claimed
-    except (StoreUnavailable, OverflowError):
+    except OverflowError:
         return None
     return KeptCall(registry, Claim(record_id, record.epoch), record)
 
