@@ -235,8 +235,8 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
     held on a connection of its own). Three people at once, each with a real client: Ann with elicitor's on
     2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the official SDK's. Their clients number requests and
     progress tokens alike (each first call is id 1 or 2, progress token likewise), and all three wait on their
-    questions at the same moment. Each is asked only their own question, hears only their own progress and log
-    messages, and gets their own answer back."""
+    questions at the same moment, while a fourth cancels those ids and leaves. Each is asked only their own
+    question, hears only their own progress and log messages, and gets their own answer back."""
     import subprocess
     import sys
 
@@ -255,6 +255,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
     url = f"http://127.0.0.1:{port}/mcp"
     people = ("ann", "bob", "cal")
     everyone_asked = anyio.Event()
+    dan_done = anyio.Event()
     asked: dict[str, list[str]] = {name: [] for name in people}
     progress: dict[str, list[str]] = {name: [] for name in people}
     heard = progress  # the SDK's progress callback names its first parameter "progress"
@@ -266,6 +267,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
         if sum(len(questions) for questions in asked.values()) >= len(people):
             everyone_asked.set()
         await everyone_asked.wait()  # every call waits on its question at once
+        await dan_done.wait()  # and stays in flight while Dan cancels and leaves
 
     async def ours(name: str, era: str) -> None:
         async def answer(request: ElicitationRequest) -> Any:
@@ -296,6 +298,27 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
             result = await client.call_tool("greet", {"tag": name}, progress_callback=on_progress)
             results[name] = result.content[0].text  # type: ignore[union-attr]
 
+    async def dan() -> None:
+        """A fourth person, with a client written here: while the three calls wait on their questions, he cancels
+        every request id their clients may be using, in a session of his own and without one (2026-07-28), then
+        ends his session. None of it touches anyone else's call."""
+        import httpx2 as httpx
+
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "dan", "version": "0"}}
+        async with httpx.AsyncClient(timeout=60) as http:
+            opened = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+                                     headers=headers)  # fmt: skip
+            session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            await everyone_asked.wait()
+            for request_id in range(10):
+                cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+                await http.post(url, json=cancel, headers=session)
+                await http.post(url, json=cancel, headers={**headers, "MCP-Protocol-Version": "2026-07-28"})
+            assert (await http.delete(url, headers=session)).status_code == 200
+        dan_done.set()
+
     try:
         await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
         with anyio.fail_after(120):  # a proxy that misroutes may leave a call waiting forever: end the test instead
@@ -303,6 +326,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
                 tg.start_soon(ours, "ann", "2025-11-25")
                 tg.start_soon(ours, "bob", "2026-07-28")
                 tg.start_soon(theirs, "cal")
+                tg.start_soon(dan)
     finally:
         process.terminate()
         process.wait(timeout=60)
