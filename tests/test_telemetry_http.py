@@ -780,3 +780,31 @@ async def test_the_proxy_carries_the_trace_to_a_real_upstream(otel: Otel, upstre
     assert (chain[0].attributes or {})["network.transport"] == ("pipe" if upstream == "stdio" else "tcp")
     texts = [otel.exported_bytes(), spans_file.read_text() if upstream == "stdio" else ""]
     assert not any(SECRET_NAME in text or SECRET_CITY in text for text in texts)
+
+
+@pytest.mark.parametrize(("mode", "protocol"), [("legacy", "2025-11-25"), (None, "2026-07-28")])
+async def test_the_official_sdks_client_puts_its_trace_in_meta_and_the_server_continues_it(
+    otel: Otel, mode: str | None, protocol: str
+) -> None:
+    """The official Python SDK's client (SEP-414) writes the current trace context into each request's
+    ``params._meta`` (``traceparent``): an application span around its call is the parent of elicitor's
+    ``SERVER`` span for the call, on each era (on 2026-07-28 for every round)."""
+    import mcp_types as types
+
+    async def callback(context: Any, params: Any) -> types.ElicitResult:
+        key, value = ("name", SECRET_NAME) if "Who" in params.message else ("city", SECRET_CITY)
+        return types.ElicitResult(action="accept", content={key: value})
+
+    tracer = otel.tracer_provider.get_tracer("application")
+    options: dict[str, Any] = {"mode": mode} if mode is not None else {}
+    async with serving(server.http_app()) as url, McpClient(url, elicitation_callback=callback, **options) as client:
+        with tracer.start_as_current_span("application") as application:
+            result = await client.call_tool("introduce", {})
+    assert SECRET_CITY in result.content[0].text  # type: ignore[union-attr]
+    served = [s for s in otel.named("tools/call introduce") if s.kind == SpanKind.SERVER]
+    assert len(served) == (3 if protocol == "2026-07-28" else 1)
+    context = application.get_span_context()
+    for span in served:
+        assert (span.attributes or {})["mcp.protocol.version"] == protocol
+        assert span.parent is not None
+        assert (span.parent.trace_id, span.parent.span_id) == (context.trace_id, context.span_id)
