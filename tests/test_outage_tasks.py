@@ -405,3 +405,60 @@ async def test_a_call_made_while_redis_is_paused_is_kept_and_its_charge_is_not_r
         await admin.aclose()
     assert final["result"]["content"][0]["text"] == "charged: tea x2", final
     assert CHARGED == ["tea"]
+
+
+async def follow_answering(http: httpx.AsyncClient, url: str, headers: dict[str, str], task_id: str) -> dict[str, Any]:
+    """``tasks/result`` for ``task_id``, its questions answered "Ada" as they come; its final message."""
+    asked: list[str] = []
+    async with http.stream("POST", url, json=rpc("tasks/result", {"taskId": task_id}, 40), headers=headers) as r:
+        async for message in messages(r):
+            if message.get("method") == "elicitation/create":
+                asked.append(message["params"]["message"])
+                answer = {"jsonrpc": "2.0", "id": message["id"],
+                          "result": {"action": "accept", "content": {"name": "Ada"}}}  # fmt: skip
+                assert (await http.post(url, json=answer, headers=headers)).status_code == 202
+            elif "result" in message or "error" in message:
+                assert asked == ["Pick a name"]
+                return message
+    raise AssertionError("tasks/result ended without an answer")
+
+
+@pytest.mark.parametrize("lost", ["paused", "answer lost"])
+async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_and_runs_it(
+    redis: RedisServer, lost: str
+) -> None:
+    """2025-11-25, a task-augmented call under an idempotency key (its task's id comes from the key): made while
+    Redis is paused, it waits for Redis and answers with its task instead of the retryable -32603 (a ``tools/call``
+    is never sent again: the person's call failed). When the creation reached Redis but its answer was lost, the
+    next try finds that task and runs it: one task, followed to its result."""
+    from redis.asyncio import Redis
+
+    key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}, "_meta": key}, 2)
+    admin = Redis.from_url(redis.url)
+    try:
+        async with one_replica(redis.url) as (url, app), httpx.AsyncClient(timeout=60) as http:
+            registry = app.server.store.tasks
+            create = registry.create
+            created: list[str] = []
+
+            async def create_then_lose_the_answer(record: TaskRecord) -> None:
+                await create(record)
+                created.append(record.id)
+                if len(created) == 1:
+                    raise StoreUnavailable("shared state unavailable (creating a task): the answer timed out")
+
+            if lost == "answer lost":
+                registry.create = create_then_lose_the_answer  # type: ignore[method-assign]
+            headers = await open_session(http, url)
+            with anyio.fail_after(60):
+                if lost == "paused":
+                    await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
+                made = answer_of(await http.post(url, json=call, headers=headers))
+                assert "result" in made, made
+                final = await follow_answering(http, url, headers, made["result"]["task"]["taskId"])
+    finally:
+        await admin.aclose()
+    assert final["result"]["content"][0]["text"] == "Ada", final
+    if lost == "answer lost":
+        assert created == [made["result"]["task"]["taskId"]]

@@ -85,6 +85,12 @@ class Hold(Protocol):
         ...
 
 
+CREATE_PATIENCE = 15.0
+"""Seconds the creation of a task whose id its call's idempotency key gives waits for a store that cannot be
+reached (``docs/deploying.md`` promises to ride out a Redis restart, failover or pause of up to 10 s)."""
+CREATE_RETRY = 0.5
+"""Seconds between two tries at creating it."""
+
 RESULT_RIDES_OUT = 60.0
 """Seconds of failed reads of a task in a row that a 2025-11-25 ``tasks/result`` rides out, its stream and the
 questions asked on it left open: a person may be answering, and a store away for a moment (a Redis restart) must not
@@ -183,19 +189,35 @@ class TaskEngine:
             answers={"a": answers or AnswerBook().pack(), "m": memo or {}},
             owner=self.replica,
         )
-        try:
-            await self._registry.create(record)
-            if _telemetry.state.on:
-                from ..telemetry import _hooks
+        # A task whose id the call's idempotency key gives (2025-11-25, kept calls) is created once whatever the
+        # tries, so its creation waits for a store away for a moment instead of failing the call; a random id
+        # could not be tried again (a try that timed out may have created a task nobody would ever follow).
+        give_up_at = anyio.current_time() + CREATE_PATIENCE if task_id is not None else None
+        tried = False
+        while True:
+            try:
+                await self._registry.create(record)
+                break
+            except StoreUnavailable:
+                if give_up_at is None or anyio.current_time() + CREATE_RETRY >= give_up_at:
+                    raise
+                tried = True
+                await anyio.sleep(CREATE_RETRY)
+            except OverflowError:
+                raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
+            except ValueError:  # the same call sent again: the task its first attempt created
+                existing = await self._registry.get(record.id) if task_id is not None else None
+                if existing is None or existing.principal != meta.principal:
+                    raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
+                ours = existing.owner == self.replica and existing.epoch == record.epoch
+                if not (tried and ours and existing.status == "working" and existing.id not in self.runs.table):
+                    return created_result(existing, handshake=handshake)
+                record = existing  # this call's own try stored it before failing: its run starts here
+                break
+        if _telemetry.state.on:
+            from ..telemetry import _hooks
 
-                _hooks.task_status("working")
-        except OverflowError:
-            raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
-        except ValueError:  # the same call sent again: the task its first attempt created
-            existing = await self._registry.get(record.id) if task_id is not None else None
-            if existing is None or existing.principal != meta.principal:
-                raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
-            return created_result(existing, handshake=handshake)
+            _hooks.task_status("working")
         if notify is not None:
             self.runs.forward[record.id] = notify
         self._start(session, record, tg)
