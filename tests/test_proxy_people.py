@@ -339,3 +339,96 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
     # message for the handshake-era clients (Bob's call on a connection shared by three may go without it).
     assert progress["ann"] and progress["bob"] and progress["cal"], progress
     assert logs["ann"] == ["ann logged"] and logs["cal"] == ["cal logged"], logs
+
+
+def any_answer(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """A valid answer to a form of the spec's subset (as the official SDK's client receives it), its plain strings
+    set to ``name``."""
+    samples = {"email": f"{name}@example.com", "uri": "https://example.com/", "date": "2026-01-01",
+               "date-time": "2026-01-01T00:00:00Z"}  # fmt: skip
+    content: dict[str, Any] = {}
+    for key, spec in schema.get("properties", {}).items():
+        kind = spec.get("type")
+        choices = spec.get("enum") or [option["const"] for option in spec.get("oneOf", [])]
+        if kind == "array":
+            items = spec.get("items", {})
+            options = items.get("enum") or [option["const"] for option in items.get("anyOf", [])]
+            content[key] = options[: max(spec.get("minItems", 1), 1)]
+        elif choices:
+            content[key] = choices[0]
+        elif kind == "string":
+            content[key] = samples.get(spec.get("format", ""), name).ljust(spec.get("minLength", 0), "e")
+        elif kind in ("integer", "number"):
+            content[key] = spec.get("minimum", 1)
+        elif kind == "boolean":
+            content[key] = True
+    return content
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_three_people_in_front_of_server_everything_each_get_their_own_answer(anyio_backend: str) -> None:
+    """The reference server-everything (TypeScript, handshake era) on stdio behind ``elicitor proxy --listen``:
+    Ann (elicitor's client, 2025-11-25), Bob (elicitor's, 2026-07-28: a held call) and Cal (the official SDK's)
+    call its form tool at once, all waiting on their forms together, each answering with their own name; each
+    result quotes its own person's name and nobody else's."""
+    import subprocess
+    import sys
+
+    import mcp_types as types
+    from mcp import Client as McpClient
+
+    from elicitor import Accepted, ElicitationRequest
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+    from .test_interop_ts import node
+    from .test_peers import EVERYTHING, everything_ready, fill
+
+    everything_ready()
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
+               node(), str(EVERYTHING / "dist" / "index.js"), "stdio"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    people = ("ann", "bob", "cal")
+    everyone_asked = anyio.Event()
+    asked: list[str] = []
+    results: dict[str, str] = {}
+
+    async def together(name: str) -> None:
+        asked.append(name)
+        if len(asked) >= len(people):
+            everyone_asked.set()
+        await everyone_asked.wait()
+
+    async def ours(name: str, era: str) -> None:
+        async def answer(request: ElicitationRequest) -> Any:
+            await together(name)
+            return Accepted({**fill(request).data, "name": name})
+
+        async with Client.http(url, elicitation=answer, protocol=era) as client:
+            results[name] = (await client.call_tool("trigger-elicitation-request")).text
+
+    async def theirs(name: str) -> None:
+        async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            await together(name)
+            assert isinstance(params, types.ElicitRequestFormParams)
+            return types.ElicitResult(action="accept", content=any_answer(params.requested_schema, name))
+
+        async with McpClient(url, elicitation_callback=answer, mode="legacy") as client:
+            result = await client.call_tool("trigger-elicitation-request", {})
+            results[name] = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ours, "ann", "2025-11-25")
+                tg.start_soon(ours, "bob", "2026-07-28")
+                tg.start_soon(theirs, "cal")
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    for name in people:
+        assert f"- Name: {name}" in results[name], results
+        assert not any(f"- Name: {other}" in results[name] for other in people if other != name), results
