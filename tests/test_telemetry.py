@@ -489,6 +489,13 @@ async def test_a_tasks_run_polls_and_answers_are_one_trace(otel: Otel) -> None:
     followed = [s for s in spans if s.kind == SpanKind.SERVER and str(s.name).startswith("tasks/")]
     assert {s.name for s in followed} >= {"tasks/get", "tasks/update"}
     assert {(s.attributes or {})["elicitor.task.id"] for s in followed} == {task_id}
+    # Its life, from the spans alone: the status each response said, in order (tasks/update says none).
+    said = [
+        (s.attributes or {})["elicitor.task.status"]
+        for s in sorted([*created, *followed], key=lambda s: s.start_time or 0)
+        if "elicitor.task.status" in (s.attributes or {})
+    ]
+    assert said[0] == "working" and said[-1] == "completed" and said.count("input_required") >= 2, said
     # The questions are asked by the task's run (not by any one request), and answered by the person.
     questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
     assert [(s.attributes or {})["elicitor.elicitation.outcome"] for s in questions] == ["accept", "accept"]

@@ -196,14 +196,21 @@ def settle_result(span: Span | None, attributes: dict[str, Any], result: JSONObj
         if isinstance(requests, dict):
             span.set_attribute("elicitor.input_requests", len(requests))
     task = result.get("task") if result_type is None else result if result_type == "task" else None
+    if task is None and isinstance(result.get("taskId"), str) and "status" in result:
+        task = result  # tasks/get, tasks/cancel: the Task itself
     if span is not None and isinstance(task, dict) and isinstance(task.get("taskId"), str):
         span.set_attribute("elicitor.task.id", task["taskId"])  # 2025-11-25 {"task": Task}; 2026-07-28 a Task
+        status = task.get("status")  # where the task stood when this response was sent: its life, poll by poll
+        span.set_attribute("elicitor.task.status", status if status in TASK_STATUSES else "_OTHER")
     meta = result.get("_meta")
     if span is not None and isinstance(meta, dict) and TASK_ORIGIN in meta:
         created = span_context(meta[TASK_ORIGIN])
         if created is not None:  # a tasks/* response: link to the span that created the task (same on both sides)
             span.add_link(created, {"elicitor.link": "task_created"})
 
+
+TASK_STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
+"""The task statuses the tasks extension defines."""
 
 _METHODS = frozenset({
     "initialize", "ping", "server/discover", "subscriptions/listen", "logging/setLevel", "completion/complete",
