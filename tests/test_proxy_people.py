@@ -432,3 +432,42 @@ async def test_three_people_in_front_of_server_everything_each_get_their_own_ans
     for name in people:
         assert f"- Name: {name}" in results[name], results
         assert not any(f"- Name: {other}" in results[name] for other in people if other != name), results
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio
+@pytest.mark.parametrize("upstream_era", ["2025-11-25", "2026-07-28"])
+async def test_another_persons_request_state_gets_nothing_of_theirs(anyio_backend: str, upstream_era: str) -> None:
+    """Our server over HTTP, spoken to on the handshake era (Ann's 2026-07-28 call is held by the proxy, its state
+    the proxy's own, sealed) or on 2026-07-28 (the server's state, tagged by the proxy). Bob replays the state of
+    Ann's round with her call's arguments and an answer of his own: refused (-32602), with nothing of Ann's call in
+    the refusal; Ann then answers her round and gets her own result, never Bob's answer."""
+    from elicitor import JSONRPCError, ScriptedHandler
+
+    from .conftest import serving
+    from .peers.people_server import server
+
+    with anyio.fail_after(120):
+        async with serving(server.http_app()) as upstream_url:
+            proxy = ProxyServer(lambda: HttpClientTransport.connect(upstream_url), upstream_protocol=upstream_era)
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            headers = {"ann": {"Authorization": "Bearer ann"}, "bob": {"Authorization": "Bearer bob"}}
+            async with (
+                serving(proxy.http_app(auth=protection)) as url,
+                Client.http(url, protocol="2026-07-28", headers=headers["ann"], elicitation=ScriptedHandler([])) as ann,
+                Client.http(url, protocol="2026-07-28", headers=headers["bob"], elicitation=ScriptedHandler([])) as bob,
+            ):
+                call = {"name": "greet", "arguments": {"tag": "ann"}}
+                asked = await ann.request("tools/call", call)
+                assert asked["resultType"] == "input_required", asked
+                (key,) = asked["inputRequests"]
+                state = asked["requestState"]
+                replayed = {**call, "inputResponses": {key: {"action": "accept", "content": {"name": "bob"}}},
+                            "requestState": state}  # fmt: skip
+                with pytest.raises(JSONRPCError) as refused:
+                    await bob.request("tools/call", replayed)
+                assert refused.value.code == -32602
+                assert "ann" not in f"{refused.value.message} {refused.value.data}"
+                mine = {**call, "inputResponses": {key: {"action": "accept", "content": {"name": "ann"}}},
+                        "requestState": state}  # fmt: skip
+                done = await ann.request("tools/call", mine)
+    assert done["content"][0]["text"] == "ann:ann", done
