@@ -19,9 +19,12 @@ from typing import Any
 import anyio
 import httpx2 as httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from elicitor import Client, ConnectionClosed, ElicitorError, JSONRPCError, LegacyRefused, ScriptedHandler
 from elicitor.client._legacy import falls_back, message_url
+from elicitor.transports._sse import SSEDecoder
 
 from .conftest import ROOT, free_port, serving
 
@@ -85,6 +88,49 @@ async def test_the_official_python_sdk_sse_server(anyio_backend: str) -> None:
                 pass
 
 
+async def test_a_fastmcp_sse_server(anyio_backend: str) -> None:
+    """FastMCP's ``transport="sse"``; its URL-mode question comes on the stream too (2025-11-25)."""
+    port = free_port()
+    command = [sys.executable, str(ROOT / "tests" / "peers" / "fastmcp_server.py"), "--sse-port", str(port)]
+    async with peer(command, port) as url:
+        handler = ScriptedHandler([{"value": True}, "accept"], modes=frozenset({"form", "url"}))
+        with anyio.fail_after(60):
+            async with Client.http(url, elicitation=handler) as client:
+                assert client.protocol_version == "2025-11-25"
+                assert (await client.call_tool("confirm_delete")).text == "deleted"
+                assert (await client.call_tool("sign_in")).text == "accept"
+
+
+async def test_a_server_gone_mid_call_fails_the_call(anyio_backend: str) -> None:
+    """The official SDK's server killed while its question waits for an answer: the call fails at once."""
+    port = free_port()
+    command = [sys.executable, str(ROOT / "tests" / "peers" / "mcp_server.py"), "--sse-port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}/sse"
+        with anyio.fail_after(60):
+            while True:
+                try:
+                    async with httpx.AsyncClient() as http:
+                        await http.post(url)
+                    break
+                except httpx.TransportError:
+                    await anyio.sleep(0.1)
+
+        class KillsTheServer:
+            async def __call__(self, request: Any) -> Any:
+                process.kill()
+                await anyio.sleep_forever()
+
+        with anyio.fail_after(60):
+            async with Client.http(url, elicitation=KillsTheServer()) as client:
+                with pytest.raises(JSONRPCError, match="event stream ended before it answered"):
+                    await client.call_tool("push_ask")
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+
+
 def ts_node() -> str:
     if not (TS_SDK / "node_modules" / "@modelcontextprotocol" / "sdk").exists():
         pytest.skip("the TypeScript SDK is not installed: run `make test` (or scripts/conformance.py --install-only)")
@@ -116,8 +162,9 @@ class OldServer:
     """A 2024-11-05 HTTP+SSE server: ``/sse`` (GET: the stream; POST: ``post_status``) and ``/messages``.
 
     It speaks revision 2024-11-05 (no elicitation): ``initialize``, ``tools/list`` and ``tools/call`` of
-    ``echo``; ``hang`` is never answered and does what ``on_hang`` says to the stream (``close`` it, send
-    ``hostile`` bytes). ``token``: every request must carry ``Authorization: Bearer <token>`` (else 401).
+    ``echo``; ``hang`` is never answered and ends the stream (or sends ``hostile`` bytes on it), ``silent`` is
+    never answered, ``forget`` is answered and then every POST is refused with 404. ``token``: every request must
+    carry ``Authorization: Bearer <token>`` (else 401).
     """
 
     def __init__(
@@ -138,6 +185,7 @@ class OldServer:
         self.first = first
         self.token = token
         self.hostile = hostile
+        self.endpoint_alive = True
         self.seen: list[tuple[str, str, str | None]] = []
         """Every request: method, path with query, Authorization."""
         self._out: anyio.abc.ObjectSendStream[bytes | None] | None = None
@@ -167,6 +215,8 @@ class OldServer:
                 tg.cancel_scope.cancel()
         elif scope["path"] == "/sse":
             await self._respond(send, self.post_status, self.post_body, [(b"content-type", self.post_type)])
+        elif scope["path"] == "/messages" and not self.endpoint_alive:
+            await self._respond(send, 404, b"Could not find session", [])
         elif scope["path"] == "/messages" and scope["method"] == "POST":
             body = b""
             while True:
@@ -209,11 +259,16 @@ class OldServer:
             }
             await self._say({"jsonrpc": "2.0", "id": request_id, "result": result})
         elif method == "tools/list":
-            tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang")]
+            tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("echo", "hang", "silent", "forget")]
             await self._say({"jsonrpc": "2.0", "id": request_id, "result": {"tools": tools}})
         elif method == "tools/call" and message["params"]["name"] == "echo":
             content = [{"type": "text", "text": json.dumps(message["params"].get("arguments", {}))}]
             await self._say({"jsonrpc": "2.0", "id": request_id, "result": {"content": content}})
+        elif method == "tools/call" and message["params"]["name"] == "silent":
+            pass  # never answered, the stream kept open
+        elif method == "tools/call" and message["params"]["name"] == "forget":
+            self.endpoint_alive = False  # the server forgets the stream's session; the stream itself stays
+            await self._say({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}})
         elif method == "tools/call" and message["params"]["name"] == "hang":
             assert self._out is not None
             if self.hostile:
@@ -392,6 +447,26 @@ async def test_a_hostile_stream_ends_the_connection_with_a_clear_error(
                     await client.call_tool("hang")
 
 
+async def test_a_silent_stream_is_the_request_timeouts_business(anyio_backend: str) -> None:
+    """A server that keeps its stream open and never answers: the call ends on ``request_timeout``."""
+    async with serving(OldServer()) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url), request_timeout=1.0) as client:
+                with pytest.raises(TimeoutError):
+                    await client.call_tool("silent")
+                assert (await client.call_tool("echo", {"n": 2})).text == '{"n": 2}'
+
+
+async def test_a_message_the_server_refuses_fails_its_request(anyio_backend: str) -> None:
+    """404 from the message URL (the server forgot the stream's session): the request fails saying so."""
+    async with serving(OldServer()) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url)) as client:
+                await client.call_tool("forget")
+                with pytest.raises(JSONRPCError, match="HTTP 404: Could not find session"):
+                    await client.call_tool("echo")
+
+
 async def test_noise_on_the_stream_is_ignored(anyio_backend: str) -> None:
     """Events of other types, a second endpoint event, comments, an answer to nothing, a line that is not JSON:
     the connection goes on."""
@@ -412,3 +487,128 @@ async def test_transport_is_checked(anyio_backend: str) -> None:
     with pytest.raises(ValueError, match="transport must be"):
         Client.http("http://127.0.0.1:1/sse", transport="websocket")
     assert issubclass(LegacyRefused, ElicitorError)
+
+
+# ---- any bytes on the stream, in any split -----------------------------------------------------------------------
+
+
+class _Canned:
+    """A response whose body is ``chunks``, then the end (or a cut: ``httpx.ReadError``); if ``held``, the end
+    waits for ``last`` (a request can then be sent while the stream is open)."""
+
+    def __init__(self, chunks: list[bytes], cut: bool, held: bool = False) -> None:
+        self.status_code = 200
+        self.headers = {"content-type": "text/event-stream"}
+        self._chunks = chunks
+        self._cut = cut
+        self.last = anyio.Event()
+        self._held = held
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk
+        if self._held:
+            await self.last.wait()
+        if self._cut:
+            raise httpx.ReadError("cut")
+
+    async def aread(self) -> bytes:
+        return b""
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _Road:
+    """An ``Endpoint`` that answers the GET with a canned stream and every POST with 202."""
+
+    def __init__(self, response: _Canned) -> None:
+        self.url = "http://127.0.0.1:9/sse"
+        self.response = response
+
+    def at(self, url: str) -> _Road:
+        return self
+
+    async def open(self, method: str, headers: dict[str, str], content: bytes = b"", *, brief: bool = False) -> Any:
+        if method == "GET":
+            return self.response
+        accepted = _Canned([], cut=False)
+        accepted.status_code = 202
+        return accepted
+
+
+hostile_lines = st.lists(
+    st.one_of(
+        st.binary(max_size=40),
+        st.sampled_from(
+            [b"event: endpoint\n", b"event: message\n", b"data: ", b'data: {"jsonrpc":"2.0","id":1}',
+             b"\n", b"\r", b"\r\n", b":", b"id: \x00", b"retry: 99999999999999999999", b"data: \xff\xfe",
+             b"event: endpoint\ndata: http://evil.example/\n\n"]
+        ),
+    ),
+    max_size=30,
+)  # fmt: skip
+
+
+def _opens(chunks: list[bytes]) -> bool:
+    """Whether these chunks bring a usable ``endpoint`` event first, read as the client reads them."""
+    decoder = SSEDecoder(256)
+    for chunk in chunks:
+        try:
+            events = decoder.feed(chunk)
+        except ValueError:
+            return False
+        if events:
+            try:
+                message_url("http://127.0.0.1:9/sse", events[0].data)
+            except LegacyRefused:
+                return False
+            return events[0].event == "endpoint"
+    return False
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    endpoint_first=st.booleans(), lines=hostile_lines, splits=st.lists(st.integers(0, 600), max_size=8),
+    cut=st.booleans(),
+)  # fmt: skip
+def test_any_stream_ends_cleanly_and_fails_what_waits(
+    endpoint_first: bool, lines: list[bytes], splits: list[int], cut: bool
+) -> None:
+    """Whatever the stream carries, in whatever chunks: opening it either succeeds or raises ``LegacyRefused``,
+    and once open, reading it never raises out of its task, ends exactly once, and fails each request still
+    waiting exactly once; only ``message`` events reach the client."""
+    from elicitor.client._legacy import OldTransport
+
+    body = (b"event: endpoint\ndata: /messages?s=1\n\n" if endpoint_first else b"") + b"".join(lines)
+    cuts = sorted({min(at, len(body)) for at in splits})
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True) if body[a:b]]
+    put: list[bytes] = []
+    failed: list[Any] = []
+    ended: list[bool] = []
+
+    async def main() -> None:
+        stream = _Canned(chunks, cut, held=_opens(chunks))
+        old = OldTransport(
+            _Road(stream),  # type: ignore[arg-type]
+            {},
+            put=put.append,
+            fail=lambda request_id, reason, data: failed.append(request_id),
+            ended=lambda: ended.append(True),
+            heard=lambda: None,
+            max_message=256,
+        )
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                try:
+                    await old.start(tg)
+                except LegacyRefused:
+                    assert not ended and not stream._held  # refused exactly when no usable endpoint came first
+                    return
+                await old.send(b'{"jsonrpc":"2.0","id":"waits","method":"ping"}', "waits")
+                stream.last.set()  # the stream ends (unless it broke already) with the request waiting
+        assert ended == [True] and old.gone is not None
+        assert failed.count("waits") == 1 and not old.pending
+
+    anyio.run(main)
+    assert all(isinstance(message, bytes) for message in put)

@@ -1,6 +1,7 @@
 """A server written with FastMCP (PyPI ``fastmcp``), used as a peer we did not write.
 
-Usage: ``python fastmcp_server.py`` (stdio) or ``python fastmcp_server.py --port N`` (Streamable HTTP at /mcp).
+Usage: ``python fastmcp_server.py`` (stdio), ``python fastmcp_server.py --port N`` (Streamable HTTP at /mcp) or
+``--sse-port N`` (the HTTP+SSE transport of 2024-11-05 at /sse).
 """
 
 from __future__ import annotations
@@ -77,5 +78,7 @@ async def url_gate(key: str) -> str:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--port":
         app.run("http", host="127.0.0.1", port=int(sys.argv[2]), path="/mcp", show_banner=False)
+    elif len(sys.argv) == 3 and sys.argv[1] == "--sse-port":  # the HTTP+SSE transport of 2024-11-05, at /sse
+        app.run("sse", host="127.0.0.1", port=int(sys.argv[2]), show_banner=False)
     else:
         app.run("stdio", show_banner=False)

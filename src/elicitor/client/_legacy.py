@@ -189,6 +189,8 @@ class OldTransport:
             raise LegacyRefused(f"the server's event stream sent no endpoint event in {ENDPOINT_WAIT:g} s") from None
         except ValueError as exc:
             raise LegacyRefused(f"the server's event stream sent {exc}") from None
+        except httpx.HTTPError as exc:
+            raise LegacyRefused(f"the server's event stream was cut before its endpoint event: {exc}") from None
         first, *rest = events
         if first.event != "endpoint":
             raise LegacyRefused(f"the server's event stream began with a {first.event[:64]!r} event, not endpoint")
