@@ -261,7 +261,7 @@ async def test_line_mode_in_chinese_isolates_the_servers_words(anyio_backend: st
         f"── {FSI}مكتب الحجز 1.0{PDI} 提问（服务器名称：{FSI}maktab{PDI}）──" in text
     )  # an Arabic title cannot reorder the Chinese around it
     assert "现在回答吗？[Enter] 是，d = 拒绝，c = 取消：" in text
-    assert f"{FSI}入住人数{PDI} （必填）" in text and "整数; 从 1 到 12" not in text and "整数；从 1 到 12" in text
+    assert f"{FSI}入住人数{PDI}（必填）" in text and "整数; 从 1 到 12" not in text and "整数；从 1 到 12" in text
     assert "应为整数" in text  # "十三" is not a number a person can type here
     assert "检查：" in text and f"  2. {FSI}入住人数{PDI}：{FSI}3{PDI}" in text
 
@@ -396,6 +396,22 @@ async def test_chinese_sentences_and_labels_on_the_full_screen_leave_no_gap_afte
         await answer(handler, retry, drive)
     assert "主机：銀行.台灣" in seen[0], seen[0]
     assert "您上次的回答未被接受：姓名：太短" in seen[1], seen[1]
+
+
+@pytest.mark.anyio
+async def test_required_in_chinese_follows_the_label_without_a_gap(anyio_backend: str) -> None:
+    """The Chinese "(required)" opens with a full-width bracket, which has its own room: the line mode and the page
+    put a space before it, as before the English words."""
+    from elicitor.client._browser._html import _field
+
+    handler, shown = scripted_terminal(["", "李雷", "3", "", ""], lang="zh")
+    assert await handler(ElicitationRequest("请预订房间", CHINESE_FORM, RTL_SERVER)) == Accepted(
+        {"name": "李雷", "guests": 3}
+    )
+    assert "姓名（必填）" in shown and "City（选填）" in shown, shown
+    name = CHINESE_FORM.fields[0]
+    assert "<bdi>姓名</bdi><span class=req>（必填）</span>" in _field(name, None, language("zh"))
+    assert "<bdi>姓名</bdi> <span class=req>(required)</span>" in _field(name, None, ENGLISH)
 
 
 def test_the_pages_last_words_and_connects_advice_follow_a_chinese_full_stop_without_a_gap() -> None:
@@ -724,11 +740,11 @@ async def test_the_page_follows_accept_language_and_its_switch(anyio_backend: st
     zh, ar = pages["zh"], pages["ar"]
     assert '<html lang="zh-Hans" dir="ltr">' in zh and "<title>مكتب الحجز 1.0 提问</title>" in zh
     assert "<bdi>مكتب الحجز 1.0</bdi> 提问：" in zh and '<p class=message dir="auto">Book a table? 订座吗？</p>' in zh
-    assert "<bdi>入住人数</bdi> <span class=req>（必填）</span>" in zh and ">检查</button>" in zh
+    assert "<bdi>入住人数</bdi><span class=req>（必填）</span>" in zh and ">检查</button>" in zh
     assert re.search(r'<a href="\?lang=zh-Hans" lang="zh-Hans" hreflang="zh-Hans" aria-current="true">简体中文</a>', zh)
     hant = pages["hant"]
     assert '<html lang="zh-Hant" dir="ltr">' in hant and "<bdi>入住人數</bdi>" not in hant  # the server's words as sent
-    assert "<bdi>入住人数</bdi> <span class=req>（必填）</span>" in hant and ">檢查</button>" in hant
+    assert "<bdi>入住人数</bdi><span class=req>（必填）</span>" in hant and ">檢查</button>" in hant
     assert ">拒絕</button>" in hant and ">取消</button>" in hant and "<title>مكتب الحجز 1.0 提問</title>" in hant
     assert re.search(
         r'<a href="\?lang=zh-Hant" lang="zh-Hant" hreflang="zh-Hant" aria-current="true">繁體中文</a>', hant

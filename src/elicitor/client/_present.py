@@ -75,14 +75,18 @@ def printable(text: str, *, newlines: bool = False) -> str:
     return "".join(out)
 
 
-def spaced(text: str) -> str:
-    """``text`` and the space that parts it from what follows, unless it ends with a full-width mark: Chinese puts
-    no space after its full-width colon or full stop (each already takes two cells), so a label stood apart from
-    its value and two sentences had a gap between them."""
-    last = text[-1:]
-    if last and unicodedata.east_asian_width(last) in ("F", "W") and unicodedata.category(last).startswith("P"):
+def spaced(text: str, following: str = "") -> str:
+    """``text`` and the space that parts it from what follows (``following``, when known), unless a full-width mark
+    stands between them: Chinese puts no space after its full-width colon or full stop, nor before its opening
+    bracket (each takes two cells, its own room included), so a label stood apart from its value, two sentences
+    had a gap between them and the Chinese "(required)" one before it."""
+    if _full_width_mark(text[-1:]) or _full_width_mark(following[:1]):
         return text
     return text + " "
+
+
+def _full_width_mark(ch: str) -> bool:
+    return bool(ch) and unicodedata.east_asian_width(ch) in ("F", "W") and unicodedata.category(ch).startswith("P")
 
 
 _NO_LINE_START = frozenset("，。、；：？！）》」』】〕〉…—·,.;:?!)]}%")

@@ -383,7 +383,7 @@ class TerminalHandler:
         w, say, t = self._write, self._say, self.lang._
         w("")
         mark = t("(required)") if f.required else t("(optional)")
-        say(f"{isolated(f.label)} {mark}")
+        say(spaced(isolated(f.label), mark) + mark)
         if f.description:
             w(f"  {f.description}")
         hint = _hint(f, self.lang)

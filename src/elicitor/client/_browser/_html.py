@@ -27,7 +27,7 @@ from ..._exceptions import FieldError
 from ...forms import BooleanField, EnumField, FormField, MultiEnumField, NumberField, StringField
 from ...i18n import ENGLISH, Language, available, language
 from .._handlers import ElicitationRequest
-from .._present import asker, error_text, hint, identity_warnings, printable, server_name, show, yes_no
+from .._present import asker, error_text, hint, identity_warnings, printable, server_name, show, spaced, yes_no
 from .._url import UrlElicitationRequest
 from ._pages import State
 
@@ -235,7 +235,8 @@ def _field(
     """One field: label, required mark, description and hints, its errors (linked for screen readers), input."""
     e = html.escape
     name = e(f.name)
-    mark = " <span class=req>" + e(lang._("(required)")) + "</span>" if f.required else ""
+    required = lang._("(required)")
+    mark = spaced("", required) + "<span class=req>" + e(required) + "</span>" if f.required else ""
     words = lang._("; ").join(_browser_hint(f, lang))
     notes = f'<small dir="auto">{_text(f.description)}</small>' if f.description else ""
     if isinstance(f, StringField) and f.format == "date-time":
