@@ -430,15 +430,18 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
     """2025-11-25, a task-augmented call under an idempotency key (its task's id comes from the key): made while
     Redis is paused, it waits for Redis and answers with its task instead of the retryable -32603 (a ``tools/call``
     is never sent again: the person's call failed). When the creation reached Redis but its answer was lost, the
-    next try finds that task and runs it: one task, followed to its result."""
+    next try finds that task and runs it: one task, followed to its result from another replica (which leaves a
+    task to its live owner, so a task stored without its run would wait there for ever)."""
     from redis.asyncio import Redis
 
     key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
     call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}, "_meta": key}, 2)
     admin = Redis.from_url(redis.url)
+    prefix = f"outage{secrets.token_hex(4)}:"
+    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
     try:
-        async with one_replica(redis.url) as (url, app), httpx.AsyncClient(timeout=60) as http:
-            registry = app.server.store.tasks
+        async with serving(apps[0]) as url, serving(apps[1]) as other, httpx.AsyncClient(timeout=60) as http:
+            registry = apps[0].server.store.tasks
             create = registry.create
             created: list[str] = []
 
@@ -456,7 +459,8 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
                     await admin.execute_command("CLIENT", "PAUSE", "3000", "ALL")
                 made = answer_of(await http.post(url, json=call, headers=headers))
                 assert "result" in made, made
-                final = await follow_answering(http, url, headers, made["result"]["task"]["taskId"])
+                elsewhere = await open_session(http, other)  # no user: the task is followed by its id
+                final = await follow_answering(http, other, elsewhere, made["result"]["task"]["taskId"])
     finally:
         await admin.aclose()
     assert final["result"]["content"][0]["text"] == "Ada", final
