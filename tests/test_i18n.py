@@ -414,6 +414,20 @@ async def test_required_in_chinese_follows_the_label_without_a_gap(anyio_backend
     assert "<bdi>姓名</bdi> <span class=req>(required)</span>" in _field(name, None, ENGLISH)
 
 
+@pytest.mark.anyio
+async def test_connects_json_arguments_say_where_they_go_wrong_in_the_persons_language(anyio_backend: str) -> None:
+    """Arguments typed as JSON that do not parse were refused with Python's English reason ("不是有效的 JSON:
+    Expecting ',' delimiter: line 1 column 12 (char 11)"); the line and the column say where, in Chinese."""
+    from elicitor._connect import _arguments
+    from elicitor.types import Tool
+
+    schema = {"type": "object", "properties": {"where": {"type": "object"}}, "required": ["where"]}
+    handler, shown = scripted_terminal(['{"where": 1', '{"where": {"a": 1}}'], lang="zh")
+    assert await _arguments(handler, Tool(name="place", input_schema=schema)) == {"where": {"a": 1}}
+    assert "  不是有效的 JSON：第 1 行第 12 列有误。" in shown, shown
+    assert not any("Expecting" in line for line in shown), shown
+
+
 def test_the_pages_last_words_and_connects_advice_follow_a_chinese_full_stop_without_a_gap() -> None:
     from elicitor.client._browser._handler import _finished
 

@@ -358,8 +358,11 @@ async def _arguments(terminal: TerminalHandler, tool: Tool) -> dict[str, Any] | 
                 return None
             try:
                 value = json.loads(text or "{}")
-            except json.JSONDecodeError as exc:
-                terminal._write("  " + t("Not JSON: {reason}", reason=str(exc)))
+            except json.JSONDecodeError as exc:  # where, not Python's English reason ("Expecting ',' delimiter")
+                where = t(
+                    "Not JSON: something is wrong at line {line}, column {column}.", line=exc.lineno, column=exc.colno
+                )
+                terminal._write("  " + where)
                 continue
             if isinstance(value, dict):
                 return value
