@@ -186,6 +186,11 @@ class OldServer:
         self.token = token
         self.hostile = hostile
         self.endpoint_alive = True
+        self.stream_path = "/sse"
+        self.cookie: bytes | None = None
+        """Set on the stream's response, if given (a balancer's affinity)."""
+        self.cookies: list[str | None] = []
+        """The ``Cookie`` of every POST to the message URL."""
         self.seen: list[tuple[str, str, str | None]] = []
         """Every request: method, path with query, Authorization."""
         self._out: anyio.abc.ObjectSendStream[bytes | None] | None = None
@@ -202,7 +207,7 @@ class OldServer:
         self.seen.append((scope["method"], target, authorization))
         if self.token is not None and authorization != f"Bearer {self.token}":
             await self._respond(send, 401, b"", [(b"www-authenticate", b"Bearer")])
-        elif scope["path"] == "/sse" and scope["method"] == "GET":
+        elif scope["path"] == self.stream_path and scope["method"] == "GET":
             async with anyio.create_task_group() as tg:
 
                 async def until_gone() -> None:
@@ -213,11 +218,12 @@ class OldServer:
                 tg.start_soon(until_gone)
                 await self._stream(send)
                 tg.cancel_scope.cancel()
-        elif scope["path"] == "/sse":
+        elif scope["path"] == self.stream_path:
             await self._respond(send, self.post_status, self.post_body, [(b"content-type", self.post_type)])
         elif scope["path"] == "/messages" and not self.endpoint_alive:
             await self._respond(send, 404, b"Could not find session", [])
         elif scope["path"] == "/messages" and scope["method"] == "POST":
+            self.cookies.append(headers.get(b"cookie", b"").decode() or None)
             body = b""
             while True:
                 event = await receive()
@@ -235,7 +241,10 @@ class OldServer:
 
     async def _stream(self, send: Any) -> None:
         self._out, inbox = anyio.create_memory_object_stream[bytes | None](100)
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        headers = [(b"content-type", b"text/event-stream")]
+        if self.cookie is not None:
+            headers.append((b"set-cookie", self.cookie))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         first = self.first if self.first is not None else f"event: endpoint\ndata: {self.endpoint}\n\n".encode()
         await send({"type": "http.response.body", "body": first, "more_body": True})
         with self._out, inbox:
@@ -363,6 +372,37 @@ async def test_sign_in_covers_the_stream_and_every_post(anyio_backend: str) -> N
     }
 
 
+async def test_the_oauth_sign_in_covers_the_stream_and_every_post(anyio_backend: str) -> None:
+    """The spec's sign-in, against a real authorization server: the first POST's 401 starts it, and the token it
+    gets goes on the fallback GET and on every POST to the message URL."""
+    from elicitor import OAuth
+    from elicitor.client.auth import MemoryTokenStore
+
+    from .test_auth_client import Deployment, _json
+
+    old = OldServer()
+    old.stream_path = "/mcp"
+
+    class OldDeployment(Deployment):
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/messages":
+                token = dict(scope["headers"]).get(b"authorization", b"").decode().removeprefix("Bearer ")
+                if token not in self.access:
+                    return await _json(send, 401, {"error": "invalid_token"}, "Bearer")
+                return await old(scope, receive, send)
+            return await super().__call__(scope, receive, send)
+
+    deployment = OldDeployment()
+    deployment.mcp = old  # type: ignore[assignment]
+    async with serving(deployment) as url:
+        deployment.base = url.removesuffix("/mcp")
+        assert await call(url, auth=OAuth(store=MemoryTokenStore())) == '{"n": 1}'
+    assert len(deployment.authorizations) == 1
+    (token,) = deployment.access
+    assert {seen[:2] for seen in old.seen} == {("POST", "/mcp"), ("GET", "/mcp"), ("POST", "/messages?session=1")}
+    assert all(seen[2] == f"Bearer {token}" for seen in old.seen)
+
+
 @pytest.mark.parametrize("transport", ["auto", "sse"])
 async def test_an_endpoint_of_another_origin_is_refused(anyio_backend: str, transport: str) -> None:
     """The stream cannot send the client's messages (and its Authorization header) to another host or port."""
@@ -445,6 +485,16 @@ async def test_a_hostile_stream_ends_the_connection_with_a_clear_error(
             async with Client.http(sse_url(url)) as client:
                 with pytest.raises(JSONRPCError, match=words):
                     await client.call_tool("hang")
+
+
+async def test_a_cookie_the_stream_sets_goes_with_every_post(anyio_backend: str) -> None:
+    """A balancer's affinity cookie on the stream's response must come back on the POSTs, or they may reach
+    another backend, which does not know the stream."""
+    server = OldServer()
+    server.cookie = b"affinity=backend-2; Path=/"
+    async with serving(server) as url:
+        assert await call(sse_url(url)) == '{"n": 1}'
+    assert server.cookies == ["affinity=backend-2"] * 3
 
 
 async def test_a_silent_stream_is_the_request_timeouts_business(anyio_backend: str) -> None:
