@@ -856,6 +856,9 @@ def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tm
          "elicitor connect：錯誤：參數 --ui：無效的選擇：'nope'（可選擇：'terminal', 'lines', 'browser'）"),
         (["serve"], {"LC_MESSAGES": "ar_EG.UTF-8"}, "elicitor serve: خطأ: الوسائط التالية مطلوبة: target"),
         (["--lang=en", "serve"], {"LANG": "zh_CN.UTF-8"}, "elicitor serve: error: the following arguments are"),
+        (["--lang", "fr", "demo"], {"LANG": "zh_CN.UTF-8"},
+         "elicitor：错误：--lang：elicitor 没有 'fr' 的语言目录；它支持的语言有 en、zh-Hans、zh-Hant、ar"),
+        (["--lang=fr", "demo"], {"LANG": "C.UTF-8"}, "elicitor: error: --lang: elicitor has no catalog for 'fr'"),
         # serve's own refusals: in the person's language, after the colon their language writes
         (["serve", "--auth-introspect", "http://x", "tests.peers.cli_server:server"], {"LANG": "zh_CN.UTF-8"},
          "elicitor serve：--auth-introspect 需要同时提供 --auth-client-id 和 --auth-client-secret"),

@@ -387,8 +387,17 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             use(args.lang)
-        except ValueError as exc:
-            parser.error(f"--lang: {exc}")
+        except ValueError:  # said in the environment's language, the one asked for being unknown
+            from .i18n import available
+
+            languages = t(", ").join(available())
+            parser.error(
+                t(
+                    "--lang: elicitor has no catalog for {lang}; it speaks {languages}",
+                    lang=repr(args.lang),
+                    languages=languages,
+                )
+            )
     if args.command == "proxy":
         if not args.target:
             _command(parser, "proxy").error(
