@@ -471,3 +471,77 @@ async def test_another_persons_request_state_gets_nothing_of_theirs(anyio_backen
                         "requestState": state}  # fmt: skip
                 done = await ann.request("tools/call", mine)
     assert done["content"][0]["text"] == "ann:ann", done
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_a_resource_update_reaches_only_its_subscriber_and_a_list_change_everyone(anyio_backend: str) -> None:
+    """``elicitor proxy --listen`` in front of our server on stdio, pinned to 2026-07-28 (one upstream connection,
+    one server process, for everybody: the listeners see what the tools change). Ann subscribes to her memo and Bob
+    to his, both with request id 1 and both to tool list changes, on ``subscriptions/listen`` streams. Ann's memo
+    changing reaches Ann only, tagged with her own request id; the tool list changing reaches both (it is
+    everyone's by design)."""
+    import json
+    import subprocess
+    import sys
+
+    import httpx2 as httpx
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--upstream-protocol", "2026-07-28",
+               "--listen", f"127.0.0.1:{port}", sys.executable, "-m", "tests.peers.people_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}  # fmt: skip
+    heard: dict[str, list[dict[str, Any]]] = {"ann": [], "bob": []}
+    acknowledged = {"ann": anyio.Event(), "bob": anyio.Event()}
+
+    async def listen(http: httpx.AsyncClient, name: str) -> None:
+        wanted = {"toolsListChanged": True, "resourceSubscriptions": [f"memo://{name}"]}
+        message = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                   "params": {"_meta": meta, "notifications": wanted}}  # fmt: skip
+        listening = {**headers, "Mcp-Method": "subscriptions/listen"}
+        async with http.stream("POST", url, json=message, headers=listening) as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data:") and line[5:].strip():
+                    note = json.loads(line[5:])
+                    heard[name].append(note)
+                    if note.get("method") == "notifications/subscriptions/acknowledged":
+                        acknowledged[name].set()
+
+    async def call(http: httpx.AsyncClient, tool: str, arguments: dict[str, Any]) -> None:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"_meta": meta, "name": tool, "arguments": arguments}}  # fmt: skip
+        calling = {**headers, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+        assert (await http.post(url, json=message, headers=calling)).status_code == 200
+
+    def told(name: str, method: str) -> list[dict[str, Any]]:
+        return [note for note in heard[name] if note.get("method") == method]
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(90):
+            async with httpx.AsyncClient(timeout=60) as http, anyio.create_task_group() as tg:
+                for name in heard:
+                    tg.start_soon(listen, http, name)
+                    await acknowledged[name].wait()
+                await call(http, "touch", {"uri": "memo://ann"})
+                await call(http, "retool", {})
+                while not (told("ann", "notifications/tools/list_changed") and
+                           told("bob", "notifications/tools/list_changed")):  # fmt: skip
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.5)  # anything misrouted has had its time to arrive
+                tg.cancel_scope.cancel()
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    (update,) = told("ann", "notifications/resources/updated")
+    assert update["params"] == {"uri": "memo://ann", "_meta": {"io.modelcontextprotocol/subscriptionId": 1}}
+    assert not told("bob", "notifications/resources/updated"), heard["bob"]
+    for name in heard:
+        (change,) = told(name, "notifications/tools/list_changed")
+        assert change["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 1}

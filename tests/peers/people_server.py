@@ -1,5 +1,6 @@
 """An elicitor server for the several-people tests: one tool that reports progress, logs and asks a question, each
-naming the call's ``tag``, and answers with the tag and the name given.
+naming the call's ``tag``, and answers with the tag and the name given; a memo per person (``memo://NAME``), and a
+tool that says one changed (``notifications/resources/updated``) and one that says the tool list changed.
 
 ``python -m tests.peers.people_server`` serves it on stdio.
 """
@@ -26,6 +27,30 @@ async def greet(ctx: Context, tag: str) -> str:
     outcome = await ctx.elicit(f"Name for {tag}?", Name)
     await ctx.report_progress(2, 3, f"{tag} answered")
     return f"{tag}:{outcome.data.name}" if isinstance(outcome, Accepted) else f"{tag}:{outcome.action}"
+
+
+@server.resource("memo://ann")
+def ann_memo() -> str:
+    return "ann's memo"
+
+
+@server.resource("memo://bob")
+def bob_memo() -> str:
+    return "bob's memo"
+
+
+@server.tool()
+async def touch(uri: str) -> str:
+    """Says that the resource at ``uri`` changed."""
+    server.notify_resource_updated(uri)
+    return f"touched {uri}"
+
+
+@server.tool()
+async def retool() -> str:
+    """Says that the tool list changed (it has not: the notice is what counts)."""
+    server.notify_tools_changed()
+    return "retooled"
 
 
 if __name__ == "__main__":
