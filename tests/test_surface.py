@@ -387,6 +387,15 @@ def test_a_stack_that_is_not_installed_or_unknown_is_refused_saying_what_to_inst
         _server.http_stack(http="h2")
 
 
+def test_auto_never_picks_uvloop_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uvloop does not exist on Windows (the [speed] extra leaves it out there): stdio and HTTP run on asyncio's."""
+    from elicitor import _loop
+
+    assert _loop.event_loop() == "uvloop"  # installed in development
+    monkeypatch.setattr(_loop.sys, "platform", "win32")
+    assert _loop.event_loop() == "asyncio"
+
+
 def test_version_and_help() -> None:
     from elicitor import __version__
 
