@@ -392,7 +392,7 @@ def test_auto_never_picks_uvloop_on_windows(monkeypatch: pytest.MonkeyPatch) -> 
     from elicitor import _loop
 
     assert _loop.event_loop() == "uvloop"  # installed in development
-    monkeypatch.setattr(_loop.sys, "platform", "win32")
+    monkeypatch.setattr(sys, "platform", "win32")
     assert _loop.event_loop() == "asyncio"
 
 
