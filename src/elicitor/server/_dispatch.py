@@ -107,13 +107,15 @@ class ServerSession:
         self.id = secrets.token_hex(12)
         """This connection's id in the shared state (URL elicitations it started name it)."""
         self.hold: Hold | None = None
-        """Where this connection's 2025-11-25 task requests wait for a store away for a moment (set over HTTP, to
-        the app's bound shared by both eras; see ``TaskEngine.serve_handshake``); ``None``: they fail at once
-        with the retryable error."""
+        """Where this connection's 2025-11-25 task requests wait for a store away for a moment (over HTTP, the
+        app's bound shared by both eras, from its transport; see ``TaskEngine.serve_handshake``); ``None``: they
+        fail at once with the retryable error."""
         _telemetry.refresh()
 
     async def run(self, transport: Transport) -> None:
         """Serve this connection over ``transport`` until it closes; its parked runs end with it."""
+        if self.hold is None:  # a replica's HTTP session carries the app's (see SessionTransport)
+            self.hold = getattr(transport, "hold", None)
         self.server.url_elicitations.attach(self.id, self.notifier(None))
         try:
             async with anyio.create_task_group() as runs:

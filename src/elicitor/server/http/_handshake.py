@@ -116,10 +116,15 @@ class SessionTransport:
         """The ``Mcp-Session-Id`` (``mcp.session.id`` on this session's spans)."""
         return self.id
 
-    def __init__(self, session_id: str, events: EventStore, principal: str | None = None) -> None:
+    def __init__(
+        self, session_id: str, events: EventStore, principal: str | None = None, hold: StoreHold | None = None
+    ) -> None:
         self.id = session_id
         self.principal = principal
         """The user who created the session; only their requests find it."""
+        self.hold = hold
+        """Where this session's requests that read the store wait for it while it is away (the app's bound, shared
+        by both eras); the :class:`ServerSession` running over this transport takes it (its task requests)."""
         self.events = events
         self._inbox_in, self._inbox_out = anyio.create_memory_object_stream[bytes](256)
         self._backlog: deque[bytes] | None = None
@@ -610,14 +615,12 @@ class HandshakeSessions:
             return None
         session_id = secrets.token_urlsafe(32)
         await self._store.sessions.claim(session_id, principal)  # first: a claim the store refused leaves nothing
-        session = SessionTransport(session_id, self._events, principal)
+        session = SessionTransport(session_id, self._events, principal, self._hold)
         self._sessions[session.id] = session
 
         async def run() -> None:
             try:
-                connection = self.server.connection(principal=principal)
-                connection.hold = self._hold  # its task requests wait for an unreachable store as POSTs do
-                await connection.run(session)
+                await self.server.serve(session, principal=principal)
             except Exception:  # a session's failure ends that session, never the replica's task group
                 logger.exception("session %.8s... stopped on an error", session.id)
             finally:
