@@ -808,3 +808,39 @@ async def test_the_official_sdks_client_puts_its_trace_in_meta_and_the_server_co
         assert (span.attributes or {})["mcp.protocol.version"] == protocol
         assert span.parent is not None
         assert (span.parent.trace_id, span.parent.span_id) == (context.trace_id, context.span_id)
+
+
+patient = Server("patient", "1.0", elicitation_timeout=1.0)
+
+
+@patient.tool()
+async def wait_for_a_person(ctx: Context) -> str:
+    """Asks, and gives the person a second."""
+    return type(await ctx.elicit("Who are you?", NAME)).__name__
+
+
+async def test_a_question_nobody_answers_in_time_says_timeout_and_leaves_nothing_pending(otel: Otel) -> None:
+    """2025-11-25 over HTTP: the person never answers and the server's wait for them runs out. The server's
+    ``elicitation`` span and its ``elicitation/create`` span say ``error.type = timeout`` (status ``ERROR``, no
+    ``exception`` event: the type says it all); the client's side of the question ends ``cancelled`` (the server
+    told it so); the question is counted with its timeout, and none is left pending on either side."""
+
+    async def never(request: Any) -> Any:
+        await anyio.sleep(3600)
+
+    async with serving(patient.http_app()) as url, Client.http(url, elicitation=never, protocol="2025-11-25") as client:
+        with anyio.fail_after(60):
+            assert (await client.call_tool("wait_for_a_person")).text == "Cancelled"
+        with anyio.fail_after(60):  # the client's side ends when the server's cancellation arrives
+            while not [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]:
+                await anyio.sleep(0.05)
+    sides = {(s.attributes or {})["elicitor.side"]: s for s in otel.named("elicitation")}
+    [pushed] = [s for s in otel.named("elicitation/create") if s.kind == SpanKind.CLIENT]
+    for span in (sides["server"], pushed):
+        assert (span.attributes or {})["error.type"] == "timeout"
+        assert span.status.status_code == StatusCode.ERROR and not span.events
+    assert (sides["client"].attributes or {})["error.type"] == "cancelled"
+    points = otel.metric_points()
+    counted = [dict(p.attributes) for p in points["elicitor.elicitations"] if p.value]
+    assert counted == [{"elicitor.elicitation.mode": "form", "elicitor.side": "server", "error.type": "timeout"}]
+    assert {p.value for p in points["elicitor.elicitation.pending"]} == {0}

@@ -112,6 +112,9 @@ def _error_code(exc: BaseException) -> str | None:
     return str(code) if isinstance(code, int) and not isinstance(code, bool) else None
 
 
+_SAID = frozenset({"cancelled", "timeout"})
+"""What ``error.type`` says in full: no ``exception`` event repeats it (a wait cancelled, or that ran out of time)."""
+
 _SERVER_FAULTS = range(-32099, -31999)
 """JSON-RPC's "Server error" codes (-32099 to -32000): with -32603, the codes that make a ``SERVER`` span an error."""
 
@@ -131,7 +134,7 @@ def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException, *, s
     guidance: an unhandled exception is recorded by the instrumentation around it). It carries the exception's
     type and where it was raised (the frames of ``exception.stacktrace``), never ``exception.message``: the text
     of an application's exception may quote a person's answer or a secret. A JSON-RPC error raised on purpose (an
-    unknown tool) and a cancellation get none: their code or ``error.type`` says all there is.
+    unknown tool), a cancellation and a timeout get none: their code or ``error.type`` says all there is.
     """
     code = _error_code(exc)
     if code is not None:  # a JSON-RPC error: its code is both (semconv, "error.type" note [1])
@@ -144,7 +147,7 @@ def fail(span: Span | None, attributes: dict[str, Any], exc: BaseException, *, s
     if code is not None and served and int(code) != INTERNAL_ERROR and int(code) not in _SERVER_FAULTS:
         return
     span.set_status(StatusCode.ERROR, _description(exc) if code is not None else None)
-    unhandled = exc.__cause__ if code is not None else None if attributes["error.type"] == "cancelled" else exc
+    unhandled = exc.__cause__ if code is not None else None if attributes["error.type"] in _SAID else exc
     if unhandled is not None and _error_code(unhandled) is None:
         exception_event(span, unhandled)
 
