@@ -227,16 +227,17 @@ async def test_a_task_status_notification_reaches_only_the_tasks_owner(anyio_bac
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
 @pytest.mark.parametrize("server", ["tests.peers.people_server", "tests.peers.people_sdk_server"])
-async def test_three_people_through_the_listening_command_see_only_their_own_calls(
+async def test_four_people_through_the_listening_command_see_only_their_own_calls(
     anyio_backend: str, server: str
 ) -> None:
     """``elicitor proxy --listen`` started as a command, in front of a stdio server (ours, speaking both eras: its
     2026-07-28 callers share one upstream connection; or the official SDK's, handshake era: each 2026-07-28 call is
-    held on a connection of its own). Three people at once, each with a real client: Ann with elicitor's on
-    2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the official SDK's. Their clients number requests and
-    progress tokens alike (each first call is id 1 or 2, progress token likewise), and all three wait on their
-    questions at the same moment, while a fourth cancels those ids and leaves. Each is asked only their own
-    question, hears only their own progress and log messages, and gets their own answer back."""
+    held on a connection of its own). Four people at once, each with a real client: Ann with elicitor's on
+    2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the official SDK's, Eve with elicitor's on 2025-06-18.
+    Their clients number requests and progress tokens alike (each first call is id 1 or 2, progress token
+    likewise), and all four wait on their questions at the same moment, while a fifth cancels those ids and
+    leaves. Each is asked only their own question, hears only their own progress and log messages, and gets their
+    own answer back."""
     import subprocess
     import sys
 
@@ -253,7 +254,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
                sys.executable, "-m", server]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
-    people = ("ann", "bob", "cal")
+    people = ("ann", "bob", "cal", "eve")
     everyone_asked = anyio.Event()
     dan_done = anyio.Event()
     asked: dict[str, list[str]] = {name: [] for name in people}
@@ -299,7 +300,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
             results[name] = result.content[0].text  # type: ignore[union-attr]
 
     async def dan() -> None:
-        """A fourth person, with a client written here: while the three calls wait on their questions, he cancels
+        """A fifth person, with a client written here: while the four calls wait on their questions, he cancels
         every request id their clients may be using, in a session of his own and without one (2026-07-28), then
         ends his session. None of it touches anyone else's call."""
         import httpx2 as httpx
@@ -325,6 +326,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
             async with anyio.create_task_group() as tg:
                 tg.start_soon(ours, "ann", "2025-11-25")
                 tg.start_soon(ours, "bob", "2026-07-28")
+                tg.start_soon(ours, "eve", "2025-06-18")
                 tg.start_soon(theirs, "cal")
                 tg.start_soon(dan)
     finally:
@@ -338,7 +340,7 @@ async def test_three_people_through_the_listening_command_see_only_their_own_cal
     # What each client is sent of its own: progress for every call (the proxy follows each call's token), the log
     # message for the handshake-era clients (Bob's call on a connection shared by three may go without it).
     assert progress["ann"] and progress["bob"] and progress["cal"], progress
-    assert logs["ann"] == ["ann logged"] and logs["cal"] == ["cal logged"], logs
+    assert logs["ann"] == ["ann logged"] and logs["cal"] == ["cal logged"] and logs["eve"] == ["eve logged"], logs
 
 
 def any_answer(schema: dict[str, Any], name: str) -> dict[str, Any]:
