@@ -459,6 +459,30 @@ async def test_a_stream_that_names_no_endpoint_is_refused(anyio_backend: str, fi
                 pass
 
 
+@pytest.mark.parametrize("stage", ["headers", "endpoint"])
+async def test_a_server_that_says_nothing_is_refused_in_time(
+    anyio_backend: str, stage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``transport="sse"`` opens the stream before the handshake and its deadline: a server that takes the GET
+    and sends no headers, or headers and no endpoint event, is refused after ``ENDPOINT_WAIT``, not waited on."""
+    from elicitor.client import _legacy
+
+    monkeypatch.setattr(_legacy, "ENDPOINT_WAIT", 1.0)
+    server = OldServer()
+
+    async def mute(send: Any) -> None:
+        if stage == "endpoint":
+            start = {"type": "http.response.start", "status": 200}
+            await send({**start, "headers": [(b"content-type", b"text/event-stream")]})
+        await anyio.sleep_forever()
+
+    server._stream = mute  # type: ignore[method-assign]
+    async with serving(server) as url:
+        with anyio.fail_after(60), pytest.raises(LegacyRefused, match="no endpoint event in 1 s"):
+            async with Client.http(sse_url(url), transport="sse"):
+                pass
+
+
 async def test_the_stream_ending_mid_call_fails_the_call_and_ends_the_connection(anyio_backend: str) -> None:
     async with serving(OldServer()) as url:
         with anyio.fail_after(60):

@@ -41,7 +41,7 @@ FALLBACK_STATUSES = frozenset({400, 404, 405})
 """What a server of the old transport answers a POST to its stream's URL with (the spec's list)."""
 
 ENDPOINT_WAIT = 30.0
-"""Seconds the stream has to send its ``endpoint`` event once it is open."""
+"""Seconds the server has to answer the GET and send its ``endpoint`` event."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CLOSED_HERE = "the client closed it"
@@ -131,12 +131,21 @@ class OldTransport:
     async def start(self, tg: anyio.abc.TaskGroup) -> None:
         """GET the stream and wait for its ``endpoint`` event; the stream is then read in ``tg`` until it ends.
 
+        The server has :data:`ENDPOINT_WAIT` seconds for both: with ``transport="sse"`` this runs before the
+        client's handshake and its deadline, and a server that takes the connection and then says nothing must not
+        hold the client for ever.
+
         Raises:
             LegacyRefused: no event stream, a first event that is not ``endpoint``, or an endpoint of another origin.
             AuthError: signing in failed.
             httpx.HTTPError: the server could not be reached.
         """
-        self._messages = self._stream.at(await tg.start(self._read))
+        try:
+            with anyio.fail_after(ENDPOINT_WAIT):
+                target = await tg.start(self._read)
+        except TimeoutError:
+            raise LegacyRefused(f"the server's event stream sent no endpoint event in {ENDPOINT_WAIT:g} s") from None
+        self._messages = self._stream.at(target)
 
     async def _read(self, *, task_status: anyio.abc.TaskStatus[str]) -> None:
         headers = {**self._headers, "accept": "text/event-stream", "cache-control": "no-store"}
@@ -176,17 +185,14 @@ class OldTransport:
         if response.status_code != 200 or kind != "text/event-stream":
             raise LegacyRefused(f"a GET of the server's URL answered HTTP {response.status_code} ({kind or 'untyped'})")
         try:
-            with anyio.fail_after(ENDPOINT_WAIT):
-                while True:
-                    try:
-                        chunk = await chunks.__anext__()
-                    except StopAsyncIteration:
-                        raise LegacyRefused("the server's event stream ended before its endpoint event") from None
-                    events = decoder.feed(chunk)
-                    if events:
-                        break
-        except TimeoutError:
-            raise LegacyRefused(f"the server's event stream sent no endpoint event in {ENDPOINT_WAIT:g} s") from None
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    raise LegacyRefused("the server's event stream ended before its endpoint event") from None
+                events = decoder.feed(chunk)
+                if events:
+                    break
         except ValueError as exc:
             raise LegacyRefused(f"the server's event stream sent {exc}") from None
         except httpx.HTTPError as exc:
