@@ -547,3 +547,51 @@ async def test_a_resource_update_reaches_only_its_subscriber_and_a_list_change_e
     for name in heard:
         (change,) = told(name, "notifications/tools/list_changed")
         assert change["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 1}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_roots_and_sampling_are_asked_of_each_person_alone(anyio_backend: str) -> None:
+    """``elicitor proxy --listen`` in front of our server on stdio: a tool asks the client's roots and its model.
+    Ann (2025-11-25), Bob (2026-07-28: a held call, asked in rounds) and Eve (2025-06-18) call it at once, each
+    client with roots and a model of its own, all waiting on their model's answer together: each result has
+    their own roots and their own model's words, and each model was asked about its own person's call only."""
+    import subprocess
+    import sys
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
+               sys.executable, "-m", "tests.peers.people_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    people = {"ann": "2025-11-25", "bob": "2026-07-28", "eve": "2025-06-18"}
+    everyone_asked = anyio.Event()
+    prompts: dict[str, list[str]] = {name: [] for name in people}
+    results: dict[str, str] = {}
+
+    async def person(name: str, era: str) -> None:
+        async def model(params: dict[str, Any]) -> dict[str, Any]:
+            prompts[name].append(params["messages"][0]["content"]["text"])
+            if sum(map(len, prompts.values())) >= len(people):
+                everyone_asked.set()
+            await everyone_asked.wait()
+            return {"role": "assistant", "content": {"type": "text", "text": f"{name}'s model"}, "model": name}
+
+        roots = [{"uri": f"file:///home/{name}", "name": name}]
+        async with Client.http(url, protocol=era, sampling=model, roots=roots) as client:
+            results[name] = (await client.call_tool("consult", {"tag": name})).text
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for name, era in people.items():
+                    tg.start_soon(person, name, era)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    for name in people:
+        assert results[name] == f"{name}: roots file:///home/{name}; model {name}'s model", results
+        assert set(prompts[name]) == {f"What does {name} think?"}, prompts

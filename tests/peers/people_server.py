@@ -1,6 +1,7 @@
 """An elicitor server for the several-people tests: one tool that reports progress, logs and asks a question, each
 naming the call's ``tag``, and answers with the tag and the name given; a memo per person (``memo://NAME``), and a
-tool that says one changed (``notifications/resources/updated``) and one that says the tool list changed.
+tool that says one changed (``notifications/resources/updated``) and one that says the tool list changed; a tool
+that asks the client's roots and its model.
 
 ``python -m tests.peers.people_server`` serves it on stdio.
 """
@@ -51,6 +52,16 @@ async def retool() -> str:
     """Says that the tool list changed (it has not: the notice is what counts)."""
     server.notify_tools_changed()
     return "retooled"
+
+
+@server.tool()
+async def consult(ctx: Context, tag: str) -> str:
+    """Asks the client's roots and its model (naming the call), and answers with both."""
+    roots = [str(root.get("uri")) for root in await ctx.list_roots()]
+    sampled = await ctx.sample(f"What does {tag} think?", max_tokens=10)
+    content = sampled.get("content")
+    said = content.get("text") if isinstance(content, dict) else None
+    return f"{tag}: roots {' '.join(roots)}; model {said}"
 
 
 if __name__ == "__main__":
