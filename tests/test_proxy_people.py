@@ -595,3 +595,62 @@ async def test_roots_and_sampling_are_asked_of_each_person_alone(anyio_backend: 
     for name in people:
         assert results[name] == f"{name}: roots file:///home/{name}; model {name}'s model", results
         assert set(prompts[name]) == {f"What does {name} think?"}, prompts
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_a_url_elicitations_completion_reaches_only_its_person(anyio_backend: str) -> None:
+    """The official SDK's server on stdio behind ``elicitor proxy --listen``: its URL-mode tool asks every caller
+    to open a page under the same elicitation id (``peer-1``) and, once they accept, says the interaction is
+    complete (``notifications/elicitation/complete``). Two people with the official SDK's client call it at once,
+    both waiting on their page together: each hears of one completion, their own, however alike the ids."""
+    import subprocess
+    import sys
+
+    import mcp_types as types
+    from mcp import Client as McpClient
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
+               sys.executable, "-m", "tests.peers.mcp_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    people = ("ann", "bob")
+    everyone_asked = anyio.Event()
+    asked: list[str] = []
+    completed: dict[str, list[str]] = {name: [] for name in people}
+    results: dict[str, str] = {}
+
+    async def person(name: str) -> None:
+        async def answer(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            asked.append(name)
+            if len(asked) >= len(people):
+                everyone_asked.set()
+            await everyone_asked.wait()
+            return types.ElicitResult(action="accept")
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ElicitCompleteNotification):
+                completed[name].append(message.params.elicitation_id)
+
+        async with McpClient(url, elicitation_callback=answer, message_handler=on_message, mode="legacy") as client:
+            result = await client.call_tool("push_url", {})
+            results[name] = result.content[0].text  # type: ignore[union-attr]
+            with anyio.fail_after(10):
+                while not completed[name]:
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)  # a completion sent to everybody has had its time to arrive
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as tg:
+                for name in people:
+                    tg.start_soon(person, name)
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    assert results == {"ann": "accept", "bob": "accept"}, results
+    assert completed == {"ann": ["peer-1"], "bob": ["peer-1"]}, completed
