@@ -7,6 +7,7 @@ keeps running without telemetry, as users without an SDK do.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -866,3 +867,22 @@ async def test_rounds_a_client_sends_in_traces_of_their_own_link_to_the_first(ot
         assert [(link.context.trace_id, link.context.span_id, dict(link.attributes or {})) for link in later.links] == [
             (first.trace_id, first.span_id, {"elicitor.link": "first_round"})
         ]
+
+
+async def test_a_tasks_id_is_named_in_the_log_by_its_first_characters_only(otel: Otel) -> None:
+    """Without sign-in a task's id is all it takes to read, answer or cancel the task, as a session's id is for the
+    session: elicitor's log lines name a task by its first 8 characters, as they name a session (the spans keep
+    the whole id, ``elicitor.task.id``, for the trace store; see docs/observability.md)."""
+
+    async def refuse_every_question(request: Any) -> Any:
+        raise JSONRPCError(-32600, "not now")
+
+    with every_log_line() as lines:
+        async with connected(tasked, elicitation=refuse_every_question, protocol="2025-11-25") as client:
+            with contextlib.suppress(JSONRPCError):
+                await client.call_tool("migrate")
+    created = [s for s in otel.named("tools/call migrate") if s.kind == SpanKind.SERVER]
+    task_id = str((created[0].attributes or {})["elicitor.task.id"])
+    logged = "\n".join(lines)
+    assert f"task {task_id[:8]}...: the client refused question" in logged, logged
+    assert task_id not in logged

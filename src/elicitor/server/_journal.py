@@ -59,11 +59,11 @@ class Claim:
             self.lost, self.gone = True, gone
             if gone:
                 logger.warning(
-                    "%s: its record is gone (expired, or the store lost its data): this run stops", self.record_id
+                    "%.8s...: its record is gone (expired, or the store lost its data): this run stops", self.record_id
                 )
             else:
                 logger.info(
-                    "%s: ended or claimed by a newer run (epoch > %d): this run stops", self.record_id, self.epoch
+                    "%.8s...: ended or claimed by a newer run (epoch > %d): this run stops", self.record_id, self.epoch
                 )
         self.scope.cancel()
 
@@ -116,7 +116,7 @@ def patient(write: Change) -> Change:
             except StoreUnavailable:
                 if anyio.current_time() + delay > give_up_at:
                     raise
-                logger.info("%s: the shared state is unavailable; trying again in %.1f s", record_id, delay)
+                logger.info("%.8s...: the shared state is unavailable; trying again in %.1f s", record_id, delay)
                 await anyio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -201,7 +201,7 @@ class OnceSteps:
         except StoreUnavailable:
             pass
         logger.error(
-            "%s: could not record the end of step %r: its outcome reads as unknown", self._claim.record_id, name
+            "%.8s...: could not record the end of step %r: its outcome reads as unknown", self._claim.record_id, name
         )
 
     async def abandon(self, name: str) -> None:
@@ -218,4 +218,4 @@ class OnceSteps:
         try:
             await self._write(self._claim.record_id, apply)
         except StoreUnavailable:
-            logger.warning("%s: step %r failed and its start stays recorded", self._claim.record_id, name)
+            logger.warning("%.8s...: step %r failed and its start stays recorded", self._claim.record_id, name)

@@ -137,7 +137,7 @@ class TaskRuns:
         try:
             await self._drive_run(parked)
         except Exception:
-            logger.exception("task %s: its run stopped", task_id)
+            logger.exception("task %.8s...: its run stopped", task_id)
         finally:
             assert parked.run is not None
             parked.run.cancel()
@@ -259,7 +259,7 @@ class TaskRuns:
             await self._change(parked.task_id, apply)
         except (StoreUnavailable, JSONRPCError):
             logger.info(
-                "task %s: could not let it go; it is taken over once this replica's lease lapses", parked.task_id
+                "task %.8s...: could not let it go; it is taken over once this replica's lease lapses", parked.task_id
             )
 
     async def _finish(
@@ -296,7 +296,7 @@ class TaskRuns:
         try:
             await act(self._change, parked, apply)  # not patient: a progress message is not worth a wait
         except StoreUnavailable:
-            logger.warning("task %s: could not record its progress message", parked.task_id)
+            logger.warning("task %.8s...: could not record its progress message", parked.task_id)
 
     async def _act(self, parked: _Parked, apply: Apply) -> TaskRecord | None:
         """:meth:`_change` for a run, fenced by its claim (:func:`~._journal.act`)."""

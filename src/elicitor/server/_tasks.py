@@ -367,7 +367,7 @@ class TaskEngine:
                 now = anyio.current_time()
                 if failing_since is None:
                     failing_since = now
-                    logger.info("task %s: the shared state is unavailable; tasks/result waits for it", task_id)
+                    logger.info("task %.8s...: the shared state is unavailable; tasks/result waits for it", task_id)
                 if now - failing_since >= RESULT_RIDES_OUT:
                     raise
                 await anyio.sleep(1.0)
@@ -400,10 +400,10 @@ class TaskEngine:
                 method, tagged, related=request_id, timeout=session.server.elicitation_timeout
             )
         except JSONRPCError as exc:
-            logger.info("task %s: the client refused question %s: %s", task_id, key, exc.message)
+            logger.info("task %.8s...: the client refused question %s: %s", task_id, key, exc.message)
             answer = {"action": "cancel"} if method == "elicitation/create" else {}
         except TimeoutError as exc:  # Server(elicitation_timeout): the client was told (notifications/cancelled)
-            logger.info("task %s: question %s unanswered: %s", task_id, key, exc)
+            logger.info("task %.8s...: question %s unanswered: %s", task_id, key, exc)
             answer = {"action": "cancel"} if method == "elicitation/create" else {}
         self._delivering.add((task_id, key))
         tg.start_soon(self._deliver, session, task_id, key, answer, tg)
@@ -418,7 +418,7 @@ class TaskEngine:
         try:
             await self._answer(session, task_id, {key: answer}, tg, write=patient(self._change))
         except Exception as exc:  # the store stayed away past the patience: the question is asked again
-            logger.warning("task %s: could not record the answer to question %s (%s)", task_id, key, exc)
+            logger.warning("task %.8s...: could not record the answer to question %s (%s)", task_id, key, exc)
         finally:
             self._delivering.discard((task_id, key))
             self._changes.pop(task_id, anyio.Event()).set()
@@ -508,7 +508,7 @@ class TaskEngine:
         if owner is not None and owner != self.replica and current.owner_alive:
             if not await self._tell(owner, record.id):
                 logger.info(
-                    "task %s: its replica %s could not be told; its run reads the answers itself", record.id, owner
+                    "task %.8s...: its replica %s could not be told; its run reads the answers itself", record.id, owner
                 )
             return
         await self._take_over(session, current, tg)
@@ -567,9 +567,9 @@ class TaskEngine:
             if record is not None and record.status == "working":
                 await self._take_over(session, record, tg)
         except StoreUnavailable as exc:
-            logger.warning("task %s: not looked at again (%s); its next request does", task_id, exc)
+            logger.warning("task %.8s...: not looked at again (%s); its next request does", task_id, exc)
         except Exception:
-            logger.exception("task %s: not looked at again", task_id)
+            logger.exception("task %.8s...: not looked at again", task_id)
 
     # ---- running ----------------------------------------------------------------------------------------------
 
