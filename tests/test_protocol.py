@@ -56,7 +56,7 @@ class TestConnection:
         reply = server.send_error(request_id, JSONRPCError(-32601, "Method not found"))
         assert reply is not None
         event = client.receive(reply)
-        assert isinstance(event, ErrorReceived)
+        assert isinstance(event, ErrorReceived) and isinstance(event.error, JSONRPCError)
         assert (event.error.code, event.error.message) == (-32601, "Method not found")
 
     @pytest.mark.parametrize(
@@ -156,14 +156,24 @@ class TestFraming:
         assert framer.feed(b'{"a":1}\r\n\n{"b"') == [b'{"a":1}']
         assert framer.feed(b":2}\n") == [b'{"b":2}']
 
-    def test_oversized_line_is_dropped_and_the_next_line_survives(self) -> None:
+    def test_oversized_line_is_dropped_and_reported_once_when_it_ends(self) -> None:
         framer = LineFramer(10)
-        out = framer.feed(b"x" * 25)
-        assert out == [Oversized(25)]
-        assert framer.feed(b"y" * 5 + b"\nok\n") == [b"ok"]
+        assert framer.feed(b"x" * 25) == []  # dropped as it comes, nothing held beyond the limit
+        assert framer.feed(b"y" * 5 + b"\nok\n") == [Oversized(30, b"x" * 25, b"x" * 25 + b"y" * 5, 10), b"ok"]
 
     def test_oversized_complete_line(self) -> None:
-        assert LineFramer(4).feed(b"123456\nabc\n") == [Oversized(6), b"abc"]
+        assert LineFramer(4).feed(b"123456\nabc\n") == [Oversized(6, b"123456", b"123456", 4), b"abc"]
+
+    def test_oversized_line_keeps_only_its_head_and_tail(self) -> None:
+        framer = LineFramer(5000)
+        line = b"{" + b"a" * 9000 + b"}"
+        out = [*framer.feed(line[:3000]), *framer.feed(line[3000:7000]), *framer.feed(line[7000:] + b"\r\n")]
+        assert out == [Oversized(len(line) + 1, line[:4096], line[-512:], 5000)]
+
+    def test_oversized_last_line_at_eof(self) -> None:
+        framer = LineFramer(4)
+        assert framer.feed(b"123456") == []
+        assert framer.close() == Oversized(6, b"123456", b"123456", 4)
 
     def test_unterminated_last_line_at_eof(self) -> None:
         framer = LineFramer(100)

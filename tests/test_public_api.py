@@ -58,6 +58,7 @@ PUBLIC = [
     "JwtVerifier",
     "LegacyRefused",
     "LocalProtocolError",
+    "MessageTooLarge",
     "MultiEnumField",
     "NumberField",
     "OAuth",

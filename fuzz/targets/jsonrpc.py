@@ -20,6 +20,7 @@ with atheris.instrument_imports(include=["elicitor"]):
         RequestReceived,
         decode_json,
     )
+    from elicitor.protocol._framing import HEAD, TAIL
     from elicitor.types import INVALID_REQUEST, PARSE_ERROR
     from fuzz.targets._harness import fuzz
 
@@ -40,7 +41,10 @@ def TestOneInput(data: bytes) -> None:
     connection = Connection()
     for item in items:
         if isinstance(item, Oversized):
-            assert item.size > MAX_LINE, item
+            assert item.size > MAX_LINE and len(item.head) <= HEAD and len(item.tail) <= TAIL, item
+            event = connection.receive_oversized(item)  # what its first and last bytes say it was
+            if isinstance(event, InvalidMessage) and event.reply is not None:
+                assert decode_json(event.reply)["error"]["code"] == INVALID_REQUEST
             continue
         assert len(item) <= MAX_LINE and b"\n" not in item, item
         event = connection.receive(item)

@@ -225,6 +225,20 @@ class OutcomeUnknown(ElicitorError):
         self.method = method
 
 
+class MessageTooLarge(ElicitorError):
+    """The peer's answer to a request was larger than this side accepts (``max_message_size``), so it was dropped
+    unread and the request fails at once instead of waiting for an answer that will not come. ``size`` is the
+    answer's length in bytes, ``limit`` the limit it broke: raise the limit if the peer is to be trusted with
+    that much (a server returning a large image, say)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"the peer's answer was {size:,} bytes, over the limit of {limit:,} (max_message_size): it was dropped"
+        )
+        self.size = size
+        self.limit = limit
+
+
 class LegacyRefused(ElicitorError):
     """A server's URL did not open the HTTP+SSE transport of 2024-11-05 (``Client.http(url, transport="sse")``), or
     opened one the client must not use: its ``endpoint`` event named another origin than the server's (the

@@ -26,7 +26,7 @@ import anyio
 
 from .._version import __version__
 from ..session import Session, open_session
-from ..transports import StdioClientTransport, Transport
+from ..transports import CLIENT_MAX_MESSAGE_SIZE, StdioClientTransport, Transport
 from ..types import ALL_REVISIONS, CallToolResult, Implementation, JSONObject, LoggingLevel, Tool
 from ._era import Declared, Era
 from ._handlers import ElicitationHandler
@@ -193,15 +193,20 @@ class Client:
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: int | IO[bytes] | None = None,
+        max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
         **kwargs: Any,
     ) -> Client:
         """A client for a server started as ``command`` with its stdin/stdout as the connection.
 
-        ``stderr`` receives the server's stderr (default: ours). Other arguments are as for :class:`Client`.
+        ``stderr`` receives the server's stderr (default: ours). ``max_message_size`` bounds one message from the
+        server (16 MiB): a larger answer is dropped unread and its request fails with
+        :class:`~elicitor.MessageTooLarge`. Other arguments are as for :class:`Client`.
         """
 
         async def connect() -> Transport:
-            return await StdioClientTransport.start(command, env=env, cwd=cwd, stderr=stderr)
+            return await StdioClientTransport.start(
+                command, env=env, cwd=cwd, stderr=stderr, max_message_size=max_message_size
+            )
 
         return cls(connect, **kwargs)
 

@@ -24,6 +24,7 @@ from ._lifecycle import (
     parse_implementation,
     parse_request_meta,
 )
+from ._peek import peek_envelope
 
 __all__ = [
     "MAX_DEPTH",
@@ -47,4 +48,5 @@ __all__ = [
     "negotiate",
     "parse_implementation",
     "parse_request_meta",
+    "peek_envelope",
 ]

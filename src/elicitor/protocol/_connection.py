@@ -29,7 +29,7 @@ from typing import Any, TypeAlias, cast
 
 import msgspec
 
-from .._exceptions import JSONRPCError, RemoteProtocolError
+from .._exceptions import JSONRPCError, MessageTooLarge, RemoteProtocolError
 from ..types import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -38,6 +38,8 @@ from ..types import (
     JSONValue,
     RequestId,
 )
+from ._framing import Oversized
+from ._peek import peek_envelope
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
@@ -114,7 +116,8 @@ class ErrorReceived:
     """The peer answered our request ``id`` with an error."""
 
     id: RequestId
-    error: JSONRPCError
+    error: JSONRPCError | MessageTooLarge
+    """What the peer answered, or :class:`MessageTooLarge` for an answer dropped for its size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +230,32 @@ class Connection:
                 return ErrorReceived(raw_id, error)
             return ResultReceived(raw_id, result)
         return _invalid(reply_id, INVALID_REQUEST, "Invalid request: neither a request, a notification nor a response")
+
+    def receive_oversized(self, message: Oversized) -> Event:
+        """Classify a message dropped for its size, from what its first and last bytes say it was
+        (:func:`~elicitor.protocol.peek_envelope`): an answer to a request of ours fails that request
+        (:class:`ErrorReceived` with :class:`MessageTooLarge`, nothing sent back: responses are never answered);
+        a request is refused under its own id (-32600, so the peer's call ends instead of waiting); a
+        notification is only reported; anything else is refused with a null id, as JSON-RPC says for a request
+        whose id cannot be read.
+        """
+        request_id, kind = peek_envelope(message.head, message.tail)
+        limit = f" over the limit of {message.limit:,} bytes" if message.limit else " over the size limit"
+        text = f"Invalid request: message too large ({message.size:,} bytes,{limit})"
+        if kind == "response":
+            if request_id is not None and (request_id in self._outgoing or request_id in self._abandoned):
+                self._outgoing.discard(request_id)
+                self._abandoned.pop(request_id, None)
+                return ErrorReceived(request_id, MessageTooLarge(message.size, message.limit))
+            return InvalidMessage(RemoteProtocolError(text), None)
+        if kind == "request":
+            assert request_id is not None
+            if request_id in self._incoming:  # the id is in flight: an answer under it would answer that request
+                return InvalidMessage(RemoteProtocolError(text), error_reply(None, INVALID_REQUEST, text))
+            return InvalidMessage(RemoteProtocolError(text), error_reply(request_id, INVALID_REQUEST, text))
+        if kind == "notification":
+            return InvalidMessage(RemoteProtocolError(text), None)
+        return InvalidMessage(RemoteProtocolError(text), error_reply(None, INVALID_REQUEST, text))
 
     def _cancelled(self, params: JSONObject | None) -> Event:
         request_id = params.get("requestId") if params else None

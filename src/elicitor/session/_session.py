@@ -34,11 +34,10 @@ from ..protocol import (
     RequestCancelled,
     RequestReceived,
     ResultReceived,
-    error_reply,
 )
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
-from ..types import INTERNAL_ERROR, INVALID_REQUEST, JSONObject, RequestId
+from ..types import INTERNAL_ERROR, JSONObject, RequestId
 from ._deadlines import Deadlines
 from ._waiter import Waiter
 
@@ -292,12 +291,26 @@ class Session:
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
                 if isinstance(message, Oversized):
-                    logger.warning("dropped a %d-byte message: over the size limit", message.size)
-                    await self._reply(error_reply(None, INVALID_REQUEST, "Invalid request: message too large"), None)
+                    await self._oversized(message)
                     continue
                 await self.dispatch(message)
         finally:
             self._close()
+
+    async def _oversized(self, message: Oversized) -> None:
+        """A message dropped for its size: the request of ours it answered fails with
+        :class:`~elicitor.MessageTooLarge`, a request of the peer's is refused under its id (see
+        :meth:`Connection.receive_oversized`)."""
+        event = self.connection.receive_oversized(message)
+        if isinstance(event, InvalidMessage):
+            logger.warning("dropped a %d-byte message from the peer: %s", message.size, event.error)
+            if event.reply is not None:
+                await self._reply(event.reply, None)
+            return
+        logger.warning(
+            "dropped a %d-byte answer from the peer: over the limit of %d bytes", message.size, message.limit
+        )
+        self._act_now(event)
 
     def _dispatch_now(self, message: bytes | Oversized) -> bool:
         """Act on ``message`` at once, from the transport's reading callback, if nothing in it waits: a request

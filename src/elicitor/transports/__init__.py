@@ -2,9 +2,16 @@
 
 from ._base import Transport
 from ._memory import MemoryTransport, memory_pair
-from ._stdio import DEFAULT_MAX_MESSAGE_SIZE, StdioClientTransport, StdioServerTransport, stdout_kept_for_protocol
+from ._stdio import (
+    CLIENT_MAX_MESSAGE_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    StdioClientTransport,
+    StdioServerTransport,
+    stdout_kept_for_protocol,
+)
 
 __all__ = [
+    "CLIENT_MAX_MESSAGE_SIZE",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "MemoryTransport",
     "StdioClientTransport",

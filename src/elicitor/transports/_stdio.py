@@ -27,8 +27,14 @@ from .._loop import running_asyncio_loop
 from ..protocol import LineFramer, Oversized
 from ..types import RequestId
 
-DEFAULT_MAX_MESSAGE_SIZE = 1 << 20
-"""The largest message accepted on a line (1 MiB); larger lines are refused with -32600 and skipped."""
+DEFAULT_MAX_MESSAGE_SIZE = 4 << 20
+"""The largest message a server accepts on a line (4 MiB, as over HTTP): a larger one is skipped unread and, when
+its first or last bytes say it is a request, refused under its own id (-32600), so the client's call ends."""
+
+CLIENT_MAX_MESSAGE_SIZE = 16 << 20
+"""The largest message a client accepts from the server it started (16 MiB: a tool's result may carry a large image
+or file, and servers of other SDKs, which set no limit, send them); a larger answer fails its request at once
+with :class:`~elicitor.MessageTooLarge`."""
 
 _READ_SIZE = 1 << 16
 _NOT_ASYNCIO: asyncio.AbstractEventLoop = cast(asyncio.AbstractEventLoop, object())
@@ -262,7 +268,7 @@ class StdioClientTransport(FdStream):
     """What arrives is the server process's stdout, where a stray ``print()`` lands: a line that is not JSON is
     reported as such (quoted, with where output belongs) and ignored, rather than answered with -32700."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], *, max_message_size: int = CLIENT_MAX_MESSAGE_SIZE) -> None:
         assert process.stdin is not None and process.stdout is not None
         self.process = process
         # Take the descriptors over from the Popen file objects, which would otherwise close them again.
@@ -280,7 +286,7 @@ class StdioClientTransport(FdStream):
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stderr: int | IO[bytes] | None = None,
-        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
     ) -> StdioClientTransport:
         """Start ``command`` with pipes for its stdin and stdout.
 
