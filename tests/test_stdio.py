@@ -122,7 +122,7 @@ def test_bad_input_over_stdio_gets_errors_and_the_session_keeps_serving() -> Non
             (b'{"jsonrpc":"2.0","id":"early","method":"ping"}\n', None),  # ping is fine before initialize
             (b'{"jsonrpc":"2.0","id":true,"method":"ping"}\n', -32600),
             (b'{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}\n', -32600),
-            (b"{" + b'"x":"' + b"a" * (2 << 20) + b'"}\n', -32600),  # a 2 MB line
+            (b"{" + b'"x":"' + b"a" * (5 << 20) + b'"}\n', -32600),  # a 5 MB line, over the 4 MiB limit
         ]
         for data, code in cases:
             peer.send(data)
@@ -152,6 +152,23 @@ def test_bad_input_over_stdio_gets_errors_and_the_session_keeps_serving() -> Non
         assert peer.read() == {"jsonrpc": "2.0", "id": 5, "result": {}}
     finally:
         assert peer.close() == 0
+
+
+def test_what_a_client_sent_before_closing_the_servers_input_is_answered() -> None:
+    """``printf '...' | server``, or a client that writes its last requests and closes stdin to shut the server down
+    (basic/lifecycle, stdio): what was read before the end is answered before the server exits."""
+    data = (
+        INIT
+        + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+        + b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_simple_text","arguments":{}}}\n'
+        + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n'
+    )
+    done = subprocess.run(EVERYTHING, input=data, capture_output=True, cwd=ROOT, timeout=60)
+    replies = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert set(replies) == {"init", 2, 3}, done.stdout
+    assert replies["init"]["result"]["protocolVersion"] == "2025-11-25"
+    assert "content" in replies[2]["result"] and replies[3]["result"] == {}
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
 
 
 def test_peer_vanishing_mid_elicitation_is_a_clean_cancellation() -> None:

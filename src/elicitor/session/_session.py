@@ -70,6 +70,12 @@ _UNSCOPED = nullcontext()
 _CANCEL_GRACE = 5.0
 """How long a shielded cleanup may try to tell the peer that a request was cancelled."""
 
+INPUT_ENDED_GRACE = 2.0
+"""How long a session whose transport answers after its input ends (a stdio server's: the client closed its
+stdin) lets the requests it read finish and be answered before it closes: what was sent before the end is
+answered (``printf '...' | server``), and a client that closes stdin and waits for the server to exit, as the spec
+says, waits no longer than this for requests it left running."""
+
 
 class Taken(Protocol):
     """A peer request :attr:`Session.take` took: answered through :meth:`Session.answer` by whoever took it."""
@@ -132,6 +138,8 @@ class Session:
         self._tasks: dict[anyio.CancelScope, asyncio.Task[None]] = {}
         """On asyncio, the scopes of the tasks answering peer requests, and those tasks (see :meth:`_spawn`)."""
         self._closed = False
+        self._input_ended = False
+        """The peer's side ended (see :meth:`_drain`): nothing more can be asked of it."""
         self._closed_event = anyio.Event()
         self._loop = running_asyncio_loop()
         self._scope_type: Callable[[], anyio.CancelScope] = (
@@ -230,7 +238,7 @@ class Session:
         timeout: float | None,
         sent: Callable[[RequestId], None] | None,
     ) -> JSONObject:
-        if self._closed:
+        if self._closed or self._input_ended:
             raise ConnectionClosed("the connection is closed")
         request_id, data = self.connection.send_request(method, params)
         if sent is not None:
@@ -288,7 +296,11 @@ class Session:
             while True:
                 try:
                     message = await self.transport.receive()
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                except anyio.EndOfStream:
+                    if getattr(self.transport, "answers_after_input_ends", False):
+                        await self._drain()
+                    return
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     return
                 if isinstance(message, Oversized):
                     await self._oversized(message)
@@ -296,6 +308,20 @@ class Session:
                 await self.dispatch(message)
         finally:
             self._close()
+
+    async def _drain(self) -> None:
+        """The peer's input ended (it closed our stdin) but it may still read: answer the requests read before the
+        end that finish within :data:`INPUT_ENDED_GRACE`, then close. Nothing can be asked of the peer any more:
+        what waits on it fails with :class:`~elicitor.ConnectionClosed` now (an elicitation ends the tool's wait
+        at once), and so does anything asked later."""
+        self._input_ended = True
+        for pending in self._pending.values():
+            pending.error = ConnectionClosed("the peer's side ended before it answered")
+            self._answered(pending)
+        self._pending.clear()
+        with anyio.move_on_after(INPUT_ENDED_GRACE):
+            while self._inflight:
+                await anyio.sleep(0.01)
 
     async def _oversized(self, message: Oversized) -> None:
         """A message dropped for its size: the request of ours it answered fails with

@@ -224,6 +224,11 @@ class FdStream:
 class StdioServerTransport(FdStream):
     """The server's end: its own stdin and stdout (file descriptors 0 and 1 by default)."""
 
+    answers_after_input_ends = True
+    """The client may close our stdin and still read our stdout (basic/lifecycle: a stdio client shuts down by
+    closing the server's input, then waits for it to exit): the requests read before the end are answered, within
+    :data:`~elicitor.session._session.INPUT_ENDED_GRACE` (2 s), before the session closes."""
+
     def __init__(self, stdin: int = 0, stdout: int = 1, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> None:
         super().__init__(stdin, stdout, max_message_size=max_message_size, own_fds=False)
 
