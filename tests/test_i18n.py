@@ -865,6 +865,20 @@ def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tm
         (["serve", "--auth-introspect", "http://x", "tests.peers.cli_server:server"], {"LANG": "C.UTF-8"},
          "elicitor serve: --auth-introspect needs --auth-client-id and --auth-client-secret"),
         (["serve", "nowhere:server"], {"LANG": "zh_TW.UTF-8"}, "elicitor serve：無法載入 'nowhere:server'"),
+        # why it will not start, and a malformed --metrics: the library's reason said in the person's words too
+        (["serve", "--redis", "redis://127.0.0.1:1/0", "tests.peers.cli_server:server"],
+         {"LANG": "zh_CN.UTF-8", "ELICITOR_STATE_KEYS": ""},
+         "elicitor serve：未启动：此服务器的状态共享在 Redis 中，每个副本都必须用相同的密钥封存 requestState："
+         "请在所有副本上设置 ELICITOR_STATE_KEYS（python -c 'import elicitor.server as s; print(s.generate_key())'）"),
+        (["serve", "--redis", "redis://127.0.0.1:1/0", "tests.peers.cli_server:server"],
+         {"LANG": "zh_TW.UTF-8", "ELICITOR_STATE_KEYS": ""}, "elicitor serve：未啟動：此伺服器的狀態共享於 Redis，"),
+        (["serve", "--redis", "redis://127.0.0.1:1/0", "tests.peers.cli_server:server"],
+         {"LANG": "C.UTF-8", "ELICITOR_STATE_KEYS": ""},
+         "elicitor serve: not starting: this server shares its state in Redis, so every replica must seal"),
+        (["serve", "--metrics", "abc", "tests.peers.cli_server:server"], {"LANG": "zh_CN.UTF-8"},
+         "elicitor serve：--metrics 的值应为 [HOST:]PORT（例如 9464 或 0.0.0.0:9464），而不是 'abc'"),
+        (["--lang", "zh-TW", "serve", "--metrics", "0.0.0.0:", "tests.peers.cli_server:server"], {},
+         "elicitor serve：--metrics 的值應為 [HOST:]PORT（例如 9464 或 0.0.0.0:9464），而非 '0.0.0.0:'"),
     ],
 )  # fmt: skip
 def test_a_mistyped_command_line_is_explained_in_the_persons_language(
@@ -877,6 +891,32 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
         env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
     )  # fmt: skip
     assert run.returncode == 2 and said in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("environ", "argv", "said"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服务（"),
+        ({"LANG": "zh_TW.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服務（"),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], "elicitor: cli-desk at http://127.0.0.1:0/mcp ("),
+    ],
+)  # fmt: skip
+def test_serve_says_where_it_listens_in_the_persons_language(
+    environ: dict[str, str], argv: list[str], said: str
+) -> None:
+    """The first line ``elicitor serve`` writes, where it answers, in the language of the rest of the command."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "elicitor", *argv, "serve", "--port", "0", "tests.peers.cli_server:server"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    ) as serving:  # fmt: skip
+        try:
+            assert serving.stderr is not None
+            first = serving.stderr.readline()
+        finally:
+            serving.kill()
+            serving.communicate(timeout=60)
+    assert first.startswith(said), first
 
 
 def help_of(argv: list[str], environ: dict[str, str], columns: int = 70) -> str:

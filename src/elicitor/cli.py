@@ -450,6 +450,16 @@ def t(msgid: str, /, **args: Any) -> str:
     return language()._(msgid, **args)
 
 
+def t_of(said: object) -> str:
+    """What the library said, in the person's language when it is a deferred sentence (a :class:`Message`, or an
+    exception raised with one), else as it is: an exception's detail from elsewhere stays as written."""
+    from .i18n import Message, language
+
+    if isinstance(said, BaseException) and len(said.args) == 1:
+        said = said.args[0]
+    return language().text(said) if isinstance(said, Message) else str(said)
+
+
 def _speak_in_usage_errors(argv: list[str]) -> None:
     """Have argparse's usage errors said in the person's language: the one ``--lang`` names (read here, before
     the parsing that may fail), else their environment's. Only the sentences of :data:`_ARGPARSE_SAYS` are looked
@@ -553,7 +563,7 @@ def _serve(args: argparse.Namespace) -> int:
         try:
             serve_telemetry(args.telemetry, args.metrics, str(server.info["name"]))
         except ValueError as exc:
-            _serve_says(str(exc))
+            _serve_says(t_of(exc))
             return 2
     if args.log_format == "json":
         from .telemetry._command import json_logs
@@ -575,9 +585,9 @@ def _serve(args: argparse.Namespace) -> int:
         except ValueError as exc:
             _serve_says(str(exc))
             return 2
-        problem = server.misconfiguration()
+        problem = server._misconfigured()
         if problem is not None:
-            _serve_says(t("not starting: {reason}", reason=problem))
+            _serve_says(t("not starting: {reason}", reason=t_of(problem)))
             return 2
         options: dict[str, Any] = {}
         if args.keep_alive is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 import anyio
 
 from .._loop import event_loop, run_on
+from ..i18n._message import N_, Message
 from ..session import MAX_INCOMING
 from ..state import REDIS_URL_ENV, MemoryStore, Store, open_store
 from ..transports import StdioServerTransport, Transport, stdout_kept_for_protocol
@@ -166,10 +167,16 @@ class Server:
         """What in this server's configuration would make it fail once serving, said before it starts; ``None``
         when nothing does. Today: state shared in Redis with ``requestState`` sealed by this process's own random
         key (another replica could not open it, so every 2026-07-28 retry that lands elsewhere would fail)."""
+        problem = self._misconfigured()
+        return None if problem is None else str(problem)
+
+    def _misconfigured(self) -> Message | None:
+        """:meth:`misconfiguration` as a deferred sentence, which ``elicitor serve`` says in the person's language."""
         if self.store.shared and self.sealer.ephemeral:
-            return (
+            return N_(
                 "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
-                "set ELICITOR_STATE_KEYS (python -c 'import elicitor.server as s; print(s.generate_key())') on all"
+                "set ELICITOR_STATE_KEYS ({command}) on all",
+                command="python -c 'import elicitor.server as s; print(s.generate_key())'",
             )
         return None
 
@@ -526,13 +533,15 @@ class Server:
             if problem is not None:
                 raise RuntimeError(problem)  # before anything listens: a replica that cannot work never starts
             on_loop, parser = http_stack(loop, http)
+            from ..i18n import language
+
             shown = f"[{host}]" if ":" in host else host
-            shared = ", state shared in Redis" if self.store.shared else ""
-            print(
-                f"elicitor: {self.info['name']} at http://{shown}:{port}{path} ({parser}, {on_loop}{shared})",
-                file=sys.stderr,
-                flush=True,
-            )
+            says = {"name": self.info["name"], "url": f"http://{shown}:{port}{path}", "parser": parser, "loop": on_loop}
+            if self.store.shared:  # the line the operator reads first: in their language, as the rest of the CLI
+                line = language()._("elicitor: {name} at {url} ({parser}, {loop}, state shared in Redis)", **says)
+            else:
+                line = language()._("elicitor: {name} at {url} ({parser}, {loop})", **says)
+            print(line, file=sys.stderr, flush=True)
             from .http._keepalive import http_protocol
 
             uvicorn.run(

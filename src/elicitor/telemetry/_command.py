@@ -23,6 +23,7 @@ Anything that cannot work is a :class:`ValueError` saying what to do, raised bef
 
 from __future__ import annotations
 
+from ..i18n._message import N_
 from ._state import MODES, Mode, mode_from_env, set_mode
 
 EXTRA = "pip install 'elicitor[otel]'"
@@ -65,7 +66,7 @@ def _mode(mode: str | None) -> Mode:
     for known in MODES:
         if mode == known:
             return known
-    raise ValueError(f"--telemetry must be one of {', '.join(MODES)}, not {mode!r}")
+    raise ValueError(N_("--telemetry must be one of {modes}, not {mode}", modes=", ".join(MODES), mode=repr(mode)))
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -73,7 +74,7 @@ def _address(text: str) -> tuple[str, int]:
     host, colon, port = text.rpartition(":")
     host = host.strip("[]") if colon else "127.0.0.1"
     if not port.isdigit() or not 0 < int(port) < 65536 or (colon and not host):
-        raise ValueError(f"--metrics takes [HOST:]PORT (e.g. 9464 or 0.0.0.0:9464), not {text!r}")
+        raise ValueError(N_("--metrics takes [HOST:]PORT (e.g. 9464 or 0.0.0.0:9464), not {text}", text=repr(text)))
     return host, int(port)
 
 
