@@ -190,3 +190,35 @@ def test_elicitor_connect_through_the_sign_in_page(protocol: str) -> None:
     out, rest = connect.communicate("\nq\n" if protocol == "2026-07-28" else "q\n", timeout=60)
     assert connect.returncode == 0, rest
     assert "Result: Connected as grace." in out, "".join(shown) + rest + out  # results on stdout, the rest on stderr
+
+
+async def test_a_page_connection_is_sent_without_waiting_for_acknowledgements(anyio_backend: str) -> None:
+    """The sockets pages are served on (URL-mode pages, the browser form, the demo) are made so that asyncio sets
+    TCP_NODELAY on every connection it accepts: otherwise each response uvicorn writes in two pieces waits ~40 ms
+    for the browser's delayed acknowledgement."""
+    if anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    import asyncio
+    import socket
+
+    from elicitor._net import loopback_socket
+
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            sock = transport.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    listening = loopback_socket()
+    server = await asyncio.get_running_loop().create_server(Probe, sock=listening)
+    try:
+        port = listening.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        with anyio.fail_after(10):
+            assert await accepted != 0
+        writer.close()
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -17,7 +17,6 @@ import hashlib
 import hmac
 import html
 import secrets
-import socket
 import sys
 from dataclasses import dataclass
 from datetime import date
@@ -29,6 +28,7 @@ import anyio
 from ._connect import UI_CHOICES, Console, Progress, answering, menu_line, server_stderr, tool_menu
 from ._exceptions import JSONRPCError, TooManyRounds
 from ._loop import run_on
+from ._net import loopback_socket
 from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client
 from .client._present import printable
@@ -255,8 +255,7 @@ async def serve_with_pages() -> None:
     """The server over stdio for the signed-in OS user, and the calendar pages on a loopback port."""
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock = loopback_socket()
     pages.base = f"http://127.0.0.1:{sock.getsockname()[1]}"
     web = uvicorn.Server(uvicorn.Config(pages, log_level="warning", access_log=False, lifespan="off"))
     async with anyio.create_task_group() as tg:

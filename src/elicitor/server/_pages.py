@@ -17,7 +17,6 @@ person's browser reaches. :class:`PageSite` is the one place that knows both:
 from __future__ import annotations
 
 import copy
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +25,7 @@ import anyio
 import sniffio
 
 from .._exceptions import ElicitorError
+from .._net import loopback_socket
 
 PagesApp = Callable[[Any, Any, Any], Awaitable[None]]
 """An ASGI application (``async def app(scope, receive, send)``), Starlette's or a plain function."""
@@ -94,8 +94,7 @@ class PageSite:
             raise PagesNotServed("this server serves no pages")
         if sniffio.current_async_library() != "asyncio":
             raise RuntimeError("serving pages next to stdio needs the asyncio backend (uvicorn runs on asyncio)")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        sock = loopback_socket()
         sock.listen(128)
         if not self._fixed:
             self._base = f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import secrets
-import socket
 import sys
 import time
 import webbrowser
@@ -18,6 +17,7 @@ import anyio
 import anyio.abc
 
 from ..._exceptions import FieldError, InvalidAnswer
+from ..._net import loopback_socket
 from ..._outcomes import Accepted, Cancelled, Declined
 from ...i18n import Language, available, chosen, language
 from .._handlers import ElicitationOutcome, ElicitationRequest, OneAtATime
@@ -81,8 +81,7 @@ class BrowserHandler:
     async def _serving(self) -> AsyncIterator[None]:
         import uvicorn
 
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
+        sock = loopback_socket()
         self._host = f"127.0.0.1:{sock.getsockname()[1]}"
         self.base = f"http://{self._host}"
         server = uvicorn.Server(
