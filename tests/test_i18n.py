@@ -896,6 +896,33 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
 @pytest.mark.parametrize(
     ("environ", "argv", "said"),
     [
+        ({"LANG": "zh_CN.UTF-8"}, [],
+         "elicitor connect：无法连接到 http://127.0.0.1:1/mcp："
+         "传输错误（发生在本地，并非来自服务器）：HTTP request failed: "),
+        ({"LANG": "zh_TW.UTF-8"}, [],
+         "elicitor connect：無法連線到 http://127.0.0.1:1/mcp："
+         "傳輸錯誤（發生在本機，並非來自伺服器）：HTTP request failed: "),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], "elicitor connect: cannot connect to http://127.0.0.1:1/mcp: "
+         "Transport error (local, not from the server): HTTP request failed: "),
+    ],
+)  # fmt: skip
+def test_a_transport_failure_is_framed_in_the_persons_language(
+    environ: dict[str, str], argv: list[str], said: str
+) -> None:
+    """``elicitor connect`` to an address where nothing listens: the frame (this side of the wire failed, not the
+    server) in the person's words, the HTTP library's detail as it came, the error code unpunctuated."""
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", *argv, "connect", "http://127.0.0.1:1/mcp"], capture_output=True,
+        text=True, timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    )  # fmt: skip
+    out = run.stdout + run.stderr
+    assert run.returncode == 1 and said in out and "32,603" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("environ", "argv", "said"),
+    [
         ({"LANG": "zh_CN.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服务（"),
         ({"LANG": "zh_TW.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服務（"),
         ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], "elicitor: cli-desk at http://127.0.0.1:0/mcp ("),

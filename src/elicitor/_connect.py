@@ -285,10 +285,26 @@ async def tool_menu(client: Client, console: Console) -> int:
                 )
             result = await handle.wait(on_status=follow.status if handle.id is not None else None)
         except (JSONRPCError, ElicitorError) as exc:
-            write(t("Error: {reason}", reason=printable(str(exc))))
+            write(t("Error: {reason}", reason=printable(reason_of(exc, lang))))
             continue
         write("")
         console.tool_result(result)
+
+
+def reason_of(exc: BaseException, lang: Language) -> str:
+    """Why a call or the connection failed, as the person reads it: when the HTTP transport answered the request
+    itself (it never reached the server, or its answer could not be read), that frame in their language and the
+    technical detail as it came; a server's own error, or the system's, as it is."""
+    from .client._http import LOCAL_FAILURE, NOT_JSON
+
+    if isinstance(exc, JSONRPCError) and exc.message.startswith(LOCAL_FAILURE):
+        detail = exc.message.removeprefix(LOCAL_FAILURE)
+        return lang._(
+            "Transport error (local, not from the server): {detail} (code {code})", detail=detail, code=str(exc.code)
+        )
+    if isinstance(exc, JSONRPCError) and exc.message == NOT_JSON:
+        return lang._("Transport error (local): the server's answer is not JSON (code {code})", code=str(exc.code))
+    return str(exc)
 
 
 def _say_left_out(write: Callable[[str], None], lang: Language, left_out: tuple[str, ...]) -> None:
@@ -396,7 +412,7 @@ def main(
         return 130
     except FileNotFoundError:
         problem = t("no program {name}: check the command (or give the server's http(s) URL).", name=repr(target[0]))
-        console.write(f"elicitor connect: {problem}")
+        console.write("elicitor connect" + t(": ") + problem)
         return 1
     except (OSError, ElicitorError) as exc:  # TimeoutError (no handshake within --timeout) is an OSError
         advice = (
@@ -404,9 +420,9 @@ def main(
             if is_url
             else t("Run the command alone to see its own errors: it must speak MCP on stdin and stdout.")
         )
-        reason = printable(str(exc)) or type(exc).__name__
+        reason = printable(reason_of(exc, console.lang)) or type(exc).__name__
         problem = t("cannot connect to {target}: {reason}.", target=shown, reason=reason)
-        console.write(f"elicitor connect: {spaced(problem)}{advice}")
+        console.write("elicitor connect" + t(": ") + spaced(problem) + advice)
         return 1
     finally:
         console.close()

@@ -642,8 +642,16 @@ class HttpClientTransport:
 
     def _fail(self, request_id: RequestId, reason: str, data: JSONValue = None) -> None:
         """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
-        message = f"Transport error (local, not from the server): {reason}"
+        message = LOCAL_FAILURE + reason
         self._put(error_reply(request_id, INTERNAL_ERROR, message, data))
+
+
+LOCAL_FAILURE = "Transport error (local, not from the server): "
+"""How an error this transport answers a request with itself begins (the request failed on this side of the wire,
+the server never answered it): ``elicitor connect`` says this frame in the person's language, the rest as it is."""
+
+NOT_JSON = "Transport error (local): the server's answer is not JSON"
+"""The error a request gets when the server answered it with something that is not JSON."""
 
 
 def _retry_after(value: str | None, default: float) -> float:
@@ -670,7 +678,7 @@ def _addressed(body: bytes, request_id: RequestId) -> bytes:
     try:
         message = decode_json(body)
     except (msgspec.DecodeError, UnicodeDecodeError):
-        return error_reply(request_id, INTERNAL_ERROR, "Transport error (local): the server's answer is not JSON")
+        return error_reply(request_id, INTERNAL_ERROR, NOT_JSON)
     if isinstance(message, dict) and "error" in message and message.get("id") is None:
         error = message["error"] if isinstance(message["error"], dict) else {}
         return error_reply(
