@@ -946,6 +946,41 @@ def test_serve_says_where_it_listens_in_the_persons_language(
     assert first.startswith(said), first
 
 
+CHECKED = json.dumps(
+    {"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "integer", "minimum": 1},
+        "x": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}},
+    }}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("environ", "argv", "schema", "said"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, [], CHECKED,
+         ["在规范允许的 elicitation schema 子集之内：共 2 个字段。", "协议版本：\n", "  2025-11-25：可以\n",
+          "  2025-06-18：不可以：多选字段（x）从 2025-11-25 起才有；", "    accepts: a whole number; at least 1"]),
+        ({"LANG": "zh_TW.UTF-8"}, [], CHECKED,
+         ["協定版本：\n", "  2026-07-28：可以\n", "多選欄位（x）從 2025-11-25 起才有"]),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], CHECKED, ["Protocol revisions:\n", "  2025-11-25: yes\n"]),
+        ({"LANG": "zh_TW.UTF-8"}, [], '{"type": "object", "properties": {"x": {"type": "object"}}}',
+         ["elicitor check：不在規格允許的 elicitation schema 子集之內：field 'x': nested objects are not allowed"]),
+    ],
+)  # fmt: skip
+def test_check_gives_its_verdict_in_the_persons_language(
+    environ: dict[str, str], argv: list[str], schema: str, said: list[str]
+) -> None:
+    """``elicitor check``'s verdicts (inside the subset or not, which revisions carry the form) in the person's
+    language; the field-by-field listing and why a definition is refused (the library's own words) stay English."""
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", *argv, "check", "-"], input=schema, capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    )  # fmt: skip
+    out = run.stdout + run.stderr
+    assert all(part in out for part in said), out
+
+
 def help_of(argv: list[str], environ: dict[str, str], columns: int = 70) -> str:
     run = subprocess.run(
         [sys.executable, "-m", "elicitor", *argv, "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT,

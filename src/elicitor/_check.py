@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from ._exceptions import ElicitationUnsupported, FormDefinitionError
 from .client._present import hint
 from .forms import EnumField, Form, FormField, MultiEnumField
-from .i18n import ENGLISH
+from .i18n import ENGLISH, language
 from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
 
 REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
@@ -63,8 +63,10 @@ def _schema_in(document: object) -> dict[str, Any]:
 
 
 def report(form: Form[Any], out: TextIO) -> None:
-    """What a client renders, and which revisions carry the form (with what each leaves out)."""
-    out.write(f"Inside the elicitation schema subset: {len(form.fields)} field(s).\n\n")
+    """What a client renders, and which revisions carry the form (with what each leaves out). The verdicts are in
+    the person's language; the field-by-field listing stays English, in the words of the schema it describes."""
+    t = language()._
+    out.write(t("Inside the elicitation schema subset: {n} field(s).", n=str(len(form.fields))) + "\n\n")
     for f in form.fields:
         out.write(f"  {f.name}: {_kind(f)}, {'required' if f.required else 'optional'}\n")
         out.write(f"    shown as: {f.label}\n")
@@ -79,18 +81,25 @@ def report(form: Form[Any], out: TextIO) -> None:
         if isinstance(f, EnumField | MultiEnumField):
             choices = ", ".join(o.value if o.label == o.value else f"{o.label} (sends {o.value!r})" for o in f.options)
             out.write(f"    choices: {choices}\n")
-    out.write("\nProtocol revisions:\n")
+    out.write("\n" + t("Protocol revisions:") + "\n")
     full = form.schema(REV_2025_11_25)["properties"]
     for revision in REVISIONS:
         try:
             sent = form.schema(revision)["properties"]
         except ElicitationUnsupported as exc:
-            out.write(f"  {revision}: no: {_why_not(form, exc)}\n")
+            out.write("  " + t("{revision}: no: {reason}", revision=revision, reason=_why_not(form, exc)) + "\n")
             continue
         assert isinstance(sent, dict) and isinstance(full, dict)
         dropped = [name for name, field in full.items() if "default" in field and "default" not in sent[name]]
-        note = f" (defaults of {', '.join(dropped)} are not sent: this revision allows them on booleans only)"
-        out.write(f"  {revision}: yes{note if dropped else ''}\n")
+        if dropped:
+            line = t(
+                "{revision}: yes (defaults of {fields} are not sent: this revision allows them on booleans only)",
+                revision=revision,
+                fields=", ".join(dropped),
+            )
+        else:
+            line = t("{revision}: yes", revision=revision)
+        out.write("  " + line + "\n")
 
 
 def _why_not(form: Form[Any], exc: ElicitationUnsupported) -> str:
@@ -99,9 +108,10 @@ def _why_not(form: Form[Any], exc: ElicitationUnsupported) -> str:
     multi = [f.name for f in form.fields if isinstance(f, MultiEnumField)]
     if not multi:
         return str(exc)
-    return (
-        f"multi-select fields ({', '.join(multi)}) exist from 2025-11-25 on; a tool asking this form of a client "
-        "on 2025-06-18 gets ElicitationUnsupported"
+    return language()._(
+        "multi-select fields ({fields}) exist from 2025-11-25 on; a tool asking this form of a client "
+        "on 2025-06-18 gets ElicitationUnsupported",
+        fields=", ".join(multi),
     )
 
 
@@ -121,7 +131,8 @@ def main(target: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
         err.write(f"elicitor check: {exc}\n")
         return 2
     except FormDefinitionError as exc:
-        err.write(f"elicitor check: outside the elicitation schema subset: {exc}\n")
+        said = language()._("outside the elicitation schema subset: {reason}", reason=str(exc))
+        err.write("elicitor check" + language()._(": ") + said + "\n")
         return 1
     try:
         report(form, out)
