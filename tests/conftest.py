@@ -18,6 +18,19 @@ EVERYTHING = [sys.executable, str(ROOT / "examples" / "everything_server.py"), "
 REVISIONS = ["2025-06-18", "2025-11-25", "2026-07-28"]
 
 
+@pytest.fixture(autouse=True)
+def _language_of_the_process() -> Any:
+    """Each test starts with no language chosen for the process, and leaves none: ``elicitor --lang`` run in the
+    test process (``cli.main``) chooses one for every renderer made afterwards (``i18n.use``), which would make the
+    pages of a later test speak it whatever their browser asks."""
+    from elicitor.i18n import _language
+
+    kept = list(_language._PROCESS)
+    _language._PROCESS.clear()
+    yield
+    _language._PROCESS[:] = kept
+
+
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
