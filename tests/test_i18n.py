@@ -965,6 +965,8 @@ CHECKED = json.dumps(
         ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], CHECKED, ["Protocol revisions:\n", "  2025-11-25: yes\n"]),
         ({"LANG": "zh_TW.UTF-8"}, [], '{"type": "object", "properties": {"x": {"type": "object"}}}',
          ["elicitor check：不在規格允許的 elicitation schema 子集之內：field 'x': nested objects are not allowed"]),
+        ({"LANG": "zh_CN.UTF-8"}, [], "{not json", ["elicitor check：无法将 '-' 读取为 JSON：Expecting property name"]),
+        ({"LANG": "zh_TW.UTF-8"}, [], "[1]", ["elicitor check：JSON 必須是一個物件："]),
     ],
 )  # fmt: skip
 def test_check_gives_its_verdict_in_the_persons_language(

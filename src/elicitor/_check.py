@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from ._exceptions import ElicitationUnsupported, FormDefinitionError
 from .client._present import hint
 from .forms import EnumField, Form, FormField, MultiEnumField
-from .i18n import ENGLISH, language
+from .i18n import ENGLISH, N_, language
 from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
 
 REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
@@ -36,16 +36,20 @@ def load(target: str) -> Form[Any]:
             text = sys.stdin.read() if target == "-" else Path(target).read_text(encoding="utf-8")
             document = json.loads(text)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise _Unreadable(f"cannot read {target!r} as JSON: {exc}") from None
+            raise _Unreadable(
+                N_("cannot read {target} as JSON: {reason}", target=repr(target), reason=str(exc))
+            ) from None
         return Form.from_schema(_schema_in(document))
     module_name, colon, attribute = target.partition(":")
     if not colon or not attribute:
-        raise _Unreadable(f"{target!r} is neither a JSON file nor module:attribute (e.g. myapp.forms:Booking)")
+        raise _Unreadable(
+            N_("{target} is neither a JSON file nor module:attribute (e.g. myapp.forms:Booking)", target=repr(target))
+        )
     sys.path.insert(0, ".")
     try:
         spec = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:
-        raise _Unreadable(f"cannot load {target!r}: {exc}") from None
+        raise _Unreadable(N_("cannot load {target}: {reason}", target=repr(target), reason=str(exc))) from None
     finally:
         sys.path.pop(0)
     return Form.of(spec)
@@ -58,7 +62,7 @@ def _schema_in(document: object) -> dict[str, Any]:
     if isinstance(document, dict) and isinstance(document.get("requestedSchema"), dict):
         document = document["requestedSchema"]
     if not isinstance(document, dict):
-        raise _Unreadable("the JSON must be an object: a requestedSchema, or elicitation/create params holding one")
+        raise _Unreadable(N_("the JSON must be an object: a requestedSchema, or elicitation/create params holding one"))
     return document
 
 
@@ -128,7 +132,7 @@ def main(target: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
     try:
         form = load(target)
     except _Unreadable as exc:
-        err.write(f"elicitor check: {exc}\n")
+        err.write("elicitor check" + language()._(": ") + language().text(exc.args[0]) + "\n")
         return 2
     except FormDefinitionError as exc:
         said = language()._("outside the elicitation schema subset: {reason}", reason=str(exc))
