@@ -879,6 +879,9 @@ def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tm
          "elicitor serve：--metrics 的值应为 [HOST:]PORT（例如 9464 或 0.0.0.0:9464），而不是 'abc'"),
         (["--lang", "zh-TW", "serve", "--metrics", "0.0.0.0:", "tests.peers.cli_server:server"], {},
          "elicitor serve：--metrics 的值應為 [HOST:]PORT（例如 9464 或 0.0.0.0:9464），而非 '0.0.0.0:'"),
+        (["serve", "--metrics", "9464", "tests.peers.cli_server:server"],
+         {"LANG": "zh_CN.UTF-8", "ELICITOR_TELEMETRY_MODE": "loud"},
+         "elicitor serve：ELICITOR_TELEMETRY_MODE 必须是 native, propagation_only, off 之一，而不是 'loud'"),
     ],
 )  # fmt: skip
 def test_a_mistyped_command_line_is_explained_in_the_persons_language(

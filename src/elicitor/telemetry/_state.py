@@ -15,6 +15,8 @@ import weakref
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Literal
 
+from ..i18n._message import N_
+
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import Tracer, TracerProvider
@@ -73,7 +75,9 @@ def mode_from_env() -> Mode:
     for known in MODES:
         if value == known:
             return known
-    raise ValueError(f"{ENV_MODE} must be one of {', '.join(MODES)}, not {value!r}")
+    raise ValueError(
+        N_("{name} must be one of {modes}, not {value}", name=ENV_MODE, modes=", ".join(MODES), value=repr(value))
+    )
 
 
 def set_mode(
