@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from elicitor.cli import build_parser
-from elicitor.i18n import use
+from elicitor.i18n import chosen, use
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
@@ -65,11 +65,15 @@ def _conformance() -> str:
 
 def _cli() -> str:
     os.environ["COLUMNS"] = "100"  # argparse wraps to the terminal: the page is the same wherever it is built
+    before = chosen()
     use("en")  # --help speaks the builder's language: the page is English whatever their locale
-    parser = build_parser()
-    sections = [f"```text\n{parser.format_help().rstrip()}\n```"]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, command in action.choices.items():
-                sections.append(f"## `elicitor {name}`\n\n```text\n{command.format_help().rstrip()}\n```")
+    try:
+        parser = build_parser()
+        sections = [f"```text\n{parser.format_help().rstrip()}\n```"]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, command in action.choices.items():
+                    sections.append(f"## `elicitor {name}`\n\n```text\n{command.format_help().rstrip()}\n```")
+    finally:
+        use(before)  # the process's own choice again (a test process goes on rendering pages after this)
     return "\n\n".join(sections)

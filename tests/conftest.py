@@ -21,8 +21,8 @@ REVISIONS = ["2025-06-18", "2025-11-25", "2026-07-28"]
 @pytest.fixture(autouse=True)
 def _language_of_the_process() -> Any:
     """Each test starts with no language chosen for the process, and leaves none: ``elicitor --lang`` run in the
-    test process (``cli.main``) chooses one for every renderer made afterwards (``i18n.use``), which would make the
-    pages of a later test speak it whatever their browser asks."""
+    test process (``cli.main``), or the docs' CLI page made there, chooses one for every renderer made afterwards
+    (``i18n.use``), which made the pages of a later test speak it whatever their browser asked."""
     from elicitor.i18n import _language
 
     kept = list(_language._PROCESS)
