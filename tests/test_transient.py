@@ -142,7 +142,9 @@ async def test_a_client_following_a_task_rides_out_a_store_away_longer_than_an_i
     """2025-11-25: the store goes away while the person is asked (on ``tasks/result``'s stream) and stays away
     longer than the server keeps ``tasks/result`` open for it (here, not at all), then for several failed polls,
     longer than an unmarked internal error is ridden out; once it is back, the question is asked again (the first
-    one was withdrawn unanswered) and the task ends with its result."""
+    one was withdrawn unanswered) and the task ends with its result. Each request waits for the store first (up to
+    ``STORE_HOLD``, half a second here: this is about what the client does once the server gives up waiting)."""
+    monkeypatch.setattr(_hold, "STORE_HOLD", 0.5)
     monkeypatch.setattr(_tasks, "POLL_FAILURES_FOR", 0.5)  # an unmarked -32603 would end the wait after 0.5 s
     monkeypatch.setattr(server_tasks, "RESULT_RIDES_OUT", 0.0)  # tasks/result fails at the first failed read
     caplog.set_level(logging.INFO, logger="elicitor")
