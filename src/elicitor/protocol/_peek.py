@@ -45,8 +45,10 @@ def peek_envelope(head: bytes, tail: bytes = b"") -> tuple[RequestId | None, Kin
     except Exception:
         members = {}
     request_id = _id(members.get("id"))
-    if request_id is None and "id" not in members:
+    id_seen = "id" in members
+    if not id_seen:
         match = _TAIL_ID.search(tail)
+        id_seen = match is not None
         if match is not None:
             try:
                 request_id = _id(_decode(match.group(1)))
@@ -55,7 +57,7 @@ def peek_envelope(head: bytes, tail: bytes = b"") -> tuple[RequestId | None, Kin
     if "method" in members:
         if request_id is not None:
             return request_id, "request"
-        return None, "notification" if "id" not in members and not _TAIL_ID.search(tail) else "unknown"
+        return None, "unknown" if id_seen else "notification"
     if "result" in members or "error" in members:
         return request_id, "response"
     return request_id, "unknown"
