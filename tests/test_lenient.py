@@ -215,9 +215,10 @@ async def test_a_task_status_nobody_defined_is_followed_as_running_and_said_once
 ) -> None:
     """A task status outside the tasks extension's five (a newer server's ``paused``, a sloppy one's object) used to
     end the wait with a RemoteProtocolError, though the task went on and finished: it is followed as still running,
-    shown as sent, and the warning is given once per status, not at every poll."""
+    shown as sent, and the warning is given once per status, not at every poll. It names the task by its first 8
+    characters, as every log line does: the whole id is enough to read, answer or cancel a task without sign-in."""
     statuses = iter(["paused", "paused", {"state": "odd"}, "paused", "completed"])
-    task = {"taskId": "t-1", "pollIntervalMs": 50}
+    task = {"taskId": "t-1-Lh2GfVx9QpRz7", "pollIntervalMs": 50}
 
     async def tasks(peer: RawPeer, message: dict[str, Any]) -> None:
         result: dict[str, Any]
@@ -242,6 +243,7 @@ async def test_a_task_status_nobody_defined_is_followed_as_running_and_said_once
     assert seen == ["working", "paused", "working", "paused", "completed"]
     said = [r.getMessage() for r in caplog.records if "following the task as still running" in r.getMessage()]
     assert len(said) == 2 and "'paused'" in said[0] and "{'state': 'odd'}" in said[1], said
+    assert all(line.startswith("task t-1-Lh2G...: ") for line in said), said
 
 
 async def test_a_result_that_is_not_readable_at_all_is_still_a_remote_protocol_error(anyio_backend: str) -> None:

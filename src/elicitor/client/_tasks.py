@@ -142,7 +142,7 @@ class TaskHandle:
         if shown not in self._unknown_seen:
             self._unknown_seen.add(shown)
             logger.warning(
-                "task %s: the server sent status %s, which is none of %s; following the task as still running",
+                "task %.8s...: the server sent status %s, which is none of %s; following the task as still running",
                 self.id, shown, ", ".join(KNOWN_STATUSES),
             )  # fmt: skip
 
@@ -184,7 +184,7 @@ class TaskHandle:
             raise exc
         after = exc.retry_after if isinstance(exc, JSONRPCError) else None
         self._retry_in = POLL_RETRY if after is None else min(max(after, MIN_POLL), MAX_POLL)
-        logger.warning("%s for task %s failed (%s); trying again in %.1f s", method, self.id, exc, self._retry_in)
+        logger.warning("%s for task %.8s... failed (%s); trying again in %.1f s", method, self.id, exc, self._retry_in)
 
     def _pause(self) -> float:
         """Seconds until the next read: the server's interval, or :attr:`_retry_in` after a failed read."""
@@ -214,7 +214,7 @@ class TaskHandle:
             self._failed_updates += 1
             if self._failed_updates >= MAX_UPDATE_ATTEMPTS:
                 raise
-            logger.warning("tasks/update for task %s failed (%s); sending the answers again", self.id, exc)
+            logger.warning("tasks/update for task %.8s... failed (%s); sending the answers again", self.id, exc)
             return
         self._failed_updates = 0
         self._answered.update(responses)

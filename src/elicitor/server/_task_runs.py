@@ -169,7 +169,7 @@ class TaskRuns:
                         await self._finish(parked, "failed", error=_error(exc.code, exc.message, exc.data))
                         break
                     except Exception as exc:  # its text stays in the log: the record is read by the client
-                        failure = internal_error(exc, f"task {task_id}")
+                        failure = internal_error(exc, f"task {task_id[:8]}...")  # the log names a task by 8 characters
                         await self._finish(parked, "failed", error=_error(failure.code, failure.message, failure.data))
                         break
                     if isinstance(outcome, Finished):

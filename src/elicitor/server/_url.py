@@ -269,10 +269,9 @@ class UrlElicitations:
                 shown,
             )
         else:
+            # Not who tried: a user's name is theirs to keep out of the log (docs/observability.md).
             logger.warning(
-                "URL elicitation %s not completed: it belongs to another user than the one completing it (%r)",
-                shown,
-                principal[:64],
+                "URL elicitation %s not completed: it belongs to another user than the one completing it", shown
             )
 
     async def notify_local(self, connection: str, elicitation_id: str) -> None:

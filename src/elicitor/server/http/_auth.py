@@ -277,7 +277,8 @@ class Protection:
         try:
             verified = await self.verifier.verify(token)
         except Exception as exc:  # a verifier's failure refuses the token, never the server
-            logger.warning("the token verifier failed: %s", exc)
+            # The verifier is the application's: its error may quote the token it was given, which no log keeps.
+            logger.warning("the token verifier failed: %s", str(exc).replace(token, "<the token>"))
             verified = None
         if verified is None:
             return "invalid_token"

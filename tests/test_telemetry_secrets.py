@@ -1,0 +1,137 @@
+"""Nothing secret in what an operator collects: a workload over real HTTP with sign-in, on both eras (form answers,
+a URL-mode elicitation whose link carries a code, a completion tried by another user, a task whose run fails, a
+token the verifier chokes on), with every log line elicitor writes at every level, every span and every metric
+captured, and each planted value searched for in all of it.
+
+What may appear is what docs/observability.md promises: a session's and a task's id whole on spans (the trace
+store is to be kept as closed as the endpoint), their first 8 characters in logs; nothing else of the values below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Accepted, BearerToken, Client, Context, JSONRPCError, ScriptedHandler, Server
+from elicitor.server.http import AccessToken, Protection
+
+from .conftest import serving
+from .test_telemetry import Otel, every_log_line, otel
+
+__all__ = ["otel"]  # the fixture, shared
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn runs on asyncio
+
+
+TOKEN = "tok-Quokka-Marmalade-3391"
+OWNER = "user-Wombat-Paprika-5120"
+INTRUDER = "user-Narwhal-Cobalt-8803"
+ANSWER = "Zephyrine-Oblong-7756"
+CODE = "code-Halibut-Saffron-2468"
+QUESTION = "Which vault, Periwinkle-4471?"
+FAILURE = "Tumbleweed-Cardamom-6002"
+CHOKING = "choke-Albatross-Juniper-1177"
+
+FORM = {"type": "object", "properties": {"vault": {"type": "string"}}, "required": ["vault"]}
+
+vault = Server("vault", "1.0", task_poll_interval=0.05)
+
+
+@vault.tool()
+async def enrol(ctx: Context) -> str:
+    """A form question, then a link whose query carries a code."""
+    answer = await ctx.elicit(QUESTION, FORM, key="vault")
+    assert isinstance(answer, Accepted)
+    visited = await ctx.elicit_url(
+        "Confirm on the vault's page.", f"https://vault.example/c/{{elicitation_id}}?c={CODE}"
+    )
+    assert isinstance(visited, Accepted)
+    return "enrolled"
+
+
+@vault.tool(task="required")
+async def audit(ctx: Context) -> str:
+    """A task that asks, then fails with the answer in its exception (the application's text, for its log)."""
+    assert isinstance(await ctx.elicit(QUESTION, FORM, key="vault"), Accepted)
+    raise RuntimeError(f"audit failed: {FAILURE}")
+
+
+class Verifier:
+    """One user's token; a second token makes the verifier raise an error that quotes it (as careless code does)."""
+
+    async def verify(self, token: str) -> AccessToken | None:
+        if token == CHOKING:
+            raise ValueError(f"cannot decode {token!r}")
+        return AccessToken(subject=OWNER, scopes=frozenset({"mcp"})) if token == TOKEN else None
+
+
+Scope = MutableMapping[str, Any]
+App = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+
+def overheard(app: App, said: set[str]) -> App:
+    """``app``, with every ``requestState`` and ``Mcp-Session-Id`` it sends kept in ``said``: what a client holds
+    that would let someone else go on with its call or its session."""
+
+    async def listening(
+        scope: Scope, receive: Callable[[], Awaitable[Any]], send: Callable[[Any], Awaitable[None]]
+    ) -> None:
+        async def heard(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                said.update(v.decode() for k, v in message.get("headers", []) if k == b"mcp-session-id")
+            elif message["type"] == "http.response.body":
+                body = message.get("body", b"").decode("utf-8", "replace")
+                said.update(re.findall(r'"requestState":"([^"]+)"', body))
+            await send(message)
+
+        await app(scope, receive, heard)
+
+    return listening
+
+
+async def test_no_secret_reaches_a_log_line_a_span_or_a_metric(otel: Otel) -> None:
+    held: set[str] = set()
+    protection = Protection(Verifier(), "http://127.0.0.1/mcp", ["https://issuer.example"])
+    app = overheard(vault.http_app(auth=protection), held)
+    with every_log_line() as lines:
+        async with serving(app) as url:
+            for protocol in ("2025-11-25", "2026-07-28"):
+                person = ScriptedHandler([{"vault": ANSWER}, "accept"], modes=frozenset({"form", "url"}))
+                async with Client.http(url, auth=BearerToken(TOKEN), elicitation=person, protocol=protocol) as client:
+                    with anyio.fail_after(30):
+                        assert (await client.call_tool("enrol")).text == "enrolled"
+                    [link] = person.url_requests
+                    elicitation_id = link.url.split("/c/", 1)[1].split("?", 1)[0]
+                    assert not await vault.complete_url_elicitation(elicitation_id, principal=INTRUDER)
+                    assert await vault.complete_url_elicitation(elicitation_id, principal=OWNER)
+            person = ScriptedHandler([{"vault": ANSWER}])
+            async with Client.http(url, auth=BearerToken(TOKEN), elicitation=person, protocol="2025-11-25") as client:
+                with anyio.fail_after(30), contextlib.suppress(JSONRPCError):
+                    await client.call_tool("audit")
+            with anyio.fail_after(30), contextlib.suppress(Exception):  # refused: 401
+                async with Client.http(url, auth=BearerToken(CHOKING), protocol="2025-11-25") as client:
+                    await client.list_tools()
+    task_ids = [str(a["elicitor.task.id"]) for s in otel.finished() if "elicitor.task.id" in (a := s.attributes or {})]
+    logged = "\n".join(lines)
+    exported = otel.exported_bytes()
+    # The workload did what it says: the refusals were logged, the task ran and failed, sessions and rounds were held.
+    assert "belongs to another user" in logged and "the token verifier failed" in logged, logged
+    assert task_ids and "tool 'audit' failed" in logged, logged
+    states, sessions = [h for h in held if len(h) > 100], [h for h in held if len(h) <= 100]
+    assert len(states) >= 2 and len(sessions) >= 2, held
+    for secret in (TOKEN, OWNER, INTRUDER, ANSWER, CODE, QUESTION, CHOKING, *states):
+        assert secret not in logged, (secret, logged)
+        assert secret not in exported, secret
+    for named in (*sessions, *task_ids):  # on spans by design (mcp.session.id, elicitor.task.id), never whole in logs
+        assert named not in logged
+    assert FAILURE not in exported  # the application's exception text: in its log, never on a span
