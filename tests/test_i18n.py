@@ -882,6 +882,12 @@ def test_a_result_the_terminals_encoding_lacks_is_written_escaped_not_a_crash(tm
         (["serve", "--metrics", "9464", "tests.peers.cli_server:server"],
          {"LANG": "zh_CN.UTF-8", "ELICITOR_TELEMETRY_MODE": "loud"},
          "elicitor serve：ELICITOR_TELEMETRY_MODE 必须是 native, propagation_only, off 之一，而不是 'loud'"),
+        # the environment's mistakes, met while the module makes its Server or when serve opens the store
+        (["serve", "tests.peers.cli_server:server"], {"LANG": "zh_TW.UTF-8", "ELICITOR_STATE_KEYS": "short"},
+         "elicitor serve：無法載入 'tests.peers.cli_server:server'：ELICITOR_STATE_KEYS 中的金鑰必須是 base64 編碼的 "
+         "32 位元組（AES-256），可用 python -c 'import elicitor.server as s; print(s.generate_key())' 產生"),
+        (["serve", "tests.peers.cli_server:server"], {"LANG": "zh_CN.UTF-8", "ELICITOR_REDIS_URL": "memcached://x"},
+         "elicitor serve：未知的状态存储 'memcached://x'：请使用 redis:// URL，或留空以使用内存"),
     ],
 )  # fmt: skip
 def test_a_mistyped_command_line_is_explained_in_the_persons_language(
@@ -894,6 +900,26 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
         env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
     )  # fmt: skip
     assert run.returncode == 2 and said in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    ("missing", "argv", "said"),
+    [
+        ("uvloop", ["--loop", "uvloop"], "elicitor serve：loop='uvloop' 需要 uvloop，但它尚未安装："
+         "pip install 'elicitor[speed]'"),
+        ("httptools", ["--http", "httptools"], "elicitor serve：http='httptools' 需要 httptools，但它尚未安装："
+         "pip install httptools"),
+    ],
+)  # fmt: skip
+def test_serve_names_a_missing_loop_or_parser_in_the_persons_language(missing: str, argv: list[str], said: str) -> None:
+    """``serve --loop uvloop`` (or ``--http httptools``) where it is not installed: what to install, in the
+    person's words (the module is hidden from this process as if it were not installed)."""
+    hide = f"import sys; sys.modules[{missing!r}] = None; from elicitor.cli import main; sys.exit(main())"
+    run = subprocess.run(
+        [sys.executable, "-c", hide, "serve", *argv, "tests.peers.cli_server:server"], capture_output=True,
+        text=True, timeout=60, cwd=ROOT, env={**os.environ, "LANG": "zh_CN.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    assert run.returncode == 2 and run.stderr.strip() == said, run.stderr
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 import anyio
 import sniffio
 
+from .i18n._message import N_
+
 _T = TypeVar("_T")
 
 
@@ -25,11 +27,11 @@ def event_loop(loop: str = "auto") -> str:
         ValueError: an unknown name, or uvloop named and not installed (with what to install).
     """
     if loop not in ("auto", "uvloop", "asyncio"):
-        raise ValueError(f"unknown event loop {loop!r}: use 'auto', 'uvloop' or 'asyncio'")
+        raise ValueError(N_("unknown event loop {loop}: use 'auto', 'uvloop' or 'asyncio'", loop=repr(loop)))
     if loop == "auto":
         return "uvloop" if sys.platform != "win32" and _installed("uvloop") else "asyncio"
     if loop == "uvloop" and not _installed("uvloop"):
-        raise ValueError("loop='uvloop' needs uvloop: pip install 'elicitor[speed]'")
+        raise ValueError(N_("loop='uvloop' needs uvloop: {install}", install="pip install 'elicitor[speed]'"))
     return loop
 
 

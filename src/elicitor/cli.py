@@ -460,6 +460,14 @@ def t_of(said: object) -> str:
     return language().text(said) if isinstance(said, Message) else str(said)
 
 
+def _elicitors_own(exc: BaseException) -> bool:
+    """Whether ``exc`` is one of elicitor's own refusals (raised with a deferred sentence: a malformed
+    ``ELICITOR_STATE_KEYS`` met while the server's module made its Server), not a mistake in the module."""
+    from .i18n import Message
+
+    return len(exc.args) == 1 and isinstance(exc.args[0], Message)
+
+
 def _speak_in_usage_errors(argv: list[str]) -> None:
     """Have argparse's usage errors said in the person's language: the one ``--lang`` names (read here, before
     the parsing that may fail), else their environment's. Only the sentences of :data:`_ARGPARSE_SAYS` are looked
@@ -539,6 +547,11 @@ def _serve(args: argparse.Namespace) -> int:
     except (ImportError, AttributeError) as exc:
         _serve_says(t("cannot load {target}: {reason}", target=repr(args.target), reason=exc))
         return 2
+    except ValueError as exc:
+        if not _elicitors_own(exc):
+            raise  # a mistake in the module itself: its traceback says where
+        _serve_says(t("cannot load {target}: {reason}", target=repr(args.target), reason=t_of(exc)))
+        return 2
     server = target
     if not isinstance(server, Server) and callable(server):
         try:
@@ -572,7 +585,7 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         http_stack(args.loop, args.http)  # a named one that is not installed: say so before anything starts
     except ValueError as exc:
-        print(f"elicitor serve: {exc}", file=sys.stderr)
+        _serve_says(t_of(exc))
         return 2
     if args.transport == "stdio":
         server.run("stdio", loop=args.loop)
@@ -583,7 +596,7 @@ def _serve(args: argparse.Namespace) -> int:
             if redis:
                 server.share(redis)
         except ValueError as exc:
-            _serve_says(str(exc))
+            _serve_says(t_of(exc))
             return 2
         problem = server._misconfigured()
         if problem is not None:

@@ -38,11 +38,14 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .._exceptions import JSONRPCError
+from ..i18n._message import N_
 from ..types import INVALID_PARAMS, JSONObject
 
 PREFIX = "e1."
 KEYS_ENV = "ELICITOR_STATE_KEYS"
 """Environment variable with comma-separated base64url 32-byte keys, newest first, shared by every replica."""
+GENERATE_KEY = "python -c 'import elicitor.server as s; print(s.generate_key())'"
+"""The command that prints a new key for :data:`KEYS_ENV`."""
 
 DEFAULT_TTL = 3600.0
 """Seconds a ``requestState`` stays valid: a person may take a while to answer a form."""
@@ -98,6 +101,7 @@ class StateSealer:
     ) -> None:
         self.ephemeral = False
         """Whether the key is this process's own random one (no other process can open its tokens)."""
+        from_env = keys is None
         if keys is None:
             env = os.environ.get(KEYS_ENV, "").strip()
             keys = [k.strip() for k in env.split(",") if k.strip()] if env else [os.urandom(32)]
@@ -106,7 +110,13 @@ class StateSealer:
             raise ValueError("StateSealer needs at least one key")
         ring: dict[bytes, AESGCM] = {}
         for key in keys:
-            raw = _b64decode(key) if isinstance(key, str) else key
+            try:
+                raw = _b64decode(key) if isinstance(key, str) else key
+            except (binascii.Error, ValueError):
+                raw = b""
+            if len(raw) != 32 and from_env:  # the person's environment: elicitor serve says it in their language
+                raise ValueError(N_("{name} must hold keys of 32 bytes in base64 (AES-256), such as {command} prints",
+                                    name=KEYS_ENV, command=GENERATE_KEY))  # fmt: skip
             if len(raw) != 32:
                 raise ValueError("requestState keys must be 32 bytes (AES-256)")
             ring.setdefault(hashlib.sha256(raw).digest()[:4], AESGCM(raw))

@@ -25,7 +25,7 @@ from ._dispatch import ServerSession
 from ._features import PromptDef, ResourceDef, make_prompt, make_resource
 from ._pages import PagesApp, PageSite
 from ._rounds import PARKED_RUN_TTL
-from ._sealing import StateSealer
+from ._sealing import GENERATE_KEY, StateSealer
 from ._task_wire import TaskSupport
 from ._tasks import TaskEngine
 from ._tools import ToolDef, make_tool
@@ -176,7 +176,7 @@ class Server:
             return N_(
                 "this server shares its state in Redis, so every replica must seal requestState with the same keys: "
                 "set ELICITOR_STATE_KEYS ({command}) on all",
-                command="python -c 'import elicitor.server as s; print(s.generate_key())'",
+                command=GENERATE_KEY,
             )
         return None
 
@@ -567,11 +567,11 @@ def http_stack(loop: str = "auto", http: str = "auto") -> tuple[str, str]:
     """
     loop = event_loop(loop)
     if http not in ("auto", "httptools", "h11"):
-        raise ValueError(f"unknown HTTP parser {http!r}: use 'auto', 'httptools' or 'h11'")
+        raise ValueError(N_("unknown HTTP parser {http}: use 'auto', 'httptools' or 'h11'", http=repr(http)))
     if http == "auto":
         http = "httptools" if _installed("httptools") else "h11"
     elif http == "httptools" and not _installed("httptools"):
-        raise ValueError("http='httptools' needs httptools: pip install httptools")
+        raise ValueError(N_("http='httptools' needs httptools: {install}", install="pip install httptools"))
     return loop, http
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..i18n._message import N_
 from ._memory import MemoryStore
 from ._ports import Store
 
@@ -31,4 +32,4 @@ def open_store(url: str | None = None) -> Store:
                 ) from None
             raise
         return RedisStore(url)
-    raise ValueError(f"unknown state store {url!r}: use a redis:// URL, or nothing for memory")
+    raise ValueError(N_("unknown state store {url}: use a redis:// URL, or nothing for memory", url=repr(url)))
