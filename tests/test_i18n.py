@@ -902,6 +902,19 @@ def test_a_mistyped_command_line_is_explained_in_the_persons_language(
     assert run.returncode == 2 and said in run.stderr, run.stderr
 
 
+def test_a_mistyped_telemetry_mode_is_warned_of_and_refused_in_one_language() -> None:
+    """The warning elicitor logs while it is imported (before the command chose anything) and serve's refusal
+    after it: both in the person's language, where the warning was English above a Chinese refusal."""
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "serve", "--metrics", "9464", "tests.peers.cli_server:server"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "zh_TW.UTF-8", "LC_ALL": "", "LANGUAGE": "", "ELICITOR_TELEMETRY_MODE": "loud"},
+    )  # fmt: skip
+    problem = "ELICITOR_TELEMETRY_MODE 必須是 native, propagation_only, off 其中之一，而非 'loud'"
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == [f"{problem}；改用 native", f"elicitor serve：{problem}"], run.stderr
+
+
 @pytest.mark.parametrize(
     ("missing", "argv", "said"),
     [

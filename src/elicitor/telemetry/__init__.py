@@ -220,7 +220,12 @@ def _mode_at_import() -> Mode:
     try:
         return mode_from_env()
     except ValueError as exc:  # a typo in the environment must not stop the program importing elicitor
-        logging.getLogger("elicitor.telemetry").warning("%s; using native", exc)
+        # Said while elicitor is imported, before any program could choose a language: to whoever set the
+        # variable, in their environment's language (elicitor serve's refusal of it follows in the same words).
+        from ..i18n import N_, from_environment
+
+        said = N_("{problem}; using native", problem=exc.args[0])
+        logging.getLogger("elicitor.telemetry").warning("%s", from_environment().text(said))
         return "native"
 
 
