@@ -623,6 +623,75 @@ async def test_a_request_refused_while_redis_is_paused_is_a_span_in_the_callers_
     assert [p.attributes["mcp.method.name"] for p in durations] == ["tools/list"]
 
 
+async def test_every_message_refused_before_its_session_took_it_is_a_span(otel: Otel, redis: RedisServer) -> None:
+    """Not only a request: a person's answer and a notification POSTed while the shared store cannot be reached
+    (refused promptly: this replica holds no request for it) are spans too, in the trace they name. The answer is
+    a ``response`` span under the context elicitor's client puts in its ``result._meta`` (or, naming none, the
+    root of a trace of its own, ``elicitor.trace_context = absent``), with nothing of the answer; the notification
+    a ``SERVER`` span as if served. A request for a session that does not exist is one too: the caller's mistake,
+    ``error.type`` -32600 and HTTP 404, without an error status."""
+    from redis.asyncio import Redis
+
+    trace_id = "6c9f0e1d2b3a4958a7b6c5d4e3f20110"
+    answer_parent, note_parent, lost_parent = "a1a2a3a4a5a6a7a8", "b1b2b3b4b5b6b7b8", "c1c2c3c4c5c6c7c8"
+    traced = {"traceparent": f"00-{trace_id}-{answer_parent}-01"}
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"action": "accept", "content": {"name": SECRET_NAME}, "_meta": traced},
+    }
+    untraced = {"jsonrpc": "2.0", "id": 8, "result": {"action": "accept", "content": {"city": SECRET_CITY}}}
+    note = rpc("notifications/cancelled", {"requestId": 3, "_meta": {"traceparent": f"00-{trace_id}-{note_parent}-01"}})
+    lost = rpc("tools/list", {"_meta": {"traceparent": f"00-{trace_id}-{lost_parent}-01"}}, id=4)
+    statuses: dict[int, int] = {}
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
+        headers = await open_session(http, a)
+        apps[1]._hold.max_waiting = 0
+        admin = Redis.from_url(redis.url)
+        try:
+            await admin.execute_command("CLIENT", "PAUSE", "5000", "ALL")
+
+            async def post(message: dict[str, Any]) -> None:
+                statuses[id(message)] = (await http.post(b, json=message, headers=headers)).status_code
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    for message in (answer, untraced, note):
+                        tg.start_soon(post, message)
+        finally:
+            await admin.aclose()
+        with anyio.fail_after(60):
+            unknown = {**headers, "mcp-session-id": "no-such-session-0123456789abcdef"}
+            assert (await http.post(a, json=lost, headers=unknown)).status_code == 404
+    assert list(statuses.values()) == [503, 503, 503]
+    spans = otel.finished()
+
+    def under(parent: str) -> ReadableSpan:
+        [span] = [s for s in spans if s.parent is not None and f"{s.parent.span_id:016x}" == parent]
+        assert f"{span.context.trace_id:032x}" == trace_id
+        return span
+
+    for span, name, kind in (
+        (under(answer_parent), "response", SpanKind.INTERNAL),
+        (under(note_parent), "notifications/cancelled", SpanKind.SERVER),
+    ):
+        attributes = span.attributes or {}
+        assert (span.name, span.kind) == (name, kind)
+        assert attributes["error.type"] == "-32603" and attributes["http.response.status_code"] == 503
+        assert span.status.status_code == StatusCode.ERROR and "reference" in (span.status.description or "")
+        assert [e.name for e in span.events] == ["exception"]
+    assert (under(answer_parent).attributes or {})["jsonrpc.request.id"] == "7"
+    [alone] = [s for s in spans if s.name == "response" and (s.attributes or {}).get("jsonrpc.request.id") == "8"]
+    assert alone.parent is None and (alone.attributes or {})["elicitor.trace_context"] == "absent"
+    missing = under(lost_parent)
+    assert (missing.name, missing.kind) == ("tools/list", SpanKind.SERVER)
+    attributes = missing.attributes or {}
+    assert attributes["error.type"] == "-32600" and attributes["http.response.status_code"] == 404
+    assert missing.status.status_code == StatusCode.UNSET
+    exported = otel.exported_bytes()
+    assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
 bookings = Server("bookings", "1.0")
 
 

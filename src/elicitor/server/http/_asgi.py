@@ -128,13 +128,21 @@ async def refuse(
     *,
     allow: bool = False,
     reference: str | None = None,
+    cause: BaseException | None = None,
 ) -> None:
     """Answer with ``status`` and a JSON-RPC error body; a 503 says when to try again (``Retry-After``, seconds),
     in the body too (``data.retryable``, ``data.retryAfter``), as a handler's retryable error does: a client that
     reads only the JSON-RPC error (ours hands the body of any JSON answer to the request) still knows it may retry.
     Whether anything ran is the caller's to know: most 503s refuse a request before it reached a session (see
     :func:`refuse_unavailable` for the store away), but a relayed stream the owner closed with 503 before its first
-    message (the relay fell behind) is a request that runs on, its events kept for a resume."""
+    message (the relay fell behind) is a request that runs on, its events kept for a resume.
+
+    A POSTed message refused before it reached its session is a span, with ``code`` as its ``error.type`` and
+    ``cause`` (the store's error, say) as an ``exception`` event (``telemetry/_hooks.py``, ``refused``)."""
+    if _telemetry.state.on:
+        from ...telemetry import _hooks
+
+        _hooks.refused(cause, status, code, message)
     extra = [(b"allow", b"GET, POST, DELETE")] if allow else None
     data: JSONObject | None = None
     if status == 503:
@@ -162,11 +170,7 @@ async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: Base
     reference = secrets.token_hex(6)
     logger.warning("%s: the shared state could not be reached (reference %s): %s", doing, reference, exc)
     message = f"Service unavailable: the shared state cannot be reached now; retry (reference {reference})"
-    if _telemetry.state.on:  # the refused request's span (a POST's), with the error and the reference
-        from ...telemetry import _hooks
-
-        _hooks.refused(exc, 503, message)
-    await refuse(send, 503, request_id, INTERNAL_ERROR, message, reference=reference)
+    await refuse(send, 503, request_id, INTERNAL_ERROR, message, reference=reference, cause=exc)
 
 
 RETRY_AFTER_SECONDS = 1

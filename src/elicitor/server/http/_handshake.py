@@ -639,6 +639,10 @@ class HandshakeSessions:
         frame is not held while the call waits (on a person, perhaps for hours: 0.3 KiB per waiting call).
         """
         session_header = [(b"mcp-session-id", session_id.encode())]
+        if _telemetry.state.on:  # the request reached its session: a refusal now is not one before it did
+            from ...telemetry import _hooks
+
+            _hooks.handed_over()
         try:
             sequence, first, final = await stream.out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
