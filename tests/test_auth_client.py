@@ -5,6 +5,7 @@ scripts/conformance.py)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -209,8 +210,10 @@ class Deployment:
                 if headers.get("authorization") != expected:
                     return await _json(send, 401, {"error": "invalid_client"})
                 grant = Grant(form.get("scope", "").split(), form["resource"], subject="svc")
-            else:
+            elif form["refresh_token"] in self.refresh:
                 grant = self.refresh[form["refresh_token"]]
+            else:  # revoked, or never issued
+                return await _json(send, 400, {"error": "invalid_grant"})
             token, refresh = f"at-{next(self.counter)}", f"rt-{next(self.counter)}"
             if self.jwt:
                 claims = {
@@ -346,6 +349,36 @@ async def test_an_expired_token_is_refreshed_and_more_scope_is_asked_for_on_403(
         assert len(deployment.authorizations) == 2  # the refresh needed no person
         assert deployment.token_requests[-1]["grant_type"] == "refresh_token"
         assert deployment.token_requests[-1]["resource"] == url
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_kept_token_past_its_time_whose_refresh_is_refused_signs_the_person_in_again_once(
+    anyio_backend: str, revision: str
+) -> None:
+    """Tokens kept from an earlier run: the access token's time is up and the authorization server no longer
+    knows the refresh token (it expired, or was revoked). The client refreshed before sending, and a refused
+    refresh failed the call ("signing in to the server failed"); now the request goes out, the server's 401 signs
+    the person in again, once, and the call and its question go on."""
+    store = MemoryTokenStore()
+    async with deployed() as (deployment, url):
+        async with Client.http(url, auth=OAuth(store=store), elicitation=ScriptedHandler([{"name": "Ada"}])) as c:
+            assert (await c.call_tool("greet")).text == "hello Ada"
+        kept = await store.load(url)
+        assert kept is not None and kept.refresh_token is not None and kept.expires_at is not None
+        await store.save(url, dataclasses.replace(kept, expires_at=time.time() - 60))
+        deployment.access.clear()
+        deployment.refresh.clear()
+        handler = ScriptedHandler([{"name": "Bo"}])
+        async with Client.http(url, auth=OAuth(store=store), elicitation=handler, protocol=revision) as c:
+            assert (await c.call_tool("greet")).text == "hello Bo"
+        assert [t["grant_type"] for t in deployment.token_requests] == [
+            "authorization_code", "refresh_token", "authorization_code"
+        ]  # fmt: skip
+        assert len(deployment.authorizations) == 2  # the person was sent to sign in once more, not twice
+        fresh = await store.load(url)
+        assert fresh is not None and fresh.access_token in deployment.access
+        assert fresh.refresh_token in deployment.refresh
 
 
 @pytest.mark.anyio

@@ -208,7 +208,11 @@ class OAuth(httpx.Auth):
             response = yield request
 
     async def _current(self, server_url: str) -> Tokens | None:
-        """The token to send, loaded from the store the first time; refreshed first when it has expired."""
+        """The token to send, loaded from the store the first time; refreshed first when it has expired.
+
+        A refresh the authorization server refuses (the refresh token expired or was revoked: the usual case for
+        tokens kept since yesterday) is no reason to fail the request: the expired token is sent, without its
+        refresh token, and the server's 401 signs the person in again, once, as any 401 does."""
         if not self._loaded:
             self._loaded = True
             self._tokens = await self._store.load(server_url)
@@ -217,7 +221,11 @@ class OAuth(httpx.Auth):
             if tokens.refresh_token is not None:
                 async with self._lock:
                     if self._tokens is tokens:
-                        await self._refresh(server_url, tokens)
+                        try:
+                            await self._refresh(server_url, tokens)
+                        except AuthError as exc:
+                            logger.info("refreshing the token failed (%s); signing in again if the server asks", exc)
+                            self._tokens = replace(tokens, refresh_token=None)  # not tried again on its 401
             return self._tokens
         return tokens
 
