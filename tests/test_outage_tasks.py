@@ -28,7 +28,7 @@ from elicitor.server import HttpApp, StateSealer, generate_key
 from elicitor.state import RedisStore, StoreUnavailable, TaskRecord
 
 from .conftest import serving
-from .replicas import MISSING, RedisServer, Replicas
+from .replicas import MISSING, ROOT, RedisServer, Replicas
 
 pytestmark = [
     pytest.mark.anyio,
@@ -466,3 +466,35 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
     assert final["result"]["content"][0]["text"] == "Ada", final
     if lost == "answer lost":
         assert created == [made["result"]["task"]["taskId"]]
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_task_requests_sent_once_over_stdio_while_redis_is_paused_are_answered(
+    redis: RedisServer, era: str
+) -> None:
+    """A stdio server keeping its tasks in Redis (``Server.run("stdio")`` with a ``RedisStore``): ``tasks/get`` and
+    ``tasks/cancel``, each sent once while Redis is paused, wait for Redis and are answered as over HTTP, instead of
+    failing at once with the retryable error a client sending them once shows its person; the cancel takes effect."""
+    from redis.asyncio import Redis
+
+    async def person(request: ElicitationRequest) -> Accepted[dict[str, str]]:
+        await anyio.sleep_forever()  # the task stays open: its person has not answered yet
+        raise AssertionError
+
+    command = [sys.executable, "-m", "tests.peers.outage_stdio", redis.url, f"outage{secrets.token_hex(4)}:"]
+    admin = Redis.from_url(redis.url)
+    try:
+        async with Client.stdio(command, cwd=str(ROOT), protocol=era, elicitation=person) as client:
+            with anyio.fail_after(90):
+                handle = await client.start_tool("chore")
+                assert handle.id is not None
+                await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+                seen = await client.request("tasks/get", {"taskId": handle.id})
+                await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+                await client.request("tasks/cancel", {"taskId": handle.id})
+                after = await client.request("tasks/get", {"taskId": handle.id})
+    finally:
+        await admin.aclose()
+    task = seen.get("task", seen)
+    assert task["taskId"] == handle.id and task["status"] in ("working", "input_required"), seen
+    assert after.get("task", after)["status"] == "cancelled", after

@@ -30,9 +30,8 @@ from elicitor import (
     TemporarilyUnavailable,
 )
 from elicitor.client import _tasks
+from elicitor.server import _hold, generate_key
 from elicitor.server import _tasks as server_tasks
-from elicitor.server import generate_key
-from elicitor.server.http import _hold
 from elicitor.state import RedisStore, StoreUnavailable
 from elicitor.types import INTERNAL_ERROR
 

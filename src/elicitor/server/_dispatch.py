@@ -107,9 +107,11 @@ class ServerSession:
         self.id = secrets.token_hex(12)
         """This connection's id in the shared state (URL elicitations it started name it)."""
         self.hold: Hold | None = None
-        """Where this connection's 2025-11-25 task requests wait for a store away for a moment (over HTTP, the
-        app's bound shared by both eras, from its transport; see ``TaskEngine.serve_handshake``); ``None``: they
-        fail at once with the retryable error."""
+        """Where this connection's requests that may be tried again wait for a store away for a moment: the task
+        requests of both eras (``TaskEngine.serve_handshake``, ``TaskEngine.serve``).
+        Over HTTP, the app's bound shared by both eras (a handshake session's from its transport); over stdio with a
+        shared store, one of its own (``Server.serve_stdio``); ``None``: they fail at once with the retryable
+        error."""
         _telemetry.refresh()
 
     async def run(self, transport: Transport) -> None:
@@ -288,7 +290,15 @@ class ServerSession:
             return self._complete(request)
         if stateless and is_task_method(method):
             assert self.parked is not None
-            return self.server.tasks.serve(self, method, request.params or {}, meta, self.parked.task_group)
+            serve = functools.partial(
+                self.server.tasks.serve, self, method, request.params or {}, meta, self.parked.task_group
+            )
+            # Held while the store is away for a moment (``self.hold``): clients that send a request once (the
+            # official SDKs) would show the person the retryable error for a Redis restart of two seconds. A try
+            # acts once in all: it reads the record and changes it by compare-and-swap, which a second try finds
+            # done (a takeover is claimed again by this replica, an answer recorded or a cancel made changes
+            # nothing more).
+            return serve() if self.hold is None else self.hold.patiently(serve, self.hold.deadline())
         if meta.revision == REV_2025_11_25 and is_task_method(method, handshake=True) and self._has_task_tools():
             assert self.parked is not None
             return self.server.tasks.serve_handshake(

@@ -23,6 +23,7 @@ from ._changes import ChangeBus
 from ._context import Context
 from ._dispatch import ServerSession
 from ._features import PromptDef, ResourceDef, make_prompt, make_resource
+from ._hold import StoreHold
 from ._pages import PagesApp, PageSite
 from ._rounds import PARKED_RUN_TTL
 from ._sealing import GENERATE_KEY, StateSealer
@@ -461,12 +462,15 @@ class Server:
         a child process) goes to stderr instead (:func:`~elicitor.transports.stdout_kept_for_protocol`), as the
         spec requires of a stdio server (basic/transports, stdio: nothing but MCP messages on stdout).
         """
+        connection = self.connection()
+        if self.store.shared:  # its requests that may be tried again wait for a store away, as over HTTP
+            connection.hold = StoreHold()
         with stdout_kept_for_protocol() as out:
             if self._pages.app is None:
-                await self.serve(StdioServerTransport(stdout=out))
+                await connection.run(StdioServerTransport(stdout=out))
                 return
             async with self._pages.on_loopback():
-                await self.serve(StdioServerTransport(stdout=out))
+                await connection.run(StdioServerTransport(stdout=out))
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """An ASGI application serving this server over Streamable HTTP at ``path`` (both protocol eras).

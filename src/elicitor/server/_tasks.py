@@ -74,7 +74,7 @@ _T = TypeVar("_T")
 
 class Hold(Protocol):
     """Where a request waits for a store away for a moment, within a bound (the HTTP app's
-    :class:`~elicitor.server.http._hold.StoreHold`, shared by the requests of both eras)."""
+    :class:`~elicitor.server._hold.StoreHold`, shared by the requests of both eras)."""
 
     def deadline(self) -> float:
         """The clock reading until which a request arriving now may wait."""

@@ -37,6 +37,7 @@ from ...types import (
     JSONObject,
 )
 from .._context import current_access_token
+from .._hold import StoreHold
 from .._rounds import ParkedRuns
 from ._asgi import (
     RETRY_AFTER,
@@ -55,7 +56,6 @@ from ._asgi import (
 )
 from ._auth import Protection
 from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions, Respond
-from ._hold import StoreHold
 from ._stateless import StatelessExchange, check_headers
 
 if TYPE_CHECKING:
@@ -157,6 +157,7 @@ class HttpApp:
         self._failed: str | None = None
         """Why the lifespan stopped on an error (then every request is refused with 503 and says so)."""
         self._stateless = server.connection()
+        self._stateless.hold = self._hold  # its task requests and task creations wait within the same bound
 
     # ---- lifespan --------------------------------------------------------------------------------------------
 
@@ -424,7 +425,7 @@ class HttpApp:
         if mismatch is not None:
             await refuse(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             return
-        exchange = StatelessExchange(self._stateless, connection, event, receive, send, headers.principal, self._hold)
+        exchange = StatelessExchange(self._stateless, connection, event, receive, send, headers.principal)
         await exchange.run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------

@@ -155,7 +155,7 @@ async def refuse(
 
 async def refuse_unavailable(send: Send, request_id: RequestId | None, exc: BaseException, doing: str) -> None:
     """Answer 503 (``Retry-After``) for a store that cannot be reached while ``doing``, once the request waited
-    for it as long as it may (:class:`~._hold.StoreHold`).
+    for it as long as it may (:class:`~elicitor.server._hold.StoreHold`).
 
     Nothing ran on this replica. One thing may still happen elsewhere: a message for another replica's session
     whose last try timed out (Redis paused, not down) may be run by Redis late and reach the session's owner. An

@@ -43,6 +43,7 @@ from ...types import (
     JSONObject,
     RequestId,
 )
+from .._hold import StoreHold
 from ._asgi import (
     SSE_HEADERS,
     Headers,
@@ -56,7 +57,6 @@ from ._asgi import (
     respond_json,
     until_gone,
 )
-from ._hold import StoreHold
 from ._peers import Attach, Moved, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
 

@@ -32,7 +32,6 @@ from ...types import (
     JSONObject,
 )
 from ._asgi import SSE_HEADERS, Headers, Receive, Send, respond_json, until_disconnect
-from ._hold import StoreHold
 
 if TYPE_CHECKING:
     from .._dispatch import ServerSession
@@ -50,13 +49,6 @@ BAD_REQUEST_CODES = {
     UNSUPPORTED_PROTOCOL_VERSION,
 }  # fmt: skip
 """JSON-RPC errors that say the request itself was wrong: HTTP 400."""
-HELD_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
-"""Requests that wait for an unreachable store (:class:`StoreHold`) instead of failing at once with the retryable
-error: clients that do not send them again (the official SDKs do not) would show the person an error for a Redis
-restart of two seconds. Each may be served again after a try that met the store away and still acts once: it reads
-the task's record, and changes it by compare-and-swap, which a second try finds done (a takeover is claimed again
-by this replica, an answer already recorded or a task already cancelled changes nothing). Not ``tools/call``: a
-try that timed out may still have created its task in the store, and another try would start a second one."""
 
 
 class StatelessExchange:
@@ -70,10 +62,8 @@ class StatelessExchange:
         receive: Receive,
         send: Send,
         principal: str | None,
-        hold: StoreHold | None = None,
     ) -> None:
         self._session = session
-        self._hold = hold
         self._principal = principal
         self._connection = connection
         self._request = request
@@ -97,18 +87,7 @@ class StatelessExchange:
         await self._send({"type": "http.response.body", "body": line, "more_body": True})
 
     def _serve(self, request: RequestReceived) -> Awaitable[JSONObject]:
-        if self._hold is not None and request.method in HELD_METHODS:
-            return self._held(self._hold, request)
         return self._session.serve_stateless(request, self.notify, self._principal, keepalive=self.comment)
-
-    async def _held(self, hold: StoreHold, request: RequestReceived) -> JSONObject:
-        """Serve one of :data:`HELD_METHODS`, tried again while the store cannot be reached (up to
-        :data:`~._hold.STORE_HOLD`, within the replica's bound on requests waiting so); then its error is the
-        retryable one, as it was at once before."""
-        return await hold.patiently(
-            lambda: self._session.serve_stateless(request, self.notify, self._principal, keepalive=self.comment),
-            hold.deadline(),
-        )
 
     async def run(self) -> None:
         request = self._request
@@ -121,8 +100,6 @@ class StatelessExchange:
 
                     result = await _hooks.serve_request(self._serve, request, request.method, request.params,
                                                         request.id, "http")  # fmt: skip
-                elif self._hold is not None and request.method in HELD_METHODS:
-                    result = await self._held(self._hold, request)
                 else:
                     result = await self._session.serve_stateless(
                         request, self.notify, self._principal, keepalive=self.comment

@@ -1,4 +1,4 @@
-"""Requests that wait for the shared state while it is away for a moment, on both eras.
+"""Requests that wait for the shared state while it is away for a moment, on both eras and every transport.
 
 A Redis restart, failover or pause lasts seconds. A request that needs the store meanwhile could be refused at once
 (503, or a retryable JSON-RPC error), but clients that do not send a request again on such an answer (the official
@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import anyio
 
-from ...state import StoreUnavailable
+from ..state import StoreUnavailable
 
 _T = TypeVar("_T")
 
