@@ -468,6 +468,71 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
         assert created == [made["result"]["task"]["taskId"]]
 
 
+@pytest.mark.parametrize("lost", ["paused", "answer lost"])
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_task_call_without_an_idempotency_key_made_while_redis_is_away_creates_one_task(
+    redis: RedisServer, era: str, lost: str
+) -> None:
+    """A task-creating ``tools/call`` with no idempotency key (the official SDK's on 2025-11-25; every one on
+    2026-07-28), its task's id chosen at random: made while Redis is paused, it waits for Redis and answers with its
+    task instead of the retryable -32603 (a client that does not send a ``tools/call`` again shows its person an
+    error). When the creation reached Redis but its answer was lost, the next try finds that task by the id chosen
+    once and runs it: one task, its person asked once, followed to its result from another replica."""
+    from redis.asyncio import Redis
+
+    admin = Redis.from_url(redis.url)
+    prefix = f"outage{secrets.token_hex(4)}:"
+    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    created: list[str] = []
+    asked: list[str] = []
+
+    def person(request: ElicitationRequest | UrlElicitationRequest) -> Accepted[dict[str, str]]:
+        asked.append(request.message)
+        return Accepted({"name": "Ada"})
+
+    try:
+        async with serving(apps[0]) as url, serving(apps[1]) as other, httpx.AsyncClient(timeout=60) as http:
+            registry = apps[0].server.store.tasks
+            create = registry.create
+
+            async def create_then_lose_the_answer(record: TaskRecord) -> None:
+                await create(record)
+                created.append(record.id)
+                if len(created) == 1:
+                    raise StoreUnavailable("shared state unavailable (creating a task): the answer timed out")
+
+            if lost == "answer lost":
+                registry.create = create_then_lose_the_answer  # type: ignore[method-assign]
+            with anyio.fail_after(90):
+                if era == "2025-11-25":
+                    headers = await open_session(http, url)
+                    call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}}, 2)
+                    if lost == "paused":
+                        await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+                    made = answer_of(await http.post(url, json=call, headers=headers))
+                    assert "result" in made, made
+                    task_id = made["result"]["task"]["taskId"]
+                    final = await follow_answering(http, other, await open_session(http, other), task_id)
+                    text = final["result"]["content"][0]["text"]
+                    asked.append("Pick a name")  # follow_answering checked it was asked once
+                else:
+                    handler = ScriptedHandler(otherwise=person)
+                    async with Client.http(url, elicitation=handler, protocol=era) as client:
+                        if lost == "paused":
+                            await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+                        handle = await client.start_tool("chore")
+                        assert handle.id is not None
+                        task_id = handle.id
+                    async with Client.http(other, elicitation=handler, protocol=era) as elsewhere:
+                        text = (await (await elsewhere.task(task_id)).wait()).text
+    finally:
+        await admin.aclose()
+    assert text == "Ada"
+    assert asked == ["Pick a name"]
+    if lost == "answer lost":
+        assert created == [task_id]
+
+
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 async def test_task_requests_sent_once_over_stdio_while_redis_is_paused_are_answered(
     redis: RedisServer, era: str

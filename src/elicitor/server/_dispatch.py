@@ -108,10 +108,10 @@ class ServerSession:
         """This connection's id in the shared state (URL elicitations it started name it)."""
         self.hold: Hold | None = None
         """Where this connection's requests that may be tried again wait for a store away for a moment: the task
-        requests of both eras (``TaskEngine.serve_handshake``, ``TaskEngine.serve``).
+        requests of both eras (``TaskEngine.serve_handshake``, ``TaskEngine.serve``) and the creation of a task.
         Over HTTP, the app's bound shared by both eras (a handshake session's from its transport); over stdio with a
         shared store, one of its own (``Server.serve_stdio``); ``None``: they fail at once with the retryable
-        error."""
+        error (a task's creation still waits, up to ``_tasks.CREATE_PATIENCE``)."""
         _telemetry.refresh()
 
     async def run(self, transport: Transport) -> None:

@@ -86,8 +86,8 @@ class Hold(Protocol):
 
 
 CREATE_PATIENCE = 15.0
-"""Seconds the creation of a task whose id its call's idempotency key gives waits for a store that cannot be
-reached (``docs/deploying.md`` promises to ride out a Redis restart, failover or pause of up to 10 s)."""
+"""Seconds the creation of a task waits for a store that cannot be reached on a connection without a :class:`Hold`
+(``docs/deploying.md`` promises to ride out a Redis restart, failover or pause of up to 10 s)."""
 CREATE_RETRY = 0.5
 """Seconds between two tries at creating it."""
 
@@ -95,6 +95,24 @@ RESULT_RIDES_OUT = 60.0
 """Seconds of failed reads of a task in a row that a 2025-11-25 ``tasks/result`` rides out, its stream and the
 questions asked on it left open: a person may be answering, and a store away for a moment (a Redis restart) must not
 withdraw the question to ask it again later. Past this it fails with the retryable error (the client asks again)."""
+
+
+class _Patience:
+    """The wait of a task's creation on a connection without a :class:`Hold`: up to :data:`CREATE_PATIENCE`."""
+
+    @staticmethod
+    def deadline() -> float:
+        return anyio.current_time() + CREATE_PATIENCE
+
+    @staticmethod
+    async def patiently(attempt: Callable[[], Awaitable[_T]], until: float | None) -> _T:
+        while True:
+            try:
+                return await attempt()
+            except StoreUnavailable:
+                if until is None or anyio.current_time() + CREATE_RETRY >= until:
+                    raise
+                await anyio.sleep(CREATE_RETRY)
 
 
 class TaskEngine:
@@ -189,31 +207,39 @@ class TaskEngine:
             answers={"a": answers or AnswerBook().pack(), "m": memo or {}},
             owner=self.replica,
         )
-        # A task whose id the call's idempotency key gives (2025-11-25, kept calls) is created once whatever the
-        # tries, so its creation waits for a store away for a moment instead of failing the call; a random id
-        # could not be tried again (a try that timed out may have created a task nobody would ever follow).
-        give_up_at = anyio.current_time() + CREATE_PATIENCE if task_id is not None else None
-        tried = False
-        while True:
+        # The creation waits for a store away for a moment instead of failing the call (a ``tools/call`` is never
+        # sent again by the official SDKs, and elicitor's client leaves it to its caller): the id is fixed before
+        # the first try, so a try after one whose write reached the store (its answer lost to a timeout) finds
+        # that task and starts its run, and no try makes a second task. Past the wait the call fails with the
+        # retryable error; a record its last try stored all the same has no run and nobody knows its id: it
+        # asks no one and expires with its ttl.
+        tried: list[bool] = []  # a try met the store away: a task found under our id may be our own write
+
+        async def attempt() -> TaskRecord | JSONObject:
             try:
                 await self._registry.create(record)
-                break
+                return record
             except StoreUnavailable:
-                if give_up_at is None or anyio.current_time() + CREATE_RETRY >= give_up_at:
-                    raise
-                tried = True
-                await anyio.sleep(CREATE_RETRY)
+                tried.append(True)
+                raise
             except OverflowError:
                 raise JSONRPCError(INTERNAL_ERROR, "Internal error: too many tasks are running; retry later") from None
-            except ValueError:  # the same call sent again: the task its first attempt created
-                existing = await self._registry.get(record.id) if task_id is not None else None
+            except ValueError:  # the same call sent again (a kept call's id), or this call's own earlier try
+                if task_id is None and not tried:
+                    raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
+                existing = await self._registry.get(record.id)
                 if existing is None or existing.principal != meta.principal:
                     raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
                 ours = existing.owner == self.replica and existing.epoch == record.epoch
                 if not (tried and ours and existing.status == "working" and existing.id not in self.runs.table):
                     return created_result(existing, handshake=handshake)
-                record = existing  # this call's own try stored it before failing: its run starts here
-                break
+                return existing  # this call's own try stored it before failing: its run starts here
+
+        hold: Hold = session.hold or _Patience()
+        made = await hold.patiently(attempt, hold.deadline())
+        if not isinstance(made, TaskRecord):
+            return made
+        record = made
         if _telemetry.state.on:
             from ..telemetry import _hooks
 
