@@ -19,7 +19,19 @@ import pytest
 from babel.messages.pofile import read_po
 from prompt_toolkit.data_structures import Size
 
-from elicitor import Accepted, Cancelled, Context, Declined, FieldError, Form, InvalidAnswer, Server, TerminalHandler
+from elicitor import (
+    Accepted,
+    Cancelled,
+    Client,
+    Context,
+    Declined,
+    FieldError,
+    Form,
+    InvalidAnswer,
+    JSONRPCError,
+    Server,
+    TerminalHandler,
+)
 from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.client._present import FSI, PDI, hint, show
 from elicitor.forms import NumberField, StringField
@@ -940,10 +952,10 @@ def test_serve_names_a_missing_loop_or_parser_in_the_persons_language(missing: s
     [
         ({"LANG": "zh_CN.UTF-8"}, [],
          "elicitor connect：无法连接到 http://127.0.0.1:1/mcp："
-         "传输错误（发生在本地，并非来自服务器）：HTTP request failed: "),
+         "传输错误（发生在本地，并非来自服务器）：HTTP 请求失败："),
         ({"LANG": "zh_TW.UTF-8"}, [],
          "elicitor connect：無法連線到 http://127.0.0.1:1/mcp："
-         "傳輸錯誤（發生在本機，並非來自伺服器）：HTTP request failed: "),
+         "傳輸錯誤（發生在本機，並非來自伺服器）：HTTP 請求失敗："),
         ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], "elicitor connect: cannot connect to http://127.0.0.1:1/mcp: "
          "Transport error (local, not from the server): HTTP request failed: "),
     ],
@@ -960,6 +972,36 @@ def test_a_transport_failure_is_framed_in_the_persons_language(
     )  # fmt: skip
     out = run.stdout + run.stderr
     assert run.returncode == 1 and said in out and "32,603" not in out, out
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn serves the old server in this loop
+@pytest.mark.parametrize(
+    ("lang", "said"),
+    [
+        ("zh-Hans", "传输错误（发生在本地，并非来自服务器）：服务器以 HTTP 404 拒绝了这条消息：Could not find session"
+                    "（错误码 -32603）"),
+        ("zh-Hant", "傳輸錯誤（發生在本機，並非來自伺服器）：伺服器以 HTTP 404 拒絕了這則訊息：Could not find session"
+                    "（錯誤碼 -32603）"),
+        ("en", "Transport error (local, not from the server): the server refused the message with HTTP 404: "
+               "Could not find session (code -32603)"),
+    ],
+)  # fmt: skip
+async def test_the_old_transports_own_failure_is_said_in_the_persons_language(
+    anyio_backend: str, lang: str, said: str
+) -> None:
+    """A 2024-11-05 server refuses a message (it forgot the stream's session): what ``elicitor connect`` says of
+    the failed call reads in the person's words, sentence and frame, the server's page quoted as it came."""
+    from elicitor._connect import reason_of
+
+    from .test_legacy_sse import OldServer, sse_url
+
+    async with serving(OldServer()) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url)) as client:
+                await client.call_tool("forget")
+                with pytest.raises(JSONRPCError) as refused:
+                    await client.call_tool("echo")
+    assert reason_of(refused.value, language(lang)) == said
 
 
 @pytest.mark.parametrize(

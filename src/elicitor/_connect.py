@@ -296,9 +296,10 @@ def reason_of(exc: BaseException, lang: Language) -> str:
     itself (it never reached the server, or its answer could not be read), that frame in their language and the
     technical detail as it came; a server's own error, or the system's, as it is."""
     from .client._http import LOCAL_FAILURE, NOT_JSON
+    from .client._local import in_language
 
     if isinstance(exc, JSONRPCError) and exc.message.startswith(LOCAL_FAILURE):
-        detail = exc.message.removeprefix(LOCAL_FAILURE)
+        detail = in_language(exc.message.removeprefix(LOCAL_FAILURE), lang)
         return lang._(
             "Transport error (local, not from the server): {detail} (code {code})", detail=detail, code=str(exc.code)
         )

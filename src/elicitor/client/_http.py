@@ -35,10 +35,12 @@ from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, JSONValue, RequestId, is_stateless
+from . import _local as local
 from ._connection import check_header
 from ._endpoint import Endpoint, Response, environment_proxies
 from ._headers import message_headers
 from ._legacy import FALLBACK_STATUSES, OldTransport, falls_back
+from ._local import said
 from ._pool import DEFAULT_LIMITS, PooledTransport
 from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
 
@@ -253,7 +255,7 @@ class HttpClientTransport:
             opening = decoded.get("method") in _OPENING
             if orphan and not opening:
                 # The session ended (404) and no new one is open yet: the server would refuse this POST (400).
-                self._fail(decoded["id"], "the server ended this session (404)", SESSION_EXPIRED)
+                self._fail(decoded["id"], said(local.SESSION_ENDED), SESSION_EXPIRED)
                 return
             # The answer may take long (a person is filling a form): read it in the background.
             self._tg.start_soon(self._exchange, message, headers, decoded["id"], opening)
@@ -400,7 +402,7 @@ class HttpClientTransport:
                 offered = response.headers.get("mcp-session-id")
                 if offered and self.session_id is None:
                     if not _valid_session_id(offered):
-                        self._fail(request_id, f"the server sent an invalid Mcp-Session-Id {offered[:64]!r}")
+                        self._fail(request_id, said(local.INVALID_SESSION_ID, value=repr(offered[:64])))
                         return
                     self.session_id = offered
                 if response.status_code == 404 and "mcp-session-id" in headers:
@@ -414,21 +416,23 @@ class HttpClientTransport:
                 else:
                     body = await response.aread() if body is None else body
                     if response.status_code >= 400 and kind != "application/json":  # a gateway's page, say
-                        self._fail(request_id, f"the server answered HTTP {response.status_code} ({kind or 'untyped'})")
+                        status = response.status_code
+                        why = said(local.ANSWERED_KIND, status=status, kind=kind) if kind else None
+                        self._fail(request_id, why or said(local.ANSWERED_UNTYPED, status=status))
                     elif body:
                         await self._deliver(_addressed(body, request_id))
                     else:
-                        self._fail(request_id, f"the server answered HTTP {response.status_code} with no body")
+                        self._fail(request_id, said(local.ANSWERED_EMPTY, status=response.status_code))
                     return
             finally:
                 await response.aclose()
                 if refused is not None:
                     await self._fall_back(message, request_id, refused)
         except httpx.HTTPError as exc:
-            self._fail(request_id, f"HTTP request failed: {exc}")
+            self._fail(request_id, said(local.HTTP_FAILED, detail=exc))
             return
         except AuthError as exc:
-            self._fail(request_id, f"signing in to the server failed: {exc}", SIGN_IN_FAILED)
+            self._fail(request_id, said(local.SIGNING_IN_FAILED, detail=exc), SIGN_IN_FAILED)
             return
         if not done:
             await self._resume(request_id, last_id, retry, headers.get("mcp-session-id") or self.session_id)
@@ -452,11 +456,7 @@ class HttpClientTransport:
             except (LegacyRefused, AuthError, httpx.HTTPError) as exc:
                 self._old_refused = str(exc) or type(exc).__name__
         if self._old is None:
-            self._fail(
-                request_id,
-                f"the server answered HTTP {status} to a POST, and a GET of its URL did not open the HTTP+SSE "
-                f"transport of 2024-11-05 either: {self._old_refused}",
-            )
+            self._fail(request_id, said(local.NO_OLD_TRANSPORT, status=status, detail=self._old_refused))
             return
         logger.info("the server speaks the HTTP+SSE transport of 2024-11-05; using it")
         await self._send_old(message)
@@ -572,7 +572,7 @@ class HttpClientTransport:
                         break
                     done, new_last, new_retry = await self._read_events(response, request_id)
             except AuthError as exc:
-                self._fail(request_id, f"signing in to the server failed: {exc}", SIGN_IN_FAILED)
+                self._fail(request_id, said(local.SIGNING_IN_FAILED, detail=exc), SIGN_IN_FAILED)
                 return
             except httpx.HTTPError:
                 continue
@@ -580,7 +580,7 @@ class HttpClientTransport:
                 return
             last_id = new_last or last_id
             retry = new_retry if new_retry is not None else retry
-        self._fail(request_id, "the server's stream ended before it answered")
+        self._fail(request_id, said(local.STREAM_ENDED))
 
     async def _listen(self) -> None:
         last_id: str | None = None
@@ -617,9 +617,9 @@ class HttpClientTransport:
             self.session_id = None
             self._listening = False
         if ran:
-            self._fail(request_id, "the session ended while the server handled this request", SESSION_LOST)
+            self._fail(request_id, said(local.SESSION_ENDED_MIDWAY), SESSION_LOST)
         else:
-            self._fail(request_id, "the server ended this session (404)", SESSION_EXPIRED)
+            self._fail(request_id, said(local.SESSION_ENDED), SESSION_EXPIRED)
 
     async def _deliver(self, message: bytes) -> None:
         self._put(message)

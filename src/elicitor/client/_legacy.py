@@ -32,7 +32,9 @@ from .._exceptions import AuthError, LegacyRefused
 from ..protocol import decode_json
 from ..transports._sse import SSEDecoder
 from ..types import JSONValue, RequestId
+from . import _local as local
 from ._endpoint import Endpoint, Response
+from ._local import said
 from ._transport import SIGN_IN_FAILED
 
 logger = logging.getLogger("elicitor.http_client")
@@ -225,7 +227,7 @@ class OldTransport:
         if reason != _CLOSED_HERE:
             logger.info("the server's event stream (HTTP+SSE) ended: %s", reason)
         for request_id in sorted(self.pending, key=str):
-            self._fail(request_id, f"the server's event stream ended before it answered ({reason})", None)
+            self._fail(request_id, said(local.OLD_STREAM_ENDED, detail=reason), None)
         self.pending.clear()
         self._ended()
 
@@ -237,7 +239,7 @@ class OldTransport:
         """
         if self.gone is not None:
             if request_id is not None:
-                self._fail(request_id, f"the server's event stream has ended ({self.gone})", None)
+                self._fail(request_id, said(local.OLD_STREAM_GONE, detail=self.gone), None)
             else:
                 logger.info("a message was not sent: the server's event stream has ended")
             return
@@ -250,14 +252,14 @@ class OldTransport:
             async with aclosing(response):
                 body = await response.aread()
         except AuthError as exc:
-            self._refused(request_id, f"signing in to the server failed: {exc}", SIGN_IN_FAILED)
+            self._refused(request_id, said(local.SIGNING_IN_FAILED, detail=exc), SIGN_IN_FAILED)
             return
         except httpx.HTTPError as exc:
-            self._refused(request_id, f"HTTP request failed: {exc}", None)
+            self._refused(request_id, said(local.HTTP_FAILED, detail=exc), None)
             return
         if response.status_code >= 300:
             text = body[:200].decode("utf-8", "replace")
-            self._refused(request_id, f"the server refused the message with HTTP {response.status_code}: {text}", None)
+            self._refused(request_id, said(local.OLD_REFUSED, status=response.status_code, detail=text), None)
 
     def _refused(self, request_id: RequestId | None, reason: str, data: JSONValue) -> None:
         if request_id is None:
