@@ -23,9 +23,18 @@ import anyio.to_thread
 import httpx2 as httpx
 import pytest
 
-from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
+from elicitor import (
+    Accepted,
+    Client,
+    Context,
+    ElicitationRequest,
+    ScriptedHandler,
+    Server,
+    UrlElicitationRequest,
+    UrlElicitationRequired,
+)
 from elicitor.server import HttpApp, StateSealer, generate_key
-from elicitor.state import RedisStore, StoreUnavailable, TaskRecord
+from elicitor.state import RedisStore, StoreUnavailable, TaskRecord, UrlRecord
 
 from .conftest import serving
 from .replicas import MISSING, ROOT, RedisServer, Replicas
@@ -563,3 +572,82 @@ async def test_task_requests_sent_once_over_stdio_while_redis_is_paused_are_answ
     task = seen.get("task", seen)
     assert task["taskId"] == handle.id and task["status"] in ("working", "input_required"), seen
     assert after.get("task", after)["status"] == "cancelled", after
+
+
+accounts = Server("accounts", version="1.0.0", state=StateSealer([generate_key()]))
+
+
+@accounts.tool()
+async def connect_account(ctx: Context) -> str:
+    """Needs its person to finish on a third party's page, whose callback completes the elicitation."""
+    link = await ctx.url_elicitation("Connect your account", "https://accounts.example/connect/{elicitation_id}")
+    if not link.completed:
+        raise UrlElicitationRequired(link)
+    return "connected"
+
+
+@pytest.mark.parametrize("lost", ["paused", "answer lost"])
+async def test_a_url_completion_made_while_redis_is_away_counts_once_redis_is_back(
+    redis: RedisServer, lost: str
+) -> None:
+    """2025-11-25, two replicas: the person finishes on the third party's page while Redis is paused, and the
+    page's callback (``complete_url_elicitation`` on the replica the page reached) waits for Redis instead of
+    raising: the completion counts, the client's connection on the other replica is told once, and the call goes
+    on. A completion whose first try reached Redis but whose answer was lost counts once all the same, and the same
+    completion made a second time (the page loaded twice) does not count again."""
+    from redis.asyncio import Redis
+
+    prefix = f"outage{secrets.token_hex(4)}:"
+    replicas = [replica_of(accounts, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0)) for _ in range(2)]
+    (asking, asking_app), (paging, paging_app) = replicas
+    admin = Redis.from_url(redis.url)
+    told: list[str] = []
+    counted: list[bool] = []
+    notify_local = asking.url_elicitations.notify_local
+
+    async def noted(connection: str, elicitation_id: str) -> None:
+        told.append(elicitation_id)
+        await notify_local(connection, elicitation_id)
+
+    asking.url_elicitations.notify_local = noted  # type: ignore[method-assign]
+    urls = paging.store.urls
+    complete = urls.complete
+    completions: list[str] = []
+
+    async def complete_then_lose_the_answer(
+        elicitation_id: str, principal: str | None, attempt: str | None = None
+    ) -> UrlRecord | None:
+        done = await complete(elicitation_id, principal, attempt)
+        completions.append(elicitation_id)
+        if len(completions) == 1:
+            raise StoreUnavailable("shared state unavailable (completing a URL elicitation): the answer timed out")
+        return done
+
+    if lost == "answer lost":
+        urls.complete = complete_then_lose_the_answer  # type: ignore[method-assign]
+
+    async def finish_on_the_page(request: ElicitationRequest | UrlElicitationRequest) -> Accepted[None]:
+        assert isinstance(request, UrlElicitationRequest) and request.elicitation_id is not None
+        if lost == "paused":
+            await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+        counted.append(await paging.complete_url_elicitation(request.elicitation_id))
+        counted.append(await paging.complete_url_elicitation(request.elicitation_id))  # loaded twice
+        return Accepted(None)
+
+    handler = ScriptedHandler(otherwise=finish_on_the_page, modes=frozenset({"form", "url"}))
+    try:
+        async with (
+            serving(asking_app) as url,
+            serving(paging_app),
+            Client.http(url, elicitation=handler, protocol="2025-11-25") as client,
+        ):
+            with anyio.fail_after(60):
+                result = await client.call_tool("connect_account")
+                while not told:
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.5)  # a second notice would be on its way by now
+    finally:
+        await admin.aclose()
+    assert result.text == "connected"
+    assert counted == [True, False]
+    assert len(told) == 1

@@ -407,6 +407,19 @@ async def test_urls_complete_once(replicas: tuple[Store, Store]) -> None:
     assert found is not None and found.completed
 
 
+async def test_a_url_completion_tried_again_under_its_attempt_finds_its_own(replicas: tuple[Store, Store]) -> None:
+    """A try whose answer was lost: the next try under the same attempt gets the record it completed; another
+    completion (another attempt, or none) is refused as ever."""
+    a, b = replicas
+    await a.urls.add(url_record("e9", principal="alice", replica=a.replica, connection="c9"))
+    first = await b.urls.complete("e9", "alice", "try-1")
+    assert first is not None and first.completed
+    again = await a.urls.complete("e9", "alice", "try-1")
+    assert again == first
+    assert await a.urls.complete("e9", "alice", "try-2") is None
+    assert await b.urls.complete("e9", "alice") is None
+
+
 async def test_urls_complete_principals(replicas: tuple[Store, Store]) -> None:
     a, b = replicas
     await a.urls.add(url_record("alice's", principal="alice"))

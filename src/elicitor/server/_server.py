@@ -351,10 +351,13 @@ class Server:
         ``notifications/elicitation/complete``. Returns ``False`` for an unknown, expired or already completed id,
         or another user's elicitation — a forged, replayed or phished completion.
 
+        Replicas sharing a store: while it cannot be reached (a restart, a failover), this waits for it, up to
+        15 s, and the completion counts once it is back; a try whose answer was lost is not counted twice.
+
         Raises:
-            StoreUnavailable: replicas sharing a store, and it cannot be reached now (a restart, a failover):
-                nothing was completed. Answer the page with 503 and ``Retry-After`` (the person reloads it) or
-                try again; a 500 would tell the person the link is broken.
+            StoreUnavailable: the store could not be reached within those 15 s: the completion did not count.
+                Answer the page with 503 and ``Retry-After`` (the person reloads it) or try again; a 500 would
+                tell the person the link is broken.
         """
         return await self.url_elicitations.complete(elicitation_id, principal=principal)
 

@@ -44,7 +44,11 @@ REGISTER_PATIENCE = 15.0
 """Seconds registering a URL-mode elicitation waits for a store that cannot be reached (a restart, a failover, a
 pause: ``docs/deploying.md`` promises up to 10 s) before the call fails with the retryable error."""
 REGISTER_RETRY = 0.5
-"""Seconds between two tries at registering it."""
+"""Seconds between two tries at registering it (or at completing it)."""
+COMPLETE_PATIENCE = 15.0
+"""Seconds a completion (``Server.complete_url_elicitation``, from the page the person finished on) waits for a
+store that cannot be reached before it raises: the person has done their part, and failing at once would make them
+do it again for a Redis restart of two seconds."""
 """Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
 
 LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -209,8 +213,16 @@ class UrlElicitations:
         the store is away; a notice that still cannot be sent is logged, and the client learns of the completion
         when it asks again (the elicitation reads completed).
 
+        A store that cannot be reached is waited for, tried every :data:`REGISTER_RETRY` seconds up to
+        :data:`COMPLETE_PATIENCE`: a completion made meanwhile is not lost. Every try names the same attempt, so a
+        try after one whose answer was lost (Redis ran it, the reply timed out) finds its own completion and
+        returns ``True``, telling the client once; a second completion of the same elicitation (the page loaded
+        twice) still returns ``False``.
+
         Raises:
-            StoreUnavailable: the shared state cannot be reached (nothing was completed).
+            StoreUnavailable: the shared state could not be reached within :data:`COMPLETE_PATIENCE`; completing
+                it again once the store is back counts (unless the last try reached the store after all: then the
+                elicitation reads completed, and the client learns so when it asks again).
         """
         if _telemetry.state.on:  # a span saying what became of it, in the trace of the call that asked for it
             from ..telemetry import _hooks
@@ -225,7 +237,20 @@ class UrlElicitations:
         return await self._complete(elicitation_id, principal) is not None
 
     async def _complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
-        record = await self._store.urls.complete(elicitation_id, principal)
+        attempt = secrets.token_hex(8)
+        give_up_at = anyio.current_time() + COMPLETE_PATIENCE
+        while True:
+            try:
+                record = await self._store.urls.complete(elicitation_id, principal, attempt)
+                break
+            except StoreUnavailable:
+                if anyio.current_time() + REGISTER_RETRY >= give_up_at:
+                    logger.warning(
+                        "URL elicitation %.8s... not completed: the shared state stayed unavailable for %g s",
+                        elicitation_id, COMPLETE_PATIENCE,
+                    )  # fmt: skip
+                    raise
+                await anyio.sleep(REGISTER_RETRY)
         if record is None:
             await self._explain_refusal(elicitation_id, principal)
             return None

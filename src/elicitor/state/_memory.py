@@ -87,6 +87,8 @@ class MemoryUrlRegistry(UrlRegistry):
         self._known: OrderedDict[str, tuple[float, UrlRecord, str | None]] = OrderedDict()
         self._asked: dict[tuple[str, str], str] = {}
         self._started: dict[str, set[str]] = {}
+        self._completions: dict[str, str] = {}
+        """The attempt that completed each completed record (see ``UrlRegistry.complete``)."""
         self._limit = limit
         self._ttl = ttl
         self._clock = clock
@@ -117,22 +119,31 @@ class MemoryUrlRegistry(UrlRegistry):
         known = self._asked.get((connection, question))
         return await self.get(known) if known is not None else None
 
-    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+    async def complete(
+        self, elicitation_id: str, principal: str | None, attempt: str | None = None
+    ) -> UrlRecord | None:
         self._expire()
         entry = self._known.get(elicitation_id)
         if entry is None:
             return None
         created, record, question = entry
-        if record.completed or (record.principal is not None and record.principal != principal):
+        if record.completed:
+            made = attempt is not None and self._completions.get(elicitation_id) == attempt
+            return record if made else None
+        if record.principal is not None and record.principal != principal:
             return None
         record = replace(record, completed=True)
         self._known[elicitation_id] = (created, record, question)
+        if attempt is not None:
+            self._completions[elicitation_id] = attempt
         return record
 
     async def forget_connection(self, connection: str) -> int:
         for key in [key for key in self._asked if key[0] == connection]:
             del self._asked[key]
         started = self._started.pop(connection, set())
+        for elicitation_id in started:
+            self._completions.pop(elicitation_id, None)
         return sum(self._known.pop(elicitation_id, None) is not None for elicitation_id in started)
 
     def _expire(self) -> None:
@@ -142,6 +153,7 @@ class MemoryUrlRegistry(UrlRegistry):
 
     def _forget_oldest(self) -> None:
         _, (_, record, question) = self._known.popitem(last=False)
+        self._completions.pop(record.id, None)
         if record.connection is not None:
             started = self._started.get(record.connection)
             if started is not None:

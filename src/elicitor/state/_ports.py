@@ -129,9 +129,15 @@ class UrlRegistry(Protocol):
         """The elicitation ``connection`` registered for ``question``, if any."""
         ...
 
-    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+    async def complete(
+        self, elicitation_id: str, principal: str | None, attempt: str | None = None
+    ) -> UrlRecord | None:
         """Mark it completed, atomically, and return it — or ``None`` (and change nothing) if it is unknown,
-        expired, already completed, or bound to another user than ``principal``."""
+        expired, already completed, or bound to another user than ``principal``.
+
+        ``attempt`` names this completion: a try with the same ``attempt`` that finds the record completed by it
+        (an earlier try whose answer was lost) gets the record again, so the completion counts once and its caller
+        still learns that it made it."""
         ...
 
     async def forget_connection(self, connection: str) -> int:

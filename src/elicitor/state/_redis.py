@@ -650,13 +650,18 @@ class RedisUrlRegistry:
             )
         return None if known is None else self._decode(known[0], _fields(known[1]))
 
-    async def complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+    async def complete(
+        self, elicitation_id: str, principal: str | None, attempt: str | None = None
+    ) -> UrlRecord | None:
         """Mark it completed and return it, in one script: of two racing completions exactly one gets the record.
 
         ``None`` (nothing changed) if it is unknown, expired, already completed, or bound to another principal; a
-        record bound to no principal may be completed by anyone.
+        record bound to no principal may be completed by anyone. A try under the ``attempt`` that completed it
+        gets the record again (the token is random when none is given: redis-py's own resend is then the only
+        retry).
         """
-        args = ["0", "", secrets.token_hex(8)] if principal is None else ["1", principal, secrets.token_hex(8)]
+        token = attempt or secrets.token_hex(8)
+        args = ["0", "", token] if principal is None else ["1", principal, token]
         with self._shared.failing("completing a URL elicitation"):
             before = await self._complete(keys=[self._shared.key("url", elicitation_id)], args=args)
         if before is None:
