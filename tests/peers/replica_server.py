@@ -128,13 +128,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--lease", type=float, help="the replica's lease in Redis, in seconds (default: the store's)")
     parser.add_argument("--keep-alive", type=int, help="seconds an idle connection stays open (default: run's)")
+    parser.add_argument("--grace", type=int, default=2, help="seconds a SIGTERM leaves requests in flight (2)")
     args = parser.parse_args()
     if args.lease is not None:  # the store run() would open from ELICITOR_REDIS_URL, with a shorter lease
         from elicitor.state import RedisStore
 
         server.share(RedisStore(os.environ["ELICITOR_REDIS_URL"], lease=args.lease))
     more = {} if args.keep_alive is None else {"keep_alive": args.keep_alive}
-    server.run("http", port=args.port, fallback=pages, principal=user, shutdown_grace=2, **more)
+    server.run("http", port=args.port, fallback=pages, principal=user, shutdown_grace=args.grace, **more)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -512,8 +513,10 @@ class Server:
         ``ELICITOR_REDIS_URL``) shares the state with every replica using the same Redis; they must also share
         ``ELICITOR_STATE_KEYS``: without them it raises ``RuntimeError`` saying so before listening (see
         :meth:`misconfiguration`), and a lifespan that fails stops the server with its reason. On SIGTERM,
-        requests in flight get ``shutdown_grace`` seconds to finish; then the calls still waiting on a person are
-        cancelled (their clients resume elsewhere or start again), and the replica gives up its sessions at once.
+        the streams this replica relays for other replicas' sessions end at once (their clients resume them
+        elsewhere), and the calls of its own sessions, wherever their clients are connected, get ``shutdown_grace``
+        seconds to finish; then the calls still waiting on a person are cancelled (their clients resume elsewhere or
+        start again), and the replica gives up its sessions at once (see :meth:`HttpApp.drain`).
         ``backend`` is the async library for stdio (``"asyncio"``, on ``loop``, or ``"trio"``). ``keep_alive`` is
         how long, in seconds, an idle HTTP connection stays open; behind a balancer, keep it longer than the
         balancer keeps its idle connections to the replicas (see :data:`KEEP_ALIVE`).
@@ -549,10 +552,12 @@ class Server:
             else:
                 line = language()._("elicitor: {name} at {url} ({parser}, {loop})", **says)
             print(line, file=sys.stderr, flush=True)
+            from .http._drain import DrainingServer
             from .http._keepalive import http_protocol
 
-            uvicorn.run(
-                self.http_app(path, **options),
+            app = self.http_app(path, **options)
+            config = uvicorn.Config(
+                app,
                 host=host,
                 port=port,
                 loop=on_loop,
@@ -562,6 +567,11 @@ class Server:
                 timeout_graceful_shutdown=shutdown_grace,
                 timeout_keep_alive=keep_alive,
             )
+            served = DrainingServer(config, app)  # the app hears of a SIGTERM as its shutdown begins
+            with contextlib.suppress(KeyboardInterrupt):
+                served.run()
+            if not served.started:  # as uvicorn.run: a lifespan that failed (its reason logged) is a failed start
+                sys.exit(3)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
 

@@ -186,8 +186,25 @@ class HttpApp:
                 self.server._serving -= 1
                 self._stateless.parked = None
                 self._tg = None
+                if self._handshake.draining:  # the calls in flight here get their grace (see drain)
+                    await self._handshake.drained.wait()
                 await self._handshake.close()
                 tg.cancel_scope.cancel()
+
+    def drain(self, grace: float | None) -> None:
+        """The ASGI server stopped taking connections (SIGTERM) and gives the requests in flight ``grace`` seconds
+        (``None``: as long as they take): :meth:`Server.run` calls this as its shutdown begins.
+
+        What this replica relays for another replica's sessions ends now, cleanly: nothing of it runs here, and the
+        client resumes it (``Last-Event-ID``) on another replica at once instead of waiting out the grace and then
+        meeting a response cut mid-stream. The sessions this replica runs keep their calls in flight for the grace
+        whichever replica the client's POST landed on (a call relayed by another replica is in flight here too);
+        just before the grace is up, or once no call is in flight, they end (their clients start again
+        elsewhere), so the ASGI server need not cut a response. Served by another ASGI server, call it as that
+        server's graceful shutdown begins, with its grace; without it, the sessions end when the lifespan does.
+        """
+        if self._tg is not None:
+            self._tg.start_soon(self._handshake.drain, grace)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         message = await receive()

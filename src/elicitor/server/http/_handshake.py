@@ -95,6 +95,10 @@ def gone_after(store: Store) -> float:
     return (lease if isinstance(lease, float | int) else DEFAULT_LEASE) + CHECK_EVERY
 
 
+DRAIN_MARGIN = 0.5
+"""Seconds before a shutdown's grace is up at which the sessions still running calls end (see
+:meth:`HandshakeSessions.drain`): their responses end cleanly before the ASGI server would cancel them."""
+
 CLOSE_WITHIN = 2.0
 """Seconds a replica shutting down gives the store to forget its sessions, all of them together (see
 :meth:`HandshakeSessions.close`): a Redis that answers does it in milliseconds, and one that is away would not
@@ -307,6 +311,10 @@ class HandshakeSessions:
             gone_after=gone_after(self._store),
         )
         self._tg: anyio.abc.TaskGroup | None = None
+        self.draining = False
+        """The replica is shutting down (:meth:`drain`): a new session is refused (503), to be made elsewhere."""
+        self.drained = anyio.Event()
+        """Set once :meth:`drain` ended this replica's sessions: the app's lifespan ends after it."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -341,6 +349,20 @@ class HandshakeSessions:
             session = self._sessions.get(session_id)
             if session is not None and tg is not None:
                 tg.start_soon(self._end, session)
+
+    async def drain(self, grace: float | None) -> None:
+        """The replica is shutting down (see :meth:`HttpApp.drain`): relayed streams end now; this replica's
+        sessions end once none has a request in flight, or :data:`DRAIN_MARGIN` before ``grace`` is up."""
+        self.draining = True
+        self._peers.drain()
+        within = None if grace is None else max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
+        try:
+            with anyio.move_on_after(within):
+                while any(session.streams for session in self._sessions.values()):
+                    await anyio.sleep(0.1)
+            await self.close()
+        finally:
+            self.drained.set()
 
     async def close(self) -> None:
         """End every session this replica runs (the app is shutting down) and stop taking new ones.
@@ -429,7 +451,8 @@ class HandshakeSessions:
                 await refuse_unavailable(send, request_id_of(message), exc, "POST")
                 return None
             if session is None:
-                await refuse(send, 503, request_id_of(message), INVALID_REQUEST, "Too many sessions; try again later")
+                why = "this replica is shutting down" if self.draining else "Too many sessions; try again later"
+                await refuse(send, 503, request_id_of(message), INVALID_REQUEST, why)
                 return None
         else:
             supported = version is None or version in HANDSHAKE_HEADER_VERSIONS
@@ -611,7 +634,7 @@ class HandshakeSessions:
                 "the HTTP app's lifespan is not running: serve it with an ASGI server, or enter app.lifespan() from "
                 "the lifespan of the application it is mounted in"
             )
-        if len(self._sessions) >= self._max_sessions:
+        if len(self._sessions) >= self._max_sessions or self.draining:
             return None
         session_id = secrets.token_urlsafe(32)
         await self._store.sessions.claim(session_id, principal)  # first: a claim the store refused leaves nothing

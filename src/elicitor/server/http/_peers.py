@@ -186,6 +186,11 @@ class RemoteStream:
         self._in.close()
         self.out.close()
 
+    def end(self) -> None:
+        """End the response here, with nothing lost: the stream goes on at its owner, and the client resumes it
+        (``Last-Event-ID``) on another replica. What this replica took from the owner is still delivered first."""
+        self._in.close()
+
     def lost(self, status: int = 404, reason: str = "Session ended: the replica running it stopped") -> None:
         """End the stream: its owner is gone (404), or its client reads too slowly to keep up (503)."""
         self.status, self.reason = status, reason
@@ -222,6 +227,8 @@ class Peers:
         self._recalls: dict[str, str] = {}
         """Owners by the tokens of requests that could not be sent to them, oldest first (see :meth:`_recall`)."""
         self._recalling = False
+        self.draining = False
+        """This replica is shutting down: the streams it relays end as they open (see :meth:`drain`)."""
         self.check_every = check_every
         self.gone_after = gone_after
         """Seconds an owner's lease must stay lapsed before its sessions are gone: long enough that an owner that
@@ -238,6 +245,16 @@ class Peers:
     @property
     def me(self) -> str:
         return self._store.replica
+
+    def drain(self) -> None:
+        """This replica is shutting down: every stream it relays that has opened ends now (each relay then tells
+        its owner to stop pumping, the stream kept there for a resume), and so will those that open from now on.
+        A stream not opened yet opens first: its request was sent to its owner, and a refusal now could have the
+        client send it again, running it twice."""
+        self.draining = True
+        for relay in list(self._relays.values()):
+            if relay.key:
+                relay.end()
 
     # ---- the listener --------------------------------------------------------------------------------------
 
@@ -274,6 +291,8 @@ class Peers:
             relay = self._relays.get(message.token)
             if relay is not None:
                 relay.push(message)
+                if self.draining:
+                    relay.end()
         elif isinstance(message, Deliver):
             session = self._sessions.get(message.session)
             if session is not None:

@@ -1,0 +1,174 @@
+"""A replica that stalls or is stopped while a person is being asked: three replicas behind nginx, one Redis.
+
+Everything is real (``tests/replicas.py``): redis-server, three ``tests.peers.replica_server`` processes started with
+a 2.5 s lease and a 10 s shutdown grace, nginx running ``deploy/nginx.conf``. Each test picks which replica runs the
+session, which one holds the client's response (the one its POST landed on, relaying the stream when another runs
+the session) and which one the person's answer lands on, by sending each request to that replica directly, as the
+balancer may; then it stops one of them (SIGSTOP, SIGTERM) at the moment that matters and checks what the person
+sees: every question arrives once, every answer is taken (202, never 404 for a session that lives), the call ends
+with its result, and a response ends cleanly rather than cut.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx2 as httpx
+import pytest
+
+from .replicas import MISSING, Deployment, deployment
+from .test_replicas import all_ready, events, open_session, rpc
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(bool(MISSING), reason=f"needs {' and '.join(MISSING)} (make test installs them)"),
+]
+LEASE = 2.5
+"""The replicas' lease (5 s by default): a stall past it and past ``gone_after`` (a lease and 2 s) takes seconds."""
+STALL = LEASE + 3
+"""A long stall: past the lease by three seconds, past ``gone_after`` by one."""
+GRACE = 10
+"""The replicas' ``shutdown_grace``: what a SIGTERM leaves the calls in flight."""
+SERVER = [sys.executable, "-m", "tests.peers.replica_server", "--lease", str(LEASE), "--grace", str(GRACE)]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    with deployment(SERVER, tmp_path_factory.mktemp("stalls")) as running:
+        yield running
+
+
+def direct(cluster: Deployment) -> list[str]:
+    """Each replica's own endpoint, bypassing the balancer."""
+    return [f"http://127.0.0.1:{port}/mcp" for port in cluster.replicas.ports]
+
+
+def accept(question: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+    """The person's answer to ``question``."""
+    return {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": content}}
+
+
+async def terminated(cluster: Deployment, index: int) -> None:
+    """SIGTERM replica ``index``, wait until it has exited by itself (its grace is ``GRACE``), and start it again."""
+    process = cluster.replicas._processes[index]
+    assert process is not None
+    os.killpg(process.pid, signal.SIGTERM)
+    code = await anyio.to_thread.run_sync(process.wait, GRACE + 30)
+    assert code in (0, -signal.SIGTERM), cluster.replicas.log(index).read_text()[-3000:]  # uvicorn raises it again
+    cluster.replicas.start(index)
+
+
+async def until_question(stream: AsyncIterator[tuple[str | None, dict[str, Any]]]) -> tuple[str | None, dict[str, Any]]:
+    with anyio.fail_after(60):
+        event_id, message = await anext(stream)
+    return event_id, message
+
+
+async def test_a_call_relayed_by_another_replica_gets_its_grace_when_the_session_replica_is_stopped(
+    cluster: Deployment,
+) -> None:
+    """The session runs on replica 0; the call was POSTed to replica 1, which relays its stream; replica 0 is
+    stopped (SIGTERM) while the person reads the question. Replica 0 had no request of its own in flight, so it
+    ended the session at once: the person's answer, landing on replica 2, got 404 and the call's stream ended
+    without its result (the official SDK's client cannot start again; ours asks the person again). Now a call in
+    flight for one of its sessions gets the grace wherever its client's connection is: the answer is taken, the
+    next question comes on the same stream, and the call ends with its result."""
+    owner, relay, third = direct(cluster)
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with anyio.create_task_group() as tg:
+            async with http.stream("POST", relay, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as r:
+                stream = events(r)
+                _, question = await until_question(stream)
+                assert question["params"]["message"] == "Your name?"
+                tg.start_soon(terminated, cluster, 0)
+                await anyio.sleep(1)  # the shutdown has begun
+                answered = await http.post(third, json=accept(question, {"name": "Ada"}), headers=headers)
+                assert answered.status_code == 202, answered.text
+                _, question = await until_question(stream)
+                assert question["params"]["message"] == "How many people?"
+                answered = await http.post(third, json=accept(question, {"size": 2}), headers=headers)
+                assert answered.status_code == 202, answered.text
+                _, result = await until_question(stream)
+            assert result == {"jsonrpc": "2.0", "id": 7, "result": {"content": [{"type": "text", "text": "Ada x2"}]}}
+        async with httpx.AsyncClient(timeout=60) as again:
+            await all_ready(again, cluster)
+
+
+async def test_a_stream_relayed_by_a_replica_being_stopped_ends_cleanly_at_once_and_resumes_elsewhere(
+    cluster: Deployment,
+) -> None:
+    """The session runs on replica 0; the call's stream is relayed by replica 1, which is stopped (SIGTERM) while
+    the person reads the question. It used to hold the response through its whole grace, then have uvicorn cut
+    it mid-stream (an incomplete chunked body, an ERROR with a traceback in its log). Nothing of the call runs on
+    replica 1: the response now ends at once, cleanly, and the client resumes the stream on another replica with
+    ``Last-Event-ID``, where the person's answer brings the next question."""
+    owner, relay, third = direct(cluster)
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with anyio.create_task_group() as tg:
+            async with http.stream("POST", relay, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as r:
+                stream = events(r)
+                last, question = await until_question(stream)
+                assert question["params"]["message"] == "Your name?"
+                tg.start_soon(terminated, cluster, 1)
+                with anyio.fail_after(60):
+                    rest = [message async for _, message in stream]  # ends without raising: not cut
+            assert rest == []
+            assert last is not None
+            answered = await http.post(third, json=accept(question, {"name": "Ada"}), headers=headers)
+            assert answered.status_code == 202, answered.text
+            resume = {**headers, "accept": "text/event-stream", "last-event-id": last}
+            async with http.stream("GET", third, headers=resume) as r:
+                assert r.status_code == 200
+                stream = events(r)
+                _, question = await until_question(stream)
+                assert question["params"]["message"] == "How many people?"
+                answered = await http.post(owner, json=accept(question, {"size": 3}), headers=headers)
+                assert answered.status_code == 202, answered.text
+                _, result = await until_question(stream)
+            assert result["result"]["content"][0]["text"] == "Ada x3"
+        log = cluster.replicas.log(1).read_text()
+        assert "Exception in ASGI application" not in log and "timeout graceful shutdown exceeded" not in log, log
+        await all_ready(http, cluster)
+
+
+async def test_a_stall_of_the_replica_holding_the_stream_while_the_person_answers_loses_nothing(
+    cluster: Deployment,
+) -> None:
+    """The session runs on replica 0; replica 1 relays the call's stream and is stopped (SIGSTOP) past its lease
+    while the person answers on replica 2: the answer is taken, and the next question, which replica 0 sent to the
+    stopped relay, reaches the person once it runs again, on the same response."""
+    owner, relay, third = direct(cluster)
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with http.stream("POST", relay, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as r:
+            stream = events(r)
+            _, question = await until_question(stream)
+            pid = cluster.replicas.pids()[1]
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                answered = await http.post(third, json=accept(question, {"name": "Ada"}), headers=headers)
+                assert answered.status_code == 202, answered.text
+                await anyio.sleep(STALL)
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            _, question = await until_question(stream)
+            assert question["params"]["message"] == "How many people?"
+            answered = await http.post(owner, json=accept(question, {"size": 4}), headers=headers)
+            assert answered.status_code == 202, answered.text
+            _, result = await until_question(stream)
+        assert result["result"]["content"][0]["text"] == "Ada x4"
+        assert (await http.delete(third, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
