@@ -1038,17 +1038,38 @@ CHECKED = json.dumps(
 )  # fmt: skip
 
 
+TITLED = json.dumps(
+    {"type": "object", "properties": {
+        "s": {"type": "string", "title": "座位", "description": "您想坐哪裡？", "default": "in",
+              "oneOf": [{"const": "in", "title": "室內"}, {"const": "out", "title": "露臺"}]},
+    }}
+)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("environ", "argv", "schema", "said"),
     [
         ({"LANG": "zh_CN.UTF-8"}, [], CHECKED,
          ["在规范允许的 elicitation schema 子集之内：共 2 个字段。", "协议版本：\n", "  2025-11-25：可以\n",
-          "  2025-06-18：不可以：多选字段（x）从 2025-11-25 起才有；", "    accepts: a whole number; at least 1"]),
+          "  2025-06-18：不可以：多选字段（x）从 2025-11-25 起才有；",
+          "  n：整数，必填\n    显示为：n\n    接受：整数；至少 1\n  x：多选，选填\n    显示为：x\n    选项：a、b\n"]),
         ({"LANG": "zh_TW.UTF-8"}, [], CHECKED,
-         ["協定版本：\n", "  2026-07-28：可以\n", "多選欄位（x）從 2025-11-25 起才有"]),
-        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], CHECKED, ["Protocol revisions:\n", "  2025-11-25: yes\n"]),
+         ["協定版本：\n", "  2026-07-28：可以\n", "多選欄位（x）從 2025-11-25 起才有",
+          "  n：整數，必填\n    顯示為：n\n"]),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], CHECKED,
+         ["Protocol revisions:\n", "  2025-11-25: yes\n", "  n: integer, required\n    shown as: n\n"]),
+        ({"LANG": "zh_TW.UTF-8"}, [], TITLED,
+         ["  s：單選，選填\n    顯示為：座位\n    說明：您想坐哪裡？\n    預設值：\"in\"\n"
+          "    選項：室內（送出 'in'）、露臺（送出 'out'）\n"]),
         ({"LANG": "zh_TW.UTF-8"}, [], '{"type": "object", "properties": {"x": {"type": "object"}}}',
-         ["elicitor check：不在規格允許的 elicitation schema 子集之內：field 'x': nested objects are not allowed"]),
+         ["elicitor check：不在規格允許的 elicitation schema 子集之內：欄位 'x'：",
+          "不允許巢狀物件；elicitation 表單是扁平的"]),
+        ({"LANG": "zh_CN.UTF-8"}, [], '{"type": "object", "properties": {"x": {"type": "integer", "minimum": 3, '
+         '"default": 1}}}',
+         ["elicitor check：不在规范允许的 elicitation schema 子集之内：字段 'x'：默认值 1 无效：不能小于 3"]),
+        ({"LANG": "zh_CN.UTF-8"}, [], '{"type": "object", "properties": {"x": {"type": "string", "format": "ip"}}}',
+         ["elicitor check：不在规范允许的 elicitation schema 子集之内：字段 'x'：未知的格式 'ip'；"
+          "允许的格式：email、uri、date、date-time"]),
         ({"LANG": "zh_CN.UTF-8"}, [], "{not json", ["elicitor check：无法将 '-' 读取为 JSON：Expecting property name"]),
         ({"LANG": "zh_TW.UTF-8"}, [], "[1]", ["elicitor check：JSON 必須是一個物件："]),
     ],
@@ -1056,8 +1077,9 @@ CHECKED = json.dumps(
 def test_check_gives_its_verdict_in_the_persons_language(
     environ: dict[str, str], argv: list[str], schema: str, said: list[str]
 ) -> None:
-    """``elicitor check``'s verdicts (inside the subset or not, which revisions carry the form) in the person's
-    language; the field-by-field listing and why a definition is refused (the library's own words) stay English."""
+    """``elicitor check`` in the person's language: its verdicts (inside the subset or not, which revisions carry
+    the form), the field-by-field listing and why a definition is refused; what the schema says (names, titles,
+    descriptions, choices, a default) as written, Chinese in JSON unescaped."""
     run = subprocess.run(
         [sys.executable, "-m", "elicitor", *argv, "check", "-"], input=schema, capture_output=True, text=True,
         timeout=60, cwd=ROOT,

@@ -11,18 +11,17 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any, TextIO
 
 from ._exceptions import ElicitationUnsupported, FormDefinitionError
-from .client._present import hint
+from .client._present import hint, printable
 from .forms import EnumField, Form, FormField, MultiEnumField
-from .i18n import ENGLISH, N_, language
+from .i18n import N_, Message, language
 from .types import REV_2025_06_18, REV_2025_11_25, REV_2026_07_28
 
 REVISIONS = (REV_2025_06_18, REV_2025_11_25, REV_2026_07_28)
-_TODAY = "today is"
-"""The start of a date field's hint that names today's date: about the day the person answers, not the field."""
 
 
 class _Unreadable(Exception):
@@ -67,24 +66,35 @@ def _schema_in(document: object) -> dict[str, Any]:
 
 
 def report(form: Form[Any], out: TextIO) -> None:
-    """What a client renders, and which revisions carry the form (with what each leaves out). The verdicts are in
-    the person's language; the field-by-field listing stays English, in the words of the schema it describes."""
-    t = language()._
+    """What a client renders, field by field, and which revisions carry the form (with what each leaves out), in
+    the person's language; what the schema itself says (names, titles, descriptions, choices, defaults) as
+    written."""
+    lang = language()
+    t = lang._
+    today = t("today is {iso}, {words}", iso=date.today().isoformat(), words=lang.date(date.today()))  # not a rule
     out.write(t("Inside the elicitation schema subset: {n} field(s).", n=str(len(form.fields))) + "\n\n")
     for f in form.fields:
-        out.write(f"  {f.name}: {_kind(f)}, {'required' if f.required else 'optional'}\n")
-        out.write(f"    shown as: {f.label}\n")
+        kind = lang.text(_kind(f))
+        out.write("  " + (t("{name}: {kind}, required", name=f.name, kind=kind) if f.required else
+                          t("{name}: {kind}, optional", name=f.name, kind=kind)) + "\n")  # fmt: skip
+        out.write("    " + t("shown as: {label}", label=printable(f.label)) + "\n")
         if f.description:
-            out.write(f"    description: {f.description}\n")
-        rules = [part for part in hint(f, ENGLISH) if not part.startswith(_TODAY)]
+            out.write("    " + t("description: {text}", text=printable(f.description, newlines=True)) + "\n")
+        rules = [part for part in hint(f, lang) if part != today]
         if rules:
-            out.write(f"    accepts: {'; '.join(rules)}\n")
+            out.write("    " + t("accepts: {rules}", rules=t("; ").join(rules)) + "\n")
         default = getattr(f, "default", None)
         if default is not None:
-            out.write(f"    default: {json.dumps(list(default) if isinstance(default, tuple) else default)}\n")
+            shown = json.dumps(list(default) if isinstance(default, tuple) else default, ensure_ascii=False)
+            out.write("    " + t("default: {value}", value=shown) + "\n")
         if isinstance(f, EnumField | MultiEnumField):
-            choices = ", ".join(o.value if o.label == o.value else f"{o.label} (sends {o.value!r})" for o in f.options)
-            out.write(f"    choices: {choices}\n")
+            choices = t(", ").join(
+                printable(o.value)
+                if o.label == o.value
+                else t("{label} (sends {value})", label=printable(o.label), value=printable(repr(o.value)))
+                for o in f.options
+            )
+            out.write("    " + t("choices: {choices}", choices=choices) + "\n")
     out.write("\n" + t("Protocol revisions:") + "\n")
     full = form.schema(REV_2025_11_25)["properties"]
     for revision in REVISIONS:
@@ -119,13 +129,20 @@ def _why_not(form: Form[Any], exc: ElicitationUnsupported) -> str:
     )
 
 
-def _kind(f: FormField) -> str:
+def _kind(f: FormField) -> Message:
     if isinstance(f, MultiEnumField):
-        return "multi-select"
+        return N_("multi-select")
     if isinstance(f, EnumField):
-        return "single-select"
+        return N_("single-select")
+    kinds = {"string": N_("string"), "number": N_("number"), "integer": N_("integer"), "boolean": N_("boolean")}
     fmt = getattr(f, "format", None)
-    return f"{f.kind} ({fmt})" if fmt else f.kind
+    return N_("{kind} ({format})", kind=kinds[f.kind], format=fmt) if fmt else kinds[f.kind]
+
+
+def said_in(exc: BaseException) -> str:
+    """Why a definition is refused, in the person's language (the library raises it with a deferred sentence)."""
+    reason = exc.args[0] if len(exc.args) == 1 else str(exc)
+    return language().text(reason) if isinstance(reason, Message) else str(reason)
 
 
 def main(target: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -135,7 +152,7 @@ def main(target: str, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int
         err.write("elicitor check" + language()._(": ") + language().text(exc.args[0]) + "\n")
         return 2
     except FormDefinitionError as exc:
-        said = language()._("outside the elicitation schema subset: {reason}", reason=str(exc))
+        said = language()._("outside the elicitation schema subset: {reason}", reason=said_in(exc))
         err.write("elicitor check" + language()._(": ") + said + "\n")
         return 1
     try:

@@ -48,7 +48,7 @@ class Form(Generic[T]):
     ) -> None:
         names = [f.name for f in fields]
         if len(set(names)) != len(names):
-            raise FormDefinitionError(f"duplicate field names in form: {names}")
+            raise FormDefinitionError(N_("duplicate field names in form: {names}", names=str(names)))
         if check_secrets:
             for f in fields:
                 if f.name in allow_secret:
@@ -56,11 +56,11 @@ class Form(Generic[T]):
                 reason = secret_reason(f.name, f.title, f.description)
                 if reason:
                     raise FormDefinitionError(
-                        f"field {f.name!r} looks like it asks for a secret ({reason!r}). Form mode must not be used "
-                        "for passwords, API keys, tokens or payment details: use URL mode (ctx.elicit_url) so the "
-                        "secret never passes through the client. If this is a false positive, annotate the field "
-                        "with Field(not_secret=True)."
-                    )
+                        N_("field {name} looks like it asks for a secret ({reason}). Form mode must not be used for "
+                           "passwords, API keys, tokens or payment details: use URL mode (ctx.elicit_url) so the "
+                           "secret never passes through the client. If this is a false positive, annotate the field "
+                           "with Field(not_secret=True).", name=repr(f.name), reason=repr(reason))
+                    )  # fmt: skip
         self.fields = fields
         self._by_name = {f.name: f for f in fields}
         self._build: Callable[[dict[str, Any]], T] = build if build is not None else cast(Any, dict)

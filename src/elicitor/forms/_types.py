@@ -13,6 +13,7 @@ from typing import Any, Literal, TypeAlias, Union, get_args, get_origin
 import msgspec
 
 from .._exceptions import FormDefinitionError
+from ..i18n._message import N_, Message
 from ._annotations import Field
 from ._fields import (
     BooleanField,
@@ -62,8 +63,9 @@ def _hints(spec: Any) -> dict[str, Any]:
         return typing.get_type_hints(spec, include_extras=True)
     except NameError as exc:
         raise FormDefinitionError(
-            f"cannot resolve the annotations of {_name(spec)}: {exc} (define the types it uses at module level)"
-        ) from None
+            N_("cannot resolve the annotations of {spec}: {reason} (define the types it uses at module level)",
+               spec=_name(spec), reason=str(exc))
+        ) from None  # fmt: skip
 
 
 def _build_form(spec: Any) -> Form[Any]:
@@ -111,7 +113,7 @@ def _object_form(spec: Any, rows: list[_Row], construct: Callable[[dict[str, Any
         try:
             field, convert = _field_for(name, hint, default, required)
         except FormDefinitionError as exc:
-            raise FormDefinitionError(f"{_name(spec)}: {exc}") from None
+            raise FormDefinitionError(N_("{spec}: {reason}", spec=_name(spec), reason=said(exc))) from None
         fields.append(field)
         converters[name] = convert
         if _marker(hint).not_secret:
@@ -129,7 +131,7 @@ def _object_form(spec: Any, rows: list[_Row], construct: Callable[[dict[str, Any
     try:
         return Form(tuple(fields), build, allow_secret=frozenset(allow_secret))
     except FormDefinitionError as exc:
-        raise FormDefinitionError(f"{_name(spec)}: {exc}") from None
+        raise FormDefinitionError(N_("{spec}: {reason}", spec=_name(spec), reason=said(exc))) from None
 
 
 def _pydantic_form(model: Any) -> Form[Any]:
@@ -154,7 +156,7 @@ def _field_for(name: str, hint: Any, default: Any, required: bool | None) -> tup
         members = [a for a in get_args(base) if a is not type(None)]
         optional = len(members) < len(get_args(base))
         if len(members) != 1:
-            raise FormDefinitionError(f"field {name!r}: a union of several types cannot be a form field")
+            raise _refused(name, N_("a union of several types cannot be a form field"))
         base, more = _unwrap(members[0])
         meta = _merge(meta, more)
     if required is None:
@@ -209,13 +211,14 @@ def _field_for(name: str, hint: Any, default: Any, required: bool | None) -> tup
     if origin in (list, set, frozenset, tuple) or base in (list, set, frozenset):
         args = [a for a in get_args(base) if a is not Ellipsis]
         if origin is tuple and len(get_args(base)) != 2:
-            raise FormDefinitionError(f"field {name!r}: use tuple[X, ...] for a multi-select")
+            raise _refused(name, N_("use tuple[X, ...] for a multi-select"))
         inner = _choice(name, _unwrap(args[0])[0]) if len(args) == 1 else None
         if inner is None:
-            raise FormDefinitionError(
-                f"field {name!r}: lists may only hold choices (Literal strings or an Enum) — arrays of other "
-                "items are outside the elicitation subset"
-            )
+            raise _refused(
+                name,
+                N_("lists may only hold choices (Literal strings or an Enum) — arrays of other items are outside the "
+                   "elicitation subset"),
+            )  # fmt: skip
         options, titled, to_python = inner
         _only(name, meta, {"min_items", "max_items"})
         container: Callable[[Any], Any] = origin or base
@@ -230,26 +233,28 @@ def _field_for(name: str, hint: Any, default: Any, required: bool | None) -> tup
         return field_m, lambda values: container(to_python(v) for v in values)
     what = getattr(base, "__name__", repr(base))
     if isinstance(base, type) and (dataclasses.is_dataclass(base) or _is_typeddict(base) or issubclass(base, dict)):
-        raise FormDefinitionError(f"field {name!r}: nested objects ({what}) are not allowed; forms are flat")
-    raise FormDefinitionError(
-        f"field {name!r}: type {what} is outside the elicitation subset (str, int, float, bool, date, datetime, "
-        "Literal, Enum, or a list of Literal/Enum)"
-    )
+        raise _refused(name, N_("nested objects ({type}) are not allowed; forms are flat", type=what))
+    raise _refused(
+        name,
+        N_("type {type} is outside the elicitation subset ({allowed})", type=what,
+           allowed="str, int, float, bool, date, datetime, Literal, Enum, list[Literal/Enum]"),
+    )  # fmt: skip
 
 
 def _choice(name: str, base: Any) -> tuple[tuple[Option, ...], bool, Callable[[Any], Any]] | None:
     if get_origin(base) is Literal:
         values = get_args(base)
         if not all(isinstance(v, str) for v in values):
-            raise FormDefinitionError(f"field {name!r}: Literal choices must be strings")
+            raise _refused(name, N_("Literal choices must be strings"))
         return tuple(Option(v) for v in values), False, _identity
     if isinstance(base, type) and issubclass(base, enum.Enum):
         options = []
         titled = False
         for member in base:
             if not isinstance(member.value, str):
-                raise FormDefinitionError(
-                    f"field {name!r}: enum {base.__name__} must have string values (elicitation choices are strings)"
+                raise _refused(
+                    name,
+                    N_("enum {enum} must have string values (elicitation choices are strings)", enum=base.__name__),
                 )
             title = getattr(member, "title", None)
             if not isinstance(title, str):
@@ -292,7 +297,7 @@ def _read_meta(extra: Any) -> dict[str, Any]:
             if value is not None:
                 out[dst] = value
         if extra.gt is not None or extra.lt is not None:
-            raise FormDefinitionError("exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le")
+            raise FormDefinitionError(_EXCLUSIVE)
         return out
     if _at is not None:
         if isinstance(extra, _at.Ge):
@@ -301,7 +306,7 @@ def _read_meta(extra: Any) -> dict[str, Any]:
             return {"maximum": extra.le}
         if isinstance(extra, _at.Interval):
             if extra.gt is not None or extra.lt is not None:
-                raise FormDefinitionError("exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le")
+                raise FormDefinitionError(_EXCLUSIVE)
             return {k: v for k, v in (("minimum", extra.ge), ("maximum", extra.le)) if v is not None}
         if isinstance(extra, _at.MinLen):
             return {"min_length": extra.min_length, "min_items": extra.min_length}
@@ -313,7 +318,7 @@ def _read_meta(extra: Any) -> dict[str, Any]:
                 found.update(max_length=extra.max_length, max_items=extra.max_length)
             return found
         if isinstance(extra, _at.Gt | _at.Lt):
-            raise FormDefinitionError("exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le")
+            raise FormDefinitionError(_EXCLUSIVE)
     return out
 
 
@@ -329,7 +334,22 @@ def _only(name: str, meta: dict[str, Any], allowed: set[str]) -> None:
                     meta.pop(k)
     extra = set(meta) - allowed - general
     if extra:
-        raise FormDefinitionError(f"field {name!r}: {', '.join(sorted(extra))} does not apply to this kind of field")
+        raise _refused(
+            name, N_("{constraints} does not apply to this kind of field", constraints=", ".join(sorted(extra)))
+        )
+
+
+_EXCLUSIVE = N_("exclusive bounds (gt/lt) are not in the elicitation subset; use ge/le")
+
+
+def _refused(name: str, rule: Message) -> FormDefinitionError:
+    """Why the field ``name`` cannot be in a form (English in ``str()``, translated where it is shown)."""
+    return FormDefinitionError(N_("field {name}: {rule}", name=repr(name), rule=rule))
+
+
+def said(exc: BaseException) -> Message | str:
+    """What an exception says: its deferred sentence when it was raised with one, else its text."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Message) else str(exc)
 
 
 def _marker(hint: Any) -> Field:
