@@ -12,6 +12,7 @@ with its result, and a response ends cleanly rather than cut.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -20,7 +21,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import httpx2 as httpx
+import mcp_types as types
 import pytest
+from mcp import Client as McpClient
 
 from .replicas import MISSING, Deployment, deployment
 from .test_replicas import all_ready, events, open_session, rpc
@@ -67,6 +70,18 @@ async def terminated(cluster: Deployment, index: int) -> None:
     code = await anyio.to_thread.run_sync(process.wait, GRACE + 30)
     assert code in (0, -signal.SIGTERM), cluster.replicas.log(index).read_text()[-3000:]  # uvicorn raises it again
     cluster.replicas.start(index)
+
+
+def slow_posts(cluster: Deployment, start: int) -> list[int]:
+    """The replica of each POST logged by nginx from line ``start`` on that took a second or more (a call that
+    waited on its person)."""
+    log = (cluster.nginx.folder / "logs" / "access.log").read_text().splitlines()[start:]
+    found = (re.search(r'"POST /mcp" \d+ upstream=(\S+) time=([\d.]+)', line) for line in log)
+    return [cluster.replicas.index_of(m[1]) for m in found if m is not None and float(m[2]) >= 1.0]
+
+
+def logged(cluster: Deployment) -> int:
+    return len((cluster.nginx.folder / "logs" / "access.log").read_text().splitlines())
 
 
 async def until_question(stream: AsyncIterator[tuple[str | None, dict[str, Any]]]) -> tuple[str | None, dict[str, Any]]:
@@ -171,4 +186,58 @@ async def test_a_stall_of_the_replica_holding_the_stream_while_the_person_answer
             _, result = await until_question(stream)
         assert result["result"]["content"][0]["text"] == "Ada x4"
         assert (await http.delete(third, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
+
+
+async def sdk_call_through_a_sigterm(cluster: Deployment) -> bool:
+    """One session of the official SDK's client through nginx, its replica stopped (SIGTERM) while the person reads
+    the first question; the person answers a second later. Asserts the call ends with its result; returns whether
+    its POST had landed on another replica than the session's (then relayed from there)."""
+    start = logged(cluster)
+    owner: int | None = None
+    asked: list[str] = []
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        if not asked:
+            assert owner is not None
+            os.killpg(cluster.replicas.pids()[owner], signal.SIGTERM)
+            await anyio.sleep(1)  # the shutdown has begun
+        asked.append(params.message)
+        content: dict[str, str | int | float | bool | list[str] | None]
+        content = {"name": "Ida"} if "name" in params.message else {"size": 5}
+        return types.ElicitResult(action="accept", content=content)
+
+    try:
+        with anyio.fail_after(60):
+            async with McpClient(cluster.nginx.url, elicitation_callback=callback, mode="legacy") as sdk:
+                block = (await sdk.call_tool("replica", {})).content[0]
+                assert isinstance(block, types.TextContent)
+                owner = cluster.replicas.pids().index(int(block.text))
+                block = (await sdk.call_tool("book", {})).content[0]
+                assert isinstance(block, types.TextContent) and block.text == "Ida x5", block
+        assert asked == ["Your name?", "How many people?"]
+    finally:
+        if owner is not None:
+            process = cluster.replicas._processes[owner]
+            assert process is not None
+            await anyio.to_thread.run_sync(process.wait, GRACE + 30)
+            cluster.replicas.start(owner)
+    landed = slow_posts(cluster, start)
+    assert len(landed) == 1, landed
+    return landed[0] != owner
+
+
+async def test_the_official_sdks_call_outlives_a_sigterm_of_its_session_replica_wherever_its_post_landed(
+    cluster: Deployment,
+) -> None:
+    """The official SDK's client never starts a new session: a SIGTERM of its session's replica while the person
+    reads the question must leave the call its grace whichever replica its POST landed on. Sessions are tried until
+    one call's POST landed on another replica than the session's (two in three do, round robin): that case failed."""
+    relayed = False
+    for _ in range(8):
+        if await sdk_call_through_a_sigterm(cluster):
+            relayed = True
+            break
+    assert relayed, "no call's POST landed on another replica than its session's"
+    async with httpx.AsyncClient(timeout=60) as http:
         await all_ready(http, cluster)
