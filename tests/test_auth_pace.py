@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2 as httpx
@@ -99,6 +100,56 @@ async def test_a_slow_person_stepping_up_in_the_middle_of_a_session_stops_every_
     scopes = [set(a["scope"].split()) for a in deployment.authorizations]
     assert scopes == [{"mcp:basic", "offline_access"}, {"mcp:basic", "mcp:admin", "offline_access"}]
     assert len(screen.links) == 2 and len(deployment.registrations) == 1
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_two_calls_waiting_on_a_person_whose_token_lapsed_meanwhile_sign_in_once_at_the_persons_pace(
+    anyio_backend: str, era: str
+) -> None:
+    """Two calls each wait on a question; while the person reads them, every token lapses and the refresh token is
+    revoked. Both answers then meet a 401 at once: one refresh is tried, one link is shown, the person takes three
+    times request_timeout to sign in, and both answers go through on the new token (no timer runs meanwhile)."""
+    screen = Screen()
+    both_waiting = anyio.Event()
+    asked: list[str] = []
+
+    async def answer(request: Any) -> dict[str, str]:
+        asked.append(request.message)
+        if len(asked) == 2:
+            both_waiting.set()
+        await both_waiting.wait()
+        return {"name": "Ada"}
+
+    async def person() -> None:
+        await follow(await screen.link(1))
+        await anyio.sleep(SLOW)
+        await follow(await screen.link(2))
+
+    async with deployed() as (deployment, url):
+        auth = OAuth(LoopbackAuthorizer(write=screen.write, open_browser=False))
+        handler = ScriptedHandler(otherwise=answer)
+        results: list[str] = []
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(person)
+            with anyio.fail_after(60):
+                async with Client.http(
+                    url, auth=auth, elicitation=handler, protocol=era, request_timeout=TIMERS,
+                ) as client:  # fmt: skip
+
+                    async def call() -> None:
+                        results.append((await client.call_tool("greet")).text)
+
+                    async with anyio.create_task_group() as calls:
+                        calls.start_soon(call)
+                        calls.start_soon(call)
+                        await both_waiting.wait()
+                        deployment.access.clear()
+                        deployment.refresh.clear()
+    assert results == ["hello Ada", "hello Ada"]
+    assert len(screen.links) == 2 and len(deployment.authorizations) == 2  # signed in again once, not twice
+    assert [t["grant_type"] for t in deployment.token_requests] == [
+        "authorization_code", "refresh_token", "authorization_code"
+    ]  # fmt: skip
 
 
 # ---- a sign-in interrupted part-way, with `elicitor dev-auth` -------------------------------------------------
