@@ -654,3 +654,49 @@ async def test_a_url_elicitations_completion_reaches_only_its_person(anyio_backe
         process.wait(timeout=60)
     assert results == {"ann": "accept", "bob": "accept"}, results
     assert completed == {"ann": ["peer-1"], "bob": ["peer-1"]}, completed
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio; subprocesses: one is enough
+@pytest.mark.parametrize("signed_in", [False, True])
+async def test_what_a_server_keeps_per_connection_never_passes_from_one_person_to_the_next(
+    anyio_backend: str, signed_in: bool
+) -> None:
+    """The official SDK's server on stdio keeps what each connection told it (``remember``, ``recall``). Three
+    2026-07-28 people, one after the other, through one listening proxy: each call is held on an upstream
+    connection of its own, and a connection left idle by one person's call must never carry the next person's,
+    whose call would then find what the first one told the server. Ann (elicitor's client) tells it a secret; Bob
+    (elicitor's client, declaring what Ann's declares) and Cal (the official SDK's client) recall nothing of it,
+    whether they sign in or not (without a sign-in nothing tells them apart: each call is its own person)."""
+    import sys
+
+    import httpx2 as httpx
+    from mcp import Client as McpClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    from elicitor.transports import StdioClientTransport
+
+    from .conftest import serving
+
+    async def start() -> Any:
+        return await StdioClientTransport.start([sys.executable, "-m", "tests.peers.people_sdk_server"])
+
+    def headers(name: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {name}"} if signed_in else {}
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            proxy = ProxyServer(start)
+            protection = Protection(Names(), "http://127.0.0.1/mcp", ["https://as.example"])
+            async with serving(proxy.http_app(auth=protection) if signed_in else proxy.http_app()) as url:
+                async with Client.http(url, protocol="2026-07-28", headers=headers("ann")) as ann:
+                    assert (await ann.call_tool("remember", {"note": "ann's secret"})).text == "kept"
+                async with Client.http(url, protocol="2026-07-28", headers=headers("bob")) as bob:
+                    bob_recalled = (await bob.call_tool("recall")).text
+                async with (
+                    httpx.AsyncClient(headers=headers("cal"), timeout=60) as http,
+                    McpClient(streamable_http_client(url, http_client=http)) as cal,
+                ):
+                    recalled = (await cal.call_tool("recall", {})).content[0]
+                    cal_recalled = recalled.text  # type: ignore[union-attr]
+            tg.cancel_scope.cancel()
+    assert (bob_recalled, cal_recalled) == ("nothing", "nothing")

@@ -8,10 +8,14 @@ A 2026-07-28 request belongs to no connection, so the proxy chooses the upstream
 * **a handshake-era server** may push a question in the middle of any call, and on stdio nothing in that request
   says which call it belongs to. So a call holds an upstream connection (a *lane*) of its own for as long as it
   runs upstream: a question arriving on a lane belongs to the one call on it, by construction. An idle lane is
-  kept for the next call of the same principal declaring the same capabilities (the server decided what to ask
-  by what the connection declared), up to :data:`MAX_IDLE`, only when the server answered the call on it (a
-  server may go on with a call the proxy gave up, and ask its next question there); at most :data:`MAX_LANES`
-  are open at once.
+  kept for the next call of the same principal declaring the same capabilities and client (the server decided
+  what to ask by what the connection declared), up to :data:`MAX_IDLE`, only when the server answered the call
+  on it (a server may go on with a call the proxy gave up, and ask its next question there); at most
+  :data:`MAX_LANES` are open at once. A principal is a signed-in person, or the one client of a stdio proxy: a
+  server keeps state per connection (what it was told, a session's memory, a log level), and a lane never
+  carries it from one person to another. Anonymous callers of a proxy serving several people cannot be told
+  apart between calls, so each of their calls gets a connection never used before, which closes after it; one
+  is opened ahead for the next such call, so that it does not wait for the server to start.
 
 The first connection learns the server's era (``server/discover``, else the handshake) and answers
 ``server/discover`` for a handshake-era server from its ``initialize``.
@@ -20,6 +24,7 @@ The first connection learns the server's era (``server/discover``, else the hand
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -31,6 +36,8 @@ from ..client._transport import SIGN_IN_FAILED
 from ..types import INTERNAL_ERROR, META_SERVER_INFO, STATELESS_REVISIONS, JSONObject
 from ._downstream import Downstream
 from ._upstream import Connect, Upstream
+
+logger = logging.getLogger("elicitor.proxy")
 
 MAX_LANES = 256
 """Upstream connections open at once for 2026-07-28 calls to a handshake-era server (one per call in flight)."""
@@ -92,6 +99,8 @@ class Lanes:
     ) -> None:
         self._connect = connect
         self._on_note = on_note
+        self._one_client = on_note is not None
+        """Every call comes from one client (see :meth:`_keeps`)."""
         self._opened_first = first
         self._tg = task_group
         self._wanted = wanted
@@ -100,6 +109,8 @@ class Lanes:
         self._learned: tuple[anyio.Event, list[BaseException]] | None = None
         """The learning under way (see :meth:`first`): set when it ends, with its failure if it failed."""
         self._idle: dict[str, list[Upstream]] = {}
+        self._readying: dict[str, anyio.Event] = {}
+        """Kinds of callers (:func:`_key`) a connection is being opened ahead for (:meth:`_ready_ahead`)."""
         self._open = 0
         self.task_support: dict[str, str] = {}
         """What the connections learnt of the tools' task support, shared (see :class:`Upstream`)."""
@@ -166,7 +177,7 @@ class Lanes:
                 if not opened_first:  # a stdio proxy's own ends with it: the client must get the error first
                     upstream.close()
                 raise
-            if not upstream.stateless:
+            if not upstream.stateless and self._keeps(down):
                 self._idle.setdefault(_key(down), []).append(upstream)
             else:
                 upstream.on_note = self._on_note
@@ -183,13 +194,10 @@ class Lanes:
         """A handshake-era connection for one call alone, for the block."""
         await self.first(down)
         key = _key(down)
-        idle = self._idle.setdefault(key, [])
-        upstream: Upstream | None = None
-        while idle:
-            candidate = idle.pop()
-            if not candidate.closed:
-                upstream = candidate
-                break
+        upstream = self._idle_one(key)
+        if upstream is None and key in self._readying:
+            await self._readying[key].wait()  # a connection opened ahead for such a call: sooner than a new one
+            upstream = self._idle_one(key)
         if upstream is None:
             upstream = await self._start()
             try:
@@ -199,6 +207,8 @@ class Lanes:
                 if isinstance(exc, JSONRPCError) and exc.data != SIGN_IN_FAILED:
                     self.no_handshake = True
                 raise
+        if not self._keeps(down):
+            self._ready_ahead(down, key)  # once this call's own is open: it never waits on the next one's
         answered = False
         try:
             yield upstream
@@ -218,10 +228,61 @@ class Lanes:
                 # connection whose end is the proxy's (it then serves server/discover and no call).
                 if upstream is not self._first:
                     upstream.close()
+            elif not self._keeps(down):
+                # An anonymous caller of a proxy serving several people: the next anonymous call may be another
+                # person's, and a server keeps state per connection (what it was told, what it remembers of the
+                # session, the log level set on it). A connection serves one such call, then closes.
+                if upstream is not self._first:
+                    upstream.close()
             elif sum(len(v) for v in self._idle.values()) < MAX_IDLE:
                 self._idle.setdefault(key, []).append(upstream)
             elif upstream is not self._first:
                 upstream.close()
+
+    def _idle_one(self, key: str) -> Upstream | None:
+        """An idle connection for calls of the kind ``key`` names, if one is open."""
+        idle = self._idle.setdefault(key, [])
+        while idle:
+            candidate = idle.pop()
+            if not candidate.closed:
+                return candidate
+        return None
+
+    def _ready_ahead(self, down: Downstream, key: str) -> None:
+        """For callers whose connection serves one call: a new connection opened ahead for the next call declaring
+        what ``down`` declares, so that it does not wait for the server to start. Never used, it carries nothing
+        of anyone's; one per kind of caller, within :data:`MAX_IDLE`."""
+        if (
+            key in self._readying
+            or self._idle.get(key)
+            or sum(len(v) for v in self._idle.values()) + len(self._readying) >= MAX_IDLE
+            or self._open >= MAX_LANES
+        ):
+            return
+        self._readying[key] = anyio.Event()
+
+        async def ready() -> None:
+            try:
+                upstream = await self._start()
+                try:
+                    await upstream.handshake(down)
+                except BaseException:
+                    upstream.close()
+                    raise
+                self._idle.setdefault(key, []).append(upstream)
+            except Exception as exc:  # the next call opens its own, and meets what went wrong itself
+                logger.info("a connection opened ahead failed: %r", exc)
+            finally:
+                self._readying.pop(key).set()
+
+        self._tg.start_soon(ready)
+
+    def _keeps(self, down: Downstream) -> bool:
+        """Whether a connection that served a call of ``down`` may serve another call (of the same principal,
+        declaring the same capabilities): when every call comes from one client (a stdio proxy's), or ``down``
+        is signed in. Without a sign-in, the clients of a proxy serving several people cannot be told apart
+        between calls (a 2026-07-28 request belongs to no session), so each call is its own person."""
+        return self._one_client or down.principal is not None
 
     def discovered(self) -> JSONObject:
         """``server/discover`` for a 2026-07-28 client, answered from the handshake-era server's ``initialize``."""
@@ -242,5 +303,5 @@ class Lanes:
 
 
 def _key(down: Downstream) -> str:
-    """Which idle connections a call may take: the same principal, declaring the same capabilities."""
-    return json.dumps([down.principal, down.upstream_capabilities()], sort_keys=True)
+    """Which idle connections a call may take: the same principal, declaring the same capabilities and client."""
+    return json.dumps([down.principal, down.upstream_capabilities(), down.client_info()], sort_keys=True)
