@@ -199,7 +199,7 @@ class HttpApp:
         client resumes it (``Last-Event-ID``) on another replica at once instead of waiting out the grace and then
         meeting a response cut mid-stream. The sessions this replica runs keep their calls in flight for the grace
         whichever replica the client's POST landed on (a call relayed by another replica is in flight here too);
-        just before the grace is up, or once no call is in flight, they end (their clients start again
+        just before the grace is up, or once no client follows a call of theirs, they end (their clients start again
         elsewhere), so the ASGI server need not cut a response. Served by another ASGI server, call it as that
         server's graceful shutdown begins, with its grace; without it, the sessions end when the lifespan does.
         """

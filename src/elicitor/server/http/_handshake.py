@@ -352,17 +352,24 @@ class HandshakeSessions:
 
     async def drain(self, grace: float | None) -> None:
         """The replica is shutting down (see :meth:`HttpApp.drain`): relayed streams end now; this replica's
-        sessions end once none has a request in flight, or :data:`DRAIN_MARGIN` before ``grace`` is up."""
+        sessions end once none has a request in flight that a client follows (here, or through another replica's
+        relay), or :data:`DRAIN_MARGIN` before ``grace`` is up. A call whose client left is not waited for: its
+        client, back, resumes it to a 404 and starts again, as it would at the end of the grace."""
         self.draining = True
         self._peers.drain()
         within = None if grace is None else max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
         try:
             with anyio.move_on_after(within):
-                while any(session.streams for session in self._sessions.values()):
+                while any(self._followed(session) for session in self._sessions.values()):
                     await anyio.sleep(0.1)
             await self.close()
         finally:
             self.drained.set()
+
+    @staticmethod
+    def _followed(session: SessionTransport) -> bool:
+        """Whether a request of ``session`` is in flight and a connection delivers its stream (here or relayed)."""
+        return any(stream.attached for stream in session.streams.values())
 
     async def close(self) -> None:
         """End every session this replica runs (the app is shutting down) and stop taking new ones.
