@@ -700,3 +700,69 @@ async def test_what_a_server_keeps_per_connection_never_passes_from_one_person_t
                     cal_recalled = recalled.text  # type: ignore[union-attr]
             tg.cancel_scope.cancel()
     assert (bob_recalled, cal_recalled) == ("nothing", "nothing")
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio; subprocesses: one is enough
+async def test_a_list_change_made_by_a_held_call_reaches_the_listeners_of_the_shared_connection(
+    anyio_backend: str,
+) -> None:
+    """A listening proxy in front of our server on stdio, which speaks both eras: 2026-07-28 people's
+    ``subscriptions/listen`` streams are on the one shared connection (a process), while Cal's call of ``retool``
+    goes on the handshake era first, held on a connection of its own (another process), where the server says the
+    tool list changed. Ann, who listens for tool list changes, hears it once, tagged with her own request id; Bob,
+    with the same request id, listens for prompt list changes only, and hears none."""
+    import json
+    import sys
+
+    import httpx2 as httpx
+
+    from elicitor.transports import StdioClientTransport
+
+    from .conftest import serving
+
+    async def start() -> Any:
+        return await StdioClientTransport.start([sys.executable, "-m", "tests.peers.people_server"])
+
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}  # fmt: skip
+    heard: dict[str, list[dict[str, Any]]] = {"ann": [], "bob": []}
+    acknowledged = {"ann": anyio.Event(), "bob": anyio.Event()}
+    wants = {"ann": {"toolsListChanged": True}, "bob": {"promptsListChanged": True}}
+
+    async def listen(http: httpx.AsyncClient, url: str, name: str) -> None:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+                   "params": {"_meta": meta, "notifications": wants[name]}}  # fmt: skip
+        listening = {**headers, "Mcp-Method": "subscriptions/listen"}
+        async with http.stream("POST", url, json=message, headers=listening) as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("data:") and line[5:].strip():
+                    note = json.loads(line[5:])
+                    heard[name].append(note)
+                    if note.get("method") == "notifications/subscriptions/acknowledged":
+                        acknowledged[name].set()
+
+    def told(name: str) -> list[dict[str, Any]]:
+        return [note for note in heard[name] if note.get("method", "").endswith("/list_changed")]
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            async with (
+                serving(ProxyServer(start).http_app()) as url,
+                httpx.AsyncClient(timeout=60) as http,
+                anyio.create_task_group() as listeners,
+            ):
+                for name in heard:
+                    listeners.start_soon(listen, http, url, name)
+                    await acknowledged[name].wait()
+                async with Client.http(url, protocol="2026-07-28") as cal:
+                    assert (await cal.call_tool("retool")).text == "retooled"
+                while not told("ann"):
+                    await anyio.sleep(0.05)
+                await anyio.sleep(0.5)  # anything else has had its time to arrive
+                listeners.cancel_scope.cancel()
+            tg.cancel_scope.cancel()
+    (change,) = told("ann")
+    assert change == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                      "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 1}}}  # fmt: skip
+    assert told("bob") == [], heard["bob"]

@@ -41,6 +41,8 @@ logger = logging.getLogger("elicitor.proxy")
 
 MAX_LANES = 256
 """Upstream connections open at once for 2026-07-28 calls to a handshake-era server (one per call in flight)."""
+LINGER = 10.0
+"""Seconds a connection that served its one call stays open after the server's answer (see :meth:`Lanes._linger`)."""
 MAX_IDLE = 8
 """Idle upstream connections kept for the next call (per proxy)."""
 
@@ -109,11 +111,16 @@ class Lanes:
         self._learned: tuple[anyio.Event, list[BaseException]] | None = None
         """The learning under way (see :meth:`first`): set when it ends, with its failure if it failed."""
         self._idle: dict[str, list[Upstream]] = {}
+        self._lingering: list[Upstream] = []
+        """Connections that served their one call, still open for a while (:meth:`_linger`)."""
         self._readying: dict[str, anyio.Event] = {}
         """Kinds of callers (:func:`_key`) a connection is being opened ahead for (:meth:`_ready_ahead`)."""
         self._open = 0
         self.task_support: dict[str, str] = {}
         """What the connections learnt of the tools' task support, shared (see :class:`Upstream`)."""
+        self.on_list_change: Callable[[str], Awaitable[None]] | None = None
+        """Told of each ``notifications/*/list_changed`` the server sends on a lane, whenever it comes (a call
+        changed a list there: others than its client may listen for that; see :class:`~._stateless.Stateless`)."""
         self.no_handshake = False
         """The server refused ``initialize`` on a new connection: it speaks 2026-07-28 only."""
         self.ended = anyio.Event()
@@ -122,6 +129,12 @@ class Lanes:
     def _new(self) -> Upstream:
         upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored)
         upstream.task_support = self.task_support
+
+        async def list_changed(method: str) -> None:
+            if self.on_list_change is not None and upstream is not self._first:
+                await self.on_list_change(method)
+
+        upstream.lists_to = list_changed
         return upstream
 
     async def _start(self) -> Upstream:
@@ -233,11 +246,27 @@ class Lanes:
                 # person's, and a server keeps state per connection (what it was told, what it remembers of the
                 # session, the log level set on it). A connection serves one such call, then closes.
                 if upstream is not self._first:
-                    upstream.close()
+                    self._tg.start_soon(self._linger, upstream)
             elif sum(len(v) for v in self._idle.values()) < MAX_IDLE:
                 self._idle.setdefault(key, []).append(upstream)
             elif upstream is not self._first:
                 upstream.close()
+
+    async def _linger(self, upstream: Upstream) -> None:
+        """Close a connection that served its one call, :data:`LINGER` seconds after the server's answer (or when
+        :data:`MAX_IDLE` others linger, the oldest first): what the server says just after answering (a list the
+        call changed: see :attr:`on_list_change`) is still heard, while nothing else is taken from it."""
+        self._lingering.append(upstream)
+        while len(self._lingering) > MAX_IDLE:
+            self._lingering.pop(0).close()
+        try:
+            with anyio.move_on_after(LINGER):
+                if upstream.session is not None:
+                    await upstream.session.wait_closed()
+        finally:
+            if upstream in self._lingering:
+                self._lingering.remove(upstream)
+            upstream.close()
 
     def _idle_one(self, key: str) -> Upstream | None:
         """An idle connection for calls of the kind ``key`` names, if one is open."""
@@ -283,6 +312,11 @@ class Lanes:
         is signed in. Without a sign-in, the clients of a proxy serving several people cannot be told apart
         between calls (a 2026-07-28 request belongs to no session), so each call is its own person."""
         return self._one_client or down.principal is not None
+
+    @property
+    def current(self) -> Upstream | None:
+        """The connection that learnt the server's era, if it is open (the shared one of a 2026-07-28 server)."""
+        return self._first
 
     def discovered(self) -> JSONObject:
         """``server/discover`` for a 2026-07-28 client, answered from the handshake-era server's ``initialize``."""

@@ -43,8 +43,14 @@ from ._held import HeldCalls, is_held
 from ._lanes import Lanes
 from ._owners import RoundStates, TaskOwners, own_key
 from ._render import render
-from ._upstream import Connect, Notify, Route, Upstream
+from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Upstream
 
+LIST_CHANGES = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+"""Each list change, and the ``subscriptions/listen`` flag that asks for it."""
 MAX_ROUNDS = 64
 """Rounds of ``input_required`` the proxy follows itself (answering through ``--ui``) before the call fails."""
 SETTLE_WITHIN = 60.0
@@ -92,7 +98,11 @@ class Stateless:
         self.lanes = Lanes(
             connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note
         )
+        self.lanes.on_list_change = self._list_changed
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
+        self._listeners: dict[int, tuple[Route, JSONObject]] = {}
+        """The ``subscriptions/listen`` streams open on the shared connection, with the notifications each asked
+        for (see :meth:`_list_changed`)."""
         self.owners = owners if owners is not None else TaskOwners()
         self.states = RoundStates()
         """The server's round states, bound to who they were given to."""
@@ -108,7 +118,7 @@ class Stateless:
         first = await self.lanes.first(down)
         if first.stateless:
             if request.method == "subscriptions/listen":
-                return await first.listen(params, Route(notify, request.id))
+                return await self._listen(first, params, Route(notify, request.id))
             if self._handshake_first(first, request.method, params):
                 try:
                     return await self.held.serve(down, request.method, params, notify)
@@ -128,6 +138,35 @@ class Stateless:
             # the one client it sees, everybody's through the proxy; the asker gets their own (see _owners).
             result = self.owners.listed(result, down.principal)
         return result
+
+    async def _listen(self, first: Upstream, params: JSONObject, route: Route) -> JSONObject:
+        """``subscriptions/listen`` on the shared connection, known while it lasts (see :meth:`_list_changed`)."""
+        wanted = params.get("notifications")
+        self._listeners[id(route)] = (route, wanted if isinstance(wanted, dict) else {})
+        try:
+            return await first.listen(params, route)
+        finally:
+            del self._listeners[id(route)]
+
+    async def _list_changed(self, method: str) -> None:
+        """A server that speaks both eras said a list changed on the handshake-era connection of a held call (the
+        call that changed it). On stdio that connection is a process of its own, which nobody listens to: the
+        listeners of the shared connection, another process, that asked for that list's changes are told, tagged
+        with their own subscription. (Over Streamable HTTP every connection reaches the one server, which tells
+        its own listeners.) Whether the other process's list changed too is the server's to say when asked:
+        a list kept in the process changes in that process only, one kept elsewhere (a file, a database)
+        everywhere; a list change is a hint to list again, never wrong to pass on."""
+        flag = LIST_CHANGES.get(method)
+        first = self.lanes.current
+        if flag is None or first is None or not first.stateless or first.by_stream:
+            return
+        for route, wanted in list(self._listeners.values()):
+            if wanted.get(flag) is not True or route.notify is None or route.token is None:
+                continue
+            try:
+                await route.notify(method, {"_meta": {SUBSCRIPTION_ID: route.token}})
+            except Exception as exc:  # the listener went away: its stream is ending
+                logger.info("a list change was not passed on to a listener: %r", exc)
 
     def _handshake_first(self, first: Upstream, method: str, params: JSONObject) -> bool:
         """Whether a call to a server that speaks both eras goes on the handshake era first: a tool call not pinned

@@ -106,6 +106,8 @@ class Upstream:
         self.logs_to: Callable[[JSONObject], Awaitable[None]] | None = None
         """Where the log messages that name no call go when nobody owns the connection: the one call on it that
         asked for them, while it runs (set by :class:`~._stateless.Stateless`)."""
+        self.lists_to: Callable[[str], Awaitable[None]] | None = None
+        """Told of each list change the server says on this connection, whoever holds it (see :mod:`._lanes`)."""
         self.callers: Counter[str | None] = Counter()
         """Whose 2026-07-28 calls are in flight here through :class:`~._stateless.Stateless` (the principal; ``None``
         for each anonymous caller), while it forwards them (:meth:`calling`)."""
@@ -378,6 +380,8 @@ class Upstream:
             if stream.notify is not None and note.method != "notifications/progress":
                 await stream.notify(note.method, params)
             return
+        if self.lists_to is not None and note.method.endswith("/list_changed"):
+            await self.lists_to(note.method)
         if self.on_note is not None:
             await self.on_note(note.method, note.params)
         elif self.logs_to is not None and note.method == "notifications/message":
