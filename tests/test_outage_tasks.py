@@ -651,3 +651,35 @@ async def test_a_url_completion_made_while_redis_is_away_counts_once_redis_is_ba
     assert result.text == "connected"
     assert counted == [True, False]
     assert len(told) == 1
+
+
+async def test_a_url_completion_that_cannot_reach_redis_within_its_bound_fails_clearly_and_counts_later(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis paused for longer than a completion waits (``COMPLETE_PATIENCE``, half a second here): the page's
+    callback gets ``StoreUnavailable`` (nothing counted; the page answers 503 and the person reloads it), and the
+    same completion made once Redis is back counts."""
+    from redis.asyncio import Redis
+
+    from elicitor.server import _url
+
+    monkeypatch.setattr(_url, "COMPLETE_PATIENCE", 0.5)
+    store = RedisStore(redis.url, prefix=f"outage{secrets.token_hex(4)}:", timeout=1.0)
+    server, _ = replica_of(accounts, store)
+    admin = Redis.from_url(redis.url)
+    try:
+        link = await server.url_elicitations.new("Connect", "https://accounts.example/{elicitation_id}", principal=None)
+        with anyio.fail_after(30):
+            await admin.execute_command("CLIENT", "PAUSE", "2500", "ALL")
+            with pytest.raises(StoreUnavailable):
+                await server.complete_url_elicitation(link.id)
+            while True:  # Redis is back once it answers
+                try:
+                    counted = await server.complete_url_elicitation(link.id)
+                    break
+                except StoreUnavailable:
+                    continue
+    finally:
+        await admin.aclose()
+        await store.aclose()
+    assert counted
