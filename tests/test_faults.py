@@ -3,7 +3,8 @@
 The promise under test (docs/deploying.md, "What survives what"): a ``ctx.once`` step runs at most once per name
 per call, whatever replicas stall, die or restart, as long as Redis keeps its data; an answered question is never
 asked again; every call ends, with its result or a clean, specific error; through a fault that kills no replica,
-the official SDK's client, which never sends a request again, gets every result.
+the official SDK's client, which never sends a request again, gets every result, on both eras; and through Redis
+away for a moment (paused, restarted with its data, cut off), every call gets its result, ours too.
 
 This part runs two servers in this process on one real redis-server, each with its own replica id and lease, and
 plays a replica's stall by taking its lease away (what a SIGSTOP longer than the lease does) while its run waits at
@@ -518,7 +519,8 @@ async def run_call(url: str, call: Call, answered: Callable[[], None], person: a
                         answered()
                     return types.ElicitResult(action="accept", content=content)
 
-                async with McpClient(url, elicitation_callback=callback, mode="legacy") as sdk:
+                mode = "2026-07-28" if call.era == STATELESS else "legacy"
+                async with McpClient(url, elicitation_callback=callback, mode=mode) as sdk:
                     await call.ready()
                     result = await sdk.call_tool(call.tool, {"order": call.order})
                     block = result.content[0]
@@ -666,12 +668,11 @@ FAULTS = {
 
 
 def workload(tag: str, era: str, count: int) -> list[Call]:
-    """``count`` orders as calls of our client, as many as tasks, and (2025-11-25) half as many calls of the
-    official SDK's client; ``tag`` keeps order names unique in the ledger."""
+    """``count`` orders as calls of our client, as many as tasks, and half as many calls of the official SDK's
+    client (on 2026-07-28 too, where it answers in rounds); ``tag`` keeps order names unique in the ledger."""
     calls = [Call(f"{tag}-{era[:4]}-{i}", era, "order") for i in range(count)]
     calls += [Call(f"{tag}-{era[:4]}-task-{i}", era, "order_task") for i in range(count)]
-    if era != STATELESS:
-        calls += [Call(f"{tag}-sdk-{i}", era, "order", sdk=True) for i in range(max(1, count // 2))]
+    calls += [Call(f"{tag}-{era[:4]}-sdk-{i}", era, "order", sdk=True) for i in range(max(1, count // 2))]
     return calls
 
 
@@ -759,6 +760,8 @@ def check(
                 problems.append(f"{where}: did not end within {BOUND} s")
         elif call.sdk and not fault.kills:  # it never sends a request again: a passing fault must not fail it
             problems.append(f"{where}: failed through a fault that killed nothing: {described(call.error)}")
+        elif fault.name in STORE_FAULTS and not fault.kills:  # Redis away a moment: every request waits for it
+            problems.append(f"{where}: failed while Redis was away for a moment: {described(call.error)}")
         elif not isinstance(call.error, CLEAN_ERRORS) and not call.sdk:  # the official client's errors are its own
             problems.append(f"{where}: ended with {described(call.error)}")
     if fault.hits:  # the fault must have hit: some order ran again elsewhere, or ended with an error
