@@ -73,8 +73,9 @@ _T = TypeVar("_T")
 
 
 class Hold(Protocol):
-    """Where a request waits for a store away for a moment, within a bound (the HTTP app's
-    :class:`~elicitor.server._hold.StoreHold`, shared by the requests of both eras)."""
+    """Where a request waits for a store away for a moment, within a bound (a
+    :class:`~elicitor.server._hold.StoreHold`: the HTTP app's, shared by the requests of both eras, or a stdio
+    connection's own)."""
 
     def deadline(self) -> float:
         """The clock reading until which a request arriving now may wait."""
