@@ -52,12 +52,13 @@ async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
 
     ``config``: more of uvicorn's settings (``ssl_certfile`` and ``ssl_keyfile``, say).
     """
-    import socket
-
     import uvicorn
 
-    with socket.socket() as sock:  # closed however the block ends (a failed test too)
-        sock.bind(("127.0.0.1", 0))
+    from elicitor._net import loopback_socket
+
+    # IPPROTO_TCP named (see loopback_socket): a socket made with protocol 0 leaves TCP_NODELAY off on the accepted
+    # connections, and every response uvicorn writes in two pieces waits ~40 ms for a delayed acknowledgement.
+    with loopback_socket() as sock:  # closed however the block ends (a failed test too)
         port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **config))
         async with anyio.create_task_group() as tg:
