@@ -20,7 +20,9 @@ demo: $(STAMP)
 	$(BIN)/elicitor demo
 
 # Two cores: the checks of the source, the site and the wheel run beside the conformance harness (two at a time, each
-# step's output shown whole when it ends); then the suite alone, its timing-sensitive tests not competing for a core.
+# step's output shown whole when it ends); then the suite alone, in two worker processes (a test spends most of its
+# time waiting on the processes it starts: one process used under half a core). A test file runs whole in one worker,
+# so a module's browser, cluster or fuzz campaigns start once.
 test: lint
 	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck docs wheel conformance
 	$(MAKE) --no-print-directory unit
@@ -33,7 +35,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP) node-peers system-deps
-	$(BIN)/pytest --durations=15  # the slowest tests named at the end: the suite must stay well under 20 minutes
+	$(BIN)/pytest -n 2 --dist loadfile --durations=15  # the slowest named at the end: it must stay well under 20 minutes
 
 # The documentation site (mkdocs-material, mkdocstrings): built with --strict, so a broken link, a missing reference
 # or any warning fails it. Mermaid comes from the npm registry into docs/assets/: no page loads anything from a CDN.
