@@ -10,6 +10,7 @@ of them raw. The functions behind it, :func:`printable` and :func:`identity_warn
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import unicodedata
@@ -53,16 +54,41 @@ WHO = Implementation(name=hostile_server.NAME, version=hostile_server.VERSION, t
 ACTING = frozenset("\x1b\x07\r\b\x9b\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200b\u200c\u200d\u2060")
 
 
+TAGGED_FLAG = re.compile(
+    "(?<=\U0001f3f4)\U000e0067\U000e0062(\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
+    "|\U000e0077\U000e006c\U000e0073)\U000e007f"
+)
+"""The tags of the flags of England, Scotland and Wales."""
+
+
+def writing_needs(text: str, i: int) -> bool:
+    """Whether the joiner at ``i`` does what the text means: it joins two emoji (a skin tone or a variation
+    selector may stand after the first), follows a virama, or parts two Arabic letters (Persian)."""
+    ch, before, after = text[i], text[i - 1 : i], text[i + 1 : i + 2]
+    base = text[i - 2 : i - 1] if before == "\ufe0f" or "\U0001f3fb" <= before <= "\U0001f3ff" else before
+    if not before or not after or ch not in "\u200c\u200d":
+        return False
+    if ch == "\u200d" and unicodedata.category(base) == unicodedata.category(after) == "So":
+        return True
+    if unicodedata.combining(before) == 9 and after.isalpha():
+        return True
+    return ch == "\u200c" and all("ARABIC" in unicodedata.name(c, "") and c.isalpha() for c in before + after)
+
+
 def acting(text: str, allowed: str = "\n") -> set[str]:
     """The characters in ``text`` that a terminal or a browser would act on (controls, format characters).
 
     The line renderer's own bidi isolates around a server's words (FSI or LRI, then PDI) are elicitor's, balanced
-    on each line, and taken out first: a server's own isolates are escaped like every other control."""
+    on each line, and taken out first: a server's own isolates are escaped like every other control. So are the
+    invisible characters writing needs (:func:`writing_needs`, :data:`TAGGED_FLAG`): what they do is what the
+    text means."""
     lines = []
     for line in text.split("\n"):
         opened = sum(line.count(c) for c in "\u2066\u2067\u2068")
         lines.append(line.translate(dict.fromkeys(range(0x2066, 0x206A))) if opened == line.count("\u2069") else line)
-    found = {c for c in "\n".join(lines) if c in ACTING or unicodedata.category(c) in ("Cc", "Cf")}
+    read = TAGGED_FLAG.sub("", "\n".join(lines))
+    read = "".join(c for i, c in enumerate(read) if not writing_needs(read, i))
+    found = {c for c in read if c in ACTING or unicodedata.category(c) in ("Cc", "Cf")}
     return found - set(allowed)
 
 
@@ -87,6 +113,24 @@ def rows(screen: pyte.Screen) -> list[str]:
         ("line\u2028break", r"line\u2028break"),
         ("blank\u3164", r"blank\u3164"),
         ("Zoë, 東京, مرحبا, 🙂 and a \\ backslash", "Zoë, 東京, مرحبا, 🙂 and a \\ backslash"),
+        # What writing needs stays whole: emoji a joiner joins, one variation selector, the three tagged flags,
+        # Persian's non-joiner, a Devanagari conjunct; skin tones, keycaps and flags of two regional indicators.
+        ("👨\u200d👩\u200d👧 🏳️\u200d🌈 ❤️\u200d🔥 👍🏽 1️⃣ 🇨🇳 🇹🇼", "👨\u200d👩\u200d👧 🏳️\u200d🌈 ❤️\u200d🔥 👍🏽 1️⃣ 🇨🇳 🇹🇼"),
+        (
+            "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
+            "🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f",
+        ),
+        ("می\u200cخواهم", "می\u200cخواهم"),
+        ("क्\u200dष", "क्\u200dष"),
+        ("葛\U000e0100飾区", "葛\U000e0100飾区"),  # an ideographic variation sequence
+        # ... and nowhere else: between letters, at an edge, a run of selectors hiding bytes, other tags.
+        ("pay\u200dpal", r"pay\u200dpal"),
+        ("🙂\u200d", r"🙂\u200d"),
+        ("\u200d🙂", r"\u200d🙂"),
+        ("🙂\ufe0f\ufe00\ufe01", r"🙂️\ufe00\ufe01"),
+        ("\ufe0fstart", r"\ufe0fstart"),
+        ("🏴\U000e0075\U000e0073\U000e007f", r"🏴\U000e0075\U000e0073\U000e007f"),
+        ("a\u200cb", r"a\u200cb"),
     ],
 )
 def test_printable_shows_what_would_act_as_escapes_and_leaves_the_rest(text: str, shown: str) -> None:
@@ -106,10 +150,17 @@ def test_printable_is_stable_and_leaves_nothing_that_acts(text: str, newlines: b
     assert all(unicodedata.category(c) not in ("Cs", "Zl", "Zp") for c in once)
 
 
+SELECTORS = "".join(map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]))
+
+
 @given(
-    st.text(st.characters(categories=("L", "M", "N", "P", "S", "Zs"), exclude_characters="\u115f\u1160\u3164\uffa0"))
+    st.text(
+        st.characters(categories=("L", "M", "N", "P", "S", "Zs"), exclude_characters="\u115f\u1160\u3164\uffa0")
+    ).map(lambda text: text.translate(dict.fromkeys(map(ord, SELECTORS))))
 )
 def test_text_that_is_only_read_is_left_as_it_is(text: str) -> None:
+    """Letters, marks, digits, punctuation, symbols and spaces; not variation selectors, which are only read
+    after a character they vary (one at a time)."""
     assert printable(text) == printable(text, newlines=True) == text
 
 

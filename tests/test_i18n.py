@@ -39,7 +39,7 @@ from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
 from .conftest import connected, scripted_terminal, serving, unisolated
-from .test_screen import ENTER, TAB, answer, screen_handler
+from .test_screen import ENTER, TAB, Tmux, answer, screen_handler, tmux  # noqa: F401 (the fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -1305,3 +1305,40 @@ async def test_a_chinese_answer_in_ascii_escapes_arrives_intact_over_http(anyio_
         retry = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
         done = (await http.post(url, content=ascii_json(retry), headers=headers)).json()
     assert done["result"]["content"][0]["text"] == '{"name": "𠮷野家"}', done
+
+
+# ---- emoji a joiner joins, flags: in a real terminal -------------------------------------------------------------
+
+
+def test_joined_emoji_and_flags_take_the_cells_the_terminal_gives_them(tmux: Tmux) -> None:  # noqa: F811
+    """A family of three emoji (joined by zero-width joiners) takes two cells in tmux, a flag two: prompt_toolkit
+    counted six and four, so the banner's reverse video had a hole where its line ran short, the description broke
+    a line early (and again where the terminal ended it), and the yes/no box's row ended four cells early."""
+    command = f"cd {ROOT} && LANG=zh_CN.UTF-8 {sys.executable} tests/peers/emoji_form.py"
+    tmux("new-session", "-d", "-s", "demo", "-x", "60", "-y", "30", command)
+    family = "👨\u200d👩\u200d👧"
+    tmux.wait_for("一家人的问题", "好吗", "< 检查 >")
+    tmux.keys(f"家{family}x")
+    shown = tmux.wait_for(f"› 家{family}x").split("\n")
+    assert tmux("display", "-p", "-t", "demo", "#{cursor_x}").strip() == "8"  # the prompt's 3, 2 + 2 + 1 typed
+    described = next(i for i, row in enumerate(shown) if "旗帜" in row)
+    # as many as fit in 60 cells, and the rest on the next line only
+    assert shown[described].rstrip().endswith("说明文字在这里继续写很多字以便换行看看对齐是否")
+    assert shown[described + 1].rstrip() == " 正确"
+    banner = tmux("capture-pane", "-p", "-e", "-t", "demo").split("\n")[0]
+    assert banner.count("\x1b[") == 1, repr(banner)  # one reverse-video run, no hole in it
+    assert banner.rstrip().endswith(f"🇨🇳 家庭{family}服务台 1 提问（服务器名称：desk）")
+
+
+def test_a_line_breaks_between_emoji_never_inside_one_and_counts_the_cells_they_take() -> None:
+    """``wrap`` (connect's tool menu, --help) and the full screen's line breaks: a family joined by zero-width
+    joiners or a flag is never cut in two, and takes the two cells the terminal gives it, not six or four."""
+    from elicitor.client._present import break_lines, cells, wrap
+
+    family = "👨\u200d👩\u200d👧"
+    text = f"我们一家{family}去度假{family}，带上🇨🇳国旗和🇹🇼旗"
+    assert cells(family) == cells("🇨🇳") == 2 and cells(text) == 36
+    lines = wrap(text, 12)
+    assert lines == [f"我们一家{family}去", f"度假{family}，带上", "🇨🇳国旗和🇹🇼旗"]
+    assert "".join(lines) == text
+    assert break_lines(text, 12) == [len(lines[0]), len(lines[0]) + len(lines[1])]

@@ -219,14 +219,14 @@ def menu_line(number: int, tool: Tool, width: int | None = None) -> str:
     """One tool of the menu: its number, name and description's first line, wrapped to the terminal's width in
     cells (at spaces, and between the characters of Chinese; :func:`~elicitor.client._present.wrap`) with the
     continuation lines indented under the description."""
-    from prompt_toolkit.utils import get_cwidth
+    from .client._present import cells
 
     head = f"  {number}. {printable(tool.name)}"
     about = summary(tool.description)
     if not about:
         return head
     columns = width if width is not None else shutil.get_terminal_size().columns
-    indent = " " * min(get_cwidth(head) + 2, 24)
+    indent = " " * min(cells(head) + 2, 24)
     return "\n".join(wrap(f"{head}: {about}", max(columns - 1, 40), indent))
 
 

@@ -39,16 +39,20 @@ from ._present import (
     printable,
     queue_text,
     show,
+    shown_characters,
+    units,
     yes_no,
 )
 from ._screen import (
     Terminal,
     banner_line,
+    drawn,
     error_line,
     exit_with,
     help_bar,
     identity_warning,
     key_bindings,
+    laid_out,
     not_accepted,
     sized_button,
     text_lines,
@@ -57,21 +61,32 @@ from ._screen import (
 
 
 class _ShowEscaped(Processor):
-    """Shows what a text field holds the way every other text is shown (:func:`printable`), for a value that came
-    from the server (a default, or an earlier answer); what the field holds and sends is unchanged."""
+    """Shows what a text field holds the way every other text is shown (:func:`printable`, :func:`laid_out`), for
+    a value that came from the server (a default, or an earlier answer) or an emoji typed in; what the field holds
+    and sends is unchanged."""
 
     def apply_transformation(self, ti: TransformationInput) -> Transformation:
         chars = explode_text_fragments(ti.fragments)
-        if all(printable(fragment[1]) == fragment[1] for fragment in chars):
+        text = "".join(fragment[1] for fragment in chars)
+        if drawn(text) == text:
             return Transformation(ti.fragments)
+        each = shown_characters(text)
         shown: StyleAndTextTuples = []
         starts: list[int] = []  # where each source character starts on screen
         column = 0
-        for fragment in chars:
-            starts.append(column)
-            text = printable(fragment[1])
-            shown.append((fragment[0], text))
-            column += len(text)
+        for unit in units(text):
+            first = len(starts)
+            pieces = each[first : first + len(unit)]
+            whole = laid_out(unit) if "".join(pieces) == unit else None
+            if whole is not None and whole != unit:  # one stand-in for the whole unit: the cursor goes round it
+                starts += [column] * len(unit)
+                shown.append((chars[first][0], whole))
+                column += len(whole)
+                continue
+            for offset, piece in enumerate(pieces):
+                starts.append(column)
+                shown.append((chars[first + offset][0], piece))
+                column += len(piece)
         starts.append(column)  # the cursor may stand after the last character
 
         def to_display(position: int) -> int:
@@ -98,10 +113,10 @@ class _Row:
         self.box: Checkbox | None = None
         widget: AnyContainer
         if isinstance(f, BooleanField):
-            self.box = Checkbox(text=printable(f.label), checked=bool(value))
+            self.box = Checkbox(text=drawn(f.label), checked=bool(value))
             widget = self.box
         elif isinstance(f, EnumField):
-            choices: list[tuple[str | None, str]] = [(o.value, printable(o.label)) for o in f.options]
+            choices: list[tuple[str | None, str]] = [(o.value, drawn(o.label)) for o in f.options]
             if value not in f.values:  # an earlier answer that was not one of the choices: nothing chosen
                 value = None
             if value is None or not f.required:  # an optional choice can always go back to no answer
@@ -110,7 +125,7 @@ class _Row:
             widget = self.radio
         elif isinstance(f, MultiEnumField):
             kept = [v for v in value if v in f.values] if isinstance(value, list | tuple) else []
-            self.checks = CheckboxList([(o.value, printable(o.label)) for o in f.options], default_values=kept)
+            self.checks = CheckboxList([(o.value, drawn(o.label)) for o in f.options], default_values=kept)
             self.checks.show_scrollbar = False
             widget = self.checks
         else:
@@ -126,7 +141,7 @@ class _Row:
             self.text.buffer.cursor_position = len(shown)  # typing adds to a default; Ctrl-U clears it
             widget = self.text
         self.focus_target: Any = widget
-        header: StyleAndTextTuples = [("class:label", printable(f.label))]
+        header: StyleAndTextTuples = [("class:label", drawn(f.label))]
         if f.required:
             header.append(("class:required", " *"))
         parts: list[AnyContainer] = []

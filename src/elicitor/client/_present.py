@@ -12,6 +12,7 @@ screen, or imitate another name, would defeat both.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,14 @@ def isolated(text: str) -> str:
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _SHOWN_AS_ESCAPE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # controls, format (bidi, zero-width), surrogates, breaks
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")  # Hangul fillers: letters that draw nothing
+ZWJ, ZWNJ = "\u200d", "\u200c"
+_VARIATIONS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_TAG_FLAGS = tuple(
+    "\U0001f3f4" + "".join(chr(0xE0000 + ord(c)) for c in region) + "\U000e007f"
+    for region in ("gbeng", "gbsct", "gbwls")
+)
+"""The flags written with tag characters that Unicode recommends (England, Scotland, Wales): a black flag, the
+region's code in invisible tag letters, a cancel tag. Tag letters anywhere else are hidden text, shown escaped."""
 
 
 def printable(text: str, *, newlines: bool = False) -> str:
@@ -53,26 +62,144 @@ def printable(text: str, *, newlines: bool = False) -> str:
 
     That is every control character (C0 and C1: escape sequences, bell, backspace, carriage return, tab), every
     invisible format character (bidi embeddings, overrides and isolates U+202A to U+202E and U+2066 to U+2069, marks,
-    zero-width characters, soft hyphens, tags), line and paragraph separators, lone surrogates and letters that
-    draw nothing. So a server cannot clear or move over what is already on screen, retitle the window, plant a
-    hyperlink whose target differs from its text, ring the bell, hide words or reorder them. With ``newlines`` a
-    line feed (or CR LF) stays a line break, for text a renderer shows on several lines (a message); a carriage
-    return alone never does. Everything else (any script, emoji, ordinary spaces, backslashes) is left as it is,
-    and the result is stable: ``printable(printable(t)) == printable(t)``.
+    zero-width characters, soft hyphens, tags), line and paragraph separators, lone surrogates, letters that draw
+    nothing, and a variation selector that follows no character or another selector (a run of them after one
+    emoji hides bytes). So a server cannot clear or move over what is already on screen, retitle the window, plant
+    a hyperlink whose target differs from its text, ring the bell, hide words or reorder them. The invisible
+    characters writing needs stay, where it needs them: a zero-width joiner between two emoji (a family, a rainbow
+    flag), a joiner or non-joiner after a virama (Indic conjuncts) and a non-joiner between two Arabic letters
+    (Persian), as IDNA allows them (RFC 5892, appendix A); one variation selector after a character (❤️, an
+    ideographic variant); the tag letters of the flags of England, Scotland and Wales. With ``newlines`` a line
+    feed (or CR LF) stays a line break, for text a renderer shows on several lines (a message); a carriage return
+    alone never does. Everything else (any script, emoji, ordinary spaces, backslashes) is left as it is, and the
+    result is stable: ``printable(printable(t)) == printable(t)``.
     """
-    if text.isprintable() and _BLANK_LETTERS.isdisjoint(text):
+    if text.isprintable() and _BLANK_LETTERS.isdisjoint(text) and _VARIATIONS.search(text) is None:
         return text
     if newlines:
         text = text.replace("\r\n", "\n")
+    return "".join(shown_characters(text, newlines=newlines))
+
+
+def shown_characters(text: str, *, newlines: bool = False) -> list[str]:
+    """How :func:`printable` shows each character of ``text``, one item per character: itself, or its escape."""
     out: list[str] = []
-    for ch in text:
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        flag = next((f for f in _TAG_FLAGS if text.startswith(f, i)), None) if ch == "\U0001f3f4" else None
+        if flag is not None:
+            out += flag
+            i += len(flag)
+            continue
         if ch == "\n" and newlines:
             out.append(ch)
-        elif ch in _BLANK_LETTERS or unicodedata.category(ch) in _SHOWN_AS_ESCAPE:
-            out.append(_escape(ch))
         else:
-            out.append(ch)
-    return "".join(out)
+            out.append(_escape(ch) if _acts(text, i) else ch)
+        i += 1
+    return out
+
+
+def _acts(text: str, i: int) -> bool:
+    """Whether the character at ``i`` would act or hide instead of being read, where it stands."""
+    ch = text[i]
+    if ch in _BLANK_LETTERS:
+        return True
+    if unicodedata.category(ch) in _SHOWN_AS_ESCAPE:
+        return not _joins(text, i)
+    return _VARIATIONS.match(ch) is not None and not _varies(text, i)
+
+
+def _joins(text: str, i: int) -> bool:
+    """Whether the joiner or non-joiner at ``i`` is one writing needs (see :func:`printable`)."""
+    ch = text[i]
+    if ch not in (ZWJ, ZWNJ) or i == 0 or i + 1 == len(text):
+        return False
+    after = text[i + 1]
+    if unicodedata.combining(text[i - 1]) == 9 and after.isalpha():  # after a virama: a conjunct's form
+        return True
+    before = i - 1
+    while before > 0 and (_VARIATIONS.match(text[before]) or _modifier(text[before])):
+        before -= 1
+    if ch == ZWJ:
+        return unicodedata.category(text[before]) == "So" and unicodedata.category(after) == "So"
+    return _arabic_letter(text[i - 1]) and _arabic_letter(after)
+
+
+def _varies(text: str, i: int) -> bool:
+    """Whether the variation selector at ``i`` follows a character it can vary (one selector, not a run)."""
+    if i == 0:
+        return False
+    before = text[i - 1]
+    return not (
+        _VARIATIONS.match(before)
+        or before in (ZWJ, ZWNJ, "\n")
+        or before in _BLANK_LETTERS
+        or unicodedata.category(before) in _SHOWN_AS_ESCAPE
+        or before.isspace()
+    )
+
+
+def _modifier(ch: str) -> bool:
+    return "\U0001f3fb" <= ch <= "\U0001f3ff"  # the five skin tones
+
+
+def _regional(ch: str) -> bool:
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"  # two of them make a flag
+
+
+def _arabic_letter(ch: str) -> bool:
+    return ch.isalpha() and any(low <= ch <= high for low, high in _ARABIC)
+
+
+_ARABIC = (("\u0600", "\u06ff"), ("\u0750", "\u077f"), ("\u08a0", "\u08ff"), ("\ufb50", "\ufdff"), ("\ufe70", "\ufeff"))
+
+
+def _continues(text: str, j: int) -> bool:
+    """Whether the character at ``j`` belongs with the one before it (see :func:`units`)."""
+    ch = text[j]
+    if text[j - 1] == ZWJ and not ch.isascii():
+        return True
+    return (
+        ch in (ZWJ, ZWNJ)
+        or unicodedata.category(ch) in ("Mn", "Me", "Mc")
+        or _modifier(ch)
+        or "\U000e0020" <= ch <= "\U000e007f"
+    )
+
+
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` (as :func:`printable` leaves it) takes, as tmux draws it: by ``wcwidth``,
+    except that what a zero-width joiner joins is drawn in the glyph it joins (a family of three emoji takes two
+    cells, not six) and a regional indicator takes one cell (a flag, two). ``wcwidth`` alone counted six cells for
+    the family and four for a flag, so what followed them on a line stood too far right."""
+    from prompt_toolkit.utils import get_cwidth
+
+    total = 0
+    before = ""
+    for ch in text:
+        if _regional(ch):
+            total += 1
+        elif before != ZWJ or ch.isascii():
+            total += get_cwidth(ch)
+        before = ch
+    return total
+
+
+def units(text: str) -> list[str]:
+    """``text`` in the pieces a line must not break inside: a character with the marks, selectors, skin tones and
+    tags that follow it and whatever a joiner joins to it, and the two regional indicators of a flag."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        j = i + 1
+        if _regional(text[i]) and j < len(text) and _regional(text[j]):
+            j += 1
+        while j < len(text) and _continues(text, j):
+            j += 1
+        out.append(text[i:j])
+        i = j
+    return out
 
 
 def spaced(text: str, following: str = "") -> str:
@@ -100,22 +227,28 @@ _NO_LINE_END = frozenset("（《「『【〔〈“‘([{")
 def break_lines(text: str, width: int) -> list[int]:
     """Where ``text`` (one line, no newline) breaks to fit ``width`` terminal cells: the index each line after the
     first starts at. Broken as :func:`wrap` breaks (after a space, between two wide characters, never before a
-    closing mark nor after an opening one), cut between characters where a run has no such place; every
-    character kept, so a renderer can carry each one's style along."""
-    from prompt_toolkit.utils import get_cwidth
-
+    closing mark nor after an opening one), cut between characters where a run has no such place, never inside
+    what :func:`units` keeps together (an emoji a joiner joins, a flag, a letter and its marks); every character
+    kept, so a renderer can carry each one's style along."""
     breaks: list[int] = []
     start, used, chance = 0, 0, 0
-    for i, ch in enumerate(text):
-        cells = get_cwidth(ch)
-        if i > start and _may_break(text[i - 1], ch, cells == 2 or get_cwidth(text[i - 1]) == 2):
-            chance = i
-        if used + cells > width and i > start and ch != " ":
-            cut = chance if chance > start else i
+    pieces = units(text)
+    sizes = [cells(piece) for piece in pieces]
+    starts: dict[int, int] = {}  # where each piece starts in the text: its number
+    at = 0
+    for k, piece in enumerate(pieces):
+        starts[at] = k
+        at += len(piece)
+    for at, k in starts.items():
+        piece, size = pieces[k], sizes[k]
+        if at > start and _may_break(pieces[k - 1][-1], piece[0], size == 2 or sizes[k - 1] == 2):
+            chance = at
+        if used + size > width and at > start and piece != " ":
+            cut = chance if chance > start else at
             breaks.append(cut)
             start, chance = cut, cut
-            used = sum(get_cwidth(c) for c in text[start:i])
-        used += cells
+            used = sum(sizes[starts[cut] : k])
+        used += size
     return breaks
 
 
@@ -129,31 +262,29 @@ def _may_break(before: str, ch: str, wide: bool) -> bool:
 def wrap(text: str, width: int, indent: str = "") -> list[str]:
     """``text`` in lines of at most ``width`` terminal cells, the lines after the first starting with ``indent``.
 
-    Measured in cells, not code points (a Chinese character takes two, a combining mark none), and broken where the
-    text allows it: at spaces, and between two characters of a script written without spaces (Chinese, Japanese),
-    never before a closing mark (a Chinese comma, full stop or closing bracket). A word longer than a line is cut
-    between characters.
+    Measured in cells, not code points (:func:`cells`: a Chinese character or an emoji takes two, a combining mark
+    none), and broken where the text allows it: at spaces, and between two characters of a script written without
+    spaces (Chinese, Japanese), never before a closing mark (a Chinese comma, full stop or closing bracket) nor
+    inside what :func:`units` keeps together. A word longer than a line is cut between characters.
     ``textwrap`` counts code points and breaks at spaces only, so a Chinese sentence came out as one line twice
     the terminal's width.
     """
-    from prompt_toolkit.utils import get_cwidth
-
     lines: list[str] = []
     line = text[: len(text) - len(text.lstrip())]  # the first line's own indentation is kept
-    used = get_cwidth(line)
+    used = cells(line)
     for word, space in _pieces(text):
-        room = width - (get_cwidth(indent) if lines else 0)
-        cells = get_cwidth(word)
-        if line.strip() and used + cells > room:
+        room = width - (cells(indent) if lines else 0)
+        size = cells(word)
+        if line.strip() and used + size > room:
             lines.append(line.rstrip())
-            line, used, room = "", 0, width - get_cwidth(indent)
-        while cells > room - used and len(word) > 1:  # longer than a line: cut where it reaches the end
-            cut = max(_fitting(word, room - used), 1)
+            line, used, room = "", 0, width - cells(indent)
+        while size > room - used and len(units(word)) > 1:  # longer than a line: cut where it reaches the end
+            cut = _fitting(word, room - used) or len(units(word)[0])
             lines.append((line + word[:cut]).rstrip())
-            line, used, room = "", 0, width - get_cwidth(indent)
+            line, used, room = "", 0, width - cells(indent)
             word = word[cut:]
-            cells = get_cwidth(word)
-        line, used = line + word, used + cells
+            size = cells(word)
+        line, used = line + word, used + size
         if space:
             line, used = line + " ", used + 1
     if line.strip() or not lines:
@@ -163,46 +294,44 @@ def wrap(text: str, width: int, indent: str = "") -> list[str]:
 
 def _pieces(text: str) -> list[tuple[str, bool]]:
     """What a line may break between, each with whether a space follows it: words, and each character of a
-    script written without spaces, with the closing marks that follow it and the opening marks before it (a line
-    ended with a full-width opening bracket when what it opened was a word too long for the rest of the line)."""
-    from prompt_toolkit.utils import get_cwidth
-
+    script written without spaces (with its marks, or an emoji and what is joined to it), with the closing marks
+    that follow it and the opening marks before it (a line ended with a full-width opening bracket when what it
+    opened was a word too long for the rest of the line)."""
     pieces: list[tuple[str, bool]] = []
     for word in text.split():
         first, current = len(pieces), ""
-        for ch in word:
+        for unit in units(word):
             opened = bool(current) and current[-1] in _NO_LINE_END  # kept with what follows
-            if ch in _NO_LINE_START and (current or len(pieces) > first):
+            if unit in _NO_LINE_START and (current or len(pieces) > first):
                 if current:
-                    current += ch
+                    current += unit
                 else:
-                    pieces[-1] = (pieces[-1][0] + ch, False)
-            elif get_cwidth(ch) == 2:  # a wide character: a line may break before and after it
+                    pieces[-1] = (pieces[-1][0] + unit, False)
+            elif cells(unit) == 2:  # a wide character: a line may break before and after it
                 if current and not opened:
                     pieces.append((current, False))
                     current = ""
-                if ch in _NO_LINE_END:
-                    current += ch
+                if unit in _NO_LINE_END:
+                    current += unit
                 else:
-                    pieces.append((current + ch, False))
+                    pieces.append((current + unit, False))
                     current = ""
             else:
-                current += ch
+                current += unit
         if current:
             pieces.append((current, False))
         pieces[-1] = (pieces[-1][0], True)
     return pieces
 
 
-def _fitting(word: str, cells: int) -> int:
-    """How many of ``word``'s characters fit in ``cells`` terminal cells."""
-    from prompt_toolkit.utils import get_cwidth
-
-    used = 0
-    for index, ch in enumerate(word):
-        used += get_cwidth(ch)
-        if used > cells:
-            return index
+def _fitting(word: str, room: int) -> int:
+    """How many of ``word``'s characters fit in ``room`` terminal cells, whole :func:`units` only."""
+    used = count = 0
+    for unit in units(word):
+        used += cells(unit)
+        if used > room:
+            return count
+        count += len(unit)
     return len(word)
 
 

@@ -71,17 +71,25 @@ from ..i18n import ENGLISH, Language
 from ..types import Implementation
 from ._handlers import ElicitationRequest
 from ._present import (
+    _regional,
     asker,
     break_lines,
+    cells,
     error_text,
     identity_warnings,
     printable,
     server_name,
     spaced,
+    units,
     warning_text,
 )
 
 T = TypeVar("T")
+
+try:  # prompt_toolkit's cache of each character's width in cells, which the stand-ins of laid_out() are put in
+    from prompt_toolkit.utils import _CHAR_SIZES_CACHE as _SIZES
+except ImportError:  # not in this prompt_toolkit: text is drawn as it measures it
+    _SIZES = None  # type: ignore[assignment]
 
 _STYLE = Style.from_dict(
     {
@@ -119,7 +127,7 @@ class Terminal:
             refresh_interval=1.0,  # the queue count can change while a question is on screen
             color_depth=ColorDepth.from_env(),  # NO_COLOR: one colour, whatever the output (https://no-color.org)
             input=self._input or create_input(),
-            output=self._output or create_output(stdout=sys.stderr),
+            output=translating(self._output or create_output(stdout=sys.stderr)),
         )
 
 
@@ -172,10 +180,71 @@ def _in_text_field() -> bool:
 
 
 def escaped(fragments: StyleAndTextTuples, newlines: bool = True) -> StyleAndTextTuples:
-    """``fragments`` with their text escaped (:func:`printable`). prompt_toolkit draws C0 and C1 controls as
-    ``^[`` or ``<9b>`` but hands bidi controls and zero-width characters to the terminal as they are, where they
-    reorder or hide what a person reads; every window that shows text from a server draws it through here."""
-    return [(fragment[0], printable(fragment[1], newlines=newlines)) for fragment in fragments]
+    """``fragments`` with their text escaped (:func:`printable`) and laid out by the terminal's cells
+    (:func:`laid_out`). prompt_toolkit draws C0 and C1 controls as ``^[`` or ``<9b>`` but hands bidi controls and
+    zero-width characters to the terminal as they are, where they reorder or hide what a person reads; every window
+    that shows text from a server draws it through here."""
+    return [(fragment[0], drawn(fragment[1], newlines=newlines)) for fragment in fragments]
+
+
+def drawn(text: str, newlines: bool = False) -> str:
+    """Text from a server as the full screen draws it: :func:`printable`, then :func:`laid_out`."""
+    return laid_out(printable(text, newlines=newlines))
+
+
+_STAND_INS: dict[str, str] = {}
+"""Each piece of text prompt_toolkit would measure wrong (:func:`laid_out`), and the character standing in for it."""
+_DRAWN_AS: dict[str, str] = {}
+"""Each stand-in, and the text the terminal is sent in its place."""
+_PLANE = 0x100000
+"""Where the stand-ins are: Unicode's last plane, private use; a server's own characters there are shown escaped."""
+
+
+def laid_out(text: str) -> str:
+    """``text`` (printable) with what prompt_toolkit would measure wrong replaced by one character of its own, as
+    wide as the terminal draws it; the terminal is sent the text itself (:func:`translating`).
+
+    prompt_toolkit gives every character a cell or two of its own, so a family of three emoji held six cells and a
+    flag four, where the terminal draws them in two: everything after them on the line stood four or two cells
+    right of where it showed, the frame's edge pushed out, the cursor astray. Only the joined emoji and the
+    regional indicators are replaced, each by the same stand-in every time."""
+    if text.isascii() or _SIZES is None:
+        return text
+    out: list[str] = []
+    for unit in units(text):
+        if unit[0] >= chr(_PLANE):
+            out.append(f"\\U{ord(unit[0]):08x}{unit[1:]}")
+        elif len(unit) > 1 or _regional(unit):
+            size = cells(unit)
+            out.append(_stand_in(unit, size) if size != sum(_SIZES[ch] for ch in unit) else unit)
+        else:
+            out.append(unit)
+    return "".join(out)
+
+
+def _stand_in(unit: str, size: int) -> str:
+    known = _STAND_INS.get(unit)
+    if known is not None:
+        return known
+    if len(_STAND_INS) >= 0xFFFD or _SIZES is None:  # the plane is full: drawn as prompt_toolkit measures it
+        return unit
+    stand_in = chr(_PLANE + len(_STAND_INS))
+    _SIZES[stand_in] = size  # prompt_toolkit's cache of each character's width: the width the terminal gives it
+    _DRAWN_AS[stand_in] = unit
+    _STAND_INS[unit] = stand_in
+    return stand_in
+
+
+def translating(output: Output) -> Output:
+    """``output`` sending the terminal each stand-in's own text (:func:`laid_out`): prompt_toolkit writes a screen
+    character by character, a stand-in alone."""
+    write = output.write
+
+    def write_drawn(data: str) -> None:
+        write(_DRAWN_AS.get(data, data))
+
+    output.write = write_drawn  # type: ignore[method-assign]
+    return output
 
 
 def banner_line(text: Callable[[], str | StyleAndTextTuples]) -> Window:
