@@ -766,3 +766,87 @@ async def test_a_list_change_made_by_a_held_call_reaches_the_listeners_of_the_sh
     assert change == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
                       "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 1}}}  # fmt: skip
     assert told("bob") == [], heard["bob"]
+
+
+STALLED_CLIENT = """
+import sys
+
+import anyio
+
+from elicitor import Client
+
+
+async def main() -> None:
+    told = False
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        nonlocal told
+        if not told:
+            told = True
+            print("flooding", flush=True)
+
+    async with Client.http(sys.argv[1], protocol="2026-07-28") as client:
+        arguments = {"count": 4000, "size": 8000, "pause": 0.5, "ledger": sys.argv[2]}
+        result = await client.call_tool("flood", arguments, progress=progress)
+        print(result.text, flush=True)
+
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio; subprocesses: one is enough
+async def test_a_stalled_persons_client_never_holds_up_anothers_calls(anyio_backend: str, tmp_path: Any) -> None:
+    """A listening proxy in front of our server on stdio, pinned to 2026-07-28: every person's calls share one
+    upstream connection, read by one reader. Ann's client (a process of its own) calls a tool that reports more
+    progress than fits in the sockets between her and the proxy, and is stopped (SIGSTOP) as the tool starts: it
+    reads nothing more. Bob's call (asking a question, answered) must go on meanwhile, not wait for Ann to read;
+    Ann's call ends with its result once her client runs again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from elicitor import Accepted, ElicitationRequest
+    from elicitor.transports import StdioClientTransport
+
+    from .conftest import serving
+
+    async def start() -> Any:
+        return await StdioClientTransport.start([sys.executable, "-m", "tests.peers.people_server"])
+
+    async def answer(request: ElicitationRequest) -> Any:
+        return Accepted({"name": "bob"})
+
+    with anyio.fail_after(180):
+        async with anyio.create_task_group() as tg:
+            async with serving(ProxyServer(start, upstream_protocol="2026-07-28").http_app()) as url:
+                ledger = tmp_path / "flooded"
+                command = [sys.executable, "-c", STALLED_CLIENT, url, str(ledger)]
+                ann = await anyio.open_process(command, stderr=subprocess.DEVNULL)
+                try:
+                    assert ann.stdout is not None
+                    said = b""
+                    while b"flooding\n" not in said:
+                        said += await ann.stdout.receive()
+                    os.kill(ann.pid, signal.SIGSTOP)
+                    try:
+                        # Bob comes once the flood is all sent (the proxy reads on), or stands still (it does not).
+                        sent, still = "", 0
+                        while sent != "4000" and still < 20:
+                            await anyio.sleep(0.1)
+                            now = ledger.read_text() if ledger.exists() else ""
+                            sent, still = now, (still + 1 if now == sent and now else 0)
+                        with anyio.fail_after(90):  # it waits for ever on Ann's client when it waits on her at all
+                            async with Client.http(url, protocol="2026-07-28", elicitation=answer) as bob:
+                                bob_got = (await bob.call_tool("greet", {"tag": "bob"})).text
+                    finally:
+                        os.kill(ann.pid, signal.SIGCONT)
+                    while b"flooded 4000\n" not in said:
+                        said += await ann.stdout.receive()
+                finally:
+                    if ann.returncode is None:
+                        ann.kill()
+                    await ann.aclose()
+            tg.cancel_scope.cancel()
+    assert bob_got == "bob:bob"

@@ -1,14 +1,19 @@
 """An elicitor server for the several-people tests: one tool that reports progress, logs and asks a question, each
 naming the call's ``tag``, and answers with the tag and the name given; a memo per person (``memo://NAME``), and a
 tool that says one changed (``notifications/resources/updated``) and one that says the tool list changed; a tool
-that asks the client's roots and its model.
+that asks the client's roots and its model; and one that reports progress more than a stalled client can take.
 
-``python -m tests.peers.people_server`` serves it on stdio.
+``python -m tests.peers.people_server`` serves it on stdio; with ``http PORT``, over Streamable HTTP
+at ``http://127.0.0.1:PORT/mcp``.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
 
 from elicitor import Accepted, Context, Server
 
@@ -64,5 +69,22 @@ async def consult(ctx: Context, tag: str) -> str:
     return f"{tag}: roots {' '.join(roots)}; model {said}"
 
 
+@server.tool()
+async def flood(ctx: Context, count: int, size: int, pause: float = 0.0, ledger: str = "") -> str:
+    """Reports that it starts, waits ``pause`` seconds, then reports progress ``count`` times, each message ``size``
+    characters long: more than a client that stopped reading can take. How many it sent so far is written to the
+    file ``ledger`` (if given) after each one."""
+    await ctx.report_progress(0, count, "starting")
+    await anyio.sleep(pause)
+    for done in range(count):
+        await ctx.report_progress(done, count, "x" * size)
+        if ledger:
+            Path(ledger).write_text(str(done + 1))
+    return f"flooded {count}"
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.run("http", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

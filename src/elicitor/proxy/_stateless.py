@@ -51,6 +51,8 @@ LIST_CHANGES = {
     "notifications/resources/list_changed": "resourcesListChanged",
 }
 """Each list change, and the ``subscriptions/listen`` flag that asks for it."""
+BACKLOG = 1024
+"""Notifications about one request waiting for its client to take them (see :func:`unblocking`)."""
 MAX_ROUNDS = 64
 """Rounds of ``input_required`` the proxy follows itself (answering through ``--ui``) before the call fails."""
 SETTLE_WITHIN = 60.0
@@ -108,7 +110,14 @@ class Stateless:
         """The server's round states, bound to who they were given to."""
 
     async def serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:
-        """Serve one request; the server's notifications about it go to ``notify`` (its response stream)."""
+        """Serve one request; the server's notifications about it go to ``notify`` (its response stream), never
+        holding up a connection other people's calls share (:func:`unblocking`)."""
+        if self._one_client:  # nobody else's calls to hold up: a client that reads slowly slows its server
+            return await self._serve(request, notify, principal)
+        async with unblocking(notify, self._tg) as notify:
+            return await self._serve(request, notify, principal)
+
+    async def _serve(self, request: RequestReceived, notify: Notify | None, principal: str | None) -> JSONObject:
         params = dict(request.params or {})
         if request.method == "tools/call":
             params = own_key(params, principal)
@@ -296,6 +305,63 @@ async def _settle(upstream: Upstream) -> None:
             logger.info("the server did not answer after a call was given up: %r", exc)
             return
         upstream.logs_unsure = False
+
+
+@asynccontextmanager
+async def unblocking(notify: Notify | None, task_group: anyio.abc.TaskGroup) -> AsyncIterator[Notify | None]:
+    """``notify`` for the block, made never to wait for the client: what it is given waits in a queue of
+    :data:`BACKLOG` notifications that a task of ``task_group`` sends on, in order, and the block's end waits until
+    they are sent (the answer comes after them, as it would). Beyond the queue's room a notification is dropped.
+
+    The server's notifications are read by one reader per upstream connection, and on a shared one (stdio: one
+    channel for every person's calls) a reader waiting for one person's client to take its notification (their
+    client stopped reading: stalled, suspended, on a dead link) would hold up every other person's answers. So a
+    client that does not read loses its own progress and log messages, and nobody else waits for it."""
+    if notify is None:
+        yield None
+        return
+    sending, waiting = anyio.create_memory_object_stream[tuple[str, JSONObject]](BACKLOG)
+    sent = anyio.Event()
+    scope = anyio.CancelScope()
+    dropped = 0
+
+    async def put(method: str, params: JSONObject) -> None:
+        nonlocal dropped
+        try:
+            sending.send_nowait((method, params))
+        except anyio.WouldBlock:
+            dropped += 1
+            if dropped == 1:
+                logger.info("a client is not taking its notifications: %s and later ones dropped", method)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # answered, or its client gone: nowhere to send it
+
+    async def pump() -> None:
+        try:
+            with scope, waiting:
+                async for method, params in waiting:
+                    try:
+                        await notify(method, params)
+                    except Exception as exc:  # the client went away: its request is ending
+                        logger.info("a notification for a call was not passed on: %r", exc)
+                        return
+        finally:
+            sent.set()
+
+    task_group.start_soon(pump)
+    answered = False
+    try:
+        yield put
+        answered = True
+    finally:
+        sending.close()
+        if not answered:
+            scope.cancel()
+    try:
+        await sent.wait()
+    except BaseException:
+        scope.cancel()
+        raise
 
 
 def _without_level(params: JSONObject) -> JSONObject:
