@@ -546,9 +546,10 @@ async def test_a_task_call_without_an_idempotency_key_made_while_redis_is_away_c
 async def test_task_requests_sent_once_over_stdio_while_redis_is_paused_are_answered(
     redis: RedisServer, era: str
 ) -> None:
-    """A stdio server keeping its tasks in Redis (``Server.run("stdio")`` with a ``RedisStore``): ``tasks/get`` and
-    ``tasks/cancel``, each sent once while Redis is paused, wait for Redis and are answered as over HTTP, instead of
-    failing at once with the retryable error a client sending them once shows its person; the cancel takes effect."""
+    """A stdio server keeping its tasks in Redis (``Server.run("stdio")`` with a ``RedisStore``): the task-creating
+    ``tools/call``, ``tasks/get`` and ``tasks/cancel``, each sent once while Redis is paused, wait for Redis and are
+    answered as over HTTP, instead of failing at once with the retryable error a client sending them once shows its
+    person; the cancel takes effect."""
     from redis.asyncio import Redis
 
     async def person(request: ElicitationRequest) -> Accepted[dict[str, str]]:
@@ -560,7 +561,8 @@ async def test_task_requests_sent_once_over_stdio_while_redis_is_paused_are_answ
     try:
         async with Client.stdio(command, cwd=str(ROOT), protocol=era, elicitation=person) as client:
             with anyio.fail_after(90):
-                handle = await client.start_tool("chore")
+                await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+                handle = await client.start_tool("chore")  # its creation waits too
                 assert handle.id is not None
                 await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
                 seen = await client.request("tasks/get", {"taskId": handle.id})
