@@ -226,18 +226,19 @@ async def test_a_task_status_notification_reaches_only_the_tasks_owner(anyio_bac
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("server", ["tests.peers.people_server", "tests.peers.people_sdk_server"])
 async def test_four_people_through_the_listening_command_see_only_their_own_calls(
-    anyio_backend: str, server: str
+    anyio_backend: str, server: str, transport: str
 ) -> None:
-    """``elicitor proxy --listen`` started as a command, in front of a stdio server (ours, speaking both eras: its
-    2026-07-28 callers share one upstream connection; or the official SDK's, handshake era: each 2026-07-28 call is
-    held on a connection of its own). Four people at once, each with a real client: Ann with elicitor's on
-    2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the official SDK's, Eve with elicitor's on 2025-06-18.
-    Their clients number requests and progress tokens alike (each first call is id 1 or 2, progress token
-    likewise), and all four wait on their questions at the same moment, while a fifth cancels those ids and
-    leaves. Each is asked only their own question, hears only their own progress and log messages, and gets their
-    own answer back."""
+    """``elicitor proxy --listen`` started as a command, in front of a server started as a command of its own
+    (ours, speaking both eras: its 2026-07-28 callers share one upstream connection; or the official SDK's: each
+    2026-07-28 call is held on a connection of its own), on stdio or over Streamable HTTP. Four people at once,
+    each with a real client: Ann with elicitor's on 2025-11-25, Bob with elicitor's on 2026-07-28, Cal with the
+    official SDK's, Eve with elicitor's on 2025-06-18. Their clients number requests and progress tokens alike
+    (each first call is id 1 or 2, progress token likewise), and all four wait on their questions at the same
+    moment, while a fifth cancels those ids and leaves. Each is asked only their own question, hears only their
+    own progress and log messages, and gets their own answer back."""
     import subprocess
     import sys
 
@@ -250,8 +251,14 @@ async def test_four_people_through_the_listening_command_see_only_their_own_call
     from .replicas import wait_for_port
 
     port = free_port()
-    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
-               sys.executable, "-m", server]  # fmt: skip
+    target = [sys.executable, "-m", server]
+    upstream: subprocess.Popen[bytes] | None = None
+    if transport == "http":
+        upstream_port = free_port()
+        upstream = subprocess.Popen([*target, "http", str(upstream_port)], stderr=subprocess.DEVNULL)
+        await anyio.to_thread.run_sync(lambda: wait_for_port(upstream_port, upstream, timeout=60))
+        target = [f"http://127.0.0.1:{upstream_port}/mcp"]
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *target]
     process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/mcp"
     people = ("ann", "bob", "cal", "eve")
@@ -330,8 +337,10 @@ async def test_four_people_through_the_listening_command_see_only_their_own_call
                 tg.start_soon(theirs, "cal")
                 tg.start_soon(dan)
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        for started in (process, upstream):
+            if started is not None:
+                started.terminate()
+                started.wait(timeout=60)
     for name in people:
         assert asked[name] == [f"Name for {name}?"], asked
         assert results[name] == f"{name}:{name}", results

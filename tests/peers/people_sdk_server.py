@@ -2,10 +2,13 @@
 logs and asks a question, each naming the call's ``tag``, and answers with the tag and the name given; and a memory
 of what its connection told it (``remember``, ``recall``), as a server keeps what a session told it.
 
-``python -m tests.peers.people_sdk_server`` serves it on stdio.
+``python -m tests.peers.people_sdk_server`` serves it on stdio; with ``http PORT``, over Streamable HTTP
+at ``http://127.0.0.1:PORT/mcp``.
 """
 
 from __future__ import annotations
+
+import sys
 
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context, MCPServer
@@ -46,4 +49,7 @@ async def recall() -> str:
 
 
 if __name__ == "__main__":
-    app.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        app.run("streamable-http", port=int(sys.argv[2]))
+    else:
+        app.run("stdio")
