@@ -61,8 +61,15 @@ async def refuse() -> str:
     raise ValueError("nope")
 
 
-SETUP = {"initialize", "server/discover", "tools/list", "ping", "subscriptions/listen"}
+SETUP = {"initialize", "notifications/initialized", "server/discover", "tools/list", "ping", "subscriptions/listen"}
 """Requests of the connection, not of the call: traces of their own."""
+
+
+def of_calls(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    """``spans`` without the traces of the connection's own requests (:data:`SETUP`) and what they sent: a
+    subscription's acknowledgement, the cancellation of a subscription when the connection closes."""
+    setup = {s.context.trace_id for s in spans if s.name in SETUP}
+    return [s for s in spans if s.context.trace_id not in setup]
 
 
 class Otel:
@@ -616,7 +623,7 @@ async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, down
             with anyio.fail_after(10):
                 assert SECRET_CITY in (await client.call_tool("introduce")).text
         tg.cancel_scope.cancel()
-    spans = [s for s in otel.finished() if s.name not in SETUP]
+    spans = of_calls(otel.finished())
     assert len({s.context.trace_id for s in spans}) == 1
     served = [s for s in otel.named("tools/call introduce") if s.kind == SpanKind.SERVER]
     # The upstream server's span descends from the proxy's SERVER span (the client's request at the proxy) through
@@ -886,3 +893,98 @@ async def test_a_tasks_id_is_named_in_the_log_by_its_first_characters_only(otel:
     logged = "\n".join(lines)
     assert f"task {task_id[:8]}...: the client refused question" in logged, logged
     assert task_id not in logged
+
+
+noisy = Server("noisy", "1.0", elicitation_timeout=0.3)
+
+
+@noisy.tool()
+async def chatty(ctx: Context) -> str:
+    """Reports its progress and logs a line."""
+    await ctx.report_progress(1, 2, "halfway")
+    await ctx.log("info", "working")
+    return "done"
+
+
+@noisy.tool()
+async def impatient(ctx: Context) -> str:
+    """Asks a question and gives up on it after 0.3 s (the server's elicitation_timeout)."""
+    return type(await ctx.elicit("Still there?", NAME, key="name")).__name__
+
+
+@pytest.mark.parametrize("transport", ["memory", "http"])
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_notifications_are_spans_in_the_trace_they_were_sent_in(
+    otel: Otel, protocol: str, transport: str, anyio_backend: str
+) -> None:
+    """The conventions for MCP make a notification a span on either side, as a request is: a ``CLIENT`` span
+    where it is sent (its context in ``params._meta``), a ``SERVER`` span where it is received, its child;
+    ``mcp.method.name`` and no ``jsonrpc.request.id``; both counted in the operation duration metrics. A tool's
+    progress and log line are in the trace of its call, under the span serving it, on either era and transport."""
+    if transport == "http" and anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    progressed: list[float] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        progressed.append(done)
+
+    def quiet(*_: Any) -> None:
+        pass
+
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "http":
+            url = await stack.enter_async_context(serving(noisy.http_app()))
+            client = await stack.enter_async_context(
+                Client.http(url, protocol=protocol, on_log=quiet, log_level="info")
+            )
+        else:
+            client = await stack.enter_async_context(
+                connected(noisy, protocol=protocol, on_log=quiet, log_level="info")
+            )
+        with anyio.fail_after(10):
+            assert (await client.call_tool("chatty", progress=progress)).text == "done"
+    assert progressed == [1]
+    spans = of_calls(otel.finished())
+    index = by_id(spans)
+    [served] = [s for s in spans if s.name == "tools/call chatty" and s.kind == SpanKind.SERVER]
+    for method in ("notifications/progress", "notifications/message"):
+        [sent] = [s for s in spans if s.name == method and s.kind == SpanKind.CLIENT]
+        [heard] = [s for s in spans if s.name == method and s.kind == SpanKind.SERVER]
+        assert sent.parent is not None and index[sent.parent.span_id] is served
+        assert heard.parent is not None and heard.parent.span_id == sent.context.span_id
+        for span in (sent, heard):
+            attributes = span.attributes or {}
+            assert attributes["mcp.method.name"] == method and "jsonrpc.request.id" not in attributes
+            assert span.context.trace_id == served.context.trace_id
+    points = otel.metric_points()
+    for metric in ("mcp.server.operation.duration", "mcp.client.operation.duration"):
+        assert {"notifications/progress", "notifications/message"} <= {
+            p.attributes["mcp.method.name"] for p in points[metric]
+        }
+
+
+async def test_a_question_given_up_is_cancelled_under_its_request_and_the_client_hears_it_there(otel: Otel) -> None:
+    """2025-11-25: the server gives up on a question (its elicitation_timeout) and tells the client with
+    ``notifications/cancelled``: a ``CLIENT`` span under the ``elicitation/create`` it cancels, and on the client a
+    ``SERVER`` span under that, while the client's handling of the question ends ``error.type = cancelled``."""
+
+    async def never(request: Any) -> Any:
+        await anyio.sleep_forever()
+
+    async with connected(noisy, elicitation=never, protocol="2025-11-25") as client:
+        with anyio.fail_after(10):
+            assert (await client.call_tool("impatient")).text == "Cancelled"
+        with anyio.fail_after(10):
+            while not otel.named("notifications/cancelled") or len(otel.named("elicitation/create")) < 2:
+                await anyio.sleep(0.01)
+    spans = of_calls(otel.finished())
+    index = by_id(spans)
+    [asked] = [s for s in spans if s.name == "elicitation/create" and s.kind == SpanKind.CLIENT]
+    [handled] = [s for s in spans if s.name == "elicitation/create" and s.kind == SpanKind.SERVER]
+    [notice] = [s for s in spans if s.name == "notifications/cancelled" and s.kind == SpanKind.CLIENT]
+    [heard] = [s for s in spans if s.name == "notifications/cancelled" and s.kind == SpanKind.SERVER]
+    assert notice.parent is not None and index[notice.parent.span_id] is asked
+    assert heard.parent is not None and heard.parent.span_id == notice.context.span_id
+    assert (asked.attributes or {})["error.type"] == "timeout"
+    assert (handled.attributes or {})["error.type"] == "cancelled"
+    assert len({s.context.trace_id for s in spans}) == 1

@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from elicitor import Accepted, Client, Context, ScriptedHandler, Server
+from elicitor.server import StateSealer, generate_key
 
 from .conftest import ROOT, serving
 from .replicas import MISSING, Deployment, RedisServer, deployment
@@ -692,6 +693,66 @@ async def test_every_message_refused_before_its_session_took_it_is_a_span(otel: 
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
 
 
+def test_replicas_before_and_after_the_completions_trace_read_each_others_notices() -> None:
+    """A URL completion's notice to the replica holding the connection carries the completion's ``traceparent``
+    now: a replica that does not know it ignores it, one that does reads a notice without it, and without a
+    tracer the notice is byte for byte what it was."""
+    import msgspec
+
+    from elicitor.server._url import UrlComplete
+    from elicitor.server.http._peers import PeerMessage
+
+    class Before(msgspec.Struct, tag="url-complete", frozen=True):
+        connection: str
+        elicitation: str
+
+    encode = msgspec.msgpack.Encoder().encode
+    traced = UrlComplete("c", "e", "00-" + "1" * 32 + "-" + "2" * 16 + "-01")
+    assert encode(UrlComplete("c", "e")) == encode(Before("c", "e"))
+    assert msgspec.msgpack.decode(encode(traced), type=Before) == Before("c", "e")
+    assert msgspec.msgpack.decode(encode(Before("c", "e")), type=PeerMessage) == UrlComplete("c", "e")
+    assert msgspec.msgpack.decode(encode(traced), type=PeerMessage) == traced
+
+
+linker = Server("linker", "1.0", state=StateSealer([generate_key()]))
+
+
+@linker.tool()
+async def link(ctx: Context) -> str:
+    """A URL-mode question: the person agrees to visit a page, which completes it later."""
+    assert isinstance(await ctx.elicit_url("Link your account.", "https://pages.example/l/{elicitation_id}"), Accepted)
+    return "asked"
+
+
+async def test_a_url_completion_on_another_replica_tells_the_client_in_the_calls_trace(
+    otel: Otel, redis: RedisServer
+) -> None:
+    """2025-11-25 on two replicas: the session (and the client's connection) is on A, the person's page completes
+    the elicitation on B. B's ``elicitation complete`` span is in the call's trace; the notice goes through the
+    store to A, which tells the client: that ``notifications/elicitation/complete`` is a ``CLIENT`` span on A
+    under B's completion (its ``traceparent`` travelled with the notice), and the client's ``SERVER`` span for it
+    is its child, so the whole visit is one trace."""
+    person = ScriptedHandler(["accept"], modes=frozenset({"form", "url"}))
+    async with (
+        two_replicas(redis.url, linker) as (a, _, apps),
+        Client.http(a, elicitation=person, protocol="2025-11-25") as client,
+    ):
+        with anyio.fail_after(30):
+            assert (await client.call_tool("link")).text == "asked"
+            [request] = person.url_requests
+            assert await apps[1].server.complete_url_elicitation(request.url.rsplit("/", 1)[1])
+            while not [s for s in otel.named("notifications/elicitation/complete") if s.kind == SpanKind.SERVER]:
+                await anyio.sleep(0.02)
+    [call] = [s for s in otel.named("tools/call link") if s.kind == SpanKind.INTERNAL]
+    [done] = otel.named("elicitation complete")
+    assert (done.attributes or {})["elicitor.elicitation.notified"] == "replica"
+    [told] = [s for s in otel.named("notifications/elicitation/complete") if s.kind == SpanKind.CLIENT]
+    [heard] = [s for s in otel.named("notifications/elicitation/complete") if s.kind == SpanKind.SERVER]
+    assert told.parent is not None and told.parent.span_id == done.context.span_id
+    assert heard.parent is not None and heard.parent.span_id == told.context.span_id
+    assert {s.context.trace_id for s in (call, done, told, heard)} == {call.context.trace_id}
+
+
 bookings = Server("bookings", "1.0")
 
 
@@ -788,6 +849,12 @@ async def test_a_url_mode_elicitation_completed_by_its_page_is_in_the_call_trace
     refused = {"elicitor.elicitation.mode": "url", "elicitor.elicitation.completed": False}
     assert dict(forged.attributes or {}) == refused
     assert forged.parent is None
+    # The client is told under the completion (a notification is a span on both sides), still in the call's trace.
+    [told] = [s for s in otel.named("notifications/elicitation/complete") if s.kind == SpanKind.CLIENT]
+    [heard] = [s for s in otel.named("notifications/elicitation/complete") if s.kind == SpanKind.SERVER]
+    assert told.parent is not None and told.parent.span_id == done.context.span_id
+    assert heard.parent is not None and heard.parent.span_id == told.context.span_id
+    assert heard.context.trace_id == call.context.trace_id
     [link] = browser.links
     exported = otel.exported_bytes()
     assert link.rsplit("/", 1)[1] not in exported and "forged-id" not in exported

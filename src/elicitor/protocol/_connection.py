@@ -24,7 +24,7 @@ Spec: https://modelcontextprotocol.io/specification/2026-07-28/basic/index
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias, cast
 
 import msgspec
@@ -126,6 +126,8 @@ class RequestCancelled:
 
     id: RequestId
     reason: str | None
+    params: JSONObject | None = field(default=None, compare=False)
+    """The notification's params as sent (its ``_meta`` may name the trace it belongs to)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +269,7 @@ class Connection:
             # Unknown or already finished: ignore (the response may have crossed the notification).
             return NotificationReceived(CANCELLED_METHOD, params)
         self._incoming.discard(request_id)
-        return RequestCancelled(request_id, reason if isinstance(reason, str) else None)
+        return RequestCancelled(request_id, reason if isinstance(reason, str) else None, params)
 
     # ---- outbound ------------------------------------------------------------------------------------------
 
@@ -306,8 +308,15 @@ class Connection:
             return False
         return True
 
-    def cancel_request(self, request_id: RequestId, reason: str | None = None) -> bytes | None:
-        """Give up on our request ``request_id``; returns the ``notifications/cancelled`` to send, if still due.
+    def awaits(self, request_id: RequestId) -> bool:
+        """Whether our request ``request_id`` still waits for its answer (a cancellation of it is due)."""
+        return request_id in self._outgoing
+
+    def cancel_request(
+        self, request_id: RequestId, reason: str | None = None, meta: JSONObject | None = None
+    ) -> bytes | None:
+        """Give up on our request ``request_id``; returns the ``notifications/cancelled`` to send, if still due
+        (with ``meta`` as its ``_meta``: the trace context it is sent in).
 
         A response may still cross the notification (basic/utilities/cancellation: the receiver may have finished
         first, and the sender "SHOULD ignore any response to the request that arrives afterward"): the last
@@ -323,6 +332,8 @@ class Connection:
         params: JSONObject = {"requestId": request_id}
         if reason:
             params["reason"] = reason
+        if meta:
+            params["_meta"] = meta
         return self.send_notification(CANCELLED_METHOD, params)
 
     def forget_incoming(self, request_id: RequestId) -> None:

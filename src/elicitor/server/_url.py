@@ -29,11 +29,15 @@ logger = logging.getLogger("elicitor.server")
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True):
+class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True, omit_defaults=True):
     """On the bus to the replica holding ``connection``: tell it that elicitation ``elicitation`` is done."""
 
     connection: str
     elicitation: str
+    trace: str | None = None
+    """The ``traceparent`` of the completion (its ``elicitation complete`` span), so that the notice the holding
+    replica sends is in the call's trace too; replicas without it ignore it, and without it the notice is sent
+    as before."""
 
 
 _encode_notice = msgspec.msgpack.Encoder().encode
@@ -228,15 +232,19 @@ class UrlElicitations:
             from ..telemetry import _hooks
 
             with _hooks.completing_url() as completing:
-                record = await self._complete(elicitation_id, principal)
-                if record is not None:
+
+                def completed(record: UrlRecord) -> None:  # before the client is told: its notice is under the span
                     local = record.replica == self._store.replica
                     completing.settle(record.trace, "none" if record.connection is None else "connection" if local
                                       else "replica")  # fmt: skip
+
+                record = await self._complete(elicitation_id, principal, completed)
             return record is not None
         return await self._complete(elicitation_id, principal) is not None
 
-    async def _complete(self, elicitation_id: str, principal: str | None) -> UrlRecord | None:
+    async def _complete(
+        self, elicitation_id: str, principal: str | None, completed: Callable[[UrlRecord], None] | None = None
+    ) -> UrlRecord | None:
         attempt = secrets.token_hex(8)
         give_up_at = anyio.current_time() + COMPLETE_PATIENCE
         while True:
@@ -254,13 +262,20 @@ class UrlElicitations:
         if record is None:
             await self._explain_refusal(elicitation_id, principal)
             return None
+        if completed is not None:
+            completed(record)
         if record.connection is None:
             return record
         try:
             if record.replica == self._store.replica:
                 await self.notify_local(record.connection, elicitation_id)
             elif record.replica is not None:
-                await self._send_notice(record.replica, UrlComplete(record.connection, elicitation_id))
+                traced = None
+                if _telemetry.state.on:
+                    from ..telemetry import _hooks
+
+                    traced = _hooks.current_traceparent()
+                await self._send_notice(record.replica, UrlComplete(record.connection, elicitation_id, traced))
         except Exception:
             logger.exception("URL elicitation %.8s... completed, but its client could not be told", elicitation_id)
         return record

@@ -12,6 +12,7 @@ requests are cancelled. When a task awaiting our request is cancelled, the peer 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -264,7 +265,13 @@ class Session:
         except BaseException:
             if not pending.is_set() or pending.expired:
                 self._pending.pop(request_id, None)
-                notice = self.connection.cancel_request(request_id, "the requester no longer waits for it")
+                reason = "the requester no longer waits for it"
+                if _telemetry.state.on and not self._closed and self.connection.awaits(request_id):
+                    with anyio.move_on_after(_CANCEL_GRACE, shield=True):
+                        with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            await self._traced_cancel(request_id, reason, related)
+                    raise
+                notice = self.connection.cancel_request(request_id, reason)
                 if notice is not None and not self._closed:
                     with anyio.move_on_after(_CANCEL_GRACE, shield=True):
                         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -279,11 +286,43 @@ class Session:
         return pending.result
 
     async def notify(self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None) -> None:
-        """Send a notification; silently dropped if the connection is already closed."""
+        """Send a notification; silently dropped if the connection is already closed. With telemetry on, a
+        ``CLIENT`` span, its context in ``params._meta`` (as a request's)."""
         if self._closed:
             return
         with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if _telemetry.state.on:
+                from ..telemetry import _hooks
+
+                async def send(params: JSONObject | None) -> None:
+                    await self._send(self.connection.send_notification(method, params), related)
+
+                await _hooks.send_notification(send, method, params, *self._network())
+                return
             await self._send(self.connection.send_notification(method, params), related)
+
+    async def _traced_cancel(self, request_id: RequestId, reason: str, related: RequestId | None) -> None:
+        """Send the ``notifications/cancelled`` of our request ``request_id`` under its span, the trace context in
+        its ``_meta`` (telemetry/_hooks.py, ``cancelling``)."""
+        from ..telemetry import _hooks
+
+        async def send(params: JSONObject | None) -> None:
+            meta = (params or {}).get("_meta")
+            notice = self.connection.cancel_request(request_id, reason, meta if isinstance(meta, dict) else None)
+            if notice is not None:
+                await self._send(notice, related)
+
+        await _hooks.cancelling(send, {"requestId": request_id, "reason": reason}, *self._network())
+
+    def _network(self) -> tuple[str, str | None, str | None]:
+        """For telemetry: the transport (``pipe``, or ``http`` on the HTTP transports), the HTTP session's id and
+        the endpoint's URL, as the spans of this session's messages say them."""
+        transport = self.transport
+        return (
+            getattr(transport, "network", "pipe"),
+            getattr(transport, "session_id", None),
+            getattr(transport, "url", None),
+        )
 
     async def _send(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:
         await self.transport.send(data, related, final=final)
@@ -394,12 +433,28 @@ class Session:
             return
         if isinstance(event, NotificationReceived):
             try:
-                await self._on_notification(event)
+                if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
+                    from ..telemetry import _hooks
+
+                    network, session_id, _url = self._network()
+                    handle = functools.partial(self._on_notification, event)
+                    await _hooks.serve_notification(handle, event.method, event.params, network, session_id)
+                else:
+                    await self._on_notification(event)
             except Exception:
                 logger.exception("notification handler failed for %s", event.method)
         elif isinstance(event, RequestCancelled):
             running = self._inflight.pop(event.id, None)
-            if running is not None:
+            if _telemetry.state.on:  # notifications/cancelled is a span too, in the trace its sender names
+                from ..telemetry import _hooks
+
+                async def cancel() -> None:
+                    if running is not None:
+                        running.cancel()
+
+                network, session_id, _url = self._network()
+                await _hooks.serve_notification(cancel, "notifications/cancelled", event.params, network, session_id)
+            elif running is not None:
                 running.cancel()
         else:
             assert isinstance(event, InvalidMessage)

@@ -33,7 +33,9 @@ def request_attributes(method: str, params: JSONObject | None, request_id: Reque
         elif method == "elicitation/create":
             mode = params.get("mode", "form")
             attributes["elicitor.elicitation.mode"] = mode if mode in ("form", "url") else "form"
-        elif method.startswith("resources/") and isinstance(params.get("uri"), str):
+        elif (method.startswith("resources/") or method == "notifications/resources/updated") and isinstance(
+            params.get("uri"), str
+        ):
             uri = params["uri"]  # conditionally required: its query may carry a code or a token, unless opted in
             attributes["mcp.resource.uri"] = uri if state.record_content else without_query(uri)
         task = params.get("taskId")
@@ -220,9 +222,13 @@ _METHODS = frozenset({
     "tools/list", "tools/call", "prompts/list", "prompts/get", "resources/list", "resources/templates/list",
     "resources/read", "resources/subscribe", "resources/unsubscribe", "elicitation/create",
     "sampling/createMessage", "roots/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
-    "tasks/update",
+    "tasks/update", "notifications/cancelled", "notifications/initialized", "notifications/message",
+    "notifications/progress", "notifications/prompts/list_changed", "notifications/resources/list_changed",
+    "notifications/resources/updated", "notifications/roots/list_changed", "notifications/tools/list_changed",
+    "notifications/elicitation/complete", "notifications/tasks/status", "notifications/subscriptions/acknowledged",
 })  # fmt: skip
-"""The requests MCP defines (every revision elicitor speaks): any other method is counted as ``_OTHER``."""
+"""The requests and notifications MCP defines (every revision elicitor speaks): any other method is counted as
+``_OTHER``."""
 
 _RESERVED_CODES = range(-32768, -31999)
 """JSON-RPC 2.0's reserved error codes (§5.1: its own, MCP's and a server's pre-defined errors): a bounded set."""

@@ -320,11 +320,103 @@ async def send_request(
                 sent_id = request_id
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
+    requesting = _requesting.set(span)
     try:
         return await _measured(span, None, attributes, settle_result, ended, False, send, params, sent)
     finally:
+        _requesting.reset(requesting)
         if waiting is not None and sent_id is not None:
             waiting.pop(sent_id, None)
+
+
+_requesting: ContextVar[Span | None] = ContextVar("elicitor_requesting", default=None)
+"""The ``CLIENT`` span of the request this task waits on (:func:`send_request`): the parent of the
+``notifications/cancelled`` sent when it is given up (:func:`cancelling`)."""
+
+
+async def cancelling(
+    send: Callable[[JSONObject | None], Awaitable[None]],
+    params: JSONObject,
+    transport: str = "pipe",
+    session_id: str | None = None,
+    url: str | None = None,
+) -> None:
+    """Send the ``notifications/cancelled`` of a request given up (timed out, or its caller cancelled), as
+    :func:`send_notification` does, under that request's ``CLIENT`` span: the trace shows what was cancelled, and
+    the peer's ``SERVER`` span for the notice is its child (the request's own ``SERVER`` span there ends with
+    ``error.type = cancelled``).
+
+    Called only when ``state.on``."""
+    request = _requesting.get()
+    token = otel_context.attach(trace.set_span_in_context(request)) if request is not None else None
+    try:
+        await send_notification(send, "notifications/cancelled", params, transport, session_id, url)
+    finally:
+        if token is not None:
+            otel_context.detach(token)
+
+
+async def send_notification(
+    send: Callable[[JSONObject | None], Awaitable[None]],
+    method: str,
+    params: JSONObject | None,
+    transport: str = "pipe",
+    session_id: str | None = None,
+    url: str | None = None,
+) -> None:
+    """Send a notification inside a ``CLIENT`` span, its context written into ``params._meta``, as a request is
+    (the conventions for MCP: a notification is a span on either side, ``mcp.method.name`` and no
+    ``jsonrpc.request.id``, timed until it is handed to the transport, and counted in
+    ``mcp.client.operation.duration``). So a URL-mode completion, a progress report, a log message, a task's
+    status and a cancellation are each in the trace they were sent in, and the peer's ``SERVER`` span for it is
+    that span's child (:func:`serve_notification`).
+
+    Called only when ``state.on``. ``send(params)`` puts the notification on the wire."""
+    tracer = state.tracer
+    instruments = state.instruments
+    if tracer is None and instruments is None:
+        if trace.get_current_span().get_span_context().is_valid:
+            params = inject(params, None)
+        await send(params)
+        return
+    attributes = request_attributes(method, params, None)
+    add_network(attributes, transport, session_id, url)
+    span: Span | None = None
+    if tracer is not None:
+        span = tracer.start_span(span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
+        params = inject(params, trace.set_span_in_context(span))
+    elif trace.get_current_span().get_span_context().is_valid:
+        params = inject(params, None)
+    ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
+    await _measured(span, None, attributes, _nothing, ended, False, _sent, send, params)
+
+
+async def _sent(send: Callable[[JSONObject | None], Awaitable[None]], params: JSONObject | None) -> JSONObject:
+    await send(params)
+    return {}
+
+
+def _nothing(_span: Span | None, _attributes: dict[str, Any], _result: JSONObject) -> None:
+    pass
+
+
+async def serve_notification(
+    handle: Callable[[], Awaitable[None]],
+    method: str,
+    params: JSONObject | None,
+    transport: str = "pipe",
+    session_id: str | None = None,
+) -> None:
+    """Handle a peer's notification inside a ``SERVER`` span whose parent is the context in its ``_meta`` (the
+    sender's ``CLIENT`` span for it, :func:`send_notification`), counted in ``mcp.server.operation.duration``.
+
+    Called only when ``state.on``."""
+
+    async def handled(_request: None) -> JSONObject:
+        await handle()
+        return {}
+
+    await serve_request(handled, None, method, params, None, transport, session_id)
 
 
 async def _measured(
@@ -619,43 +711,54 @@ def current_traceparent() -> str | None:
 
 
 class CompletingUrl:
-    """What :func:`completing_url` gives: told the record completed (:meth:`settle`), it makes the span."""
+    """What :func:`completing_url` gives: told the record completed (:meth:`settle`), it starts the span and makes
+    it current, so that the notice telling the client (``notifications/elicitation/complete``) is its child."""
 
-    __slots__ = ("_asked", "_start", "_told")
+    __slots__ = ("_span", "_start", "_token")
 
     def __init__(self) -> None:
         self._start = time.time_ns()
-        self._asked: str | None = None
-        self._told: str | None = None
+        self._span: Span | None = None
+        self._token: object = None
 
     def settle(self, asked: str | None, told: str) -> None:
         """The elicitation completed: ``asked`` is the ``traceparent`` it was registered in, ``told`` how its client
         is told (``connection``, ``replica``, ``none``). Not called: the completion was refused."""
-        self._asked, self._told = asked, told
+        self._span = self._open(asked, told)
+        if self._span is not None:
+            self._token = otel_context.attach(trace.set_span_in_context(self._span))
+
+    def _open(self, asked: str | None, told: str | None) -> Span | None:
+        tracer = state.tracer
+        if tracer is None:
+            return None
+        attributes: dict[str, Any] = {
+            "elicitor.elicitation.mode": "url",
+            "elicitor.elicitation.completed": told is not None,
+        }
+        if told is not None:
+            attributes["elicitor.elicitation.notified"] = told
+        origin = span_context({"traceparent": asked}) if asked else None
+        ambient = trace.get_current_span().get_span_context()
+        parent, links = None, None
+        if origin is not None and ambient.is_valid:  # the page's own request is the parent: link the question
+            links = [trace.Link(origin, {"elicitor.link": "url_elicitation"})]
+        elif origin is not None:  # nothing else to hang it on: under the span that asked for it
+            parent = trace.set_span_in_context(trace.NonRecordingSpan(origin), otel_context.Context())
+        return tracer.start_span(
+            "elicitation complete", context=parent, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
+            start_time=self._start,
+        )  # fmt: skip
 
     def __enter__(self) -> CompletingUrl:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
-        tracer = state.tracer
-        if tracer is None:
+        span = self._span if self._span is not None else self._open(None, None)
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+        if span is None:
             return
-        attributes: dict[str, Any] = {
-            "elicitor.elicitation.mode": "url", "elicitor.elicitation.completed": self._told is not None
-        }  # fmt: skip
-        if self._told is not None:
-            attributes["elicitor.elicitation.notified"] = self._told
-        asked = span_context({"traceparent": self._asked}) if self._asked else None
-        ambient = trace.get_current_span().get_span_context()
-        parent, links = None, None
-        if asked is not None and ambient.is_valid:  # the page's own request is the parent: link the question
-            links = [trace.Link(asked, {"elicitor.link": "url_elicitation"})]
-        elif asked is not None:  # nothing else to hang it on: under the span that asked for it
-            parent = trace.set_span_in_context(trace.NonRecordingSpan(asked), otel_context.Context())
-        span = tracer.start_span(
-            "elicitation complete", context=parent, kind=SpanKind.INTERNAL, attributes=attributes, links=links,
-            start_time=self._start,
-        )  # fmt: skip
         if exc is not None:
             fail(span, {}, exc)
         span.end()

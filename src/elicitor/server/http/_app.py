@@ -434,6 +434,14 @@ class HttpApp:
             return
         if not isinstance(event, RequestReceived):
             if "method" in message:  # a notification: nothing to do on this transport (no session)
+                if _telemetry.state.on and isinstance(message["method"], str):  # still a SERVER span, in its trace
+                    from ...telemetry import _hooks
+
+                    _hooks.handed_over()
+                    params = message.get("params")
+                    await _hooks.serve_notification(
+                        _nothing, message["method"], params if isinstance(params, dict) else None, "http"
+                    )
                 await respond_empty(send, 202)
             else:
                 await refuse(send, 400, None, INVALID_REQUEST, "Invalid request: clients must not POST responses")
@@ -446,6 +454,10 @@ class HttpApp:
         await exchange.run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------
+
+
+async def _nothing() -> None:
+    """What a 2026-07-28 server does with a notification POSTed to it (there is no session to tell)."""
 
 
 def _tool_name(message: JSONObject) -> str:

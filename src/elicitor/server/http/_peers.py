@@ -324,6 +324,12 @@ class Peers:
             self._start(self._notify_url, message)
 
     async def _notify_url(self, message: UrlComplete) -> None:
+        if message.trace is not None and _telemetry.state.on:  # the notice, in the trace of the completion
+            from ...telemetry import _hooks
+
+            with _hooks.in_task_origin({"traceparent": message.trace}):
+                await self._urls.notify_local(message.connection, message.elicitation)
+            return
         await self._urls.notify_local(message.connection, message.elicitation)
 
     def _start_task(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -72,6 +73,15 @@ class StatelessExchange:
         self._streaming = False
 
     async def notify(self, method: str, params: JSONObject) -> None:
+        if _telemetry.state.on:  # a CLIENT span, its context in params._meta (as a session's notifications)
+            from ...telemetry import _hooks
+
+            await _hooks.send_notification(functools.partial(self._stream, method), method, params, "http")
+            return
+        await self._stream(method, params)
+
+    async def _stream(self, method: str, params: JSONObject | None) -> None:
+        """Put a notification on the response stream (starting it)."""
         data = self._connection.send_notification(method, params)
         if not self._streaming:
             self._streaming = True
