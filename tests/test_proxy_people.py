@@ -859,3 +859,89 @@ async def test_a_stalled_persons_client_never_holds_up_anothers_calls(anyio_back
                     await ann.aclose()
             tg.cancel_scope.cancel()
     assert bob_got == "bob:bob"
+
+
+ASKED_CLIENT = """
+import sys
+
+import anyio
+
+from elicitor import Client
+
+
+async def main() -> None:
+    async def answer(request: object) -> object:
+        print("asked", flush=True)
+        await anyio.sleep_forever()
+
+    async with Client.http(sys.argv[1], protocol=sys.argv[2], elicitation=answer) as client:
+        await client.call_tool("greet", {"tag": "ann"})
+
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio; subprocesses: one is enough
+@pytest.mark.parametrize("ann_era", ["2025-11-25", "2026-07-28"])
+async def test_a_person_whose_client_dies_mid_question_leaves_anothers_call_to_go_on(
+    anyio_backend: str, ann_era: str
+) -> None:
+    """A listening proxy in front of the official SDK's server on stdio. Ann (elicitor's client, a process of its
+    own) and Bob (the official SDK's client, on the handshake era) are each asked their question at once; Ann's
+    client process is killed (SIGKILL: no goodbye) while hers is open. Bob, answering after that, gets his result,
+    and the proxy still serves Cal, who comes afterwards."""
+    import signal
+    import sys
+
+    import mcp_types as types
+    from mcp import Client as McpClient
+
+    from elicitor.transports import StdioClientTransport
+
+    from .conftest import serving
+
+    async def start() -> Any:
+        return await StdioClientTransport.start([sys.executable, "-m", "tests.peers.people_sdk_server"])
+
+    ann_gone, bob_asked = anyio.Event(), anyio.Event()
+
+    async def bob_answers(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        bob_asked.set()
+        await ann_gone.wait()
+        return types.ElicitResult(action="accept", content={"name": "bob"})
+
+    async def cal_answers(request: Any) -> Any:
+        from elicitor import Accepted
+
+        return Accepted({"name": "cal"})
+
+    results: dict[str, str] = {}
+
+    async def bob(url: str) -> None:
+        async with McpClient(url, elicitation_callback=bob_answers, mode="legacy") as client:
+            result = await client.call_tool("greet", {"tag": "bob"})
+            results["bob"] = result.content[0].text  # type: ignore[union-attr]
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            async with serving(ProxyServer(start).http_app()) as url, anyio.create_task_group() as people:
+                people.start_soon(bob, url)
+                ann = await anyio.open_process([sys.executable, "-c", ASKED_CLIENT, url, ann_era])
+                try:
+                    assert ann.stdout is not None
+                    said = b""
+                    while b"asked\n" not in said:
+                        said += await ann.stdout.receive()
+                    await bob_asked.wait()  # both questions open at once
+                    ann.send_signal(signal.SIGKILL)
+                    await ann.wait()
+                finally:
+                    if ann.returncode is None:
+                        ann.kill()
+                    await ann.aclose()
+                ann_gone.set()
+                async with Client.http(url, protocol="2025-11-25", elicitation=cal_answers) as cal:
+                    results["cal"] = (await cal.call_tool("greet", {"tag": "cal"})).text
+            tg.cancel_scope.cancel()
+    assert results == {"bob": "bob:bob", "cal": "cal:cal"}
