@@ -232,7 +232,7 @@ def test_numbers_and_dates_in_hints_and_answers_follow_the_locale() -> None:
     assert hint(big, ENGLISH) == ["a number", "from 1,000 to 250,000.5"]
     assert hint(big, language("zh")) == ["数字", "从 1,000 到 250,000.5"]
     day = StringField(name="d", format="date")
-    assert show(day, "2026-11-25", language("zh")) == "2026-11-25 (2026年11月25日)"
+    assert show(day, "2026-11-25", language("zh")) == "2026-11-25（2026年11月25日）"
     assert show(day, "2026-11-25", language("ar")) == "2026-11-25 (25 نوفمبر 2026)"
     today = date.today()
     assert f"{today.isoformat()}, {ENGLISH.date(today)}" in hint(day, ENGLISH)[1]
@@ -606,7 +606,8 @@ async def test_a_long_chinese_title_wraps_in_the_banner_and_hides_nothing(anyio_
 
         await answer(handler, ElicitationRequest("请选择", CHINESE_FORM, server), drive)
     lines = seen[0].splitlines()
-    banner = "".join(line.strip() for line in lines[: lines.index("")])  # its lines, up to the first blank one
+    rows = next(i for i, line in enumerate(lines) if line.strip() in ("", "^"))  # up to a blank one, or the pane's
+    banner = "".join(line.strip() for line in lines[:rows])
     assert banner == f"{title} 1.0 提问（服务器名称：chef）", seen[0]
 
 
@@ -1342,3 +1343,34 @@ def test_a_line_breaks_between_emoji_never_inside_one_and_counts_the_cells_they_
     assert lines == [f"我们一家{family}去", f"度假{family}，带上", "🇨🇳国旗和🇹🇼旗"]
     assert "".join(lines) == text
     assert break_lines(text, 12) == [len(lines[0]), len(lines[0]) + len(lines[1])]
+
+
+@pytest.mark.anyio
+async def test_forty_columns_in_chinese_break_the_banner_and_keys_where_a_person_reads_them(
+    anyio_backend: str,
+) -> None:
+    """At 40 columns: the banner broke just after its opening bracket (before the server name) and the keys' bar
+    between a key and what it does (Esc / 取消), each next line a cell left of the first; the date's words stood in
+    ASCII brackets after a space in the review; a yes/no box had a scroll mark at the form's edge."""
+    server = Implementation(name="booking-desk", version="1.0.0", title="Chez Elicitor booking desk")
+    form = Form.from_schema({"type": "object", "properties": {
+        "day": {"type": "string", "format": "date", "title": "日期"},
+        "ok": {"type": "boolean", "title": "同意"},
+    }})  # fmt: skip
+    seen: list[str] = []
+    async with screen_handler(Size(rows=24, columns=40), lang="zh") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("Esc 取消")
+            seen.append(screen.text())
+            await screen.type("2026-12-24", TAB, TAB, ENTER)
+            await screen.shows("发送之前")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        await answer(handler, ElicitationRequest("请回答", form, server), drive)
+    lines = seen[0].splitlines()
+    assert lines[:2] == [" Chez Elicitor booking desk 1.0.0 提问", " （服务器名称：booking-desk）"], seen[0]
+    assert lines[-2:] == [" Tab / Shift-Tab 移动 · 空格键勾选 ·", " Enter 下一项或按下按钮 · Esc 取消"], seen[0]
+    assert not [line for line in lines if "同意" in line and line.rstrip().endswith("^")], seen[0]
+    assert " 日期：2026-12-24（2026年12月24日）" in seen[1].splitlines(), seen[1]

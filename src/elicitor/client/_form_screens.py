@@ -114,6 +114,7 @@ class _Row:
         widget: AnyContainer
         if isinstance(f, BooleanField):
             self.box = Checkbox(text=drawn(f.label), checked=bool(value))
+            self.box.show_scrollbar = False  # a box of one line has nothing to scroll: its "^" stood at the edge
             widget = self.box
         elif isinstance(f, EnumField):
             choices: list[tuple[str | None, str]] = [(o.value, drawn(o.label)) for o in f.options]

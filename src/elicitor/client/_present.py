@@ -252,8 +252,14 @@ def break_lines(text: str, width: int) -> list[int]:
     return breaks
 
 
+NO_BREAK = "\u00a0"
+"""The space no line breaks at (between a key and what it does in the keys' bar: "Esc 取消")."""
+
+
 def _may_break(before: str, ch: str, wide: bool) -> bool:
     """Whether a line may break between ``before`` and ``ch`` (``wide``: one of them takes two cells)."""
+    if NO_BREAK in (before, ch):
+        return False
     if before == " ":
         return ch != " "
     return wide and ch != " " and ch not in _NO_LINE_START and before not in _NO_LINE_END
@@ -529,7 +535,7 @@ def show(f: FormField, value: Any, lang: Language) -> str:
         return lang.number(value)
     if isinstance(f, StringField) and f.format in ("date", "date-time") and isinstance(value, str):
         words = _date_words(value, f.format == "date", lang)
-        return printable(value) + (f" ({words})" if words else "")
+        return lang._("{value} ({words})", value=printable(value), words=words) if words else printable(value)
     return printable(str(value))
 
 

@@ -71,6 +71,7 @@ from ..i18n import ENGLISH, Language
 from ..types import Implementation
 from ._handlers import ElicitationRequest
 from ._present import (
+    NO_BREAK,
     _regional,
     asker,
     break_lines,
@@ -256,7 +257,9 @@ def banner_line(text: Callable[[], str | StyleAndTextTuples]) -> Window:
         shown = text()
         return escaped([("class:banner", f" {shown} ")] if isinstance(shown, str) else shown, newlines=False)
 
-    return Window(FormattedTextControl(fragments), style="class:banner", wrap_lines=True, dont_extend_height=True)
+    return Window(
+        _WrappedText(fragments, indent=1), style="class:banner", wrap_lines=True, dont_extend_height=True
+    )  # broken as a person reads it (never just after an opening bracket), each line a cell in, as the first
 
 
 def sized_button(text: str, handler: Callable[[], None]) -> Button:
@@ -280,9 +283,11 @@ def identity_warning(server: Implementation | None, lang: Language) -> AnyContai
 def help_bar(text: str) -> Window:
     """The keys, at the bottom: on as many lines as they take (in Chinese they fill 62 cells, and a line cut at the
     edge of a narrower terminal hid "Esc 取消", how to leave)."""
+    keys = " · ".join(item.replace(" ", NO_BREAK) for item in text.split(" · "))  # "Esc 取消" stays on one line
     return Window(
-        _WrappedText([("class:help", f" {text} ")]), style="class:help", wrap_lines=True, dont_extend_height=True
-    )
+        _WrappedText([("class:help", f" {keys} ")], indent=1), style="class:help", wrap_lines=True,
+        dont_extend_height=True,
+    )  # fmt: skip
 
 
 class _WrappedText(FormattedTextControl):
@@ -291,6 +296,10 @@ class _WrappedText(FormattedTextControl):
     English word was split in two."""
 
     _width = 0
+
+    def __init__(self, text: Any = "", indent: int = 0) -> None:
+        super().__init__(text)
+        self._indent = indent
 
     def create_content(self, width: int, height: int | None) -> UIContent:
         self._width = width
@@ -304,14 +313,17 @@ class _WrappedText(FormattedTextControl):
         return max(get_cwidth(line) for line in text.split("\n"))
 
     def _get_formatted_text_cached(self) -> StyleAndTextTuples:
-        return wrapped(super()._get_formatted_text_cached(), self._width)
+        return wrapped(super()._get_formatted_text_cached(), self._width, self._indent)
 
 
-def wrapped(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
+def wrapped(fragments: StyleAndTextTuples, width: int, indent: int = 0) -> StyleAndTextTuples:
     """``fragments`` with a newline where each of their lines breaks to fit ``width`` cells, every character's style
-    kept; the spaces a line breaks at are dropped (they would overflow the line or start the next one)."""
-    if width <= 2:
+    kept; the spaces a line breaks at are dropped (they would overflow the line or start the next one). With
+    ``indent``, the lines a break starts begin with that many spaces (a banner's or the keys' bar, whose first line
+    starts with one: the next ones stood a cell left of it)."""
+    if width <= 2 + indent:
         return fragments
+    width -= indent
     styled = [(fragment[0], ch) for fragment in fragments for ch in fragment[1]]
     text = "".join(ch for _, ch in styled)
     out: list[tuple[str, str]] = []
@@ -325,6 +337,7 @@ def wrapped(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
                 while out and out[-1][1] == " ":
                     out.pop()
                 out.append((styled[start + i][0], "\n"))
+                out += [(styled[start + i][0], " ")] * indent
             out.append((styled[start + i][0], ch))
         start += len(line) + 1
     merged: StyleAndTextTuples = []
