@@ -33,6 +33,7 @@ from dataclasses import replace
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
@@ -312,6 +313,7 @@ async def unblocking(notify: Notify | None, task_group: anyio.abc.TaskGroup) -> 
     """``notify`` for the block, made never to wait for the client: what it is given waits in a queue of
     :data:`BACKLOG` notifications that a task of ``task_group`` sends on, in order, and the block's end waits until
     they are sent (the answer comes after them, as it would). Beyond the queue's room a notification is dropped.
+    The queue and its task are made with the first notification: most requests have none.
 
     The server's notifications are read by one reader per upstream connection, and on a shared one (stdio: one
     channel for every person's calls) a reader waiting for one person's client to take its notification (their
@@ -320,23 +322,12 @@ async def unblocking(notify: Notify | None, task_group: anyio.abc.TaskGroup) -> 
     if notify is None:
         yield None
         return
-    sending, waiting = anyio.create_memory_object_stream[tuple[str, JSONObject]](BACKLOG)
+    queue: list[MemoryObjectSendStream[tuple[str, JSONObject]]] = []
     sent = anyio.Event()
     scope = anyio.CancelScope()
     dropped = 0
 
-    async def put(method: str, params: JSONObject) -> None:
-        nonlocal dropped
-        try:
-            sending.send_nowait((method, params))
-        except anyio.WouldBlock:
-            dropped += 1
-            if dropped == 1:
-                logger.info("a client is not taking its notifications: %s and later ones dropped", method)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            pass  # answered, or its client gone: nowhere to send it
-
-    async def pump() -> None:
+    async def pump(waiting: MemoryObjectReceiveStream[tuple[str, JSONObject]]) -> None:
         try:
             with scope, waiting:
                 async for method, params in waiting:
@@ -348,20 +339,39 @@ async def unblocking(notify: Notify | None, task_group: anyio.abc.TaskGroup) -> 
         finally:
             sent.set()
 
-    task_group.start_soon(pump)
-    answered = False
+    async def put(method: str, params: JSONObject) -> None:
+        nonlocal dropped
+        if answered is not None:
+            return  # told after the answer: nowhere to send it
+        if not queue:
+            sending, waiting = anyio.create_memory_object_stream[tuple[str, JSONObject]](BACKLOG)
+            queue.append(sending)
+            task_group.start_soon(pump, waiting)
+        try:
+            queue[0].send_nowait((method, params))
+        except anyio.WouldBlock:
+            dropped += 1
+            if dropped == 1:
+                logger.info("a client is not taking its notifications: %s and later ones dropped", method)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # answered, or its client gone: nowhere to send it
+
+    answered: bool | None = None  # whether the block ended with its answer (None while it runs)
     try:
         yield put
         answered = True
     finally:
-        sending.close()
-        if not answered:
+        if answered is None:
+            answered = False
             scope.cancel()
-    try:
-        await sent.wait()
-    except BaseException:
-        scope.cancel()
-        raise
+        if queue:
+            queue[0].close()
+    if queue:
+        try:
+            await sent.wait()
+        except BaseException:
+            scope.cancel()
+            raise
 
 
 def _without_level(params: JSONObject) -> JSONObject:
