@@ -303,6 +303,8 @@ class BrowserHandler:
             draft = request.form.validate(request.form.with_defaults(values))
         except InvalidAnswer as exc:  # every field's problem at once, an unreadable one's said once
             errors += [error for error in exc.errors if error.field not in unread]
+            order = {f.name: place for place, f in enumerate(request.form.fields)}
+            errors.sort(key=lambda error: order.get(error.field or "", -1))  # listed as the fields stand on the page
         else:
             if not errors:
                 page.draft = draft
