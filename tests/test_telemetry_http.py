@@ -183,6 +183,125 @@ async def test_a_handshake_call_on_three_replicas_is_one_trace_with_each_wait_fo
         assert SECRET_NAME not in path.read_text()
 
 
+PERSON = 0.3
+"""Seconds the person takes to answer each question in the walk below."""
+
+LABELS = {
+    "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "mcp.protocol.version", "error.type",
+    "elicitor.side", "elicitor.elicitation.mode", "elicitor.elicitation.outcome", "elicitor.round.path",
+    "elicitor.task.status", "elicitor.store.operation",
+}  # fmt: skip
+"""Every metric label elicitor may use: each from a bounded set."""
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_with_no_orphan(
+    otel: Otel, traced_cluster: tuple[Deployment, Path], protocol: str
+) -> None:
+    """An operator follows one call, whose tool asks two questions, from the client through ``elicitor proxy``
+    and nginx to three replicas sharing Redis: on 2026-07-28 its rounds land on different replicas; on 2025-11-25
+    the session lives on one and the POSTs (the proxy's answers among them) that land on the others are relayed
+    through Redis. Every span of the call, in this process (the client's, the proxy's) and in each replica's
+    file, is in one trace whose only root is the client's call span, and every other span's parent is in it; the
+    upstream's first request descends from the client's through the proxy; the person's time (0.3 s a question)
+    is inside the ``elicitation`` spans on both sides; no metric label is outside the bounded set, and no label
+    value names the trace, a span or an answer."""
+    from elicitor.client._http import HttpClientTransport
+    from elicitor.proxy import Bridge
+    from elicitor.transports import memory_pair
+
+    cluster, folder = traced_cluster
+    start = len(cluster.nginx.upstreams())
+
+    async def person(request: Any) -> dict[str, Any]:
+        await anyio.sleep(PERSON)
+        return {"name": SECRET_NAME} if "name" in str(request.message).lower() else {"size": 4}
+
+    handler = ScriptedHandler(otherwise=person)
+    client_end, down_end = memory_pair()
+    bridge = Bridge(lambda: HttpClientTransport.connect(cluster.nginx.url), upstream_protocol=protocol)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, elicitation=handler, protocol=protocol) as client:
+            with anyio.fail_after(60):
+                assert (await client.call_tool("book")).text == f"{SECRET_NAME} x4"
+        tg.cancel_scope.cancel()
+    landed = {u for _, u in cluster.nginx.upstreams()[start:] if u != "-"}
+    assert len(landed) >= 2
+    [call] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.INTERNAL]
+    trace_id = f"0x{call.context.trace_id:032x}"
+    ours = {
+        f"0x{s.context.span_id:016x}": (s.name, s.kind.name, f"0x{s.parent.span_id:016x}" if s.parent else None)
+        for s in otel.finished()
+        if s.context.trace_id == call.context.trace_id
+    }
+
+    def theirs() -> dict[str, tuple[str, str, str | None]]:
+        return {
+            s["context"]["span_id"]: (s["name"], s["kind"].removeprefix("SpanKind."), s["parent_id"])
+            for s in replica_spans(folder)
+            if s["context"]["trace_id"] == trace_id
+        }
+
+    def orphans() -> set[str]:
+        every = {**ours, **theirs()}
+        return {f"{name}/{kind}" for name, kind, parent in every.values() if parent is not None and parent not in every}
+
+    with anyio.move_on_after(15):  # replicas write a span when it ends: the last hops end after the call returns
+        while orphans() or len([name for name, _, _ in theirs().values() if name == "elicitation"]) < 2:
+            await anyio.sleep(0.1)
+    assert not orphans(), orphans()
+    every = {**ours, **theirs()}
+    assert [name for name, _, parent in every.values() if parent is None] == ["tools/call book"]
+    assert len({s["pid"] for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id}) >= (
+        2 if protocol == "2026-07-28" else 1
+    )
+    # The upstream's first request, on whichever replica, descends from the client's request through the proxy.
+    served = [i for i, (name, kind, _) in theirs().items() if name == "tools/call book" and kind == "SERVER"]
+    first = min(
+        served, key=lambda i: next(s["start_time"] for s in replica_spans(folder) if s["context"]["span_id"] == i)
+    )
+    chain, at = [], every[first][2]
+    while at is not None:
+        chain.append(every[at][:2])
+        at = every[at][2]
+    assert chain[:3] == [("tools/call book", "CLIENT"), ("tools/call book", "SERVER"), ("tools/call book", "CLIENT")]
+    if protocol == "2025-11-25":  # every hop of the proxy's session through another replica is in the call's trace
+        [owner] = [s for s in replica_spans(folder) if s["context"]["span_id"] == first]
+        session = owner["attributes"]["mcp.session.id"]
+        hops = [
+            s
+            for s in replica_spans(folder)
+            if s["name"].startswith("forward")
+            and s["attributes"].get("mcp.session.id") == session
+            and s["name"].removeprefix("forward ") not in SETUP
+        ]  # fmt: skip (the session's setup: its own trace)
+        strays = [(s["name"], s["attributes"]) for s in hops if s["context"]["trace_id"] != trace_id]
+        assert not strays, strays  # (none at all when every POST happened to land on the session's replica)
+    # The person's time is inside each question's span, on the client's side and on the replica that asked.
+    asked = [s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id and s["name"] == "elicitation"]
+    answered = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
+    assert len(answered) == 2 and len(asked) == 2
+    for mine in answered:
+        assert ((mine.end_time or 0) - (mine.start_time or 0)) / 1e9 >= PERSON
+    for question in asked:
+        took = _seconds(question["end_time"]) - _seconds(question["start_time"])
+        assert took >= PERSON, question
+    for points in otel.metric_points().values():
+        for point in points:
+            assert set(point.attributes) <= LABELS, point.attributes
+            assert not {str(v) for v in point.attributes.values()} & {trace_id[2:], SECRET_NAME, *every}
+    for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
+def _seconds(stamp: str) -> float:
+    """A span's time as the SDK's JSON writes it (ISO 8601, UTC), in seconds."""
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 async def test_a_hop_through_another_replica_is_a_span_even_when_the_client_names_no_trace(
     otel: Otel, traced_cluster: tuple[Deployment, Path]
 ) -> None:

@@ -646,6 +646,7 @@ class ServerSession:
                 run.cancel()
             # Stateless path: replay the handler with every answer the sealed state carries.
             asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
+            asker.asked_in = state.get("w")  # telemetry: when the last round asked (see ``_round``)
             ctx = self._context(request, meta, notify, token, asker)
             run = Run(functools.partial(invoke, ctx), asker, ctx, state.get("c"))
             if self.parked is None:
@@ -694,6 +695,12 @@ class ServerSession:
         }  # fmt: skip
         if isinstance(origin, dict):
             sealed["o"] = origin
+        if _telemetry.state.on:  # when, and in which round, these questions are asked: a replay records them from then
+            from ..telemetry import _hooks
+
+            asked = _hooks.asked_in()
+            if asked is not None:
+                sealed["w"] = asked
         token_out = self.server.sealer.seal(sealed, binding, compress=("a",))  # "a": the client's answers
         if parked is not None:
             parked.park(run)

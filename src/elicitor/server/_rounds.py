@@ -121,6 +121,9 @@ class RoundAsker:
         self.memo: dict[str, JSONValue] | None = memo
         self.journal: OnceJournal | None = None
         """Where ``ctx.once`` records its steps in the shared state (a task's run), besides ``memo``."""
+        self.asked_in: object = None
+        """Telemetry: when, and in which round, the previous round asked its questions (sealed in the state), so
+        a replay records the ones this round answers from then (``telemetry/_hooks.py``, ``answered_elsewhere``)."""
         self.asks: dict[str, JSONObject] = {}
         self.loop = running_asyncio_loop()
         self.activity = Waiter(self.loop)
@@ -158,7 +161,7 @@ class RoundAsker:
                 if _telemetry.state.on and method == "elicitation/create":  # asked by a run that is not here
                     from ..telemetry import _hooks
 
-                    _hooks.answered_elsewhere(params, candidate)
+                    _hooks.answered_elsewhere(params, candidate, self.asked_in)
         if answer is not None:
             return answer
         if not self.concurrent and _current_task_id(self.loop) != self.owner:

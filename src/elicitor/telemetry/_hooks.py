@@ -141,7 +141,21 @@ async def serve_request(
     elif parent is not None:
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
-    return await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    result = await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    if span is not None and method in _ANSWERED_BY_POST:
+        meta = result.get("_meta")
+        if not isinstance(meta, dict) or TRACEPARENT not in meta:
+            carrier = context_of(span)
+            if carrier is not None:  # the answer names its trace, as elicitor's client's does (see forwarding)
+                result = {**result, "_meta": {**(meta if isinstance(meta, dict) else {}), **carrier}}
+    return result
+
+
+_ANSWERED_BY_POST = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+"""The requests a server sends a client: over HTTP the answer is POSTed, and may land on a replica that forwards
+it to the one that asked. An answer that names no trace in ``result._meta`` (the proxy's: it answers with what
+its own client gave it) gets the context of the span that served the request, so that hop is in the call's trace
+(:func:`forwarding`); never the baggage, never anything of the answer."""
 
 
 def header_context(message: JSONObject, traceparent: str, tracestate: str | None) -> JSONObject | None:
@@ -656,6 +670,8 @@ async def elicitation(
     instruments = state.instruments
     if tracer is None and instruments is None:
         return await ask
+    if within is not None:
+        return await _asked_in_rounds(params, ask, within)
     raw_mode = params.get("mode", "form")
     mode = raw_mode if raw_mode in ("form", "url") else "form"
     attributes: dict[str, Any] = {"elicitor.elicitation.mode": mode, "elicitor.side": side}
@@ -779,9 +795,81 @@ def completing_url() -> CompletingUrl:
     return CompletingUrl()
 
 
-def answered_elsewhere(params: JSONObject, answer: JSONObject) -> None:
+async def _asked_in_rounds(params: JSONObject, ask: Awaitable[JSONObject], within: object) -> JSONObject:
+    """2026-07-28, server side: a question a run asks, answered by a later round. Its ``elicitation`` span is made
+    when the answer comes, from when it was asked, under the round that asked it: the round's answer may land on
+    another replica, which replays the tool and records the question there (:func:`answered_elsewhere`), while
+    this run waits parked until it is dropped. A span opened at the question would then end only when the parked
+    run is dropped (ten minutes later by default), cancelled, beside the replica's record of the same question:
+    a trace that looks unfinished for minutes and a question told twice. So a question whose run is dropped
+    unanswered here leaves no span (its round says ``elicitor.input_requests``), and is not counted as answered."""
+    instruments = state.instruments
+    raw_mode = params.get("mode", "form")
+    mode = raw_mode if raw_mode in ("form", "url") else "form"
+    asked = {"elicitor.elicitation.mode": mode, "elicitor.side": "server"}
+    round_span = _round_spans.get(within)
+    context = round_span.get_span_context() if round_span is not None else trace.get_current_span().get_span_context()
+    start = time.time_ns()
+    if instruments is not None:
+        instruments.pending.add(1, asked)
+    try:
+        answer = await ask
+    finally:
+        if instruments is not None:
+            instruments.pending.add(-1, asked)
+    _answered(params, answer, context if context.is_valid else None, start)
+    return answer
+
+
+def _answered(params: JSONObject, answer: JSONObject, round_: trace.SpanContext | None, asked_ns: int) -> None:
+    """A 2026-07-28 question answered: an ``elicitation`` span (server side) from ``asked_ns`` to now under the
+    round that asked it (``round_``), with its outcome; the person's time and the outcome in the metrics."""
+    now = time.time_ns()
+    start = min(asked_ns, now)  # two replicas' wall clocks may disagree: never a negative wait
+    raw_mode = params.get("mode", "form")
+    action = answer.get("action")
+    attributes = {
+        "elicitor.elicitation.mode": raw_mode if raw_mode in ("form", "url") else "form",
+        "elicitor.side": "server",
+        "elicitor.elicitation.outcome": action if action in ("accept", "decline", "cancel") else "_OTHER",
+    }
+    tracer = state.tracer
+    if tracer is not None:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(round_), otel_context.Context()) if round_ else None
+        span = tracer.start_span("elicitation", context=parent, kind=SpanKind.INTERNAL, attributes=attributes,
+                                 start_time=start)  # fmt: skip
+        span.end(end_time=now)
+    instruments = state.instruments
+    if instruments is not None:
+        instruments.elicitation_duration.record((now - start) / 1e9, attributes)
+        instruments.elicitations.add(1, attributes)
+
+
+def asked_in() -> dict[str, object] | None:
+    """2026-07-28: what a round's sealed state keeps of when its questions were asked (the round ends asking
+    them now): the round's ``SERVER`` span (``traceparent``) and the wall clock in nanoseconds, so that the round
+    that brings their answers, on whichever replica, records each question from then (:func:`answered_elsewhere`).
+    ``None`` outside a trace and without telemetry."""
+    if not state.on:
+        return None
+    here = trace.get_current_span().get_span_context()
+    if not here.is_valid and state.instruments is None:
+        return None
+    kept: dict[str, object] = {"t": time.time_ns()}
+    if here.is_valid:
+        kept["q"] = _traceparent(here)
+    return kept
+
+
+def answered_elsewhere(params: JSONObject, answer: JSONObject, asked: object = None) -> None:
     """2026-07-28: an answer to a question asked in an earlier round by a run that is not here (another replica,
-    or replayed): counted by outcome, its time unknown here."""
+    or replayed). With ``asked`` (what :func:`asked_in` sealed into the state of the round that last asked it):
+    an ``elicitation`` span under that round, from then to now, and the person's time in the metrics; without
+    (a state sealed with telemetry off): counted by outcome alone, its time unknown here."""
+    if isinstance(asked, dict) and type(asked.get("t")) is int:
+        round_ = span_context({"traceparent": asked["q"]}) if isinstance(asked.get("q"), str) else None
+        _answered(params, answer, round_, asked["t"])
+        return
     instruments = state.instruments
     if instruments is None:
         return
