@@ -1374,3 +1374,13 @@ async def test_forty_columns_in_chinese_break_the_banner_and_keys_where_a_person
     assert lines[-2:] == [" Tab / Shift-Tab 移动 · 空格键勾选 ·", " Enter 下一项或按下按钮 · Esc 取消"], seen[0]
     assert not [line for line in lines if "同意" in line and line.rstrip().endswith("^")], seen[0]
     assert " 日期：2026-12-24（2026年12月24日）" in seen[1].splitlines(), seen[1]
+
+
+def test_a_line_may_break_after_a_full_width_comma_before_latin_text() -> None:
+    """``--help`` at 40 columns cut 2025-11-25 after its second hyphen: after a full-width mark (、) a line may
+    break, and a Latin word or date that follows it goes whole to the next line."""
+    from elicitor.client._present import wrap
+
+    assert wrap("auto（默认）、2026-07-28、2025-11-25 或 2025-06-18", 20) == [
+        "auto（默认）、", "2026-07-28、", "2025-11-25 或", "2025-06-18",
+    ]  # fmt: skip

@@ -313,6 +313,9 @@ def _pieces(text: str) -> list[tuple[str, bool]]:
                     current += unit
                 else:
                     pieces[-1] = (pieces[-1][0] + unit, False)
+                if current and cells(unit) == 2:  # after a full-width mark a line may break (、 then 2025-11-25)
+                    pieces.append((current, False))
+                    current = ""
             elif cells(unit) == 2:  # a wide character: a line may break before and after it
                 if current and not opened:
                     pieces.append((current, False))
