@@ -83,9 +83,11 @@ wheel: $(STAMP)
 	$(BIN)/python scripts/wheel_check.py
 
 # Node 22, the conformance harness, the TypeScript SDK (a test peer) and axe-core (the accessibility rules), from
-# npm into .cache/ on first use.
+# npm into .cache/ on first use; then old releases of the official SDKs and FastMCP, one environment each under
+# .cache/peers/ (scripts/peers.py: tests/test_eras.py runs them).
 node-peers: $(STAMP)
 	$(BIN)/python scripts/conformance.py --install-only
+	$(BIN)/python scripts/peers.py
 
 # The official MCP conformance harness (Node 22 and the harness install from npm into .cache/ on first use).
 conformance: $(STAMP) system-deps
