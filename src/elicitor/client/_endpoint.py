@@ -8,6 +8,7 @@ server and its response back, unread.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
@@ -25,6 +26,12 @@ _BRIEF_TIMEOUTS: Timeouts = {"connect": 30.0, "write": 30.0, "pool": 30.0, "read
 
 _CHECKED = 256
 """The most headers :class:`Endpoint` keeps checked at once."""
+
+_REDIRECTS = 3
+"""The most 307/308 redirects one request follows (see :meth:`Endpoint.open`)."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+logger = logging.getLogger("elicitor.http_client")
 
 
 class _Headers(Protocol):
@@ -74,6 +81,41 @@ class Endpoint:
     ) -> Response:
         """Send a request to the endpoint and return its response, unread (close it once done).
 
+        A 307 or 308 to another path of the same origin is followed, and the endpoint moves there for good: servers
+        of the official Python SDK before 1.12 serve ``/mcp/`` and redirect ``/mcp`` to it, and both codes keep
+        the method and the body. A redirect to another origin is not followed (the request carries the client's
+        credentials): its response is returned as it is.
+        """
+        for _ in range(_REDIRECTS):
+            response = await self._open(method, headers, content, brief=brief)
+            if response.status_code not in (307, 308):
+                return response
+            target = self._same_origin(response.headers.get("location"))
+            if target is None:
+                return response
+            await response.aclose()
+            logger.info("the server moved %s to %s (HTTP %d); following it", self.url, target, response.status_code)
+            self.url = target
+            if self._target is not None:
+                self._target = Target(target)
+        return await self._open(method, headers, content, brief=brief)
+
+    def _same_origin(self, location: str | None) -> str | None:
+        """The URL a redirect names, resolved against the endpoint's, if it is of the same origin."""
+        if not location or any(c in location for c in "\r\n\0"):
+            return None
+        base = httpx.URL(self.url)
+        try:
+            target = base.join(location.strip())
+        except (httpx.InvalidURL, ValueError):
+            return None
+        if target.userinfo or _origin(target) != _origin(base) or target == base:
+            return None
+        return str(target.copy_with(fragment=None))
+
+    async def _open(self, method: str, headers: dict[str, str], content: bytes, *, brief: bool) -> Response:
+        """Send one request (see :meth:`open`).
+
         ``brief``: the server acknowledges it at once (an answer, a notification): its response has 30 s to come.
 
         With the client's own connections, no ``auth`` and no proxy, the request goes straight to the pool
@@ -109,6 +151,10 @@ class Endpoint:
                 httpx.Response(response.status_code, headers=response.raw_headers, request=request)
             )
         return response
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
 def environment_proxies(url: str) -> bool:
