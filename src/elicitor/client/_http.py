@@ -674,12 +674,15 @@ def _header_safe(value: str) -> bool:
 
 
 def _addressed(body: bytes, request_id: RequestId) -> bytes:
-    """An error a server sent in answer to our POST without an id (it could not read one) still answers it."""
+    """An error a server sent in answer to our POST without our request's id still answers it: without an id (it
+    could not read one), or with one of its own (the official Python SDK before 2.0 says ``"server-error"`` when it
+    refuses a request's headers, a ``server/discover`` at 2026-07-28 among them). A JSON body answers the one request
+    the POST carried; left unanswered, that request would wait for its deadline."""
     try:
         message = decode_json(body)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return error_reply(request_id, INTERNAL_ERROR, NOT_JSON)
-    if isinstance(message, dict) and "error" in message and message.get("id") is None:
+    if isinstance(message, dict) and "error" in message and message.get("id") != request_id:
         error = message["error"] if isinstance(message["error"], dict) else {}
         return error_reply(
             request_id, error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data")
