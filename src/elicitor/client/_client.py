@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,10 +25,19 @@ from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 
+from .._exceptions import ConnectionClosed
 from .._version import __version__
 from ..session import Session, open_session
 from ..transports import CLIENT_MAX_MESSAGE_SIZE, StdioClientTransport, Transport
-from ..types import ALL_REVISIONS, CallToolResult, Implementation, JSONObject, LoggingLevel, Tool
+from ..types import (
+    ACCEPTED_OLDER_REVISIONS,
+    ALL_REVISIONS,
+    CallToolResult,
+    Implementation,
+    JSONObject,
+    LoggingLevel,
+    Tool,
+)
 from ._era import Declared, Era
 from ._handlers import ElicitationHandler
 from ._inbound import Inbound, RateLimit, SamplingHandler
@@ -39,6 +49,8 @@ from ._tasks import TaskHandle
 from ._tools import Tools
 from ._transport import HttpAware
 from ._url_flow import UrlFlow
+
+logger = logging.getLogger("elicitor.client")
 
 if TYPE_CHECKING:
     import httpx2 as httpx
@@ -271,6 +283,22 @@ class Client:
     async def __aenter__(self) -> Client:
         if self._stack is not None:
             raise RuntimeError("a Client can be entered once")
+        try:
+            return await self._enter()
+        except ConnectionClosed:
+            transport = self._era.transport
+            if not (self._era.probe_lost and callable(self._connect) and getattr(transport, "network", "") != "http"):
+                raise
+        # server/discover got no answer and then the connection ended, as servers of the official Python SDK before
+        # 1.7 do on any method they do not know (they stop serving, and exit on the next line they read): the
+        # server is started again and spoken to with initialize from the first line.
+        logger.info("the server stopped on server/discover; starting it again with initialize")
+        self._stack = None
+        self._era.probe_lost = False
+        self._era.skip_probe = True
+        return await self._enter()
+
+    async def _enter(self) -> Client:
         self._stack = stack = AsyncExitStack()
         try:
             for auth in self._paced:

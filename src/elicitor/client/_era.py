@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from .._exceptions import ElicitorError, JSONRPCError
+from .._exceptions import ConnectionClosed, ElicitorError, JSONRPCError
 from ..protocol import parse_implementation
 from ..session import Session
 from ..transports import Transport
@@ -114,6 +114,12 @@ class Era:
         self._probe_timeout = probe_timeout
         self._pace = pace
         self._meta_cache: dict[str, JSONObject] = {}
+        self.probe_lost = False
+        """``server/discover`` got no answer (``protocol="auto"``): the connection ended, or the server stayed
+        silent. Old servers (the official Python SDK before 1.7) stop serving on a method they do not know and end
+        the connection only when the next line reaches them; ``Client`` then starts a stdio server again."""
+        self.skip_probe = False
+        """Begin with ``initialize`` even on ``auto``: this server ended the connection on ``server/discover``."""
 
     @property
     def stateless(self) -> bool:
@@ -129,7 +135,9 @@ class Era:
     async def negotiate(self, session: Session) -> None:
         """Agree on a revision with the server (see the module's docstring)."""
         wanted = self._protocol
-        if wanted == "auto" or is_stateless(wanted):
+        if wanted == "auto" and self.skip_probe:
+            await self.initialize(session, HANDSHAKE_REVISIONS[0])
+        elif wanted == "auto" or is_stateless(wanted):
             version = STATELESS_REVISIONS[0] if wanted == "auto" else wanted
             # The probe's own limit is for telling a handshake-era server (which may never answer an unknown
             # method) from a slow one; a revision asked for by name has nothing to fall back to, so only the
@@ -161,6 +169,10 @@ class Era:
                 if wanted != "auto":
                     raise
                 logger.debug("server/discover timed out; falling back to initialize")
+                self.probe_lost = True
+            except ConnectionClosed:
+                self.probe_lost = wanted == "auto"
+                raise
             else:
                 if result:
                     return
