@@ -328,6 +328,8 @@ class Client:
                 await self._era.negotiate(session)
             if deadline.cancelled_caught:
                 raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")
+            # 2025-03-26 said both sides must take JSON-RPC batches (2024-11-05 is JSON-RPC 2.0, which has them).
+            session.batches = self._era.protocol_version in ACCEPTED_OLDER_REVISIONS
         except BaseException:
             await stack.aclose()
             raise

@@ -691,8 +691,10 @@ def _addressed(body: bytes, request_id: RequestId) -> bytes:
 
 
 def _answers(data: bytes, request_id: RequestId) -> bool:
+    """Whether ``data`` answers ``request_id``: the message itself, or one in a batch (2025-03-26)."""
     try:
         message = decode_json(data)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return False
-    return isinstance(message, dict) and message.get("id") == request_id and "method" not in message
+    messages = message if isinstance(message, list) else [message]
+    return any(isinstance(one, dict) and one.get("id") == request_id and "method" not in one for one in messages)

@@ -12,6 +12,7 @@ from ._connection import (
     ResultReceived,
     decode_json,
     error_reply,
+    split_batch,
 )
 from ._framing import LineFramer, Oversized
 from ._lifecycle import (
@@ -49,4 +50,5 @@ __all__ = [
     "parse_implementation",
     "parse_request_meta",
     "peek_envelope",
+    "split_batch",
 ]

@@ -144,6 +144,27 @@ Event: TypeAlias = (
 """What :meth:`Connection.receive` returns."""
 
 
+MAX_BATCH = 1024
+"""The most messages one batch may hold (see :func:`split_batch`)."""
+
+
+def split_batch(data: bytes) -> list[bytes] | None:
+    """The messages of a JSON-RPC batch (an array of messages), each encoded on its own; ``None`` if ``data`` is
+    not a non-empty array of objects of at most :data:`MAX_BATCH`.
+
+    Revision 2025-03-26 let both sides send batches and said each side must take them; 2025-06-18 removed them. A
+    client that speaks with a server of that revision reads each message of a batch as if it came alone
+    (``Session.batches``).
+    """
+    try:
+        value = decode_json(data)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    if type(value) is not list or not value or len(value) > MAX_BATCH or any(type(one) is not dict for one in value):
+        return None
+    return [_encode(one) for one in value]
+
+
 def error_reply(id: RequestId | None, code: int, message: str, data: JSONValue = None) -> bytes:
     """Bytes of an error response; ``id`` is ``None`` when the request's id could not be read."""
     error: dict[str, JSONValue] = {"code": code, "message": message}

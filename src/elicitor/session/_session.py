@@ -35,6 +35,7 @@ from ..protocol import (
     RequestCancelled,
     RequestReceived,
     ResultReceived,
+    split_batch,
 )
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
@@ -155,6 +156,10 @@ class Session:
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         self._held: tuple[bytes, Event] | None = None
         """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
+        self.batches = False
+        """Take a JSON-RPC batch from the peer as its messages one by one (a client speaking 2025-03-26 or
+        2024-11-05 with its server, which may send them: see :func:`~elicitor.protocol.split_batch`); otherwise a
+        batch is refused like any message that is not an object."""
         deliver_to: Callable[[Callable[[bytes | Oversized], bool]], None] | None = getattr(
             transport, "deliver_to", None
         )
@@ -458,6 +463,11 @@ class Session:
                 running.cancel()
         else:
             assert isinstance(event, InvalidMessage)
+            batch = split_batch(message) if self.batches and message[:1] != b"{" else None
+            if batch is not None:
+                for one in batch:
+                    await self.dispatch(one)
+                return
             if getattr(self.transport, "reads_peer_stdout", False) and str(event.error).startswith("Parse error"):
                 # Not JSON at all on a stdio server's stdout: almost always a stray print() or a log handler
                 # writing there. Say what it was and where it belongs; a -32700 reply would only puzzle the server.
