@@ -298,6 +298,12 @@ def sse_url(url: str) -> str:
     return url.removesuffix("/mcp") + "/sse"
 
 
+def events(server: OldServer, url: str) -> str:
+    """The server's stream moved to ``/events``: a URL that does not end in ``/sse`` is POSTed to first."""
+    server.stream_path = "/events"
+    return url.removesuffix("/mcp") + "/events"
+
+
 @pytest.mark.parametrize(
     ("status", "body", "kind", "falls"),
     [
@@ -323,15 +329,47 @@ async def test_which_refusals_of_the_first_post_fall_back(
     saying why), a server error and 401 (sign-in's business) do not."""
     server = OldServer(post_status=status, post_body=body, post_type=kind)
     async with serving(server) as url:
+        stream = events(server, url)
         if falls:
-            assert await call(sse_url(url)) == '{"n": 1}'
+            assert await call(stream) == '{"n": 1}'
         else:
             with pytest.raises(JSONRPCError):
-                await call(sse_url(url), probe_timeout=30)
+                await call(stream, probe_timeout=30)
     gets = [seen for seen in server.seen if seen[0] == "GET"]
     assert len(gets) == (1 if falls else 0)
     if falls:  # the probe found the old transport; initialize, initialized and the call went to its URL
-        assert [seen[1] for seen in server.seen if seen[0] == "POST"] == ["/sse"] + ["/messages?session=1"] * 3
+        assert [seen[1] for seen in server.seen if seen[0] == "POST"] == ["/events"] + ["/messages?session=1"] * 3
+
+
+@pytest.mark.parametrize("status", [405, 500, 401])
+async def test_a_url_ending_in_sse_opens_the_old_stream_first(anyio_backend: str, status: int) -> None:
+    """``.../sse`` is where the old transport's stream lives: its GET goes first, so a server whose stream URL
+    answers a POST in a way that says nothing of the old transport (500, say) is still reached, and nothing is
+    POSTed to the stream's URL."""
+    server = OldServer(post_status=status, post_body=b"no", post_type=b"text/plain")
+    async with serving(server) as url:
+        assert await call(sse_url(url)) == '{"n": 1}'
+    assert server.seen[0][:2] == ("GET", "/sse")
+    assert [seen[1] for seen in server.seen if seen[0] == "POST"] == ["/messages?session=1"] * 3
+
+
+async def test_a_url_ending_in_sse_of_a_streamable_http_server(anyio_backend: str) -> None:
+    """A Streamable HTTP server at ``.../sse`` refuses the GET (no session yet): the client goes on with
+    Streamable HTTP."""
+    from elicitor import Server
+    from elicitor.server.http import HttpApp
+
+    server = Server("at-sse")
+
+    @server.tool()
+    async def echo(n: int) -> str:
+        return f"n={n}"
+
+    async with serving(HttpApp(server, path="/sse")) as url:
+        with anyio.fail_after(60):
+            async with Client.http(sse_url(url)) as client:
+                assert client.protocol_version == "2026-07-28"
+                assert (await client.call_tool("echo", {"n": 1})).text == "n=1"
 
 
 def test_the_fallback_decision() -> None:
@@ -361,13 +399,13 @@ async def test_sign_in_covers_the_stream_and_every_post(anyio_backend: str) -> N
     server = OldServer(token="s3cret")
     auth = AnswerChallenge()
     async with serving(server) as url:
-        assert await call(sse_url(url), auth=auth) == '{"n": 1}'
+        assert await call(events(server, url), auth=auth) == '{"n": 1}'
     assert auth.challenged == 1
-    assert server.seen[0] == ("POST", "/sse", None)  # challenged: 401
+    assert server.seen[0] == ("POST", "/events", None)  # challenged: 401
     assert all(seen[2] == "Bearer s3cret" for seen in server.seen[1:])
     assert {seen[:2] for seen in server.seen[1:]} == {
-        ("POST", "/sse"),
-        ("GET", "/sse"),
+        ("POST", "/events"),
+        ("GET", "/events"),
         ("POST", "/messages?session=1"),
     }
 

@@ -253,10 +253,10 @@ class Client:
         ``transport``: a server that still runs the HTTP+SSE transport of 2024-11-05 (a GET opens its event
         stream, which names the URL to POST messages to) is found as the spec says: it refuses the first POST with
         400, 404 or 405, and the client then GETs ``url`` and speaks the old transport if the stream opens
-        (``"auto"``, the default: ``url`` is the stream's, ``.../sse`` for most such servers). ``"sse"`` goes to
-        the old transport at once (one request fewer); ``"streamable-http"`` never falls back. Either way
-        ``headers`` and ``auth`` go on the stream's GET and on every POST, which go to the server's own origin
-        only.
+        (``"auto"``, the default: ``url`` is the stream's, ``.../sse`` for most such servers, and a ``url`` whose
+        path ends in ``/sse`` gets that GET first). ``"sse"`` goes to the old transport at once (one request
+        fewer); ``"streamable-http"`` never falls back. Either way ``headers`` and ``auth`` go on the stream's GET
+        and on every POST, which go to the server's own origin only.
 
         Other arguments are as for :class:`Client`.
         """

@@ -142,7 +142,8 @@ class HttpClientTransport:
         """Open a transport to ``url``; ``headers`` go on every request (authorization, say).
 
         ``transport``: ``auto`` speaks Streamable HTTP and falls back to the 2024-11-05 HTTP+SSE transport when the
-        server refuses its first POST as a server of that transport would; ``streamable-http`` never falls back;
+        server refuses its first POST as a server of that transport would (a ``url`` whose path ends in ``/sse``
+        tries the old transport's GET first); ``streamable-http`` never falls back;
         ``sse`` opens the old transport's stream at once (:class:`LegacyRefused` if the server does not open it).
 
         ``http`` is an ``httpx.AsyncClient`` of the caller's, used as it is and not closed here. Without it, the
@@ -182,6 +183,14 @@ class HttpClientTransport:
                         await made._open_old()
                     except (LegacyRefused, AuthError, httpx.HTTPError) as exc:
                         refused = exc
+                elif transport == "auto" and _names_old_stream(url):
+                    # ``.../sse`` is where servers of the old transport put their stream: its GET goes first, and
+                    # a server that does not open it there is spoken to with Streamable HTTP as usual.
+                    try:
+                        await made._open_old()
+                    except (LegacyRefused, AuthError, httpx.HTTPError) as exc:
+                        made._old_refused = str(exc) or type(exc).__name__
+                        logger.info("%s did not open the HTTP+SSE transport (%s); trying Streamable HTTP", url, exc)
                 if refused is None:
                     yield made
             finally:
@@ -644,6 +653,12 @@ class HttpClientTransport:
         """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
         message = LOCAL_FAILURE + reason
         self._put(error_reply(request_id, INTERNAL_ERROR, message, data))
+
+
+def _names_old_stream(url: str) -> bool:
+    """Whether ``url``'s path ends in ``/sse`` (or ``/sse/``), where servers of the 2024-11-05 HTTP+SSE transport
+    put their stream (the official SDKs and FastMCP all do)."""
+    return httpx.URL(url).path.rstrip("/").endswith("/sse")
 
 
 LOCAL_FAILURE = "Transport error (local, not from the server): "
