@@ -215,14 +215,24 @@ class TestLifecycle:
         [
             ("2025-11-25", "2025-11-25"),
             ("2025-06-18", "2025-06-18"),
-            ("2025-03-26", "2025-11-25"),
-            ("2024-11-05", "2025-11-25"),
+            ("2025-03-26", "2025-03-26"),  # the clients of those years give up when offered a newer one
+            ("2024-11-05", "2024-11-05"),
             ("2026-07-28", "2025-11-25"),
             (None, "2025-11-25"),
         ],
     )
     def test_negotiation(self, asked: str | None, answer: str) -> None:
         assert negotiate(asked) == answer
+
+    @pytest.mark.parametrize(
+        ("asked", "modes"), [("2025-03-26", set()), ("2024-11-05", set()), ("2025-06-18", {"form"})]
+    )
+    def test_a_revision_without_elicitation_cannot_be_asked(self, asked: str, modes: set[str]) -> None:
+        """Elicitation declared on a revision that has none (a client's mistake) is not believed."""
+        shake = Handshake()
+        params = {"protocolVersion": asked, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "c"}}
+        assert shake.initialize(params) == asked
+        assert shake.capabilities.elicitation_modes == modes
 
     @pytest.mark.parametrize(
         ("raw", "modes"),

@@ -22,6 +22,7 @@ served (many clients race the ``initialized`` notification; refusing them would 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Final
@@ -30,6 +31,7 @@ import msgspec
 
 from .._exceptions import JSONRPCError
 from ..types import (
+    ACCEPTED_OLDER_REVISIONS,
     ALL_REVISIONS,
     HANDSHAKE_REVISIONS,
     INVALID_PARAMS,
@@ -45,6 +47,7 @@ from ..types import (
     JSONValue,
     LoggingLevel,
     Revision,
+    has_elicitation,
 )
 from ..types import LOGGING_LEVELS as _LEVELS
 
@@ -94,7 +97,9 @@ class ClientCapabilities:
 class RequestMeta:
     """Who asks and how, for one request: the revision, the client's capabilities and identity."""
 
-    revision: Revision
+    revision: str
+    """The revision of the request: one elicitor speaks, or on a handshake session an older one its client asked for
+    (2025-03-26, 2024-11-05: no elicitation)."""
     capabilities: ClientCapabilities
     client_info: Implementation | None
     log_level: LoggingLevel | None = None
@@ -102,14 +107,19 @@ class RequestMeta:
     """The authenticated user, as the transport established it; never read from the message."""
 
 
-def negotiate(requested: object) -> Revision:
+def negotiate(requested: object) -> str:
     """Pick the handshake revision to answer an ``initialize`` with.
 
     The server echoes the client's version if it supports it, else offers its own latest; the client then decides
     whether to continue (lifecycle.mdx, "Version Negotiation"). A stateless revision asked through ``initialize`` is
     answered with the latest handshake revision: that path has no stateless semantics.
+
+    A client of 2025-03-26 or 2024-11-05 gets its own revision back: offered a newer one, the clients of those years
+    (the official SDKs among them) give up the connection. Neither revision has elicitation, so such a client is
+    never asked (:meth:`Handshake.initialize`): a tool that asks gets ``ElicitationUnsupported``, which its caller
+    reads as the tool's error.
     """
-    if isinstance(requested, str) and requested in HANDSHAKE_REVISIONS:
+    if isinstance(requested, str) and (requested in HANDSHAKE_REVISIONS or requested in ACCEPTED_OLDER_REVISIONS):
         return requested
     return HANDSHAKE_REVISIONS[0]
 
@@ -201,7 +211,9 @@ class Handshake:
 
     def __init__(self) -> None:
         self.state = HandshakeState.AWAITING_INIT
-        self.revision: Revision | None = None
+        self.revision: str | None = None
+        """The revision ``initialize`` settled on: one of ``HANDSHAKE_REVISIONS``, or an older one the client asked
+        for (see :func:`negotiate`)."""
         self.capabilities = ClientCapabilities()
         self.client_info: Implementation | None = None
 
@@ -216,11 +228,14 @@ class Handshake:
         if method == "initialize" and self.state is not HandshakeState.AWAITING_INIT:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: the session is already initialized")
 
-    def initialize(self, params: JSONObject | None) -> Revision:
+    def initialize(self, params: JSONObject | None) -> str:
         """Record an ``initialize`` request and return the negotiated revision."""
         params = params or {}
         self.revision = negotiate(params.get("protocolVersion"))
         self.capabilities = ClientCapabilities.parse(params.get("capabilities"))
+        if not has_elicitation(self.revision) and self.capabilities.elicitation_modes:
+            # Declared on a revision that has no elicitation/create: the client could not take the request.
+            self.capabilities = dataclasses.replace(self.capabilities, elicitation_modes=frozenset())
         self.client_info = parse_implementation(params.get("clientInfo"))
         self.state = HandshakeState.INITIALIZING
         return self.revision

@@ -25,7 +25,6 @@ from ..types import (
     JSONValue,
     LoggingLevel,
     RequestId,
-    Revision,
     is_stateless,
     supports_url_mode,
 )
@@ -66,7 +65,7 @@ class Context:
         session: ServerSession,
         notify: Callable[[str, JSONObject], Awaitable[None]],
         request_id: RequestId,
-        revision: Revision,
+        revision: str,
         capabilities: ClientCapabilities,
         client: Implementation | None,
         asker: Asker,
