@@ -133,10 +133,11 @@ async def run(
     timeout: float = 30.0,
     browser: bool = True,
     console: Console | None = None,
+    transport: str = "auto",
 ) -> int:
     console = console or Console(ui, handler)
     async with answering(ui, console.terminal) as answers:
-        return await _session(target, protocol, console, answers, timeout, browser)
+        return await _session(target, protocol, console, answers, timeout, browser, transport)
 
 
 UI_CHOICES = ("terminal", "lines", "browser")
@@ -160,6 +161,7 @@ async def _session(
     answers: TerminalHandler | BrowserHandler,
     timeout: float,
     browser: bool = True,
+    transport: str = "auto",
 ) -> int:
     write = console.write
 
@@ -177,7 +179,7 @@ async def _session(
 
         authorizer = LoopbackAuthorizer(write=lambda line: write(printable(line)), open_browser=browser)
         auth = OAuth(authorizer, store=default_token_store(), client_name="elicitor connect")
-        return await _connected(Client.http(target[0], auth=auth, **kwargs), console)
+        return await _connected(Client.http(target[0], auth=auth, transport=transport, **kwargs), console)
     with server_stderr(write) as stderr:
         return await _connected(Client.stdio(target, stderr=stderr, **kwargs), console)
 
@@ -401,13 +403,18 @@ def main(
     timeout: float = 30.0,
     browser: bool = True,
     save: str | None = None,
+    transport: str = "auto",
 ) -> int:
     shown = " ".join(target)
     is_url = len(target) == 1 and target[0].startswith(("http://", "https://"))
     console = Console(ui, save=save)
     t = console.lang._
     try:
-        return run_on(lambda: run(target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console))
+        return run_on(
+            lambda: run(
+                target, protocol=protocol, ui=ui, timeout=timeout, browser=browser, console=console, transport=transport
+            )
+        )
     except KeyboardInterrupt:
         console.write("\n" + t("Bye."))
         return 130

@@ -122,6 +122,14 @@ _UI_HELP = _(
     "draw them), lines (always one question per line), browser (pages on 127.0.0.1)"
 )
 
+HTTP_TRANSPORTS = ("auto", "streamable-http", "sse")
+"""``--transport`` of ``connect`` and ``proxy``: ``Client.http(transport=)``'s choices."""
+_TRANSPORT_HELP = _(
+    "for an http(s) URL: auto (default: Streamable HTTP, or the HTTP+SSE transport of 2024-11-05 when the server "
+    "refuses the first POST as such a server does; a URL ending in /sse tries that one first), streamable-http "
+    "only, or sse (the transport of 2024-11-05) only"
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: every command and option (the documentation's CLI page is generated from it)."""
@@ -299,6 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_argument("target", nargs=argparse.REMAINDER, help=_("a command and its arguments, or an http(s) URL"))
     connect.add_argument("--protocol", default="auto", help=_("auto (default), 2026-07-28, 2025-11-25 or 2025-06-18"))
     connect.add_argument("--ui", choices=UI_CHOICES, default="terminal", help=_UI_HELP)
+    connect.add_argument("--transport", choices=HTTP_TRANSPORTS, default="auto", help=_TRANSPORT_HELP)
     connect.add_argument(
         "--timeout", type=float, default=30.0, help=_("seconds to wait for the MCP handshake (default 30)")
     )
@@ -356,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
             )
         ),
     )
+    proxy.add_argument("--transport", choices=HTTP_TRANSPORTS, default="auto", help=_TRANSPORT_HELP)
     proxy.add_argument(
         "--listen",
         metavar="HOST:PORT",
@@ -405,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         from .proxy._run import main as proxy_main
 
-        return proxy_main(args.target, args.ui, args.upstream_protocol, args.listen)
+        return proxy_main(args.target, args.ui, args.upstream_protocol, args.listen, transport=args.transport)
     if args.command == "demo":
         from .demo import main as demo_main
 
@@ -423,8 +433,9 @@ def main(argv: list[str] | None = None) -> int:
         from ._connect import main as connect_main
 
         return connect_main(
-            args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser, save=args.save
-        )
+            args.target, args.protocol, args.ui, args.timeout, browser=not args.no_browser, save=args.save,
+            transport=args.transport,
+        )  # fmt: skip
     if args.command == "logout":
         from .client.auth import default_token_store
 

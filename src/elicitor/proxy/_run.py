@@ -25,9 +25,9 @@ from ._upstream import Connect
 UI = Literal["browser", "terminal", "none"]
 
 
-def upstream(target: Sequence[str]) -> tuple[Connect, PersonPaced | None]:
-    """How to reach UPSTREAM: an HTTP endpoint, or a command to start as a stdio server; and its sign-in, if a
-    person may have to sign in there."""
+def upstream(target: Sequence[str], transport: str = "auto") -> tuple[Connect, PersonPaced | None]:
+    """How to reach UPSTREAM: an HTTP endpoint (over ``transport``: see ``HttpClientTransport.connect``), or a
+    command to start as a stdio server; and its sign-in, if a person may have to sign in there."""
     if len(target) == 1 and target[0].startswith(("http://", "https://")):
         from ..client._http import HttpClientTransport
         from ..client.auth import LoopbackAuthorizer, OAuth, default_token_store
@@ -36,7 +36,7 @@ def upstream(target: Sequence[str]) -> tuple[Connect, PersonPaced | None]:
         # A protected upstream (401): the person at the proxy signs in through the link on stderr (stdout may be
         # the protocol), once; the tokens are kept as elicitor connect keeps them.
         auth = OAuth(LoopbackAuthorizer(), store=default_token_store(), client_name="elicitor proxy")
-        return (lambda: HttpClientTransport.connect(url, auth=auth)), auth
+        return (lambda: HttpClientTransport.connect(url, auth=auth, transport=transport)), auth
     command = list(target)
 
     async def start() -> Transport:
@@ -116,11 +116,13 @@ async def renderer(ui: UI) -> AsyncIterator[ElicitationHandler | None]:
         yield None
 
 
-async def serve_stdio(target: Sequence[str], *, ui: UI = "browser", upstream_protocol: str = "auto") -> None:
+async def serve_stdio(
+    target: Sequence[str], *, ui: UI = "browser", upstream_protocol: str = "auto", transport: str = "auto"
+) -> None:
     """Serve the client on our stdin/stdout, forwarding to ``target``, until either side closes."""
     handler_context: AbstractAsyncContextManager[ElicitationHandler | None] = renderer(ui)
     async with handler_context as handler:
-        connect, sign_in = upstream(target)
+        connect, sign_in = upstream(target, transport)
         bridge = Bridge(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         await bridge.serve(StdioServerTransport())
 
@@ -133,6 +135,7 @@ async def serve_http(
     ui: UI = "browser",
     upstream_protocol: str = "auto",
     stack: tuple[str, str] = ("asyncio", "h11"),
+    transport: str = "auto",
 ) -> None:
     """Serve clients over Streamable HTTP at ``http://host:port/mcp`` (elicitor's HTTP app: Host and Origin checks,
     sessions, both eras), forwarding to ``target``.
@@ -148,7 +151,7 @@ async def serve_http(
 
     event_loop, parser = stack
     async with renderer(ui) as handler:
-        connect, sign_in = upstream(target)
+        connect, sign_in = upstream(target, transport)
         proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         shown = f"[{host}]" if ":" in host else host
         at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
@@ -165,10 +168,17 @@ async def serve_http(
         await uvicorn.Server(config).serve()
 
 
-def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "auto", listen: str | None = None) -> int:
+def main(
+    target: Sequence[str],
+    ui: UI = "browser",
+    upstream_protocol: str = "auto",
+    listen: str | None = None,
+    *,
+    transport: str = "auto",
+) -> int:
     try:
         if listen is None:
-            run_on(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol))
+            run_on(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol, transport=transport))
         else:
             host, _, port = listen.rpartition(":")
             if not host or not port.isdigit():
@@ -181,7 +191,13 @@ def main(target: Sequence[str], ui: UI = "browser", upstream_protocol: str = "au
             stack = http_stack()
             run_on(
                 lambda: serve_http(
-                    target, host.strip("[]"), int(port), ui=ui, upstream_protocol=upstream_protocol, stack=stack
+                    target,
+                    host.strip("[]"),
+                    int(port),
+                    ui=ui,
+                    upstream_protocol=upstream_protocol,
+                    stack=stack,
+                    transport=transport,
                 ),
                 loop=stack[0],
             )
