@@ -278,6 +278,13 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
         ]  # fmt: skip (the session's setup: its own trace)
         strays = [(s["name"], s["attributes"]) for s in hops if s["context"]["trace_id"] != trace_id]
         assert not strays, strays  # (none at all when every POST happened to land on the session's replica)
+        under = {
+            "forward response": ("elicitation", "INTERNAL"),
+            "forwarded response": ("elicitation/create", "CLIENT"),
+        }
+        for hop in hops:  # the proxy passes on the person's answer naming the client's span; a request: its own
+            wanted = under.get(hop["name"], (hop["name"].removeprefix("forward "), "CLIENT"))
+            assert every[hop["parent_id"]][:2] == wanted, hop["name"]
     # The person's time is inside each question's span, on the client's side and on the replica that asked.
     asked = [s for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id and s["name"] == "elicitation"]
     answered = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
