@@ -193,6 +193,9 @@ LABELS = {
 }  # fmt: skip
 """Every metric label elicitor may use: each from a bounded set."""
 
+SCRAPE_LABELS = {"le", "otel_scope_name", "otel_scope_version", "otel_scope_schema_url"}
+"""What the Prometheus exporter adds to those: a histogram's buckets and the instrumentation scope."""
+
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
 async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_with_no_orphan(
@@ -298,6 +301,14 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
         for point in points:
             assert set(point.attributes) <= LABELS, point.attributes
             assert not {str(v) for v in point.attributes.values()} & {trace_id[2:], SECRET_NAME, *every}
+    async with httpx.AsyncClient() as http:  # and each replica's scrape: bounded labels, none naming the call
+        scraped = "\n".join(
+            [(await http.get(f"http://127.0.0.1:{port}/metrics")).text for port in cluster.replicas.ports]
+        )
+    ours = "\n".join(line for line in scraped.splitlines() if line.startswith(("mcp_", "elicitor_")))
+    labels = {key for key, _ in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"', ours)}
+    assert labels <= {key.replace(".", "_") for key in LABELS} | SCRAPE_LABELS, labels - SCRAPE_LABELS
+    assert trace_id[2:] not in scraped and SECRET_NAME not in scraped
     for path in folder.glob("*.jsonl"):
         assert SECRET_NAME not in path.read_text()
 
