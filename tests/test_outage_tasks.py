@@ -685,3 +685,27 @@ async def test_a_url_completion_that_cannot_reach_redis_within_its_bound_fails_c
         await admin.aclose()
         await store.aclose()
     assert counted
+
+
+async def test_past_the_most_url_completions_waiting_for_redis_a_completion_raises_at_once(redis: RedisServer) -> None:
+    """Completions waiting for Redis are bounded like the requests an HTTP replica holds (each keeps the page
+    request that made it): past ``hold.max_waiting`` (none here), a completion made while Redis is paused raises
+    ``StoreUnavailable`` instead of waiting, and nothing counted: made again once Redis is back, it counts."""
+    from redis.asyncio import Redis
+
+    store = RedisStore(redis.url, prefix=f"outage{secrets.token_hex(4)}:", timeout=1.0)
+    server, _ = replica_of(accounts, store)
+    server.url_elicitations.hold.max_waiting = 0
+    admin = Redis.from_url(redis.url)
+    try:
+        link = await server.url_elicitations.new("Connect", "https://accounts.example/{elicitation_id}", principal=None)
+        with anyio.fail_after(30):
+            await admin.execute_command("CLIENT", "PAUSE", "2000", "ALL")
+            with pytest.raises(StoreUnavailable):
+                await server.complete_url_elicitation(link.id)  # would wait out the pause and count
+            server.url_elicitations.hold.max_waiting = 1
+            counted = await server.complete_url_elicitation(link.id)
+    finally:
+        await admin.aclose()
+        await store.aclose()
+    assert counted

@@ -23,6 +23,7 @@ import msgspec
 from .._exceptions import ElicitorError
 from ..state import Backoff, Store, StoreUnavailable, UrlRecord, replica_channel
 from ..telemetry import _state as _telemetry
+from ._hold import StoreHold
 
 logger = logging.getLogger("elicitor.server")
 
@@ -43,17 +44,17 @@ class UrlComplete(msgspec.Struct, tag="url-complete", frozen=True, omit_defaults
 _encode_notice = msgspec.msgpack.Encoder().encode
 
 ID_PLACEHOLDER = "{elicitation_id}"
+"""Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
 
 REGISTER_PATIENCE = 15.0
 """Seconds registering a URL-mode elicitation waits for a store that cannot be reached (a restart, a failover, a
 pause: ``docs/deploying.md`` promises up to 10 s) before the call fails with the retryable error."""
 REGISTER_RETRY = 0.5
-"""Seconds between two tries at registering it (or at completing it)."""
+"""Seconds between two tries at registering it."""
 COMPLETE_PATIENCE = 15.0
 """Seconds a completion (``Server.complete_url_elicitation``, from the page the person finished on) waits for a
 store that cannot be reached before it raises: the person has done their part, and failing at once would make them
 do it again for a Redis restart of two seconds."""
-"""Write this in a URL to have the elicitation's id put there (the page can then tell which one it completes)."""
 
 LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -128,6 +129,9 @@ class UrlElicitations:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._connections: dict[str, Notify] = {}
+        self.hold = StoreHold()
+        """The completions waiting for a store away for a moment (at most ``hold.max_waiting`` at once: each keeps
+        the page request that made it; past that one raises at once)."""
 
     def attach(self, connection: str, notify: Notify) -> None:
         """Route completion notices for ``connection`` (a handshake-era connection on this replica) to ``notify``."""
@@ -217,16 +221,17 @@ class UrlElicitations:
         the store is away; a notice that still cannot be sent is logged, and the client learns of the completion
         when it asks again (the elicitation reads completed).
 
-        A store that cannot be reached is waited for, tried every :data:`REGISTER_RETRY` seconds up to
-        :data:`COMPLETE_PATIENCE`: a completion made meanwhile is not lost. Every try names the same attempt, so a
-        try after one whose answer was lost (Redis ran it, the reply timed out) finds its own completion and
-        returns ``True``, telling the client once; a second completion of the same elicitation (the page loaded
-        twice) still returns ``False``.
+        A store that cannot be reached is waited for, tried every half second up to :data:`COMPLETE_PATIENCE`
+        (within ``hold``'s bound on completions waiting at once): a completion made meanwhile is not lost. Every
+        try names the same attempt, so a try after one whose answer was lost (Redis ran it, the reply timed out)
+        finds its own completion and returns ``True``, telling the client once; a second completion of the same
+        elicitation (the page loaded twice) still returns ``False``.
 
         Raises:
-            StoreUnavailable: the shared state could not be reached within :data:`COMPLETE_PATIENCE`; completing
-                it again once the store is back counts (unless the last try reached the store after all: then the
-                elicitation reads completed, and the client learns so when it asks again).
+            StoreUnavailable: the shared state could not be reached within :data:`COMPLETE_PATIENCE`, or too many
+                completions wait for it already; completing it again once the store is back counts (unless the
+                last try reached the store after all: then the elicitation reads completed, and the client learns
+                so when it asks again).
         """
         if _telemetry.state.on:  # a span saying what became of it, in the trace of the call that asked for it
             from ..telemetry import _hooks
@@ -246,19 +251,14 @@ class UrlElicitations:
         self, elicitation_id: str, principal: str | None, completed: Callable[[UrlRecord], None] | None = None
     ) -> UrlRecord | None:
         attempt = secrets.token_hex(8)
-        give_up_at = anyio.current_time() + COMPLETE_PATIENCE
-        while True:
-            try:
-                record = await self._store.urls.complete(elicitation_id, principal, attempt)
-                break
-            except StoreUnavailable:
-                if anyio.current_time() + REGISTER_RETRY >= give_up_at:
-                    logger.warning(
-                        "URL elicitation %.8s... not completed: the shared state stayed unavailable for %g s",
-                        elicitation_id, COMPLETE_PATIENCE,
-                    )  # fmt: skip
-                    raise
-                await anyio.sleep(REGISTER_RETRY)
+        try:
+            record = await self.hold.patiently(
+                lambda: self._store.urls.complete(elicitation_id, principal, attempt),
+                anyio.current_time() + COMPLETE_PATIENCE,
+            )
+        except StoreUnavailable:
+            logger.warning("URL elicitation %.8s... not completed: the shared state is unavailable", elicitation_id)
+            raise
         if record is None:
             await self._explain_refusal(elicitation_id, principal)
             return None
