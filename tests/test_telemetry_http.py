@@ -305,8 +305,8 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
         scraped = "\n".join(
             [(await http.get(f"http://127.0.0.1:{port}/metrics")).text for port in cluster.replicas.ports]
         )
-    ours = "\n".join(line for line in scraped.splitlines() if line.startswith(("mcp_", "elicitor_")))
-    labels = {key for key, _ in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"', ours)}
+    metered = "\n".join(line for line in scraped.splitlines() if line.startswith(("mcp_", "elicitor_")))
+    labels = {key for key, _ in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="([^"]*)"', metered)}
     assert labels <= {key.replace(".", "_") for key in LABELS} | SCRAPE_LABELS, labels - SCRAPE_LABELS
     assert trace_id[2:] not in scraped and SECRET_NAME not in scraped
     for path in folder.glob("*.jsonl"):
