@@ -289,9 +289,9 @@ class Client:
             transport = self._era.transport
             if not (self._era.probe_lost and callable(self._connect) and getattr(transport, "network", "") != "http"):
                 raise
-        # server/discover got no answer and then the connection ended, as servers of the official Python SDK before
-        # 1.7 do on any method they do not know (they stop serving, and exit on the next line they read): the
-        # server is started again and spoken to with initialize from the first line.
+        # server/discover got no answer and then the connection ended, as servers of the official Python SDK 1.6 do
+        # on any method they do not know (they stop serving, and exit on the next line they read): the server is
+        # started again and spoken to with initialize from the first line.
         logger.info("the server stopped on server/discover; starting it again with initialize")
         self._stack = None
         self._era.probe_lost = False

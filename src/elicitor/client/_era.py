@@ -116,7 +116,7 @@ class Era:
         self._meta_cache: dict[str, JSONObject] = {}
         self.probe_lost = False
         """``server/discover`` got no answer (``protocol="auto"``): the connection ended, or the server stayed
-        silent. Old servers (the official Python SDK before 1.7) stop serving on a method they do not know and end
+        silent. Old servers (the official Python SDK 1.6, say) stop serving on a method they do not know and end
         the connection only when the next line reaches them; ``Client`` then starts a stdio server again."""
         self.skip_probe = False
         """Begin with ``initialize`` even on ``auto``: this server ended the connection on ``server/discover``."""
