@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.trace import SpanKind, StatusCode
 
 from elicitor import Accepted, BearerToken, Client, Context, JSONRPCError, ScriptedHandler, Server
 from elicitor.server.http import AccessToken, Protection
@@ -57,6 +58,12 @@ async def enrol(ctx: Context) -> str:
     )
     assert isinstance(visited, Accepted)
     return "enrolled"
+
+
+@vault.tool(scopes=["vault:admin"])
+async def rotate() -> str:
+    """Needs a scope the owner's token lacks."""
+    return "rotated"
 
 
 @vault.tool(task="required")
@@ -135,3 +142,24 @@ async def test_no_secret_reaches_a_log_line_a_span_or_a_metric(otel: Otel) -> No
     for named in (*sessions, *task_ids):  # on spans by design (mcp.session.id, elicitor.task.id), never whole in logs
         assert named not in logged
     assert FAILURE not in exported  # the application's exception text: in its log, never on a span
+
+
+async def test_a_call_refused_for_a_missing_scope_is_a_span_in_the_callers_trace(otel: Otel) -> None:
+    """A ``tools/call`` whose token lacks the tool's scope is refused with 403 before anything serves it: still a
+    ``SERVER`` span in the caller's trace, ``error.type = insufficient_scope`` (no JSON-RPC error answers it, so
+    no ``rpc.response.status_code``) and ``http.response.status_code = 403``, without an error status (the
+    caller's to fix: a token with the scope)."""
+    protection = Protection(Verifier(), "http://127.0.0.1/mcp", ["https://issuer.example"])
+    async with (
+        serving(vault.http_app(auth=protection)) as url,
+        Client.http(url, auth=BearerToken(TOKEN), protocol="2025-11-25") as client,
+    ):
+        with anyio.fail_after(30), pytest.raises(JSONRPCError):  # this token can do nothing more
+            await client.call_tool("rotate")
+    [sent] = [s for s in otel.named("tools/call rotate") if s.kind == SpanKind.CLIENT]
+    [refused] = [s for s in otel.named("tools/call rotate") if s.kind == SpanKind.SERVER]
+    assert refused.parent is not None and refused.parent.span_id == sent.context.span_id
+    attributes = refused.attributes or {}
+    assert attributes["error.type"] == "insufficient_scope" and attributes["http.response.status_code"] == 403
+    assert "rpc.response.status_code" not in attributes and refused.status.status_code == StatusCode.UNSET
+    assert TOKEN not in otel.exported_bytes()

@@ -219,7 +219,7 @@ def handed_over() -> None:
     _posted.set(None)
 
 
-def refused(exc: BaseException | None, status: int, code: int, description: str) -> None:
+def refused(exc: BaseException | None, status: int, code: int | str, description: str) -> None:
     """The message of this task's POST (:func:`posted`) is refused with HTTP ``status`` and the JSON-RPC error
     ``code`` before anything took it (an unknown session: 404; the shared store cannot be reached: 503; a header
     that contradicts the body: 400...): a span for it from its arrival, in the trace it names, so that no refused
@@ -249,7 +249,7 @@ def refused(exc: BaseException | None, status: int, code: int, description: str)
         attributes = request_attributes(method, params, request_id)
     add_network(attributes, "http", None)
     attributes["error.type"] = str(code)
-    if method is not None:
+    if method is not None and isinstance(code, int):  # a str: no JSON-RPC error answers it (an OAuth refusal)
         attributes["rpc.response.status_code"] = str(code)
     now = time.time_ns()
     tracer = state.tracer

@@ -401,11 +401,6 @@ class HttpApp:
             text = "batches are not supported" if isinstance(message, list) else "a message must be a JSON object"
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: {text}")
             return None
-        if headers.token is not None and message.get("method") == "tools/call":
-            needed = self.server.tool_scopes(_tool_name(message))
-            if needed and not set(needed) <= headers.token.scopes:
-                await self._challenge(send, "insufficient_scope", needed)
-                return None
         if _telemetry.state.on:
             from ...telemetry import _hooks
 
@@ -415,6 +410,17 @@ class HttpApp:
                 if traced is not None:
                     message, body = traced, encode_json(traced)
             _hooks.posted(message)  # a span for it, should it be refused before anything serves it
+        if headers.token is not None and message.get("method") == "tools/call":
+            needed = self.server.tool_scopes(_tool_name(message))
+            if needed and not set(needed) <= headers.token.scopes:
+                if _telemetry.state.on:  # refused: still a span, error.type = insufficient_scope
+                    from ...telemetry import _hooks
+
+                    _hooks.refused(
+                        None, 403, "insufficient_scope", "Forbidden: the token lacks a scope this tool needs"
+                    )
+                await self._challenge(send, "insufficient_scope", needed)
+                return None
         version = headers.get("mcp-protocol-version")
         params = message.get("params")
         meta = params.get("_meta") if isinstance(params, dict) else None
