@@ -704,3 +704,41 @@ def test_request_headers_are_found_by_lowercase_name_whatever_case_the_server_gi
     assert (lower.get("accept"), lower.get("mcp-session-id"), lower.get("origin")) == ("b", "s1", None)
     mixed = Headers({"headers": [(b"accept", b"a"), (b"Mcp-Session-Id", b"s2"), (b"ACCEPT", b"c")]})
     assert (mixed.get("accept"), mixed.get("mcp-session-id"), mixed.get("origin")) == ("c", "s2", None)
+
+
+async def test_a_redirect_is_followed_within_the_servers_origin_only(anyio_backend: str) -> None:
+    """A 307 from ``/mcp`` to ``/mcp/`` (the official SDK before 1.12) is followed, and every later request goes
+    there at once; a 307 to another origin is not: the request, and the credentials it carries, stay home."""
+    server = Server("moved")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    app = HttpApp(server, path="/mcp/")
+    seen: list[tuple[str, str, str | None]] = []
+    elsewhere = {"url": ""}
+
+    async def moving(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            authorization = dict(scope["headers"]).get(b"authorization", b"").decode() or None
+            seen.append((scope["method"], scope["path"], authorization))
+            target = {"/mcp": b"/mcp/", "/away": elsewhere["url"].encode()}.get(scope["path"])
+            if target is not None:
+                await send({"type": "http.response.start", "status": 307, "headers": [(b"location", target)]})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await app(scope, receive, send)
+
+    async with serving(moving) as url, serving(moving) as other:
+        elsewhere["url"] = other
+        with anyio.fail_after(60):
+            async with Client.http(url, headers={"authorization": "Bearer t"}) as client:
+                assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"
+        assert [path for _, path, _ in seen].count("/mcp") == 1  # once: the endpoint moved for good
+        assert all(who == "Bearer t" for _, _, who in seen)
+        seen.clear()
+        with anyio.fail_after(60), pytest.raises(JSONRPCError, match="307"):
+            async with Client.http(url.removesuffix("/mcp") + "/away", headers={"authorization": "Bearer t"}):
+                pass
+        assert {path for _, path, _ in seen} == {"/away"}  # nothing reached the other origin
