@@ -24,6 +24,7 @@ import httpx2 as httpx
 import mcp_types as types
 import pytest
 from mcp import Client as McpClient
+from mcp.client.subscriptions import SubscriptionLost
 
 from .replicas import MISSING, Deployment, deployment
 from .test_replicas import all_ready, events, open_session, rpc
@@ -241,3 +242,30 @@ async def test_the_official_sdks_call_outlives_a_sigterm_of_its_session_replica_
     assert relayed, "no call's POST landed on another replica than its session's"
     async with httpx.AsyncClient(timeout=60) as http:
         await all_ready(http, cluster)
+
+
+async def test_a_listen_on_a_replica_being_stopped_ends_at_once_as_lost_and_is_heard_again_elsewhere(
+    cluster: Deployment,
+) -> None:
+    """2026-07-28, the official SDK's client listening for list changes (``subscriptions/listen``) on replica 1,
+    which is stopped (SIGTERM). The stream was held through the whole grace, then cut mid-body (an ERROR with a
+    traceback in the replica's log). Nothing is under way in a listen: it now ends at once, without the graceful
+    close, so the client learns its subscription was lost and listens again, on another replica."""
+    direct_url = direct(cluster)[1]
+    with anyio.fail_after(60):
+        async with McpClient(direct_url) as sdk:
+            assert sdk.protocol_version == "2026-07-28"
+            async with sdk.listen(tools_list_changed=True) as subscription, anyio.create_task_group() as tg:
+
+                async def until_it_ends() -> None:
+                    async for event in subscription:
+                        pytest.fail(f"no change was made: {event!r}")
+
+                tg.start_soon(terminated, cluster, 1)
+                with pytest.raises(SubscriptionLost):
+                    await until_it_ends()
+    log = cluster.replicas.log(1).read_text()
+    assert "Exception in ASGI application" not in log and "timeout graceful shutdown exceeded" not in log, log
+    with anyio.fail_after(60):
+        async with McpClient(cluster.nginx.url) as sdk, sdk.listen(tools_list_changed=True) as subscription:
+            assert subscription.honored.tools_list_changed

@@ -157,6 +157,9 @@ class HttpApp:
         self._failed: str | None = None
         """Why the lifespan stopped on an error (then every request is refused with 503 and says so)."""
         self._stateless = server.connection()
+        self._listens: set[anyio.CancelScope] = set()
+        """The 2026-07-28 ``subscriptions/listen`` streams open here (see :meth:`drain`)."""
+        self._draining = False
         self._stateless.hold = self._hold  # its task requests and task creations wait within the same bound
 
     # ---- lifespan --------------------------------------------------------------------------------------------
@@ -195,14 +198,20 @@ class HttpApp:
         """The ASGI server stopped taking connections (SIGTERM) and gives the requests in flight ``grace`` seconds
         (``None``: as long as they take): :meth:`Server.run` calls this as its shutdown begins.
 
-        What this replica relays for another replica's sessions ends now, cleanly: nothing of it runs here, and the
-        client resumes it (``Last-Event-ID``) on another replica at once instead of waiting out the grace and then
-        meeting a response cut mid-stream. The sessions this replica runs keep their calls in flight for the grace
-        whichever replica the client's POST landed on (a call relayed by another replica is in flight here too);
-        just before the grace is up, or once no client follows a call of theirs, they end (their clients start again
-        elsewhere), so the ASGI server need not cut a response. Served by another ASGI server, call it as that
-        server's graceful shutdown begins, with its grace; without it, the sessions end when the lifespan does.
+        The 2026-07-28 ``subscriptions/listen`` streams open here end now, without the graceful close (the client
+        learns its subscription was lost, listens again on another replica and refetches); a new one is refused
+        (503). What this replica relays for another replica's sessions ends now, cleanly: nothing of it runs here,
+        and the client resumes it (``Last-Event-ID``) on another replica at once instead of waiting out the grace
+        and then meeting a response cut mid-stream. The sessions this replica runs keep their calls in flight for
+        the grace whichever replica the client's POST landed on (a call relayed by another replica is in flight
+        here too); just before the grace is up, or once no client follows a call of theirs, they end (their
+        clients start again elsewhere), so the ASGI server need not cut a response. Served by another ASGI server,
+        call it as that server's graceful shutdown begins, with its grace; without it, the sessions end when the
+        lifespan does.
         """
+        self._draining = True
+        for listen in list(self._listens):  # nothing to finish: the client listens again on another replica
+            listen.cancel()
         if self._tg is not None:
             self._tg.start_soon(self._handshake.drain, grace)
 
@@ -456,7 +465,12 @@ class HttpApp:
         if mismatch is not None:
             await refuse(send, 400, event.id, HEADER_MISMATCH, f"Header mismatch: {mismatch}")
             return
-        exchange = StatelessExchange(self._stateless, connection, event, receive, send, headers.principal)
+        if self._draining and event.method == "subscriptions/listen":  # it would only be ended: listen elsewhere
+            await refuse(send, 503, event.id, INTERNAL_ERROR, "Service unavailable: this replica is shutting down")
+            return
+        exchange = StatelessExchange(
+            self._stateless, connection, event, receive, send, headers.principal, listens=self._listens
+        )
         await exchange.run()
 
     # -- 2025-06-18 / 2025-11-25 --------------------------------------------------------------------------------

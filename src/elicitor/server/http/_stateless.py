@@ -16,6 +16,8 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+import anyio
+
 from ..._exceptions import JSONRPCError
 from ...protocol import Connection, RequestReceived
 from ...session import internal_error
@@ -63,7 +65,11 @@ class StatelessExchange:
         receive: Receive,
         send: Send,
         principal: str | None,
+        listens: set[anyio.CancelScope] | None = None,
     ) -> None:
+        self._listens = listens
+        """Where a ``subscriptions/listen`` puts its scope: a replica shutting down ends its listens (see
+        :meth:`HttpApp.drain`)."""
         self._session = session
         self._principal = principal
         self._connection = connection
@@ -103,6 +109,30 @@ class StatelessExchange:
         request = self._request
         reply: bytes | None = None
         status = 200
+        listens = self._listens if request.method == "subscriptions/listen" else None
+        ended = anyio.CancelScope()
+        if listens is not None:
+            listens.add(ended)
+        try:
+            with ended:
+                reply, status = await self._run(request)
+        finally:
+            if listens is not None:
+                listens.discard(ended)
+        if ended.cancelled_caught:  # the replica shuts down: the stream ends without the graceful close, so the
+            if self._streaming:  # client knows to listen again (elsewhere) and refetch what it depends on
+                await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if reply is None:
+            return
+        if self._streaming:
+            await self._send({"type": "http.response.body", "body": encode_event(reply), "more_body": False})
+        else:
+            await respond_json(self._send, status, reply)
+
+    async def _run(self, request: RequestReceived) -> tuple[bytes | None, int]:
+        reply: bytes | None = None
+        status = 200
         async with until_disconnect(self._receive):  # closing the response stream cancels the request (2026-07-28)
             try:
                 if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
@@ -121,12 +151,7 @@ class StatelessExchange:
                 reply = self._connection.send_error(request.id, internal_error(exc, f"handler for {request.method}"))
             else:
                 reply = self._connection.send_result(request.id, result)
-        if reply is None:
-            return
-        if self._streaming:
-            await self._send({"type": "http.response.body", "body": encode_event(reply), "more_body": False})
-        else:
-            await respond_json(self._send, status, reply)
+        return reply, status
 
 
 def check_headers(headers: Headers, request: RequestReceived, server: Server) -> str | None:
