@@ -945,3 +945,34 @@ async def test_a_person_whose_client_dies_mid_question_leaves_anothers_call_to_g
                     results["cal"] = (await cal.call_tool("greet", {"tag": "cal"})).text
             tg.cancel_scope.cancel()
     assert results == {"bob": "bob:bob", "cal": "cal:cal"}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_the_listening_command_asks_nobody_here_for_a_client_that_cannot_be_asked(anyio_backend: str) -> None:
+    """``elicitor proxy --listen`` serves several people's clients: by default it never answers for a client that
+    declared no elicitation through this machine's browser (which would show each person's questions to whoever
+    sits here, and take their answers for that person's). Ann's client declares none: the server is told so, as
+    it would be without the proxy, and her call ends with the server's tool error (it cannot ask her) instead of
+    waiting for a person at the proxy's machine. (``BROWSER=true``: were a page opened, nothing would show it.)"""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--listen", f"127.0.0.1:{port}",
+               sys.executable, "-m", "tests.peers.people_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, env={**os.environ, "BROWSER": "true"})
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        with anyio.fail_after(60):  # asked at the proxy's machine, the call would wait an hour for a person there
+            async with Client.http(f"http://127.0.0.1:{port}/mcp", protocol="2025-11-25") as ann:
+                refused = await ann.call_tool("greet", {"tag": "ann"})
+    finally:
+        process.terminate()
+        _, said = process.communicate(timeout=60)
+    assert refused.is_error, refused
+    assert "did not declare the elicitation capability" in refused.text, refused
+    assert b"http://127.0.0.1" not in said.split(b"\n", 1)[1], said  # no question's link after the listening line

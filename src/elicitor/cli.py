@@ -347,10 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--ui",
         choices=["browser", "terminal", "none"],
-        default="browser",
         help=_(
-            "who answers elicitations the client did not declare: pages in your browser (default), the "
-            "controlling terminal, or nobody (capabilities forwarded as declared)"
+            "who answers elicitations the client did not declare: pages in your browser (the default, but with "
+            "--listen), the controlling terminal, or nobody (capabilities forwarded as declared; the default with "
+            "--listen, where this machine would answer for every client)"
         ),
     )
     proxy.add_argument(
@@ -413,9 +413,13 @@ def main(argv: list[str] | None = None) -> int:
             _command(parser, "proxy").error(
                 t("give the upstream server: a command to run (e.g. python server.py) or an http(s) URL")
             )
+        from .proxy._run import UI
         from .proxy._run import main as proxy_main
 
-        return proxy_main(args.target, args.ui, args.upstream_protocol, args.listen, transport=args.transport)
+        # Behind --listen several people's clients may share the proxy: this machine's browser or terminal would
+        # show each one's questions to whoever sits here, and answer them for that person. Asked for, it does.
+        ui: UI = args.ui if args.ui is not None else "none" if args.listen is not None else "browser"
+        return proxy_main(args.target, ui, args.upstream_protocol, args.listen, transport=args.transport)
     if args.command == "demo":
         from .demo import main as demo_main
 
