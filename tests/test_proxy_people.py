@@ -794,7 +794,7 @@ async def main() -> None:
             told = True
             print("flooding", flush=True)
 
-    async with Client.http(sys.argv[1], protocol="2026-07-28") as client:
+    async with Client.http(sys.argv[1], protocol=sys.argv[3]) as client:
         arguments = {"count": 4000, "size": 8000, "pause": 0.5, "ledger": sys.argv[2]}
         result = await client.call_tool("flood", arguments, progress=progress)
         print(result.text, flush=True)
@@ -805,9 +805,13 @@ anyio.run(main)
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn runs on asyncio; subprocesses: one is enough
-async def test_a_stalled_persons_client_never_holds_up_anothers_calls(anyio_backend: str, tmp_path: Any) -> None:
-    """A listening proxy in front of our server on stdio, pinned to 2026-07-28: every person's calls share one
-    upstream connection, read by one reader. Ann's client (a process of its own) calls a tool that reports more
+@pytest.mark.parametrize("ann_era", ["2026-07-28", "2025-11-25"])
+async def test_a_stalled_persons_client_never_holds_up_anothers_calls(
+    anyio_backend: str, tmp_path: Any, ann_era: str
+) -> None:
+    """A listening proxy in front of our server on stdio, pinned to 2026-07-28: every 2026-07-28 person's calls
+    share one upstream connection, read by one reader (a handshake-era person has a connection of their own, whose
+    reader only they could hold up). Ann's client (a process of its own) calls a tool that reports more
     progress than fits in the sockets between her and the proxy, and is stopped (SIGSTOP) as the tool starts: it
     reads nothing more. Bob's call (asking a question, answered) must go on meanwhile, not wait for Ann to read;
     Ann's call ends with its result once her client runs again."""
@@ -831,7 +835,7 @@ async def test_a_stalled_persons_client_never_holds_up_anothers_calls(anyio_back
         async with anyio.create_task_group() as tg:
             async with serving(ProxyServer(start, upstream_protocol="2026-07-28").http_app()) as url:
                 ledger = tmp_path / "flooded"
-                command = [sys.executable, "-c", STALLED_CLIENT, url, str(ledger)]
+                command = [sys.executable, "-c", STALLED_CLIENT, url, str(ledger), ann_era]
                 ann = await anyio.open_process(command, stderr=subprocess.DEVNULL)
                 try:
                     assert ann.stdout is not None
