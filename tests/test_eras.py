@@ -221,13 +221,15 @@ async def test_the_proxy_to_an_old_sse_server_with_transport_sse(anyio_backend: 
 
 
 @pytest.mark.timeout(300)
-async def test_the_proxy_to_a_stdio_server_of_1_6_pinned_to_the_handshake(anyio_backend: str) -> None:
-    """The proxy's own ``server/discover`` would stop a stdio server of 1.6 (it does not start it again, as the
-    client does): ``--upstream-protocol 2025-11-25`` begins with ``initialize``, which it answers with 2024-11-05."""
-    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--upstream-protocol", "2025-11-25",
-               *SERVERS["mcp-1.6.0"].command()]  # fmt: skip
+@pytest.mark.parametrize(("protocol", "pinned"), [("2026-07-28", True), ("2025-11-25", False)])
+async def test_the_proxy_to_a_stdio_server_of_1_6(anyio_backend: str, protocol: str, pinned: bool) -> None:
+    """A handshake-era client's ``initialize`` goes to the server as it is, which answers it with 2024-11-05. For a
+    client of 2026-07-28 the proxy would ask ``server/discover``, which stops a stdio server of 1.6 (the proxy does
+    not start it again, as the client does): ``--upstream-protocol 2025-11-25`` begins with ``initialize``."""
+    pin = ["--upstream-protocol", "2025-11-25"] if pinned else []
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *pin, *SERVERS["mcp-1.6.0"].command()]
     with anyio.fail_after(240):
-        async with Client.stdio(command, protocol="2026-07-28", probe_timeout=120, stderr=subprocess.DEVNULL) as client:
+        async with Client.stdio(command, protocol=protocol, probe_timeout=120, stderr=subprocess.DEVNULL) as client:
             assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
 
 
