@@ -8,7 +8,8 @@ protocol:
 * ``mcp`` 1.9.4: 2025-03-26 and Streamable HTTP, before elicitation existed;
 * ``mcp`` 1.10.1: the first with elicitation (2025-06-18), with FastMCP 2.10.6 (``ctx.elicit``) beside it;
 * ``mcp`` 1.24.0: 2025-11-25 (URL mode, tasks), with FastMCP 2.14.5, the last FastMCP 2;
-* the TypeScript SDK 1.13.3: its first release with elicitation (2025-06-18).
+* the TypeScript SDK 1.10.2 (it answers with 2024-11-05, over Streamable HTTP too) and 1.13.3, its first release
+  with elicitation (2025-06-18).
 
 Idempotent: an environment is made once and kept while its list of requirements is the same (a stamp file records
 it); a new list replaces it. Several checkouts may share ``.cache``: a lock file makes one install at a time, and a
@@ -39,6 +40,7 @@ PYTHON_PEERS: dict[str, tuple[str, ...]] = {
 pydantic 2.12 removed: those environments keep the pydantic of their time."""
 
 NODE_PEERS: dict[str, tuple[str, ...]] = {
+    "ts-sdk-1.10.2": ("@modelcontextprotocol/sdk@1.10.2",),
     "ts-sdk-1.13.3": ("@modelcontextprotocol/sdk@1.13.3",),
 }
 

@@ -3,9 +3,9 @@
 The releases (``scripts/peers.py`` installs each in its own environment under ``.cache/peers/``; ``make test`` runs
 it): the official Python SDK 1.6.0 (2024-11-05 only: stdio and the HTTP+SSE transport), 1.9.4 (2025-03-26,
 Streamable HTTP, no elicitation), 1.10.1 (the first with elicitation, 2025-06-18) and 1.24.0 (2025-11-25, URL
-mode); FastMCP 2.10.6 and 2.14.5; the TypeScript SDK 1.13.3 (its first with elicitation). Each server is a small
-file in ``tests/peers/era_*`` written for that release's API, with a plain tool and, where the release can, a tool
-that asks a form.
+mode); FastMCP 2.10.6 and 2.14.5; the TypeScript SDK 1.10.2 (2024-11-05 over Streamable HTTP) and 1.13.3 (its
+first with elicitation). Each server is a small file in ``tests/peers/era_*`` written for that release's API, with
+a plain tool and, where the release can, a tool that asks a form.
 
 * Our client, each server, each transport it has: the revision it speaks is the one chosen, the plain tool works,
   a form is accepted, declined and cancelled. An HTTP server is started once per module and shared by its cells.
@@ -89,6 +89,8 @@ SERVERS = {
     "mcp-1.24.0": OldServer("mcp-1.24.0", "era_mcp_1_24.py", "2025-11-25", ALL),
     "fastmcp-2.10.6": OldServer("mcp-1.10.1", "era_fastmcp_2.py", "2025-06-18", ALL),
     "fastmcp-2.14.5": OldServer("mcp-1.24.0", "era_fastmcp_2.py", "2025-11-25", ALL),
+    "ts-sdk-1.10.2": OldServer("ts-sdk-1.10.2", "era_ts_1_10.mjs", "2024-11-05", ("stdio", "streamable-http"),
+                               declined=None),
     # Its schema for the answer says accept, reject or cancel (a name 2025-06-18 changed to decline before it was
     # published): a decline fails the SDK's own check, and the tool ends with that error.
     "ts-sdk-1.13.3": OldServer("ts-sdk-1.13.3", "era_ts_1_13.mjs", "2025-06-18", ("stdio", "streamable-http"),
