@@ -14,7 +14,9 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -25,6 +27,8 @@ import mcp_types as types
 import pytest
 from mcp import Client as McpClient
 from mcp.client.subscriptions import SubscriptionLost
+
+from elicitor import Client, ElicitationRequest, ScriptedHandler, UrlElicitationRequest
 
 from .replicas import MISSING, Deployment, deployment
 from .test_replicas import all_ready, events, open_session, rpc
@@ -269,3 +273,91 @@ async def test_a_listen_on_a_replica_being_stopped_ends_at_once_as_lost_and_is_h
     with anyio.fail_after(60):
         async with McpClient(cluster.nginx.url) as sdk, sdk.listen(tools_list_changed=True) as subscription:
             assert subscription.honored.tools_list_changed
+
+
+async def test_a_2026_07_28_round_sent_to_a_stopped_replica_is_answered_once_it_wakes(cluster: Deployment) -> None:
+    """2026-07-28: the person answers while the replica the client talks to is stopped (SIGSTOP) past its lease.
+    The round carrying the answer waits in the replica's socket and is served when it wakes: the call goes on to
+    its next question, each question asked once."""
+    pid = cluster.replicas.pids()[1]
+    stopped: list[bool] = []
+
+    async def wake_later() -> None:
+        try:
+            await anyio.sleep(STALL)
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+
+    async with anyio.create_task_group() as tg:
+
+        def answer(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, Any]:
+            if not stopped:
+                stopped.append(True)
+                os.killpg(pid, signal.SIGSTOP)
+                tg.start_soon(wake_later)
+            return {"name": "Lin"} if "name" in request.message else {"size": 4}
+
+        handler = ScriptedHandler(otherwise=answer)
+        with anyio.fail_after(60):
+            async with Client.http(direct(cluster)[1], elicitation=handler, protocol="2026-07-28") as client:
+                assert (await client.call_tool("book")).text == "Lin x4"
+    assert [request.message for request in handler.requests] == ["Your name?", "How many people?"]
+    async with httpx.AsyncClient(timeout=60) as http:
+        await all_ready(http, cluster)
+
+
+def one_response(sock: socket.socket) -> bytes:
+    """One whole HTTP response (its body as long as Content-Length says), or what came before the connection ended
+    (``b""`` if it was reset or closed at once)."""
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    except ConnectionResetError:
+        return data
+    return head + b"\r\n\r\n" + body
+
+
+async def test_a_request_sent_to_a_stopped_replica_just_before_its_keep_alive_ran_out_is_answered(
+    cluster: Deployment,
+) -> None:
+    """A balancer sends a request on a connection it kept alive, just before the replica's keep-alive period (5 s)
+    runs out, while the replica is stopped (SIGSTOP); the replica wakes a moment after that deadline. Its event loop
+    runs the overdue keep-alive timer before it reads the socket, and a timer less than a second late was taken as
+    due: the connection was closed with the request unread in it (nginx answers such a POST 502 and never sends it
+    again: the official SDK's client lost the person's answer; ours failed the 2026-07-28 round). A request waiting
+    in the socket now keeps the connection open, however late the timer ran."""
+    port, pid = cluster.replicas.ports[2], cluster.replicas.pids()[2]
+    request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+
+    def exchange() -> tuple[bytes, bytes]:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            sock.sendall(request)
+            before = one_response(sock)
+            answered = time.monotonic()  # the replica's keep-alive period starts about now
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                time.sleep(4.5)
+                sock.sendall(request)  # before the deadline, as the balancer's own 4 s idle limit allows
+                time.sleep(max(0.0, answered + 5.3 - time.monotonic()))  # woken 0.3 s past the deadline
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            return before, one_response(sock)
+
+    before, after = await anyio.to_thread.run_sync(exchange)
+    assert before.startswith(b"HTTP/1.1 200"), before
+    assert after.startswith(b"HTTP/1.1 "), after  # answered (503 while it catches up with Redis is an answer)
+    async with httpx.AsyncClient(timeout=60) as http:
+        await all_ready(http, cluster)

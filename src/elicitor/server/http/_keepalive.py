@@ -7,12 +7,14 @@ sent on it during the stall still unread. The kernel resets such a connection, a
 without trying another replica (it never replays a POST that reached one), so a client that does not send it again,
 the official SDKs among them, loses the person's answer or call. A timer that runs a second or more late measured a
 stall, not an idle connection: it waits another full period instead, in which a request waiting in the socket is read
-(and cancels it, as any request does).
+(and cancels it, as any request does). A stall that ends just after the deadline leaves the timer less late than
+that, so the timer also polls the socket: bytes waiting there (a request, or the peer's close) are read first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
 from collections.abc import Callable
 from typing import Any
 
@@ -43,8 +45,9 @@ def http_protocol(parser: str) -> type[asyncio.Protocol]:
 
 def _patiently(protocol: Any, due: Callable[[], None]) -> None:
     """``protocol``'s keep-alive timer ran: ``due()`` (uvicorn's own handler, which closes an idle connection), unless
-    the timer was held up by a stall; then it is set again for a full period."""
-    if _held_up(protocol.loop, protocol.timeout_keep_alive_task):
+    the timer was held up by a stall or something waits unread in the socket; then it is set again for a full period
+    (a request read meanwhile cancels it, as any request does)."""
+    if _held_up(protocol.loop, protocol.timeout_keep_alive_task) or _unread(protocol.transport):
         protocol.timeout_keep_alive_task = protocol.loop.call_later(
             protocol.timeout_keep_alive, protocol.timeout_keep_alive_handler
         )
@@ -55,3 +58,20 @@ def _patiently(protocol: Any, due: Callable[[], None]) -> None:
 def _held_up(loop: asyncio.AbstractEventLoop, timer: asyncio.TimerHandle | None) -> bool:
     """Whether ``timer`` (the one running now) runs ``LATE`` or more past its deadline."""
     return timer is not None and loop.time() - timer.when() >= LATE
+
+
+def _unread(transport: Any) -> bool:
+    """Whether bytes wait unread in the connection's socket (or its peer closed it): a request sent while the
+    process was stopped, which the event loop has not read yet because it runs overdue timers first. A stall that
+    ends less than :data:`LATE` after the deadline does not make the timer late enough to tell, but the request is
+    in the socket all the same (a poll of the descriptor, without reading: nothing is taken from uvicorn)."""
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    try:
+        descriptor = sock.fileno() if sock is not None else -1
+    except (OSError, ValueError):
+        return False
+    if descriptor < 0:
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN)
+    return bool(poller.poll(0))
