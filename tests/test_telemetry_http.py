@@ -197,18 +197,23 @@ SCRAPE_LABELS = {"le", "otel_scope_name", "otel_scope_version", "otel_scope_sche
 """What the Prometheus exporter adds to those: a histogram's buckets and the instrumentation scope."""
 
 
-@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(
+    ("protocol", "upstream"),
+    [("2025-11-25", "2025-11-25"), ("2026-07-28", "2026-07-28"), ("2026-07-28", "2025-11-25")],
+)
 async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_with_no_orphan(
-    otel: Otel, traced_cluster: tuple[Deployment, Path], protocol: str
+    otel: Otel, traced_cluster: tuple[Deployment, Path], protocol: str, upstream: str
 ) -> None:
     """An operator follows one call, whose tool asks two questions, from the client through ``elicitor proxy``
     and nginx to three replicas sharing Redis: on 2026-07-28 its rounds land on different replicas; on 2025-11-25
     the session lives on one and the POSTs (the proxy's answers among them) that land on the others are relayed
-    through Redis. Every span of the call, in this process (the client's, the proxy's) and in each replica's
-    file, is in one trace whose only root is the client's call span, and every other span's parent is in it; the
-    upstream's first request descends from the client's through the proxy; the person's time (0.3 s a question)
-    is inside the ``elicitation`` spans on both sides; no metric label is outside the bounded set, and no label
-    value names the trace, a span or an answer."""
+    through Redis; and a 2026-07-28 client in front of handshake-era replicas, whose answers reach the proxy in
+    its next round with no trace context, yet whose proxied answers' hops are in the trace. Every span of the
+    call, in this process (the client's, the proxy's) and in each replica's file, is in one trace whose only root
+    is the client's call span, and every other span's parent is in it; the upstream's first request descends from
+    the client's through the proxy; the person's time (0.3 s a question) is inside the ``elicitation`` spans on
+    both sides; no metric label is outside the bounded set, and no label value names the trace, a span or an
+    answer."""
     from elicitor.client._http import HttpClientTransport
     from elicitor.proxy import Bridge
     from elicitor.transports import memory_pair
@@ -222,7 +227,7 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
 
     handler = ScriptedHandler(otherwise=person)
     client_end, down_end = memory_pair()
-    bridge = Bridge(lambda: HttpClientTransport.connect(cluster.nginx.url), upstream_protocol=protocol)
+    bridge = Bridge(lambda: HttpClientTransport.connect(cluster.nginx.url), upstream_protocol=upstream)
     async with anyio.create_task_group() as tg:
         tg.start_soon(bridge.serve, down_end)
         async with Client(client_end, elicitation=handler, protocol=protocol) as client:
@@ -257,7 +262,7 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
     every = {**ours, **theirs()}
     assert [name for name, _, parent in every.values() if parent is None] == ["tools/call book"]
     assert len({s["pid"] for s in replica_spans(folder) if s["context"]["trace_id"] == trace_id}) >= (
-        2 if protocol == "2026-07-28" else 1
+        2 if upstream == "2026-07-28" else 1
     )
     # The upstream's first request, on whichever replica, descends from the client's request through the proxy.
     served = [i for i, (name, kind, _) in theirs().items() if name == "tools/call book" and kind == "SERVER"]
@@ -269,7 +274,7 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
         chain.append(every[at][:2])
         at = every[at][2]
     assert chain[:3] == [("tools/call book", "CLIENT"), ("tools/call book", "SERVER"), ("tools/call book", "CLIENT")]
-    if protocol == "2025-11-25":  # every hop of the proxy's session through another replica is in the call's trace
+    if upstream == "2025-11-25":  # every hop of the proxy's session through another replica is in the call's trace
         [owner] = [s for s in replica_spans(folder) if s["context"]["span_id"] == first]
         session = owner["attributes"]["mcp.session.id"]
         hops = [
@@ -281,11 +286,12 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
         ]  # fmt: skip (the session's setup: its own trace)
         strays = [(s["name"], s["attributes"]) for s in hops if s["context"]["trace_id"] != trace_id]
         assert not strays, strays  # (none at all when every POST happened to land on the session's replica)
-        under = {
-            "forward response": ("elicitation", "INTERNAL"),
-            "forwarded response": ("elicitation/create", "CLIENT"),
-        }
-        for hop in hops:  # the proxy passes on the person's answer naming the client's span; a request: its own
+        # The person's answer names the client's elicitation span when the client answered the proxy's question on
+        # the same era; a 2026-07-28 client's answer comes in its next round, and the proxy's span for the question
+        # is named instead.
+        answer = ("elicitation", "INTERNAL") if protocol == upstream else ("elicitation/create", "SERVER")
+        under = {"forward response": answer, "forwarded response": ("elicitation/create", "CLIENT")}
+        for hop in hops:
             wanted = under.get(hop["name"], (hop["name"].removeprefix("forward "), "CLIENT"))
             assert every[hop["parent_id"]][:2] == wanted, hop["name"]
     # The person's time is inside each question's span, on the client's side and on the replica that asked.

@@ -141,7 +141,22 @@ async def serve_request(
     elif parent is not None:
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
-    return await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    result = await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    if span is not None and method in _ANSWERED_BY_POST:
+        meta = result.get("_meta")
+        if not isinstance(meta, dict) or TRACEPARENT not in meta:
+            carrier = context_of(span)
+            if carrier is not None:  # the answer names its trace, as elicitor's client's does (see forwarding)
+                result = {**result, "_meta": {**(meta if isinstance(meta, dict) else {}), **carrier}}
+    return result
+
+
+_ANSWERED_BY_POST = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+"""The requests a server sends a client: over HTTP the answer is POSTed, and may land on a replica that forwards
+it to the one that asked. An answer that names no trace in ``result._meta`` (the proxy's to a handshake-era
+server when its own client is on 2026-07-28, whose answers come in the next round's ``inputResponses`` with no
+context) gets the context of the span that served the request, so the hop is in the call's trace
+(:func:`forwarding`); never the baggage, never anything of the answer."""
 
 
 def header_context(message: JSONObject, traceparent: str, tracestate: str | None) -> JSONObject | None:
