@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -88,6 +88,8 @@ class Bridge:
             So do its later requests when the server declared ``logging`` (a sign-in mid-session, for more scope).
             A 2026-07-28 request hears one only if it asked for log messages (see :mod:`._signing`).
         keepalive: seconds between those messages (below the client's handshake limit: 30 s for elicitor's).
+        on_list_change: also told of each list change the server says on this client's connection (a
+            :class:`ProxyServer` tells its 2026-07-28 listeners, who are on another connection).
     """
 
     def __init__(
@@ -102,8 +104,10 @@ class Bridge:
         owners: TaskOwners | None = None,
         sign_in: PersonPaced | None = None,
         keepalive: float = 10.0,
+        on_list_change: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self._connect = connect
+        self._on_list_change = on_list_change
         self._signing = SignInWait(sign_in, keepalive)
         self._principal = principal
         self._owners = owners if owners is not None else TaskOwners()
@@ -573,6 +577,8 @@ class Bridge:
         self._tg.start_soon(listen)
 
     async def _upstream_note(self, method: str, params: JSONObject | None) -> None:
+        if self._on_list_change is not None and method.endswith("/list_changed"):
+            await self._on_list_change(method)
         if not self._owners.tells(method, params, self._principal):
             logger.debug("a task's status was not passed on: the task is another person's")
             return

@@ -81,14 +81,22 @@ class ProxyServer(Server):
         """Whose task is whose on a 2026-07-28 server, for every client of this proxy."""
         self._sessions: dict[str | None, int] = {}
         """Handshake-era sessions open now, by principal."""
+        self._stateless: Stateless | None = None
+        """What serves the 2026-07-28 requests, once the first has come (:class:`_Forwarding`)."""
 
     def bridge(self, principal: str | None = None) -> Bridge:
         """A new :class:`Bridge` for one client connection, with this proxy's upstream and options."""
         return Bridge(
             self.connect, ui=self.ui, upstream_protocol=self.upstream_protocol,
             elicitation_timeout=self.elicitation_timeout, mirrored=self._mirrored, principal=principal,
-            owners=self.owners, sign_in=self.sign_in, keepalive=self.keepalive,
+            owners=self.owners, sign_in=self.sign_in, keepalive=self.keepalive, on_list_change=self._list_changed,
         )  # fmt: skip
+
+    async def _list_changed(self, method: str) -> None:
+        """A handshake-era session's server said a list changed: the 2026-07-28 people listening on the shared
+        connection are told too (see :meth:`Stateless.list_changed`)."""
+        if self._stateless is not None:
+            await self._stateless.list_changed(method)
 
     def mirrored_headers(self, tool: str) -> dict[str, str] | None:
         """The upstream tool's mirrored headers, as its forwarded ``tools/list`` said (checked like ours)."""
@@ -184,4 +192,5 @@ class _Forwarding(ServerSession):
                 proxy.connect, self.parked.task_group, ui=proxy.ui, upstream_protocol=proxy.upstream_protocol,
                 elicitation_timeout=proxy.elicitation_timeout, mirrored=proxy._mirrored, owners=proxy.owners,
             )  # fmt: skip
+            proxy._stateless = self._stateless
         return self._stateless

@@ -101,11 +101,11 @@ class Stateless:
         self.lanes = Lanes(
             connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note
         )
-        self.lanes.on_list_change = self._list_changed
+        self.lanes.on_list_change = self.list_changed
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)
         self._listeners: dict[int, tuple[Route, JSONObject]] = {}
         """The ``subscriptions/listen`` streams open on the shared connection, with the notifications each asked
-        for (see :meth:`_list_changed`)."""
+        for (see :meth:`list_changed`)."""
         self.owners = owners if owners is not None else TaskOwners()
         self.states = RoundStates()
         """The server's round states, bound to who they were given to."""
@@ -150,7 +150,7 @@ class Stateless:
         return result
 
     async def _listen(self, first: Upstream, params: JSONObject, route: Route) -> JSONObject:
-        """``subscriptions/listen`` on the shared connection, known while it lasts (see :meth:`_list_changed`)."""
+        """``subscriptions/listen`` on the shared connection, known while it lasts (see :meth:`list_changed`)."""
         wanted = params.get("notifications")
         self._listeners[id(route)] = (route, wanted if isinstance(wanted, dict) else {})
         try:
@@ -158,11 +158,12 @@ class Stateless:
         finally:
             del self._listeners[id(route)]
 
-    async def _list_changed(self, method: str) -> None:
-        """A server that speaks both eras said a list changed on the handshake-era connection of a held call (the
-        call that changed it). On stdio that connection is a process of its own, which nobody listens to: the
-        listeners of the shared connection, another process, that asked for that list's changes are told, tagged
-        with their own subscription. (Over Streamable HTTP every connection reaches the one server, which tells
+    async def list_changed(self, method: str) -> None:
+        """A server that speaks both eras said a list changed on a connection of the proxy's other than the shared
+        one: a held call's (the call that changed it), or a handshake-era person's session's. On stdio that
+        connection is a process of its own, which no 2026-07-28 person listens to: the listeners of the shared
+        connection, another process, that asked for that list's changes are told, tagged with their own
+        subscription. (Over Streamable HTTP every connection reaches the one server, which tells
         its own listeners.) Whether the other process's list changed too is the server's to say when asked:
         a list kept in the process changes in that process only, one kept elsewhere (a file, a database)
         everywhere; a list change is a hint to list again, never wrong to pass on."""
