@@ -57,6 +57,7 @@ from ._asgi import (
     respond_json,
     until_gone,
 )
+from ._outbox import Outbox
 from ._peers import Attach, Moved, Open, Peers, RemoteStream
 from ._streams import Claim, Stream
 
@@ -310,6 +311,9 @@ class HandshakeSessions:
             check_every=CHECK_EVERY,
             gone_after=gone_after(self._store),
         )
+        self._outbox = Outbox(self._relay_kept)
+        """Answers and notifications for other replicas' sessions taken while the store stayed away past the hold,
+        passed on once it is back (see :mod:`._outbox`)."""
         self._tg: anyio.abc.TaskGroup | None = None
         self.draining = False
         """The replica is shutting down (:meth:`drain`): a new session is refused (503), to be made elsewhere."""
@@ -338,6 +342,7 @@ class HandshakeSessions:
         tg.start_soon(supervised, "the sweep of idle sessions", self._expire_idle_sessions)
         if self._store.shared:
             tg.start_soon(self._peers.listen)
+            tg.start_soon(supervised, "the outbox", self._outbox.run)
             self._store.sessions.on_gone(self._declared_gone)
 
     def _declared_gone(self, session_ids: list[str]) -> None:
@@ -380,6 +385,7 @@ class HandshakeSessions:
         once this replica's lease lapses (it is dropped as the replica stops, or expires), and their history and
         records expire with their TTLs. Every session's streams are closed here either way."""
         self._tg = None
+        self._outbox.lost()
         sessions = list(self._sessions.values())
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(CLOSE_WITHIN) as bounded:
@@ -466,7 +472,13 @@ class HandshakeSessions:
             # A remembered owner is checked only when the message is sent: with a version to refuse, look the
             # session up, so that a session that is gone is still a 404 first.
             found = await self._find(
-                session_id, headers.principal, send, request_id_of(message), remembered=supported, until=until
+                session_id,
+                headers.principal,
+                send,
+                request_id_of(message),
+                remembered=supported,
+                until=until,
+                keep=None if is_request or not supported else body,
             )
             if found is None:
                 return None
@@ -513,6 +525,7 @@ class HandshakeSessions:
 
             span = _hooks.forwarding(message, owner.session, owner.replica)
         request_id = request_id_of(message)
+        keep = None if "method" in message and "id" in message else body  # no answer stream: may be kept
         with span:
             try:
                 try:
@@ -520,7 +533,7 @@ class HandshakeSessions:
                 except Moved:
                     self._owners.pop(owner.session, None)
                     found = await self._find(
-                        owner.session, owner.principal, send, request_id, remembered=False, until=until
+                        owner.session, owner.principal, send, request_id, remembered=False, until=until, keep=keep
                     )
                     if found is None:
                         return
@@ -531,6 +544,9 @@ class HandshakeSessions:
                         return
                     await self._forward_to(found, message, body, until, receive, send)
             except StoreUnavailable as exc:
+                if keep is not None and self._outbox.put(owner.session, owner.principal, keep):
+                    await respond_empty(send, 202)  # passed on once the store is back
+                    return
                 await refuse_unavailable(send, request_id, exc, "forwarding a POST")
 
     async def _forward_to(
@@ -573,12 +589,14 @@ class HandshakeSessions:
         *,
         remembered: bool = False,
         until: float | None = None,
+        keep: bytes | None = None,
     ) -> SessionTransport | _Elsewhere | None:
         """The session with this id if it belongs to ``principal`` (the user making the request): run here, or by
         another replica — with ``remembered``, as remembered from an earlier lookup if it was (see ``_owners``).
 
         Answers the request itself (404, or 503 when the shared state cannot be reached, by ``until`` if given)
-        and returns ``None`` if there is no such session for this user.
+        and returns ``None`` if there is no such session for this user. ``keep`` (a message that needs no answer
+        stream) goes to the outbox instead of a 503, answered 202, to be passed on once the store is back.
         """
         session = self._sessions.get(session_id)
         if session is not None:
@@ -599,6 +617,9 @@ class HandshakeSessions:
             try:
                 record = await self._patiently(look_up, until)
             except StoreUnavailable as exc:
+                if keep is not None and self._outbox.put(session_id, principal, keep):
+                    await respond_empty(send, 202)  # passed on once the store is back
+                    return None
                 await refuse_unavailable(send, request_id, exc, "finding a session")
                 return None
             if record is not None and record.principal == principal:
@@ -617,6 +638,27 @@ class HandshakeSessions:
         self._owners[session_id] = record
         if len(self._owners) > OWNERS_KEPT:
             del self._owners[next(iter(self._owners))]
+
+    async def _relay_kept(self, session_id: str, principal: str | None, body: bytes) -> None:
+        """Pass on a message the outbox kept for ``session_id``: to its owner, found afresh (an owner known before
+        the outage may have changed meanwhile). A session gone meanwhile, or not ``principal``'s, drops it.
+
+        Raises:
+            StoreUnavailable: the store is still away (the outbox tries again).
+        """
+        session = self._sessions.get(session_id)
+        if session is not None:
+            if session.principal == principal:
+                await session.deliver(body)
+            return
+        record = await self._store.sessions.lookup(session_id)
+        if record is not None and record.owner != self._store.replica and not record.alive:
+            record = await self._look_again(session_id, record.owner)
+        if record is None or record.principal != principal or record.owner == self._store.replica:
+            logger.warning("a kept message for session %.8s... is dropped: the session is gone", session_id)
+            return
+        await self._peers.deliver(record.owner, session_id, body)
+        logger.info("a kept message for session %.8s... reached it once the store was back", session_id)
 
     async def _look_again(self, session_id: str, owner: str) -> SessionRecord | None:
         """The owner's lease had lapsed: look once more after ``gone_after`` (the rule everywhere: lapsed on two
