@@ -533,6 +533,24 @@ async def test_idle_sessions_expire_but_not_while_a_person_answers(anyio_backend
         assert session not in app._handshake
 
 
+async def test_a_session_whose_call_nobody_follows_any_more_expires(anyio_backend: str) -> None:
+    """The client leaves while its call waits on a person (it closes the call's stream and never resumes it): no
+    answer can come, so the session expires after the idle timeout instead of waiting for ever, and its call ends.
+    """
+    app = server.http_app(session_idle_timeout=0.4)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:
+        session = await initialize(http)
+        headers = {**JSON_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        body = rpc("tools/call", {"name": "greet"}, id=9)
+        async with http.stream("POST", "/mcp", content=body, headers=headers) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: {"):
+                    break  # the question: the client goes away without answering
+        with anyio.fail_after(20):
+            while session in app._handshake:
+                await anyio.sleep(0.1)
+
+
 class SlowEventStore(MemoryEventStore):
     """An event store whose writes yield to other tasks, as a networked one (Redis) does."""
 

@@ -95,7 +95,8 @@ class HttpApp:
         retry_ms: the ``retry`` sent in priming events, telling clients how soon to reconnect.
         max_sessions: the most handshake sessions at once; beyond it ``initialize`` gets 503.
         session_idle_timeout: seconds after which a session with nothing in flight and no message from its client
-            is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive.
+            is ended (a client may vanish without DELETE); a request waiting on a person keeps it alive while a
+            connection follows it (a request nobody follows counts as idle: its answer cannot come).
         fallback: an ASGI app for every other path (a callback route, say); default: the server's pages
             (:meth:`Server.serve_pages`, what URL-mode elicitations link to); without either, other paths get 404.
             Host and Origin checks apply to the MCP endpoint only.

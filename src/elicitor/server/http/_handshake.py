@@ -141,6 +141,8 @@ class SessionTransport:
         self.standalone = self._new_stream()
         self.ended = anyio.Event()
         self.last_seen = time.monotonic()
+        self._unfollowed: float | None = None
+        """When a sweep first found a request in flight that no connection follows (see :meth:`idle_for`)."""
         self.waiting_spans: dict[RequestId, SpanContext] = {}
         """With a tracer: the span of each request this session sent and still waits on, by id, so that an answer
         another replica forwards here joins the request's trace whatever the client put in it (see ``_peers``)."""
@@ -149,8 +151,22 @@ class SessionTransport:
         until the request is served (its span links to that replica's; see ``_peers``) or answered otherwise."""
 
     def idle_for(self, now: float) -> float:
-        """Seconds since the client last sent anything; 0 while a request is in flight or it listens (GET)."""
-        return 0.0 if self.streams or self.standalone.attached else now - self.last_seen
+        """Seconds since the client last sent anything or followed this session; 0 while a connection follows it.
+
+        A connection delivering a request's stream (here, or relayed by another replica) or the standalone stream
+        keeps the session however long its person takes. A request in flight that no connection has followed
+        since the last sweep counts from then: its client is gone (or its answer was lost with a replica that
+        kept it), and the call would otherwise wait for ever on a question nobody can answer any more; a client
+        that comes back within the idle timeout (a resume) finds it as it was."""
+        if self.standalone.attached or any(stream.attached for stream in self.streams.values()):
+            self._unfollowed = None
+            return 0.0
+        if not self.streams:
+            self._unfollowed = None
+            return now - self.last_seen
+        if self._unfollowed is None:
+            self._unfollowed = now
+        return now - max(self.last_seen, self._unfollowed)
 
     def _new_stream(self) -> Stream:
         stream = Stream(self._tag + secrets.token_hex(8), self.events, self._forget_stream)
