@@ -14,7 +14,8 @@ A 2026-07-28 request belongs to no connection, so the proxy chooses the upstream
   :data:`MAX_LANES` are open at once. A principal is a signed-in person, or the one client of a stdio proxy: a
   server keeps state per connection (what it was told, a session's memory, a log level), and a lane never
   carries it from one person to another. Anonymous callers of a proxy serving several people cannot be told
-  apart between calls, so each of their calls gets a connection never used before, which closes after it; one
+  apart between calls, so each of their calls gets a connection never used before, which serves no other call
+  and closes :data:`LINGER` seconds after it (what the server says just after its answer is still heard); one
   is opened ahead for the next such call, so that it does not wait for the server to start.
 
 The first connection learns the server's era (``server/discover``, else the handshake) and answers
@@ -308,7 +309,7 @@ class Lanes:
 
     def _keeps(self, down: Downstream) -> bool:
         """Whether a connection that served a call of ``down`` may serve another call (of the same principal,
-        declaring the same capabilities): when every call comes from one client (a stdio proxy's), or ``down``
+        declaring the same capabilities and client): when every call comes from one client (a stdio proxy's), or ``down``
         is signed in. Without a sign-in, the clients of a proxy serving several people cannot be told apart
         between calls (a 2026-07-28 request belongs to no session), so each call is its own person."""
         return self._one_client or down.principal is not None
