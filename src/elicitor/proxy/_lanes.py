@@ -309,9 +309,9 @@ class Lanes:
 
     def _keeps(self, down: Downstream) -> bool:
         """Whether a connection that served a call of ``down`` may serve another call (of the same principal,
-        declaring the same capabilities and client): when every call comes from one client (a stdio proxy's), or ``down``
-        is signed in. Without a sign-in, the clients of a proxy serving several people cannot be told apart
-        between calls (a 2026-07-28 request belongs to no session), so each call is its own person."""
+        declaring the same capabilities and client): when every call comes from one client (a stdio proxy's), or
+        ``down`` is signed in. Without a sign-in, the clients of a proxy serving several people cannot be told
+        apart between calls (a 2026-07-28 request belongs to no session), so each call is its own person."""
         return self._one_client or down.principal is not None
 
     @property
