@@ -34,7 +34,7 @@ from elicitor import (
 )
 from elicitor.client import BrowserHandler, ElicitationRequest, UrlElicitationRequest
 from elicitor.client._present import FSI, PDI, hint, show
-from elicitor.forms import NumberField, StringField
+from elicitor.forms import EnumField, NumberField, StringField
 from elicitor.i18n import ENGLISH, N_, from_environment, language, negotiate
 from elicitor.types import Implementation
 
@@ -157,12 +157,13 @@ def catalog_of(folder: str) -> dict[str, tuple[str, ...]]:
 
 
 SIMPLIFIED_ONLY = set(
-    "与个为义亲仅从会关内删别务动区协单历参发变号后吗启命国复实对将尔属己带并应开录径待态户择数无时显机权"
+    "与个为义亲仅从会关内删别务动区协单历参发变号后吗启命国复实对将尔属带并应开录径态户择数无时显机权"
     "来标检歧没浏录状独现电盖码确种称符签终结给绝继续编网脚获见览认议许访识试话询该语误请调谢败转载较输达过"
     "运还这进连退选邮钮链错键长闭问间际页项须题骤默"
 )
 """Characters Simplified Chinese writes where Traditional writes another (这 for 這): each is in the Simplified
-catalog, none may be in the Traditional one. (信, 息 and 象 are written alike in both: Taiwan's 訊息, 相信, 對象.)"""
+catalog, none may be in the Traditional one. (信, 息 and 象 are written alike in both: Taiwan's 訊息, 相信, 對象;
+so are 己 and 待: 自己, 招待.)"""
 
 
 def test_the_traditional_catalog_is_written_in_traditional_characters_with_taiwan_words() -> None:
@@ -694,9 +695,19 @@ async def test_an_error_wider_than_the_rest_of_the_form_takes_one_line_where_it_
 
 
 @pytest.mark.anyio
-async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave(anyio_backend: str) -> None:
-    """At 60 columns the Traditional Chinese key help (62 cells) was cut at the edge, and with it "Esc 取消"."""
-    async with screen_handler(Size(rows=30, columns=60), lang="zh-TW") as (handler, screen):
+@pytest.mark.parametrize(
+    ("columns", "lines"),
+    [
+        (60, ["Tab / Shift-Tab 移動 · 空白鍵勾選 ·", "Enter 下一項或按下按鈕 · Esc 取消"]),
+        (70, ["Tab / Shift-Tab 移動 · 空白鍵勾選 · Enter 下一項或按下按鈕 ·", "Esc 取消"]),  # not "Esc 取" / "消"
+    ],
+)
+async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave(
+    anyio_backend: str, columns: int, lines: list[str]
+) -> None:
+    """At 60 columns the Traditional Chinese key help (62 cells) was cut at the edge, and with it "Esc 取消"; at 70
+    it broke between 取 and 消. It breaks only between keys, each next line a cell in as the first."""
+    async with screen_handler(Size(rows=30, columns=columns), lang="zh-TW") as (handler, screen):
         seen: list[str] = []
 
         async def drive() -> None:
@@ -705,8 +716,8 @@ async def test_the_keys_help_goes_on_a_second_line_rather_than_hide_how_to_leave
             await screen.type("\x1b")
 
         await answer(handler, ElicitationRequest("請預訂房間", CHINESE_FORM, RTL_SERVER), drive)
-    bottom = [line.strip() for line in seen[0].splitlines() if line.strip()][-2:]
-    assert " ".join(bottom) == "Tab / Shift-Tab 移動 · 空白鍵勾選 · Enter 下一項或按下按鈕 · Esc 取消", seen[0]
+    bottom = [line.rstrip() for line in seen[0].splitlines() if line.strip()][-2:]
+    assert bottom == [f" {line}" for line in lines], seen[0]
 
 
 @pytest.mark.anyio
@@ -1384,3 +1395,31 @@ def test_a_line_may_break_after_a_full_width_comma_before_latin_text() -> None:
     assert wrap("auto（默认）、2026-07-28、2025-11-25 或 2025-06-18", 20) == [
         "auto（默认）、", "2026-07-28、", "2025-11-25 或", "2025-06-18",
     ]  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_the_demo_desk_asks_in_the_persons_language(anyio_backend: str) -> None:
+    """``elicitor demo`` is elicitor's own server: a person reading Traditional Chinese met a desk that asked,
+    described its tools and answered in English. The client hands the desk its language; the desk asks in it
+    (its titles, choices, message and results), on the wire as any server's words."""
+    from elicitor import ScriptedHandler
+
+    handler = ScriptedHandler(["decline"])
+    command = [sys.executable, "-m", "elicitor.demo", "server"]
+    env = {**os.environ, "ELICITOR_DEMO_LANG": "zh_Hant_TW"}
+    with anyio.fail_after(60):
+        async with Client.stdio(command, env=env, elicitation=handler) as client:
+            assert client.server_info is not None and client.server_info.title == "Chez Elicitor 訂位櫃檯"
+            tools = {tool.name: tool.description for tool in await client.list_tools()}
+            assert tools["book_table"] == "訂位：先向您詢問細節，再請您最後確認。"
+            result = await client.call_tool("book_table")
+    asked = handler.requests[0]
+    assert asked.message == "我們來為您在 Chez Elicitor 訂位。"
+    assert [f.label for f in asked.form.fields][:3] == ["用餐人數", "日期", "座位"]
+    seating = asked.form.fields[2]
+    assert isinstance(seating, EnumField) and [o.label for o in seating.options] == [
+        "室內用餐區",
+        "有暖爐的露臺",
+        "吧檯",
+    ]
+    assert result.text == "未訂位：您拒絕了。"

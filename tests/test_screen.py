@@ -520,7 +520,7 @@ def test_the_demo_in_a_real_terminal(tmux: Tmux) -> None:
     tmux.wait_for("Tool to call (number or name; Enter or q to quit): ")
     tmux.keys("q", "Enter")
     shown = tmux.wait_for("[demo exited 0]")
-    assert "Result: Profile saved for Ada: likes starters, spice 7.5/10, contact: email, monthly menu." in shown
+    assert "Result: Profile saved for Ada: likes starters, spice 7.5/10, contact: by email, monthly menu." in shown
 
 
 @pytest.mark.anyio

@@ -16,11 +16,12 @@ import getpass
 import hashlib
 import hmac
 import html
+import os
 import secrets
 import sys
 from dataclasses import dataclass
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from urllib.parse import parse_qs
 
 import anyio
@@ -33,110 +34,150 @@ from ._outcomes import Accepted, Cancelled, Declined
 from .client import Client
 from .client._present import printable
 from .forms import Choices, Email, Field, Uri
+from .i18n import language
 from .server import Context, Server, UrlElicitationRequired
 from .transports import StdioServerTransport
 
-server = Server("booking-desk", "1.0.0", title="Chez Elicitor booking desk")
+LANG_ENV = "ELICITOR_DEMO_LANG"
+"""The language the demo's server speaks: the client's (``--lang`` or its environment's), handed to the child."""
+speaks = language(os.environ.get(LANG_ENV) or None)
+"""The demo desk is elicitor's own server, so it asks in the person's language; any other server says what it
+says. Its words are chosen when the module is imported, as a server of its own would write them."""
+_ = speaks._
+t = speaks.catalog.gettext  # a sentence whose {names} a page fills in itself (in bold)
+
+server = Server("booking-desk", "1.0.0", title=_("Chez Elicitor booking desk"))
 
 
 class Seating(Choices):
-    INDOOR = "indoor", "Indoor dining room"
-    PATIO = "patio", "Heated patio"
-    BAR = "bar", "At the bar"
+    INDOOR = "indoor", _("Indoor dining room")
+    PATIO = "patio", _("Heated patio")
+    BAR = "bar", _("At the bar")
 
 
-Diet = Literal["vegetarian", "vegan", "gluten-free", "nut allergy"]
+class Diet(Choices):
+    VEGETARIAN = "vegetarian", _("vegetarian")
+    VEGAN = "vegan", _("vegan")
+    GLUTEN_FREE = "gluten-free", _("gluten-free")
+    NUT_ALLERGY = "nut allergy", _("nut allergy")
 
 
 @dataclass
 class Booking:
-    party: Annotated[int, Field(title="Party size", description="How many people, you included", minimum=1, maximum=12)]
-    day: Annotated[date, Field(title="Date")]
-    seating: Annotated[Seating, Field(title="Seating")]
-    email: Annotated[Email, Field(title="Contact email", description="Where the confirmation goes")]
-    diet: Annotated[list[Diet], Field(title="Dietary needs", max_items=4)]
-    notes: Annotated[str | None, Field(title="Notes for the kitchen", max_length=200)] = None
+    party: Annotated[
+        int, Field(title=_("Party size"), description=_("How many people, you included"), minimum=1, maximum=12)
+    ]
+    day: Annotated[date, Field(title=_("Date"))]
+    seating: Annotated[Seating, Field(title=_("Seating"))]
+    email: Annotated[Email, Field(title=_("Contact email"), description=_("Where the confirmation goes"))]
+    diet: Annotated[list[Diet], Field(title=_("Dietary needs"), max_items=4)]
+    notes: Annotated[str | None, Field(title=_("Notes for the kitchen"), max_length=200)] = None
 
 
-@server.tool()
+def _day(day: date) -> str:
+    """A day in words, its weekday too (English as it always read: Thursday 24 December 2026)."""
+    if speaks.tag == "en":
+        return f"{day:%A %d %B %Y}"
+    from babel.dates import format_date
+
+    return format_date(day, format="full", locale=speaks.locale)
+
+
+@server.tool(description=_("Book a table: asks the person for the details, then for a final confirmation."))
 async def book_table(ctx: Context, restaurant: str = "Chez Elicitor") -> str:
     """Book a table: asks the person for the details, then for a final confirmation."""
-    match await ctx.elicit(f"Let's book your table at {restaurant}.", Booking):
+    match await ctx.elicit(_("Let's book your table at {restaurant}.", restaurant=restaurant), Booking):
         case Accepted(data=booking):
             pass
         case Declined():
-            return "No booking made: you declined."
+            return _("No booking made: you declined.")
         case Cancelled():
-            return "No booking made: cancelled."
-    summary = f"{booking.party} at {restaurant} on {booking.day:%A %d %B %Y}, {booking.seating.title}" + (
-        f", {', '.join(booking.diet)}" if booking.diet else ""
-    )
-    if not await ctx.confirm(f"Confirm the booking: {summary}?"):
-        return "No booking made: not confirmed."
+            return _("No booking made: cancelled.")
+    choices = [c.title or c.value for c in (booking.seating, *booking.diet)]
+    summary = _("{party} at {restaurant} on {day}, {choices}", party=booking.party, restaurant=restaurant,
+                day=_day(booking.day), choices=_(", ").join(choices))  # fmt: skip
+    if not await ctx.confirm(_("Confirm the booking: {summary}?", summary=summary)):
+        return _("No booking made: not confirmed.")
     code = await ctx.once("reservation", lambda: secrets.token_hex(3).upper())
-    return f"Booked: {summary}. Reservation {code}; confirmation sent to {booking.email}."
+    return _("Booked: {summary}. Reservation {code}; confirmation sent to {email}.", summary=summary, code=code,
+             email=booking.email)  # fmt: skip
 
 
 class Main(Choices):
-    HAKE = "hake", "Line-caught hake with sea herbs"
-    DUCK = "duck", "Roast duck with cherries"
-    RISOTTO = "risotto", "Wild mushroom risotto"
+    HAKE = "hake", _("Line-caught hake with sea herbs")
+    DUCK = "duck", _("Roast duck with cherries")
+    RISOTTO = "risotto", _("Wild mushroom risotto")
 
 
-@server.tool(task="optional")
+@server.tool(
+    task="optional",
+    description=_("Plan a tasting menu: a few seconds of work shown as progress, a question half-way, then more work."),
+)
 async def plan_tasting_menu(ctx: Context, guests: int = 2) -> str:
     """Plan a tasting menu: a few seconds of work shown as progress, a question half-way, then more work.
 
     It runs as a task when the client can take one (a long call the client follows, answering its question while
     it runs); otherwise as an ordinary call. The code is the same.
     """
-    for step in ("Checking this morning's market", "Pairing the wines"):
-        await ctx.report_progress(0, 4, f"{step}...")
+    for step in (_("Checking this morning's market..."), _("Pairing the wines...")):
+        await ctx.report_progress(0, 4, step)
         await anyio.sleep(1)
     choice = await ctx.elicit(
-        "The market is out of turbot. Which main course instead?", Annotated[Main, Field(title="Main course")]
+        _("The market is out of turbot. Which main course instead?"), Annotated[Main, Field(title=_("Main course"))]
     )
     if not isinstance(choice, Accepted):
-        return "No menu planned: no main course chosen."
-    for step in ("Writing the menu", "Telling the kitchen"):
-        await ctx.report_progress(3, 4, f"{step}...")
+        return _("No menu planned: no main course chosen.")
+    for step in (_("Writing the menu..."), _("Telling the kitchen...")):
+        await ctx.report_progress(3, 4, step)
         await anyio.sleep(1)
-    return f"Tasting menu for {guests}: seasonal starters, {choice.data.title.lower()}, chocolate soufflé."
+    main = choice.data.title.lower()
+    return _("Tasting menu for {guests}: seasonal starters, {main}, chocolate soufflé.", guests=guests, main=main)
 
 
 class Contact(Choices):
-    EMAIL = "email", "By email"
-    PHONE = "phone", "By phone"
-    NEVER = "never", "Please don't"
+    EMAIL = "email", _("By email")
+    PHONE = "phone", _("By phone")
+    NEVER = "never", _("Please don't")
 
 
-Course = Literal["starters", "mains", "desserts", "wine"]
+class Course(Choices):
+    STARTERS = "starters", _("starters")
+    MAINS = "mains", _("mains")
+    DESSERTS = "desserts", _("desserts")
+    WINE = "wine", _("wine")
 
 
 @dataclass
 class Profile:
-    name: Annotated[str, Field(title="Display name", min_length=2, max_length=40)]
-    favourites: Annotated[list[Course], Field(title="Favourite courses", min_items=1, max_items=3)]
-    contact: Annotated[Contact, Field(title="How may we contact you?")] = Contact.EMAIL
+    name: Annotated[str, Field(title=_("Display name"), min_length=2, max_length=40)]
+    favourites: Annotated[list[Course], Field(title=_("Favourite courses"), min_items=1, max_items=3)]
+    contact: Annotated[Contact, Field(title=_("How may we contact you?"))] = Contact.EMAIL
     spice: Annotated[
-        float, Field(title="Spice tolerance", description="0 is mild, 10 is fiery", minimum=0, maximum=10)
+        float, Field(title=_("Spice tolerance"), description=_("0 is mild, 10 is fiery"), minimum=0, maximum=10)
     ] = 5.0
-    newsletter: Annotated[bool, Field(title="Send me the monthly menu")] = False
-    birthday: Annotated[date | None, Field(title="Birthday", description="For a dessert on the house")] = None
-    website: Annotated[Uri | None, Field(title="Your website")] = None
+    newsletter: Annotated[bool, Field(title=_("Send me the monthly menu"))] = False
+    birthday: Annotated[date | None, Field(title=_("Birthday"), description=_("For a dessert on the house"))] = None
+    website: Annotated[Uri | None, Field(title=_("Your website"))] = None
 
 
-@server.tool()
+@server.tool(
+    description=_("Update your guest profile: a form with every kind of field (text, numbers, choices, dates, yes/no).")
+)
 async def update_profile(ctx: Context) -> str:
     """Update your guest profile: a form with every kind of field (text, numbers, choices, dates, yes/no)."""
-    outcome = await ctx.elicit("Tell the restaurant about yourself (everything is optional but your name).", Profile)
+    outcome = await ctx.elicit(_("Tell the restaurant about yourself (everything is optional but your name)."), Profile)
     if not isinstance(outcome, Accepted):
-        return f"Profile unchanged: you {outcome.action}d." if outcome.action == "decline" else "Profile unchanged."
+        return _("Profile unchanged: you declined.") if outcome.action == "decline" else _("Profile unchanged.")
     p = outcome.data
-    return (
-        f"Profile saved for {p.name}: likes {', '.join(p.favourites)}, spice {p.spice:g}/10, "
-        f"contact: {p.contact.value}" + (", monthly menu" if p.newsletter else "") + "."
-    )
+    said = {
+        "name": p.name,
+        "likes": _(", ").join(c.title or c.value for c in p.favourites),
+        "spice": f"{p.spice:g}",
+        "contact": (p.contact.title or p.contact.value).lower(),
+    }
+    if p.newsletter:
+        return _("Profile saved for {name}: likes {likes}, spice {spice}/10, contact: {contact}, monthly menu.", **said)
+    return _("Profile saved for {name}: likes {likes}, spice {spice}/10, contact: {contact}.", **said)
 
 
 # ---- URL mode: connecting a calendar -----------------------------------------------------------------------------
@@ -185,11 +226,11 @@ class CalendarPages:
         path, method = scope["path"], scope["method"]
         parts = path.strip("/").split("/")
         if len(parts) != 2 or parts[0] != "connect":
-            return await _page(send, 404, "Not found", "<p>There is nothing here.</p>")
+            return await _page(send, 404, _("Not found"), _p(_("There is nothing here.")))
         elicitation_id = parts[1]
         elicitation = await server.url_elicitations.get(elicitation_id)
         if elicitation is None or elicitation.completed:
-            return await _page(send, 410, "Link expired", "<p>This link has expired or was used already.</p>")
+            return await _page(send, 410, _("Link expired"), _p(_("This link has expired or was used already.")))
         user = self._user(headers)
         if method == "POST" and form.get("signin"):
             name = form["signin"].strip()[:64].replace(".", "_") or "guest"
@@ -197,35 +238,48 @@ class CalendarPages:
             return await _redirect(send, path, cookie)
         if user is None:
             guess = html.escape(getpass.getuser())
-            return await _page(send, 200, "Example Calendar: sign in", (
-                "<p>Sign in to Example Calendar.</p>"
-                f'<form method="post"><label>User name <input name="signin" value="{guess}" autofocus></label>'
-                " <button>Sign in</button></form>"
-                "<p><small>Signing in as someone else shows the server refusing to complete the link.</small></p>"
+            name, sign_in = _h(_("User name")), _h(_("Sign in"))
+            someone = _h(_("Signing in as someone else shows the server refusing to complete the link."))
+            return await _page(send, 200, _("Example Calendar: sign in"), (
+                _p(_("Sign in to Example Calendar."))
+                + f'<form method="post"><label>{name} <input name="signin" value="{guess}" autofocus></label>'
+                f" <button>{sign_in}</button></form><p><small>{someone}</small></p>"
             ))  # fmt: skip
         if method == "POST" and form.get("decision") == "allow":
             if await server.complete_url_elicitation(elicitation_id, principal=user):
-                return await _page(send, 200, "Calendar connected", (
-                    f"<p>Booking desk can now add events to <b>{html.escape(user)}</b>'s calendar.</p>"
-                    "<p>You can close this tab and return to your terminal.</p>"
+                return await _page(send, 200, _("Calendar connected"), (
+                    _p(t("Booking desk can now add events to {user}'s calendar."), user=user)
+                    + _p(_("You can close this tab and return to your terminal."))
                 ))  # fmt: skip
-            return await _page(send, 403, "Not allowed", (
-                f"<p>This link was not created for <b>{html.escape(user)}</b>. Nothing was connected.</p>"
+            return await _page(send, 403, _("Not allowed"), (
+                _p(t("This link was not created for {user}. Nothing was connected."), user=user)
             ))  # fmt: skip
         if method == "POST":
-            return await _page(send, 200, "Not connected", "<p>Nothing was connected. Return to your terminal.</p>")
-        return await _page(send, 200, "Example Calendar: allow access?", (
-            f"<p>Signed in as <b>{html.escape(user)}</b>.</p>"
-            f"<p><b>Chez Elicitor booking desk</b> asks: {html.escape(elicitation.message)}</p>"
-            '<form method="post"><button name="decision" value="allow">Allow</button> '
-            '<button name="decision" value="deny">Deny</button></form>'
+            return await _page(send, 200, _("Not connected"), _p(_("Nothing was connected. Return to your terminal.")))
+        title = str(server.info.get("title") or "")
+        allow, deny = _h(_("Allow")), _h(_("Deny"))
+        return await _page(send, 200, _("Example Calendar: allow access?"), (
+            _p(t("Signed in as {user}."), user=user)
+            + _p(t("{desk} asks: {said}"), elicitation.message, desk=title)
+            + f'<form method="post"><button name="decision" value="allow">{allow}</button> '
+            f'<button name="decision" value="deny">{deny}</button></form>'
         ))  # fmt: skip
+
+
+def _h(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _p(sentence: str, said: str = "", **names: str) -> str:
+    """A paragraph: ``sentence`` escaped, each ``{name}`` in it a name in bold and ``{said}`` as it is (escaped)."""
+    parts = {key: f"<b>{_h(value)}</b>" for key, value in names.items()}
+    return "<p>" + _h(sentence).format(said=_h(said), **parts) + "</p>"
 
 
 async def _page(send: Any, status: int, title: str, body: str) -> None:
     text = (
-        f"<!doctype html><meta charset=utf-8><title>{title}</title>"
-        f"<body style='font-family:sans-serif;max-width:36em;margin:3em auto'><h1>{title}</h1>{body}</body>"
+        f"<!doctype html><html lang={speaks.tag} dir={speaks.direction}><meta charset=utf-8><title>{_h(title)}</title>"
+        f"<body style='font-family:sans-serif;max-width:36em;margin:3em auto'><h1>{_h(title)}</h1>{body}</body>"
     ).encode()
     headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(text)).encode())]
     headers.append((b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"))
@@ -242,13 +296,15 @@ async def _redirect(send: Any, location: str, cookie: str) -> None:
 pages = CalendarPages()
 
 
-@server.tool()
-async def add_to_calendar(ctx: Context, event: str = "Dinner at Chez Elicitor") -> str:
+@server.tool(
+    description=_("Add an event to the person's calendar; they connect the calendar in their browser first (URL mode).")
+)
+async def add_to_calendar(ctx: Context, event: str = _("Dinner at Chez Elicitor")) -> str:
     """Add an event to the person's calendar; they connect the calendar in their browser first (URL mode)."""
-    link = await ctx.url_elicitation("Connect your calendar so the booking desk can add the dinner.", pages.link())
+    link = await ctx.url_elicitation(_("Connect your calendar so the booking desk can add the dinner."), pages.link())
     if not link.completed:
         raise UrlElicitationRequired(link)  # -32042 on 2025-11-25, a URL input request on 2026-07-28
-    return f"Added {event!r} to the calendar."
+    return _("Added {event} to the calendar.", event=repr(event))
 
 
 async def serve_with_pages() -> None:
@@ -268,10 +324,13 @@ async def run_client(protocol: str, ui: str = "terminal") -> None:
     """The guided tour (a booking, then the calendar), then the tool menu for the person to explore."""
     console = Console(ui)
     command = [sys.executable, "-m", "elicitor.demo", "server"]
+    env = {**os.environ, LANG_ENV: str(console.lang.locale)}  # the desk asks in the language the person reads
     try:
         async with answering(ui, console.terminal) as answers:
             with server_stderr(console.write) as stderr:
-                async with Client.stdio(command, elicitation=answers, protocol=protocol, stderr=stderr) as client:
+                async with Client.stdio(
+                    command, env=env, elicitation=answers, protocol=protocol, stderr=stderr
+                ) as client:
                     await _tour(client, console)
                     t = console.lang._
                     console.write(
@@ -294,7 +353,8 @@ async def _tour(client: Client, console: Console) -> None:
     result = await client.call_tool("book_table", {"restaurant": "Chez Elicitor"})
     say("")
     console.tool_result(result)
-    if result.is_error or not result.text.startswith("Booked"):
+    booked = speaks.catalog.gettext("Booked: {summary}. Reservation {code}; confirmation sent to {email}.")
+    if result.is_error or not result.text.startswith(booked.partition("{")[0]):  # declined, or not confirmed
         return
     say("\n" + t("Calling {tool} (a long call that asks half-way) ...", tool="plan_tasting_menu"))
     follow = Progress(say, console.lang)

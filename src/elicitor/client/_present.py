@@ -252,14 +252,31 @@ def break_lines(text: str, width: int) -> list[int]:
     return breaks
 
 
-NO_BREAK = "\u00a0"
-"""The space no line breaks at (between a key and what it does in the keys' bar: "Esc 取消")."""
+def break_items(text: str, width: int, separator: str) -> list[int]:
+    """Where ``text``, items parted by ``separator`` (the keys' bar: "Tab 移动 · Esc 取消"), breaks to fit ``width``
+    cells: only after a separator, which ends its line (its trailing space dropped), so a key stays with what it
+    does and a word with itself; an item wider than a line alone is broken as :func:`break_lines` breaks it."""
+    items = text.split(separator)
+    ending = cells(separator.rstrip())  # what a separator leaves at the end of a line it ends
+    breaks: list[int] = []
+    used, at = 0, 0
+    for number, item in enumerate(items):
+        size = cells(item)
+        tail = ending if number < len(items) - 1 else 0
+        if number and used + cells(separator) + size + tail > width:
+            breaks.append(at)
+            used = 0
+        elif number:
+            used += cells(separator)
+        if size + tail > width:
+            breaks += [at + cut for cut in break_lines(item, width)]
+        used += size
+        at += len(item) + len(separator)
+    return breaks
 
 
 def _may_break(before: str, ch: str, wide: bool) -> bool:
     """Whether a line may break between ``before`` and ``ch`` (``wide``: one of them takes two cells)."""
-    if NO_BREAK in (before, ch):
-        return False
     if before == " ":
         return ch != " "
     return wide and ch != " " and ch not in _NO_LINE_START and before not in _NO_LINE_END

@@ -71,9 +71,9 @@ from ..i18n import ENGLISH, Language
 from ..types import Implementation
 from ._handlers import ElicitationRequest
 from ._present import (
-    NO_BREAK,
     _regional,
     asker,
+    break_items,
     break_lines,
     cells,
     error_text,
@@ -283,11 +283,10 @@ def identity_warning(server: Implementation | None, lang: Language) -> AnyContai
 def help_bar(text: str) -> Window:
     """The keys, at the bottom: on as many lines as they take (in Chinese they fill 62 cells, and a line cut at the
     edge of a narrower terminal hid "Esc 取消", how to leave)."""
-    keys = " · ".join(item.replace(" ", NO_BREAK) for item in text.split(" · "))  # "Esc 取消" stays on one line
     return Window(
-        _WrappedText([("class:help", f" {keys} ")], indent=1), style="class:help", wrap_lines=True,
+        _WrappedText([("class:help", f" {text} ")], indent=1, items=" · "), style="class:help", wrap_lines=True,
         dont_extend_height=True,
-    )  # fmt: skip
+    )  # broken only between keys: "Esc 取消" stays on one line  # fmt: skip
 
 
 class _WrappedText(FormattedTextControl):
@@ -297,9 +296,10 @@ class _WrappedText(FormattedTextControl):
 
     _width = 0
 
-    def __init__(self, text: Any = "", indent: int = 0) -> None:
+    def __init__(self, text: Any = "", indent: int = 0, items: str | None = None) -> None:
         super().__init__(text)
         self._indent = indent
+        self._items = items
 
     def create_content(self, width: int, height: int | None) -> UIContent:
         self._width = width
@@ -313,14 +313,15 @@ class _WrappedText(FormattedTextControl):
         return max(get_cwidth(line) for line in text.split("\n"))
 
     def _get_formatted_text_cached(self) -> StyleAndTextTuples:
-        return wrapped(super()._get_formatted_text_cached(), self._width, self._indent)
+        return wrapped(super()._get_formatted_text_cached(), self._width, self._indent, self._items)
 
 
-def wrapped(fragments: StyleAndTextTuples, width: int, indent: int = 0) -> StyleAndTextTuples:
+def wrapped(fragments: StyleAndTextTuples, width: int, indent: int = 0, items: str | None = None) -> StyleAndTextTuples:
     """``fragments`` with a newline where each of their lines breaks to fit ``width`` cells, every character's style
     kept; the spaces a line breaks at are dropped (they would overflow the line or start the next one). With
     ``indent``, the lines a break starts begin with that many spaces (a banner's or the keys' bar, whose first line
-    starts with one: the next ones stood a cell left of it)."""
+    starts with one: the next ones stood a cell left of it). With ``items``, lines break only after that
+    separator (:func:`break_items`)."""
     if width <= 2 + indent:
         return fragments
     width -= indent
@@ -331,7 +332,7 @@ def wrapped(fragments: StyleAndTextTuples, width: int, indent: int = 0) -> Style
     for number, line in enumerate(text.split("\n")):
         if number:
             out.append((styled[start - 1][0], "\n"))
-        cuts = set(break_lines(line, width))
+        cuts = set(break_items(line, width, items) if items else break_lines(line, width))
         for i, ch in enumerate(line):
             if i in cuts:
                 while out and out[-1][1] == " ":
