@@ -1069,7 +1069,9 @@ TITLED = json.dumps(
          ["協定版本：\n", "  2026-07-28：可以\n", "多選欄位（x）從 2025-11-25 起才有",
           "  n：整數，必填\n    顯示為：n\n"]),
         ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], CHECKED,
-         ["Protocol revisions:\n", "  2025-11-25: yes\n", "  n: integer, required\n    shown as: n\n"]),
+         ["Inside the elicitation schema subset: 2 fields.\n", "Protocol revisions:\n", "  2025-11-25: yes\n",
+          "  n: integer, required\n    shown as: n\n"]),
+        ({"LANG": "ar_EG.UTF-8"}, [], CHECKED, ["ضمن المجموعة الجزئية لمخطط elicitation: حقلان.\n"]),  # the dual
         ({"LANG": "zh_TW.UTF-8"}, [], TITLED,
          ["  s：單選，選填\n    顯示為：座位\n    說明：您想坐哪裡？\n    預設值：\"in\"\n"
           "    選項：室內（送出 'in'）、露臺（送出 'out'）\n"]),

@@ -72,7 +72,11 @@ def report(form: Form[Any], out: TextIO) -> None:
     lang = language()
     t = lang._
     today = t("today is {iso}, {words}", iso=date.today().isoformat(), words=lang.date(date.today()))  # not a rule
-    out.write(t("Inside the elicitation schema subset: {n} field(s).", n=str(len(form.fields))) + "\n\n")
+    inside = lang.n_(
+        "Inside the elicitation schema subset: {n} field.", "Inside the elicitation schema subset: {n} fields.",
+        len(form.fields),
+    )  # fmt: skip
+    out.write(inside + "\n\n")
     for f in form.fields:
         kind = lang.text(_kind(f))
         out.write("  " + (t("{name}: {kind}, required", name=f.name, kind=kind) if f.required else

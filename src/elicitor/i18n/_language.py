@@ -49,7 +49,8 @@ class Language:
     """One person's language: elicitor's words translated, numbers and dates in their region's forms.
 
     ``tag`` is the catalog's BCP 47 tag (``"zh-Hans"``), ``locale`` the Babel locale for numbers and dates (the
-    person's region when they named one: ``ar_EG`` writes Arabic-Indic digits), ``direction`` ``"rtl"`` for Arabic.
+    person's region when they named one, ``zh_Hant_HK``; digits are written in ASCII, and ``١٢`` typed is read as
+    12), ``direction`` ``"rtl"`` for Arabic.
     """
 
     tag: str
