@@ -150,6 +150,11 @@ def http_servers() -> Iterator[HttpServers]:
     servers.stop()
 
 
+GENEROUS: dict[str, Any] = {"probe_timeout": 120.0, "handshake_timeout": 120.0, "request_timeout": 120.0}
+"""Deadlines for a client of ``elicitor proxy``: the proxy's start (its imports, the server behind it starting too)
+counts in its handshake, and the machine may be loaded."""
+
+
 def answers() -> ScriptedHandler:
     return ScriptedHandler([{"name": "Ada", "age": 3}, "decline", "cancel"], modes=frozenset({"form", "url"}))
 
@@ -205,7 +210,7 @@ async def test_the_proxy_in_front_of_an_old_http_server(anyio_backend: str, name
     handler = answers()
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", url]
     with anyio.fail_after(240):
-        async with Client.stdio(command, elicitation=handler, protocol="2026-07-28", probe_timeout=120) as client:
+        async with Client.stdio(command, elicitation=handler, protocol="2026-07-28", **GENEROUS) as client:
             assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
             if SERVERS[name].declined is not None:
                 assert (await client.call_tool("ask")).text.startswith("accept Ada 3")
@@ -217,7 +222,7 @@ async def test_the_proxy_to_an_old_sse_server_with_transport_sse(anyio_backend: 
     url = http_servers.url("mcp-1.6.0", "sse")
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--transport", "sse", url]
     with anyio.fail_after(240):
-        async with Client.stdio(command, protocol="2025-11-25", probe_timeout=120) as client:
+        async with Client.stdio(command, protocol="2025-11-25", **GENEROUS) as client:
             assert client.server_info is not None and client.server_info.name == "mcp-1.6.0-peer"
             assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
 
@@ -231,14 +236,14 @@ async def test_the_proxy_to_a_stdio_server_of_1_6(anyio_backend: str, protocol: 
     pin = ["--upstream-protocol", "2025-11-25"] if pinned else []
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *pin, *SERVERS["mcp-1.6.0"].command()]
     with anyio.fail_after(240):
-        async with Client.stdio(command, protocol=protocol, probe_timeout=120, stderr=subprocess.DEVNULL) as client:
+        async with Client.stdio(command, protocol=protocol, stderr=subprocess.DEVNULL, **GENEROUS) as client:
             assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
 
 
 def _connect(arguments: list[str], lines: list[str]) -> subprocess.CompletedProcess[str]:
     """``elicitor connect --ui lines`` as a script runs it, a person typing ``lines``."""
     return subprocess.run(
-        [sys.executable, "-m", "elicitor", "--lang", "en", "connect", "--ui", "lines", *arguments],
+        [sys.executable, "-m", "elicitor", "--lang", "en", "connect", "--ui", "lines", "--timeout", "120", *arguments],
         input="".join(line + "\n" for line in lines), capture_output=True, text=True, timeout=240, cwd=ROOT,
         start_new_session=True, env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LANGUAGE": ""},
     )  # fmt: skip
