@@ -1,10 +1,11 @@
-"""Redis away longer than a replica holds a request for it, while a person's answer lands on another replica.
+"""Redis away longer than a replica holds a request for it: a person's answer landing on another replica, a page.
 
 The answer (a JSON-RPC response POSTed by the client) lands on B while A runs the session, and Redis is paused
 (``CLIENT PAUSE``) longer than B holds a POST for it (``STORE_HOLD``, made a second here so the tests take
 seconds). B keeps the answer, answers 202, and passes it on once Redis is back: the call ends with the person's
 answer, asked once, whether the client sends a refused answer again (elicitor's) or never does (the official SDK).
-Replicas are uvicorn servers in this process sharing a real ``redis-server``.
+A URL-mode page opened meanwhile answers 503 with a page saying to reload, in the person's language. Replicas are
+uvicorn servers in this process sharing a real ``redis-server``.
 """
 
 from __future__ import annotations
@@ -213,3 +214,49 @@ async def test_an_answer_sent_twice_past_the_hold_is_kept_once_and_a_full_outbox
                 result = await anext(messages)
         assert result["id"] == 7 and result["result"]["content"][0]["text"] == "Ada"
         assert len(outbox) == 0
+
+
+def sign_in_page(server: Server) -> Any:
+    """A page that reads its elicitation, as a URL-mode page does (``url_elicitations.get``: it needs the store)."""
+
+    async def page(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        elicitation = await server.url_elicitations.get(scope["path"].rsplit("/", 1)[-1])
+        text = b"unknown" if elicitation is None else elicitation.message.encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": text})
+
+    return page
+
+
+PEOPLE = [
+    ("zh-CN,zh;q=0.9", "zh-Hans", "请稍后再试"),
+    ("ar", "ar", "يُرجى المحاولة مرة أخرى بعد قليل"),
+    (None, "en", "Please try again"),
+]
+"""(``Accept-Language``, the page's ``lang``, words of its title): a person reading Chinese, Arabic, English."""
+
+
+@pytest.mark.parametrize(("accept", "tag", "title"), PEOPLE)
+async def test_a_url_mode_page_opened_while_redis_is_away_says_to_reload_in_the_persons_language(
+    redis: RedisServer, accept: str | None, tag: str, title: str
+) -> None:
+    """A person opens their sign-in page while Redis is paused: the page's ``url_elicitations.get`` cannot reach
+    the store. They get 503 with ``Retry-After`` and a short page in their language saying to reload in a moment,
+    not a 500 or a traceback (which reads as a broken link); once Redis is back the same page shows."""
+    store = RedisStore(redis.url, prefix=f"page{secrets.token_hex(4)}:", lease=1.0, timeout=1.0)
+    server = Server("paging", version="1.0.0", state=StateSealer([generate_key()]))
+    server.share(store)
+    server.serve_pages(sign_in_page(server))
+    async with serving(server.http_app()) as url, httpx.AsyncClient(timeout=30) as http:
+        link = url.removesuffix("/mcp") + "/sign-in/" + secrets.token_hex(8)
+        with anyio.fail_after(40):
+            assert (await http.get(link)).text == "unknown"  # the page works while Redis is there
+            headers = {"accept-language": accept} if accept else {}
+            await pause(redis.url)
+            page = await http.get(link, headers=headers)
+            assert page.status_code == 503, page.text
+            assert page.headers["retry-after"].isdigit() and page.headers["content-type"].startswith("text/html")
+            assert f"lang={tag}" in page.text and title in page.text and "Traceback" not in page.text
+            while (page := await http.get(link, headers=headers)).status_code == 503:
+                await anyio.sleep(0.5)
+    assert page.status_code == 200 and page.text == "unknown"

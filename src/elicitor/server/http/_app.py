@@ -38,6 +38,7 @@ from ...types import (
 )
 from .._context import current_access_token
 from .._hold import StoreHold
+from .._pages import answering_unavailable
 from .._rounds import ParkedRuns
 from ._asgi import (
     RETRY_AFTER,
@@ -135,7 +136,8 @@ class HttpApp:
         self._origins = {o.lower().rstrip("/") for o in allowed_origins}
         self._max_body = max_body
         self._store = server.store
-        self._fallback = fallback
+        self._fallback = answering_unavailable(fallback) if fallback is not None else None
+        """The fallback as served: failing while the shared state is away, it answers 503 (as the pages do)."""
         self._principal = principal
         self._health = health_path
         self._auth = auth
@@ -264,7 +266,7 @@ class HttpApp:
         pages = self.server._pages
         pages.learn(scope)  # the links of URL-mode pages start where this app listens (see Server.serve_pages)
         if (path.rstrip("/") or "/") != self.path:
-            fallback = self._fallback if self._fallback is not None else pages.app
+            fallback = self._fallback if self._fallback is not None else pages.answering
             if fallback is not None:
                 await fallback(scope, receive, send)
                 return
