@@ -1425,3 +1425,19 @@ async def test_the_demo_desk_asks_in_the_persons_language(anyio_backend: str) ->
         "吧檯",
     ]
     assert result.text == "未訂位：您拒絕了。"
+
+
+def test_connects_own_lines_are_wrapped_to_the_terminal_as_a_person_reads_them(tmux: Tmux) -> None:  # noqa: F811
+    """``elicitor demo`` at 70 columns in Traditional Chinese: the terminal cut "已透過 stdio 連線到 …" where it
+    ended, so its full stop began the next line alone; connect wraps its own lines by cells, as its tool menu."""
+    command = f"cd {ROOT} && LANG=zh_TW.UTF-8 BROWSER=true {sys.executable} -m elicitor demo"
+    tmux("new-session", "-d", "-s", "demo", "-x", "70", "-y", "40", command)
+    tmux.wait_for("用餐人數", timeout=60)
+    tmux.keys("Escape")
+    shown = tmux.wait_for("未訂位：已取消。", "要呼叫的工具", timeout=60).split("\n")
+    assert not [row for row in shown if row.startswith("。")], shown
+    connected = next(i for i, row in enumerate(shown) if row.startswith("已透過 stdio 連線到"))
+    assert shown[connected : connected + 2] == [
+        "已透過 stdio 連線到 Chez Elicitor 訂位櫃檯 1.0.0，協定版本",
+        "2026-07-28。",
+    ]

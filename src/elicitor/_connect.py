@@ -51,6 +51,7 @@ class Console:
     ) -> None:
         self._saver = Saver(save)
         self._tty = _controlling_terminal() if handler is None else None
+        self._own_terminal = handler is None  # a handler of the caller's writes where the caller says
         if handler is not None:
             self.terminal = handler
         elif self._tty is None:
@@ -74,8 +75,15 @@ class Console:
 
     @property
     def write(self) -> Callable[[str], None]:
-        """Show a line of the interface (held while a full-screen form is up)."""
-        return self.terminal._write
+        """Show a line of the interface (held while a full-screen form is up), in lines of the terminal's width
+        when it goes to one (:func:`fitted`)."""
+        write = self.terminal._write
+        if self._tty is not None:
+            tty = self._tty
+            return lambda text: write(fitted(text, _columns(tty)))
+        if self._own_terminal and sys.stderr.isatty():
+            return lambda text: write(fitted(text, _columns(sys.stderr)))
+        return write
 
     def result(self, text: str) -> None:
         """A result, on standard output."""
@@ -91,6 +99,31 @@ class Console:
         if self._tty is not None:
             self._tty.close()
             self._tty = None
+
+
+def fitted(text: str, columns: int | None) -> str:
+    """``text`` with each line longer than the terminal wrapped by cells (:func:`~elicitor.client._present.wrap`),
+    its next lines indented as it is: the terminal cut a line where it ended, so a Chinese full stop or comma began
+    the next one ("…协议版本 2026-07-28" / "。"), and a word was split in two."""
+    if columns is None or columns < 20:
+        return text
+    from .client._present import cells
+
+    lines = []
+    for line in text.split("\n"):
+        if cells(line) < columns:
+            lines.append(line)
+        else:
+            lines += wrap(line, columns - 1, " " * (len(line) - len(line.lstrip(" "))))
+    return "\n".join(lines)
+
+
+def _columns(stream: TextIO) -> int | None:
+    """The width of the terminal ``stream`` writes to (``None``: it cannot say)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _controlling_terminal() -> TextIO | None:
