@@ -76,8 +76,11 @@ class Console:
     @property
     def write(self) -> Callable[[str], None]:
         """Show a line of the interface (held while a full-screen form is up), in lines of the terminal's width
-        when it goes to one (:func:`fitted`)."""
+        when it goes to one and forms are on the full screen (:func:`fitted`). The line mode is the screen reader's
+        path, one sentence a line: its lines are left whole for the terminal to wrap."""
         write = self.terminal._write
+        if self.terminal._screen is None:
+            return write
         if self._tty is not None:
             tty = self._tty
             return lambda text: write(fitted(text, _columns(tty)))
@@ -111,10 +114,10 @@ def fitted(text: str, columns: int | None) -> str:
 
     lines = []
     for line in text.split("\n"):
-        if cells(line) < columns:
+        if cells(line) <= columns:  # a line that fills the width exactly is not cut
             lines.append(line)
         else:
-            lines += wrap(line, columns - 1, " " * (len(line) - len(line.lstrip(" "))))
+            lines += wrap(line, columns, " " * (len(line) - len(line.lstrip(" "))))
     return "\n".join(lines)
 
 
