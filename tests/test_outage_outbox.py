@@ -156,6 +156,38 @@ async def test_an_answer_of_the_official_sdk_landing_elsewhere_past_the_hold_sti
     assert asked == ["Pick a name"] and transport.sent == [202]
 
 
+async def test_a_replica_stopped_while_it_keeps_an_answer_passes_it_on_within_its_grace(redis: RedisServer) -> None:
+    """B keeps the official SDK's answer (Redis paused past the hold) and is told to stop (SIGTERM: ``drain``) with
+    a grace longer than the pause: it waits for Redis to pass the answer on before it ends, so the call ends with
+    the answer instead of waiting for ever on one lost with B's memory."""
+    async with two_replicas(redis.url) as (a, b, apps):
+
+        async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            await pause(redis.url)
+            await anyio.sleep(0.5)
+            return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+        async def stop_b_once_it_keeps_the_answer() -> None:
+            while not len(apps[1]._handshake._outbox):
+                await anyio.sleep(0.05)
+            apps[1].drain(20.0)
+
+        transport = AnswersTo(b)
+        with anyio.fail_after(40):
+            async with (
+                anyio.create_task_group() as tg,
+                httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+                McpClient(
+                    streamable_http_client(a, http_client=http), elicitation_callback=callback, mode="legacy"
+                ) as client,
+            ):
+                tg.start_soon(stop_b_once_it_keeps_the_answer)
+                result = await client.call_tool("pick", {})
+            await apps[1]._handshake.drained.wait()
+    assert result.content[0].text == "Ada"  # type: ignore[union-attr]
+    assert transport.sent == [202]
+
+
 async def test_an_answer_of_elicitors_client_landing_elsewhere_past_the_hold_is_sent_once(redis: RedisServer) -> None:
     """elicitor's client would send a refused answer again; past the hold B takes it at once (202), so it is sent
     once, and the call ends with it once Redis is back."""

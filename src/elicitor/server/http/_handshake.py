@@ -375,13 +375,15 @@ class HandshakeSessions:
         """The replica is shutting down (see :meth:`HttpApp.drain`): relayed streams end now; this replica's
         sessions end once none has a request in flight that a client follows (here, or through another replica's
         relay), or :data:`DRAIN_MARGIN` before ``grace`` is up. A call whose client left is not waited for: its
-        client, back, resumes it to a 404 and starts again, as it would at the end of the grace."""
+        client, back, resumes it to a 404 and starts again, as it would at the end of the grace. Answers the outbox
+        keeps for other replicas' sessions (the store away) are waited for likewise, to be passed on if the store
+        comes back within the grace: past it they are lost with the replica."""
         self.draining = True
         self._peers.drain()
         within = None if grace is None else max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
         try:
             with anyio.move_on_after(within):
-                while any(self._followed(session) for session in self._sessions.values()):
+                while len(self._outbox) or any(self._followed(session) for session in self._sessions.values()):
                     await anyio.sleep(0.1)
             await self.close()
         finally:
