@@ -194,6 +194,48 @@ async def test_a_stall_of_the_replica_holding_the_stream_while_the_person_answer
         await all_ready(http, cluster)
 
 
+async def test_a_replica_stopped_across_a_redis_restart_keeps_its_sessions(cluster: Deployment) -> None:
+    """Redis restarts without its data while replica 0, running the session, is stopped (SIGSTOP) for longer than a
+    lease; the person's answer lands on replica 1 meanwhile. Replica 1 finds no record of the session: Redis lost
+    it, and its owner cannot claim it again before it runs. Two defects lost the live session. Replica 1 waited for
+    the owner's heartbeat only one lease after the first heartbeat that saw the data gone, then answered 404; it
+    now waits as long as the lease rule elsewhere gives a silent owner. And the owner, waking to find its lease
+    gone and a boot mark present, took itself for a replica that had stalled while Redis kept its data, and ended
+    its sessions as released by the others; a mark other than the one it saw last now tells it Redis lost its data
+    meanwhile, and it claims them again. The answer is taken and the call goes on."""
+    owner, other, _ = direct(cluster)
+    assert cluster.redis is not None
+    async with httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, owner)
+        async with http.stream("POST", owner, json=rpc("tools/call", {"name": "book"}, id=7), headers=headers) as r:
+            stream = events(r)
+            _, question = await until_question(stream)
+            pid = cluster.replicas.pids()[0]
+            os.killpg(pid, signal.SIGSTOP)
+            try:
+                await anyio.to_thread.run_sync(cluster.redis.restart)
+                await anyio.sleep(1)  # replica 1's heartbeat has seen the data gone
+                async with anyio.create_task_group() as tg:
+
+                    async def wake() -> None:
+                        await anyio.sleep(LEASE + 1)  # stopped past its lease, across the restart
+                        os.killpg(pid, signal.SIGCONT)
+
+                    tg.start_soon(wake)
+                    answered = await http.post(other, json=accept(question, {"name": "Ada"}), headers=headers)
+                assert answered.status_code == 202, answered.text
+            finally:
+                os.killpg(pid, signal.SIGCONT)
+            _, question = await until_question(stream)
+            assert question["params"]["message"] == "How many people?"
+            answered = await http.post(other, json=accept(question, {"size": 2}), headers=headers)
+            assert answered.status_code == 202, answered.text
+            _, result = await until_question(stream)
+        assert result["result"]["content"][0]["text"] == "Ada x2"
+        assert (await http.delete(other, headers=headers)).status_code == 200
+        await all_ready(http, cluster)
+
+
 async def sdk_call_through_a_sigterm(cluster: Deployment) -> bool:
     """One session of the official SDK's client through nginx, its replica stopped (SIGTERM) while the person reads
     the first question; the person answers a second later. Asserts the call ends with its result; returns whether

@@ -342,18 +342,33 @@ if kept == 0 then
 else
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
 end
-return {redis.call('SCARD', KEYS[3]), lapsed, kept}
+return {redis.call('SCARD', KEYS[3]), lapsed, kept, redis.call('GET', KEYS[2])}
 """
 """KEYS: this replica's lease, the deployment's boot mark, this replica's claim set. ARGV: the lease and the boot
 mark's TTL in ms, ``1`` if this replica saw a boot mark before. Renews both and returns how many claims Redis holds
 for this replica (fewer than it runs: Redis lost data, and the replica claims its sessions again; or the replica
 stalled past its lease and the others released some), whether its lease had lapsed, and whether the boot mark was
-there (Redis kept its data). A missing mark is written as now if this replica had seen one (Redis lost its data:
-lookups hold back their "gone" for a moment), as 0 if not (a new deployment: nothing to restore)."""
+there, and its value. A missing mark is written as now if this replica had seen one (Redis lost its data: lookups
+hold back their "gone" for a moment), as 0 if not (a new deployment: nothing to restore). A mark there but not the
+one this replica saw last was written since by another replica: Redis lost its data while this one was not
+looking (stopped across the restart)."""
 
 
 _BOOT_TTL = 7 * 86_400_000
 """The boot mark's TTL in ms (a week, renewed by every heartbeat): it must outlive any pause of a deployment."""
+
+
+def restart_grace(lease: float) -> float:
+    """Seconds after Redis lost its data during which a session with no record is taken as not claimed again *yet*
+    (``lookup`` waits for its owner's heartbeat): two leases and two seconds, 12 s with the 5 s lease.
+
+    As long as the other replicas give an owner whose lease lapsed before they take its sessions as gone (a lease,
+    then ``gone_after``: a lease and a check of 2 s, see :mod:`elicitor.server.http._handshake`). An owner that is
+    slow to renew just after the restart (a loaded machine, a stall, a Redis connection of its own to make again)
+    must not lose its live sessions to a 404 a replica that renewed first answers meanwhile: with one lease, a
+    replica stopped for a few seconds across a restart lost every session it ran.
+    """
+    return 2 * lease + 2.0
 
 
 class RedisSessionDirectory:
@@ -376,6 +391,8 @@ class RedisSessionDirectory:
         self._grace = _ms(grace)
         self._seen = False
         """Whether a heartbeat of this replica has written or renewed the boot mark."""
+        self._mark: bytes | None = None
+        """The boot mark as this replica's last heartbeat found or wrote it."""
         self._mine: dict[str, str | None] = {}
         """The sessions this replica claimed and has not released, with their principals."""
         self._claims = shared.key("claims", replica)
@@ -408,7 +425,8 @@ class RedisSessionDirectory:
         """The session's owner and principal, and whether the owner's lease is current — one snapshot.
 
         Just after Redis lost its data, a session with no record may only not be claimed again *yet*: the lookup
-        then waits for its owner's heartbeat (at most ``lease`` seconds) before it answers that there is none.
+        then waits for its owner's heartbeat (at most :func:`restart_grace` after the first heartbeat that saw the
+        data gone) before it answers that there is none.
 
         Raises:
             StoreUnavailable: Redis cannot be reached.
@@ -445,7 +463,8 @@ class RedisSessionDirectory:
 
         Fewer claims in Redis than this replica runs has two causes, told apart by the lease and the boot mark. Redis
         lost its data (a restart without persistence, a failover to a copy that had not seen them; the lease is
-        usually still there): the sessions are claimed again. Or this replica stalled past its lease (a SIGSTOP, a
+        usually still there; or the mark is a new one, written by another replica while this one was stopped
+        across the restart): the sessions are claimed again. Or this replica stalled past its lease (a SIGSTOP, a
         paused VM) while Redis kept everything, and another replica, finding the lease lapsed twice, released the
         sessions it was asked about and answered 404 for them: those sessions are over for their clients, who start
         new ones, so they are ended here (:meth:`on_gone`) instead of coming back to life under the same id.
@@ -453,9 +472,15 @@ class RedisSessionDirectory:
         keys = [lease_key, self._shared.key("boot", ""), self._claims]
         with self._shared.failing("renewing this replica's lease"):
             found = await self._heartbeat(keys=keys, args=[lease, _BOOT_TTL, "1" if self._seen else "0"])
-            held, lapsed, kept = (int(x) for x in found)
+            held, lapsed, kept = (int(x) for x in found[:3])
             seen, self._seen = self._seen, True
-            if held < len(self._mine) and lapsed and kept and seen:
+            # A mark other than the one seen last: Redis lost its data, and another replica's heartbeat wrote the
+            # new mark while this one was stopped. Its sessions are then missing because Redis lost them, not
+            # because the others released them: they are claimed again below, not ended.
+            mark, last = found[3], self._mark
+            self._mark = mark
+            restarted = last is not None and mark != last
+            if held < len(self._mine) and lapsed and kept and seen and not restarted:
                 await self._end_released()
             due = time.monotonic() - self._renewed >= self._renew_every
             if held < len(self._mine) or due:
@@ -1074,7 +1099,7 @@ class RedisStore:
         reader_lane = functools.partial(lane_for, url, timeout, name, resend=False)
         self._shared = _Shared(client, listener, prefix, _redacted(url), timeout, lane, reader_lane)
         self._lease_key = self._shared.key("replica", self.replica)
-        self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=lease)
+        self.sessions = RedisSessionDirectory(self._shared, self.replica, session_ttl, grace=restart_grace(lease))
         self.events = RedisEventStore(self._shared, per_stream=events_per_stream, ttl=event_ttl)
         self.urls = RedisUrlRegistry(self._shared, ttl=url_ttl)
         self.bus = RedisBus(self._shared, heartbeat=heartbeat, queue_limit=queue_limit, queue_ttl=queue_ttl)
