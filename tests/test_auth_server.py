@@ -24,12 +24,14 @@ from elicitor import (
     BearerToken,
     Client,
     Context,
+    JSONRPCError,
     JwtVerifier,
     Protection,
     ScriptedHandler,
     Server,
 )
 from elicitor.server.http._auth import AccessToken
+from elicitor.types import INTERNAL_ERROR
 
 pytestmark = pytest.mark.anyio
 
@@ -174,6 +176,18 @@ async def test_a_tool_scope_missing_gets_403_naming_it_and_a_token_with_it_calls
         assert 'error="insufficient_scope", scope="mcp mcp:admin"' in refused.headers["www-authenticate"]
     async with protected() as url, Client.http(url, auth=BearerToken(token(url, scope="mcp mcp:admin"))) as client:
         assert (await client.call_tool("admin")).text == "admin done"
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_client_whose_fixed_token_lacks_a_tools_scope_is_told_which(anyio_backend: str, revision: str) -> None:
+    """A fixed token (no sign-in to ask for more) lacking the tool's scope: the call fails saying why, with the
+    scopes the server named; it failed with an empty message, the 403's OAuth body taken for a JSON-RPC answer."""
+    async with protected() as url, Client.http(url, auth=BearerToken(token(url)), protocol=revision) as client:
+        with pytest.raises(JSONRPCError) as refused:
+            await client.call_tool("admin")
+        assert refused.value.code == INTERNAL_ERROR
+        assert "HTTP 403: insufficient_scope" in refused.value.message
+        assert "(scope needed: mcp mcp:admin)" in refused.value.message
 
 
 async def test_another_users_token_cannot_reach_a_session(anyio_backend: str) -> None:

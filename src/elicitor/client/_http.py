@@ -43,6 +43,7 @@ from ._legacy import FALLBACK_STATUSES, OldTransport, falls_back
 from ._local import said
 from ._pool import DEFAULT_LIMITS, PooledTransport
 from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
+from .auth._challenge import Challenge, parse_challenge
 
 logger = logging.getLogger("elicitor.http_client")
 
@@ -428,6 +429,11 @@ class HttpClientTransport:
                         status = response.status_code
                         why = said(local.ANSWERED_KIND, status=status, kind=kind) if kind else None
                         self._fail(request_id, why or said(local.ANSWERED_UNTYPED, status=status))
+                    elif body and response.status_code >= 400 and not _is_jsonrpc(body):
+                        # Refused at the HTTP level with a JSON body of its own: OAuth's {"error": "insufficient_scope"}
+                        # for a token that lacks a scope (RFC 6750), a gateway's. Say what it said, not an empty error.
+                        detail = _refusal(response.headers.get("www-authenticate"), body)
+                        self._fail(request_id, said(local.REFUSED, status=response.status_code, detail=detail))
                     elif body:
                         await self._deliver(_addressed(body, request_id))
                     else:
@@ -703,6 +709,36 @@ def _addressed(body: bytes, request_id: RequestId) -> bytes:
             request_id, error.get("code", INTERNAL_ERROR), str(error.get("message", "")), error.get("data")
         )
     return body
+
+
+def _is_jsonrpc(body: bytes) -> bool:
+    """Whether ``body`` reads as a JSON-RPC message (or a batch of them), the answer :func:`_addressed` passes on."""
+    try:
+        message = decode_json(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return True  # not JSON at all: _addressed says so
+    if isinstance(message, list):
+        return True
+    return isinstance(message, dict) and ("jsonrpc" in message or isinstance(message.get("error"), dict))
+
+
+def _refusal(challenge: str | None, body: bytes) -> str:
+    """What a refusal that is not a JSON-RPC message says, for a person: the bearer challenge's error and the
+    scopes it names (a 403 ``insufficient_scope``, RFC 6750 section 3.1), and the body's own description; else the
+    start of the body. A peer's words: cut short, and control characters dropped."""
+    said = parse_challenge([challenge]) if challenge else Challenge()
+    try:
+        message = decode_json(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        message = None
+    fields = message if isinstance(message, dict) else {}
+    error = said.error or fields.get("error")
+    description = said.error_description or fields.get("error_description") or fields.get("message")
+    parts = [part for part in (error, description) if isinstance(part, str) and part]
+    text = ": ".join(parts) if parts else body[:200].decode("utf-8", "replace")
+    if said.scope:
+        text += f" (scope needed: {said.scope})"
+    return "".join(c for c in text[:300] if c.isprintable())
 
 
 def _answers(data: bytes, request_id: RequestId) -> bool:

@@ -259,7 +259,7 @@ class OldTransport:
             return
         if response.status_code >= 300:
             text = body[:200].decode("utf-8", "replace")
-            self._refused(request_id, said(local.OLD_REFUSED, status=response.status_code, detail=text), None)
+            self._refused(request_id, said(local.REFUSED, status=response.status_code, detail=text), None)
 
     def _refused(self, request_id: RequestId | None, reason: str, data: JSONValue) -> None:
         if request_id is None:

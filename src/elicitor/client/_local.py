@@ -32,11 +32,11 @@ NO_OLD_TRANSPORT = N_(
 )
 OLD_STREAM_ENDED = N_("the server's event stream ended before it answered ({detail})")
 OLD_STREAM_GONE = N_("the server's event stream has ended ({detail})")
-OLD_REFUSED = N_("the server refused the message with HTTP {status}: {detail}")
+REFUSED = N_("the server refused the message with HTTP {status}: {detail}")
 
 _REASONS = (
     HTTP_FAILED, SIGNING_IN_FAILED, INVALID_SESSION_ID, ANSWERED_UNTYPED, ANSWERED_EMPTY, ANSWERED_KIND, STREAM_ENDED,
-    SESSION_ENDED_MIDWAY, SESSION_ENDED, NO_OLD_TRANSPORT, OLD_STREAM_ENDED, OLD_STREAM_GONE, OLD_REFUSED,
+    SESSION_ENDED_MIDWAY, SESSION_ENDED, NO_OLD_TRANSPORT, OLD_STREAM_ENDED, OLD_STREAM_GONE, REFUSED,
 )  # fmt: skip
 """Every sentence, the more particular before the more general (``with no body`` before ``({kind})``)."""
 
