@@ -535,7 +535,8 @@ async def test_idle_sessions_expire_but_not_while_a_person_answers(anyio_backend
 
 async def test_a_session_whose_call_nobody_follows_any_more_expires(anyio_backend: str) -> None:
     """The client leaves while its call waits on a person (it closes the call's stream and never resumes it): no
-    answer can come, so the session expires after the idle timeout instead of waiting for ever, and its call ends.
+    answer can come, so the session expires after the idle timeout instead of waiting out the call's
+    ``elicitation_timeout`` (an hour; for ever with ``None``), and its call ends.
     """
     app = server.http_app(session_idle_timeout=0.4)
     async with serving(app) as url, httpx.AsyncClient(base_url=url.removesuffix("/mcp")) as http:

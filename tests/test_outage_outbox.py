@@ -132,7 +132,8 @@ async def test_an_answer_of_the_official_sdk_landing_elsewhere_past_the_hold_sti
 ) -> None:
     """The official SDK's client never sends a refused answer again. Its person answers during a pause longer than
     B holds the POST: B keeps the answer (202) and passes it on once Redis is back, so the call ends with it
-    instead of waiting for ever (B used to refuse it with 503, and the call and ``call_tool`` waited for ever)."""
+    instead of waiting on it (B used to refuse it with 503, and the call and ``call_tool`` waited until the tool's
+    ``elicitation_timeout``, an hour, the answer lost)."""
     asked: list[str] = []
     async with two_replicas(redis.url) as (a, b, apps):
 
@@ -159,7 +160,7 @@ async def test_an_answer_of_the_official_sdk_landing_elsewhere_past_the_hold_sti
 async def test_a_replica_stopped_while_it_keeps_an_answer_passes_it_on_within_its_grace(redis: RedisServer) -> None:
     """B keeps the official SDK's answer (Redis paused past the hold) and is told to stop (SIGTERM: ``drain``) with
     a grace longer than the pause: it waits for Redis to pass the answer on before it ends, so the call ends with
-    the answer instead of waiting for ever on one lost with B's memory."""
+    the answer instead of waiting on one lost with B's memory."""
     async with two_replicas(redis.url) as (a, b, apps):
 
         async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:

@@ -156,7 +156,8 @@ class SessionTransport:
         A connection delivering a request's stream (here, or relayed by another replica) or the standalone stream
         keeps the session however long its person takes. A request in flight that no connection has followed
         since the last sweep counts from then: its client is gone (or its answer was lost with a replica that
-        kept it), and the call would otherwise wait for ever on a question nobody can answer any more; a client
+        kept it), and the session would otherwise be kept until the call's ``elicitation_timeout`` (for ever with
+        ``None``) for a question nobody can answer any more; a client
         that comes back within the idle timeout (a resume) finds it as it was."""
         if self.standalone.attached or any(stream.attached for stream in self.streams.values()):
             self._unfollowed = None

@@ -3,7 +3,8 @@
 A person's answer (or a client's notification) for a session another replica runs travels through the store. While
 the store is away, the POST carrying it waits (see :class:`~elicitor.server._hold.StoreHold`); past that bound it
 used to be refused with 503. A client that sends it again loses nothing, but the official SDKs' clients never
-resend a refused answer: the question then waited for ever in the owner's call, and so did the client's call. So
+resend a refused answer: the question then waited in the owner's call until its ``elicitation_timeout`` (an hour
+by default, for ever with ``None``), the person's answer lost, and so did the client's call. So
 past the bound the message is kept here instead, the POST is answered 202, and the message goes on to the session
 once the store is back, in the order taken.
 
