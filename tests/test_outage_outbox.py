@@ -293,3 +293,33 @@ async def test_a_url_mode_page_opened_while_redis_is_away_says_to_reload_in_the_
             while (page := await http.get(link, headers=headers)).status_code == 503:
                 await anyio.sleep(0.5)
     assert page.status_code == 200 and page.text == "unknown"
+
+
+async def test_a_page_that_fails_for_the_store_after_it_began_answering_is_not_answered_twice() -> None:
+    """The 503 page replaces only a page that had not begun its answer: one that already sent its status cannot
+    change it, so its error goes on as it was (ASGI allows one response), and other errors are not hidden."""
+    from elicitor.server._pages import answering_unavailable
+    from elicitor.state import StoreUnavailable
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def late(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise StoreUnavailable("shared state unavailable (test)")
+
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        raise ValueError("a bug in the page")
+
+    scope = {"type": "http", "path": "/sign-in/x", "headers": []}
+    with pytest.raises(StoreUnavailable):
+        await answering_unavailable(late)(scope, receive, send)
+    assert [m.get("status") for m in sent] == [200]
+    with pytest.raises(ValueError, match="a bug in the page"):
+        await answering_unavailable(broken)(scope, receive, send)
+    assert [m.get("status") for m in sent] == [200]
