@@ -1441,3 +1441,35 @@ def test_connects_own_lines_are_wrapped_to_the_terminal_as_a_person_reads_them(t
         "已透過 stdio 連線到 Chez Elicitor 訂位櫃檯 1.0.0，協定版本",
         "2026-07-28。",
     ]
+
+
+calendar_desk = Server("calendar-desk", version="1.0.0")
+
+
+@calendar_desk.tool()
+async def add_dinner(ctx: Context) -> str:
+    link = await ctx.url_elicitation("连接您的日历", "https://calendar.example/connect/{elicitation_id}")
+    if not link.completed:
+        from elicitor import UrlElicitationRequired
+
+        raise UrlElicitationRequired(link)
+    return "added"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_a_refused_url_step_is_said_in_the_persons_language(anyio_backend: str, protocol: str) -> None:
+    """The person declines the page a tool needs first: the call's error is elicitor's own sentence (written by
+    the client on 2025-11-25, by the server on 2026-07-28), which connect said in English under a Chinese
+    locale. It reads in their words now, the tool's name and the server's step as sent."""
+    from elicitor import ScriptedHandler
+    from elicitor._results import Saver, result_text
+
+    handler = ScriptedHandler(["decline"], modes=frozenset({"form", "url"}))
+    async with connected(calendar_desk, elicitation=handler, protocol=protocol) as client:
+        result = await client.call_tool("add_dinner")
+    assert result.is_error
+    said = result_text(result, language("zh-TW"), Saver(None))
+    assert said == "錯誤：工具 'add_dinner' 需要的一個步驟被拒絕或取消了：连接您的日历"
+    english = "Error: Tool 'add_dinner' needs a step the person declined or cancelled: 连接您的日历"
+    assert result_text(result, ENGLISH, Saver(None)) == english

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
+from .i18n._message import N_, Message
+
 T = TypeVar("T")
 
 
@@ -64,4 +66,9 @@ def url_refused_text(tool: str, steps: Sequence[str]) -> str:
     server only sent -32042 and never hears of the refusal, so the client ends the call with the same result
     itself. ``steps`` are the refused elicitations' messages.
     """
-    return f"Tool {tool!r} needs a step the person declined or cancelled: {'; '.join(steps)}"
+    return str(Message(URL_REFUSED.msgid, None, {"tool": repr(tool), "steps": "; ".join(steps)}))
+
+
+URL_REFUSED = N_("Tool {tool} needs a step the person declined or cancelled: {steps}")
+"""The sentence of :func:`url_refused_text`: elicitor's own, which ``elicitor connect`` says in the person's
+language when a tool's error is exactly it (the steps, the server's words, as sent)."""

@@ -24,10 +24,12 @@ import binascii
 import json
 import mimetypes
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ._outcomes import URL_REFUSED
 from .client._present import LRI, PDI, isolated, printable
 from .i18n import Language
 from .types import (
@@ -87,12 +89,28 @@ def result_text(result: CallToolResult, lang: Language, saver: Saver) -> str:
     each block in order, then the structured content as indented JSON."""
     t = lang._
     body = "\n".join(block_text(block, lang, saver) for block in result.content)
+    if result.is_error and len(result.content) == 1 and isinstance(result.content[0], TextContent):
+        body = _refused_step(result.content[0].text, lang) or body
     lines = [t("Error: {reason}", reason=body) if result.is_error else t("Result: {result}", result=body)]
     if result.structured_content is not None:
         lines.append(t("Structured content:"))
         shown = json.dumps(result.structured_content, indent=2, ensure_ascii=False)
         lines.append(printable(shown, newlines=True))  # JSON escapes C0 controls; C1 and bidi controls it keeps
     return "\n".join(lines)
+
+
+_REFUSED_STEP = re.compile(
+    r"Tool ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") needs a step the person declined or cancelled: (.*)", re.S
+)
+
+
+def _refused_step(text: str, lang: Language) -> str | None:
+    """A tool's error that is elicitor's own sentence (a URL-mode step the person refused, :data:`URL_REFUSED`),
+    in ``lang``: the tool's name and the steps (the server's words) as sent, escaped. ``None`` for any other."""
+    said = _REFUSED_STEP.fullmatch(text)
+    if said is None:
+        return None
+    return printable(lang._(URL_REFUSED.msgid, tool=said[1], steps=said[2]), newlines=True)
 
 
 def block_text(block: ContentBlock | UnknownContent, lang: Language, saver: Saver) -> str:
