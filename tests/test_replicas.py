@@ -565,6 +565,59 @@ async def test_a_request_sent_on_an_idle_connection_to_a_stopped_replica_is_answ
         await all_ready(http, cluster)
 
 
+class OpensAfterItsReplicaStops:
+    """A person at a browser, on a handler that takes URL mode: each page shown is noted; when asked to say they
+    are done, the replica running the session is stopped (``stop``) and only then is the page opened (and
+    finished there, on whichever live replica it lands)."""
+
+    modes = frozenset({"form", "url"})
+
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self.stop = stop
+        self.shown: list[str] = []
+        self.finished: list[int] = []
+
+    async def __call__(self, request: ElicitationRequest) -> Any:
+        raise AssertionError(f"no form was expected: {request.message}")
+
+    async def url(self, request: UrlElicitationRequest) -> Accepted[None]:
+        self.shown.append(request.url)
+        return Accepted(None)
+
+    async def wait_done(self, request: UrlElicitationRequest) -> None:
+        self.stop()
+        async with httpx.AsyncClient(timeout=30) as http:
+            self.finished.append((await http.get(request.url)).status_code)
+
+
+@pytest.mark.parametrize("stop", ["kill", "terminate"])
+async def test_a_page_finished_after_its_replica_stopped_is_not_shown_again(stalling: Deployment, stop: str) -> None:
+    """2025-11-25, URL mode through -32042: the person is shown a page, the replica running the session stops
+    (SIGKILL, or SIGTERM), and the person finishes the page on another replica. The client's retry of the call
+    starts a new session; it is the same call (the same idempotency key), whose record holds the page it asked
+    for, so the tool finds that page finished and the person is not shown another."""
+    cluster = stalling
+    replicas = cluster.replicas
+    owner: int | None = None
+
+    def stop_owner() -> None:
+        assert owner is not None
+        getattr(replicas, stop)(owner)
+
+    person = OpensAfterItsReplicaStops(stop_owner)
+    try:
+        with anyio.fail_after(90):
+            async with Client.http(cluster.nginx.url, elicitation=person, protocol="2025-11-25") as client:
+                owner = replicas.pids().index(int((await client.call_tool("replica")).text))
+                result = await client.call_tool("connect", {"base": cluster.nginx.base})
+        assert result.text == "connected"
+        assert person.finished == [200]
+        assert len(person.shown) == 1, person.shown
+    finally:
+        if owner is not None:
+            replicas.start(owner)
+
+
 async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:
     """SIGTERM: the replica gives up its sessions at once; their clients start again elsewhere."""
     replicas = cluster.replicas

@@ -29,6 +29,15 @@ from ._transport import SESSION_EXPIRED, SESSION_LOST
 logger = logging.getLogger("elicitor.client")
 
 
+def keyed(params: JSONObject) -> JSONObject:
+    """A handshake-era ``tools/call``'s ``params`` with an idempotency key in ``_meta`` (a new one unless it has one):
+    the key names the call, so whatever sends it again (a lost session, a -32042 retry) sends the same one."""
+    meta = params.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta.setdefault(META_IDEMPOTENCY_KEY, secrets.token_urlsafe(18))
+    return {**params, "_meta": meta}
+
+
 class Requests:
     """Sends requests on one connection (:attr:`session`, set once connected)."""
 
@@ -57,10 +66,7 @@ class Requests:
         if self._era.stateless:
             params = self._era.stamp(params)
         elif method == "tools/call":
-            meta = params.get("_meta")
-            meta = dict(meta) if isinstance(meta, dict) else {}
-            meta.setdefault(META_IDEMPOTENCY_KEY, secrets.token_urlsafe(18))
-            params["_meta"] = meta
+            params = keyed(params)
         generation = self._generation
         try:
             return await self._send(method, params or None)

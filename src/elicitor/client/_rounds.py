@@ -23,7 +23,7 @@ from ._era import Era
 from ._handlers import ElicitationHandler
 from ._inbound import Inbound
 from ._notifications import CallbackQueue, progress_key
-from ._requests import Requests
+from ._requests import Requests, keyed
 from ._url import UrlElicitationRequest
 from ._url_flow import UrlFlow
 
@@ -99,6 +99,10 @@ class Rounds:
         seen: set[str] = set()
         cannot: dict[str, str] = {}
         """Input requests of the last round this client could not answer (as JSON), and why."""
+        if method == "tools/call" and not self._era.stateless:
+            # Each -32042 retry is the same call: under one idempotency key, a server that keeps calls finds its
+            # record (the pages it asked for) even when the retry comes on a new session, its replica gone.
+            params = keyed(params)
         for number in range(1, self.max_rounds + 2):
             if call is not None:
                 call.round(number)

@@ -190,8 +190,10 @@ class Context:
             reason = "speaks 2025-06-18, which has no URL mode" if old else "did not declare URL-mode elicitation"
             raise ElicitationUnsupported(f"the client {reason}", mode="url")
         known = None
-        if is_stateless(self.revision):
-            # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid.
+        if is_stateless(self.revision) or self._asker.journal is not None:
+            # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid. A call
+            # kept under its idempotency key keeps it in its record: its retry on a new session (its replica gone)
+            # finds the page the person was shown, finished or not, instead of showing another.
             known = await self.once(f"url-id:{base}", lambda: secrets.token_urlsafe(24))
         registry = self._session.server.url_elicitations
         stateless = is_stateless(self.revision)

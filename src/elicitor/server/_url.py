@@ -129,6 +129,7 @@ class UrlElicitations:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._connections: dict[str, Notify] = {}
+        self._leaving = False
         self.hold = StoreHold()
         """The completions waiting for a store away for a moment (at most ``hold.max_waiting`` at once: each keeps
         the page request that made it; past that one raises at once)."""
@@ -137,9 +138,21 @@ class UrlElicitations:
         """Route completion notices for ``connection`` (a handshake-era connection on this replica) to ``notify``."""
         self._connections[connection] = notify
 
+    def leave(self, leaving: bool = True) -> None:
+        """This replica is shutting down: the connections it closes from now on keep what they started (``False``:
+        it serves again, as it did before).
+
+        Their clients' calls go on on another replica (a call kept under its idempotency key finds the pages it
+        asked for in its record), and a person may be finishing one of those pages right now: deleting it would
+        answer them "unknown" and show them another. With a shared store the records expire with their TTL."""
+        self._leaving = leaving and self._store.shared
+
     async def detach(self, connection: str) -> int:
-        """The connection closed: drop what it started (nobody is left to notify); returns how many."""
+        """The connection closed: drop what it started (nobody is left to notify); returns how many (0 when this
+        replica is shutting down: see :meth:`leave`)."""
         self._connections.pop(connection, None)
+        if self._leaving:
+            return 0
         try:
             return await self._store.urls.forget_connection(connection)
         except StoreUnavailable:
@@ -158,19 +171,20 @@ class UrlElicitations:
     ) -> UrlElicitation:
         """Register an elicitation with a fresh unguessable id (``{elicitation_id}`` in ``url`` is replaced by it).
 
-        Passing the ``elicitation_id`` of a known elicitation returns that one (a 2026-07-28 round replaying), and
-        so does a ``question`` that ``connection`` already asked.
+        Passing the ``elicitation_id`` of a known elicitation returns that one (a 2026-07-28 round replaying, a kept
+        call's retry on a new connection), and so does a ``question`` that ``connection`` already asked (first:
+        a client that sends each -32042 retry as a new call gets the page it was shown, not a new id each time).
 
         A store that cannot be reached is waited for, up to :data:`REGISTER_PATIENCE`: the call that asks has just
         begun, and failing it would fail the person's call for a Redis restart of two seconds (a ``tools/call`` is
         never sent again). A try after one that failed so registers nothing twice: it first looks for what the
-        earlier try may have stored (by ``question`` for ``connection``, else by the id, chosen once).
+        earlier try may have stored (by ``question`` for ``connection``, then by the id, chosen once).
 
         Raises:
             UnsafeUrl: the URL breaks the safe-URL rules.
             StoreUnavailable: the shared state could not be reached within :data:`REGISTER_PATIENCE`.
         """
-        indexed = elicitation_id is None and connection is not None and question is not None
+        indexed = connection is not None and question is not None
         look_up = elicitation_id is not None
         elicitation_id = elicitation_id or secrets.token_urlsafe(24)
         url = url.replace(ID_PLACEHOLDER, elicitation_id)
@@ -196,12 +210,11 @@ class UrlElicitations:
         """One try of :meth:`new`: the elicitation already registered for ``question`` (or, with ``look_up``, under
         ``record``'s id), else ``record`` stored."""
         urls = self._store.urls
+        known = None
         if question is not None and record.connection is not None:
             known = await urls.find(record.connection, question)
-        elif look_up:
+        if known is None and look_up:
             known = await urls.get(record.id)
-        else:
-            known = None
         if known is not None:
             return UrlElicitation.from_record(known)
         return UrlElicitation.from_record(await urls.add(record, question))

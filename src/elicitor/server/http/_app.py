@@ -186,12 +186,14 @@ class HttpApp:
                 tg.start_soon(self.server.relay_changes)
                 tg.start_soon(self.server.tasks.listen, self._stateless, tg)
             self.server._serving += 1
+            self.server.url_elicitations.leave(False)
             try:
                 yield
             finally:
                 self.server._serving -= 1
                 self._stateless.parked = None
                 self._tg = None
+                self.server.url_elicitations.leave()  # the sessions closed now go on elsewhere: see leave
                 if self._handshake.draining:  # the calls in flight here get their grace (see drain)
                     await self._handshake.drained.wait()
                 await self._handshake.close()
@@ -213,6 +215,7 @@ class HttpApp:
         lifespan does.
         """
         self._draining = True
+        self.server.url_elicitations.leave()
         for listen in list(self._listens):  # nothing to finish: the client listens again on another replica
             listen.cancel()
         if self._tg is not None:
