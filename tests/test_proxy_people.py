@@ -982,3 +982,57 @@ async def test_the_listening_command_asks_nobody_here_for_a_client_that_cannot_b
     assert refused.is_error, refused
     assert "did not declare the elicitation capability" in refused.text, refused
     assert b"http://127.0.0.1" not in said.split(b"\n", 1)[1], said  # no question's link after the listening line
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one backend is enough
+async def test_a_sigterm_ends_the_listening_proxy_while_a_person_never_answers(anyio_backend: str) -> None:
+    """``elicitor proxy --listen`` (its entry point, with a grace of 2 s) in front of a server on stdio, a call
+    waiting on a person who never answers: a SIGTERM shuts the proxy down as ``Server.run("http")`` shuts down,
+    within its grace. Without the bound it waited for that call for ever."""
+    import signal
+    import subprocess
+    import sys
+
+    from elicitor import ElicitationRequest
+
+    from .conftest import free_port
+    from .replicas import wait_for_port
+
+    port = free_port()
+    target = [sys.executable, "-m", "tests.peers.people_server"]
+    script = (
+        "import sys; from elicitor.proxy._run import main; "
+        f"sys.exit(main({target!r}, 'none', listen='127.0.0.1:{port}', shutdown_grace=2))"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    asked = anyio.Event()
+
+    async def never(request: ElicitationRequest) -> Any:
+        asked.set()
+        await anyio.sleep_forever()
+
+    try:
+        await anyio.to_thread.run_sync(lambda: wait_for_port(port, process, timeout=60))
+        async with anyio.create_task_group() as tg:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client.http(url, elicitation=never, protocol="2025-11-25") as client:
+
+                async def call() -> None:
+                    with pytest.raises(Exception):  # noqa: B017, PT011  # whatever ends it: the proxy went away
+                        await client.call_tool("greet", {"tag": "zoe"})
+
+                tg.start_soon(call)
+                with anyio.fail_after(60):
+                    await asked.wait()
+                process.send_signal(signal.SIGTERM)
+                # Generous: the grace is 2 s; on a loaded machine the exit takes longer, never for ever.
+                code = await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
+                tg.cancel_scope.cancel()
+        # uvicorn raises the signal again once it has shut down: ended by it, cleanly.
+        assert code in (0, -signal.SIGTERM), process.stderr.read() if process.stderr else ""
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()

@@ -136,9 +136,14 @@ async def serve_http(
     upstream_protocol: str = "auto",
     stack: tuple[str, str] = ("asyncio", "h11"),
     transport: str = "auto",
+    shutdown_grace: int = 30,
 ) -> None:
     """Serve clients over Streamable HTTP at ``http://host:port/mcp`` (elicitor's HTTP app: Host and Origin checks,
     sessions, both eras), forwarding to ``target``.
+
+    A SIGTERM (or Ctrl-C) shuts it down as it does ``Server.run("http")``: it stops listening, the calls in flight
+    get ``shutdown_grace`` seconds, and then what is left (a call waiting on a person who does not answer) ends and
+    the process exits; without the bound, one person who never answers kept the proxy alive for ever.
 
     ``stack`` names the event loop this runs on and the HTTP parser to use (``http_stack()``), as ``elicitor serve``
     chooses them; the parser's protocol keeps a connection with a request in it open across a stall of the process
@@ -146,6 +151,7 @@ async def serve_http(
     import uvicorn
 
     from ..server._server import KEEP_ALIVE
+    from ..server.http._drain import DrainingServer
     from ..server.http._keepalive import http_protocol
     from ._http import ProxyServer
 
@@ -156,16 +162,18 @@ async def serve_http(
         shown = f"[{host}]" if ":" in host else host
         at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
         print(f"elicitor proxy: {at} ({parser}, {event_loop})", file=sys.stderr)
+        app = proxy.http_app()
         config = uvicorn.Config(
-            proxy.http_app(),
+            app,
             host=host,
             port=port,
             http=http_protocol(parser),
             log_level="warning",
             lifespan="on",
+            timeout_graceful_shutdown=shutdown_grace,
             timeout_keep_alive=KEEP_ALIVE,
         )
-        await uvicorn.Server(config).serve()
+        await DrainingServer(config, app).serve()  # the app hears of the shutdown as it begins (its sessions end)
 
 
 def main(
@@ -175,7 +183,10 @@ def main(
     listen: str | None = None,
     *,
     transport: str = "auto",
+    shutdown_grace: int = 30,
 ) -> int:
+    """``elicitor proxy``: serve on stdio, or over Streamable HTTP with ``listen`` (``HOST:PORT``; a SIGTERM then
+    leaves the calls in flight ``shutdown_grace`` seconds, see :func:`serve_http`); the process's exit status."""
     try:
         if listen is None:
             run_on(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol, transport=transport))
@@ -198,6 +209,7 @@ def main(
                     upstream_protocol=upstream_protocol,
                     stack=stack,
                     transport=transport,
+                    shutdown_grace=shutdown_grace,
                 ),
                 loop=stack[0],
             )
