@@ -988,3 +988,41 @@ async def test_a_question_given_up_is_cancelled_under_its_request_and_the_client
     assert (asked.attributes or {})["error.type"] == "timeout"
     assert (handled.attributes or {})["error.type"] == "cancelled"
     assert len({s.context.trace_id for s in spans}) == 1
+
+
+@pytest.mark.parametrize("transport", ["memory", "http"])
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_a_handshake_era_session_is_timed_on_both_sides_with_bounded_labels(
+    otel: Otel, protocol: str, transport: str, anyio_backend: str
+) -> None:
+    """The conventions' ``mcp.server.session.duration`` and ``mcp.client.session.duration``: one point per
+    handshake-era session on each side, once it ends, labelled by the revision and the transport and never by the
+    session's id; a 2026-07-28 client has no session, so neither side records one."""
+    if transport == "http" and anyio_backend != "asyncio":
+        pytest.skip("uvicorn runs on asyncio")
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "http":
+            url = await stack.enter_async_context(serving(server.http_app()))
+            client = await stack.enter_async_context(Client.http(url, protocol=protocol))
+        else:
+            client = await stack.enter_async_context(connected(server, protocol=protocol))
+        with anyio.fail_after(30):
+            await client.call_tool("refuse")
+            await anyio.sleep(0.05)  # a session that lasts: its duration is more than nothing
+    points = otel.metric_points()
+    if protocol == "2026-07-28":
+        assert "mcp.server.session.duration" not in points and "mcp.client.session.duration" not in points
+        return
+    network = (
+        {"network.transport": "tcp", "network.protocol.name": "http"}
+        if transport == "http"
+        else {"network.transport": "pipe"}
+    )
+    with anyio.fail_after(30):  # the server's session ends once the client's DELETE (or its pipe's end) reaches it
+        while "mcp.server.session.duration" not in otel.metric_points():
+            await anyio.sleep(0.01)
+    points = otel.metric_points()
+    for metric in ("mcp.server.session.duration", "mcp.client.session.duration"):
+        [point] = points[metric]
+        assert dict(point.attributes) == {"mcp.protocol.version": protocol, **network}
+        assert point.count == 1 and point.sum >= 0.05

@@ -189,7 +189,7 @@ PERSON = 0.3
 LABELS = {
     "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "mcp.protocol.version", "error.type",
     "elicitor.side", "elicitor.elicitation.mode", "elicitor.elicitation.outcome", "elicitor.round.path",
-    "elicitor.task.status", "elicitor.store.operation",
+    "elicitor.task.status", "elicitor.store.operation", "network.transport", "network.protocol.name",
 }  # fmt: skip
 """Every metric label elicitor may use: each from a bounded set."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -28,6 +29,7 @@ import anyio
 from .._exceptions import ConnectionClosed
 from .._version import __version__
 from ..session import Session, open_session
+from ..telemetry import _state as _telemetry
 from ..transports import CLIENT_MAX_MESSAGE_SIZE, StdioClientTransport, Transport
 from ..types import (
     ACCEPTED_OLDER_REVISIONS,
@@ -300,6 +302,7 @@ class Client:
 
     async def _enter(self) -> Client:
         self._stack = stack = AsyncExitStack()
+        started = time.monotonic_ns()
         try:
             for auth in self._paced:
                 stack.callback(auth.pace_with(self._pace))
@@ -330,10 +333,20 @@ class Client:
                 raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")
             # 2025-03-26 said both sides must take JSON-RPC batches (2024-11-05 is JSON-RPC 2.0, which has them).
             session.batches = self._era.protocol_version in ACCEPTED_OLDER_REVISIONS
+            if _telemetry.state.on and not self._era.stateless:  # mcp.client.session.duration, when it ends
+                stack.callback(self._session_ended, started, self._era.protocol_version, transport)
         except BaseException:
             await stack.aclose()
             raise
         return self
+
+    @staticmethod
+    def _session_ended(started: int, revision: str | None, transport: Transport) -> None:
+        """A handshake-era session ends: its duration, from the connection's start, for the conventions'
+        ``mcp.client.session.duration`` (``telemetry/_sessions.py``)."""
+        from ..telemetry import _sessions
+
+        _sessions.session_ended("client", started, revision, getattr(transport, "network", "pipe"))
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

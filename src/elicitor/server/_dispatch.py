@@ -13,6 +13,7 @@ import functools
 import inspect
 import logging
 import secrets
+import time
 import warnings
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,7 @@ class ServerSession:
         if self.hold is None:  # a replica's HTTP session carries the app's (see SessionTransport)
             self.hold = getattr(transport, "hold", None)
         self.server.url_elicitations.attach(self.id, self.notifier(None))
+        started = time.monotonic_ns()
         try:
             async with anyio.create_task_group() as runs:
                 self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
@@ -135,6 +137,11 @@ class ServerSession:
                     await session.wait_closed()
                 runs.cancel_scope.cancel()
         finally:
+            if _telemetry.state.on:  # mcp.server.session.duration: a handshake-era session only
+                from ..telemetry import _sessions
+
+                network = getattr(transport, "network", "pipe")
+                _sessions.session_ended("server", started, self.handshake.revision, network)
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.server.url_elicitations.detach(self.id)
 

@@ -32,12 +32,14 @@ class Instruments:
 
     __slots__ = (
         "client_duration",
+        "client_session",
         "elicitation_duration",
         "elicitations",
         "pending",
         "round_paths",
         "rounds",
         "server_duration",
+        "server_session",
         "store_duration",
         "tasks",
     )
@@ -51,6 +53,16 @@ class Instruments:
         self.client_duration: Histogram = meter.create_histogram(
             "mcp.client.operation.duration", unit="s",
             description="MCP request duration as observed on the sender, until the response is received.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )  # fmt: skip
+        self.server_session: Histogram = meter.create_histogram(
+            "mcp.server.session.duration", unit="s",
+            description="How long an MCP session lasted, as observed on the server.",
+            explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+        )  # fmt: skip
+        self.client_session: Histogram = meter.create_histogram(
+            "mcp.client.session.duration", unit="s",
+            description="How long an MCP session lasted, as observed on the client.",
             explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
         )  # fmt: skip
         self.elicitation_duration: Histogram = meter.create_histogram(
