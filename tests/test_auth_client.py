@@ -126,6 +126,8 @@ class Deployment:
     refresh: dict[str, Grant] = field(default_factory=dict)
     introspections: list[str] = field(default_factory=list)
     introspection_cache: float = 60.0
+    lifetime: int = 3600
+    """The ``expires_in`` of the access tokens issued."""
 
     @property
     def issuer(self) -> str:
@@ -226,9 +228,8 @@ class Deployment:
                     {"alg": "ES256", "kid": "as"}, {**claims, "scope": " ".join(grant.scopes)}, SIGNING_KEY
                 )
             self.access[token], self.refresh[refresh] = grant, grant
-            return await _json(
-                send, 200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600, "refresh_token": refresh}
-            )
+            issued = {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime}
+            return await _json(send, 200, {**issued, "refresh_token": refresh})
         if path == "/mcp":
             metadata = f'resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp"'
             token = headers.get("authorization", "").removeprefix("Bearer ")
@@ -349,6 +350,27 @@ async def test_an_expired_token_is_refreshed_and_more_scope_is_asked_for_on_403(
         assert len(deployment.authorizations) == 2  # the refresh needed no person
         assert deployment.token_requests[-1]["grant_type"] == "refresh_token"
         assert deployment.token_requests[-1]["resource"] == url
+
+
+@pytest.mark.anyio
+async def test_a_token_that_lives_30_seconds_is_not_refreshed_before_every_request(anyio_backend: str) -> None:
+    """An authorization server issuing access tokens for 30 s: the client refreshed any token with under 30 s
+    left, so before every request. The margin is now a quarter of the lifetime at most (7.5 s here): the token is
+    used for its first three quarters, and refreshed once it is within the margin of its end."""
+    store = MemoryTokenStore()
+    async with deployed(lifetime=30) as (deployment, url):
+        handler = ScriptedHandler([{"name": "Ada"}, {"name": "Bo"}, {"name": "Cy"}])
+        async with Client.http(url, auth=OAuth(store=store), elicitation=handler) as client:
+            for name in ("Ada", "Bo", "Cy"):
+                assert (await client.call_tool("greet")).text == f"hello {name}"
+        assert [t["grant_type"] for t in deployment.token_requests] == ["authorization_code"]
+        kept = await store.load(url)
+        assert kept is not None and kept.lifetime == 30
+        await store.save(url, dataclasses.replace(kept, expires_at=time.time() + 3))  # within the margin
+        async with Client.http(url, auth=OAuth(store=store), elicitation=ScriptedHandler([{"name": "Di"}])) as c:
+            assert (await c.call_tool("greet")).text == "hello Di"
+        assert [t["grant_type"] for t in deployment.token_requests] == ["authorization_code", "refresh_token"]
+        assert len(deployment.authorizations) == 1  # the refresh needed no person
 
 
 @pytest.mark.anyio

@@ -68,11 +68,15 @@ async def token_request(
     if isinstance(kind, str) and kind.lower() != "bearer":
         raise AuthError(f"the token response's token_type is {kind[:40]!r}, not Bearer")
     expires = document.get("expires_in")
+    lifetime = float(expires) if isinstance(expires, int | float) and not isinstance(expires, bool) else None
+    if lifetime is not None and lifetime <= 0:
+        lifetime = None
     refresh = document.get("refresh_token")
     scope = document.get("scope")
     return Tokens(
         access_token=access,
         refresh_token=refresh if isinstance(refresh, str) else None,
-        expires_at=time.time() + expires if isinstance(expires, int | float) and expires > 0 else None,
+        expires_at=time.time() + lifetime if lifetime is not None else None,
         scope=scope if isinstance(scope, str) else None,
+        lifetime=lifetime,
     )

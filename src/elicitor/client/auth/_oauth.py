@@ -66,7 +66,21 @@ SIGN_IN_KEPT_FOR = 600.0
 """Seconds after a sign-in link is first shown during which a sign-in interrupted part-way (the request that
 needed it was cancelled or timed out by its caller) is offered again, the same link, to the next request."""
 
-_EXPIRY_MARGIN = 30.0
+EXPIRY_MARGIN = 30.0
+"""Seconds before its expiry an access token is refreshed, at most: a request sent with it just before then still
+reaches the server in time."""
+EXPIRY_FRACTION = 0.25
+"""The part of a token's lifetime that margin is at most: a token that lives 30 s or less (some authorization
+servers issue such) is refreshed once most of its life is over, not before every request."""
+
+
+def refresh_due(tokens: Tokens, now: float) -> bool:
+    """Whether ``tokens``' access token is to be refreshed before it is sent (at ``now``, a Unix time): within
+    :data:`EXPIRY_MARGIN` of its expiry, or a quarter of its lifetime when that is shorter."""
+    if tokens.expires_at is None:
+        return False
+    margin = EXPIRY_MARGIN if tokens.lifetime is None else min(EXPIRY_MARGIN, tokens.lifetime * EXPIRY_FRACTION)
+    return tokens.expires_at < now + margin
 
 
 class BearerToken(httpx.Auth):
@@ -217,7 +231,7 @@ class OAuth(httpx.Auth):
             self._loaded = True
             self._tokens = await self._store.load(server_url)
         tokens = self._tokens
-        if tokens is not None and tokens.expires_at is not None and tokens.expires_at < time.time() + _EXPIRY_MARGIN:
+        if tokens is not None and refresh_due(tokens, time.time()):
             if tokens.refresh_token is not None:
                 async with self._lock:
                     if self._tokens is tokens:
@@ -386,6 +400,7 @@ class OAuth(httpx.Auth):
             token_type=fresh.token_type,
             refresh_token=fresh.refresh_token or tokens.refresh_token,
             expires_at=fresh.expires_at,
+            lifetime=fresh.lifetime,
             scope=fresh.scope or tokens.scope,
         )
         self._tokens = fresh

@@ -16,7 +16,9 @@ from typing import Protocol
 class Tokens:
     """What a sign-in yields for one MCP server, as kept between runs.
 
-    ``expires_at`` is a Unix time (``None``: the server did not say). ``client_id``/``client_secret`` are the
+    ``expires_at`` is a Unix time (``None``: the server did not say); ``lifetime`` the seconds the access token
+    was issued for (its ``expires_in``; ``None``: not said, or kept before this was kept), which scales how early
+    it is refreshed. ``client_id``/``client_secret`` are the
     registration this client obtained from ``issuer`` (dynamic registration, or a Client ID Metadata Document URL),
     kept so that a refresh and the next sign-in reuse it.
     """
@@ -30,6 +32,7 @@ class Tokens:
     client_id: str | None = None
     client_secret: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    lifetime: float | None = None
 
 
 class TokenStore(Protocol):
