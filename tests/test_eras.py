@@ -234,10 +234,36 @@ async def test_the_proxy_to_a_stdio_server_of_1_6(anyio_backend: str, protocol: 
     client of 2026-07-28 the proxy would ask ``server/discover``, which stops a stdio server of 1.6 (the proxy does
     not start it again, as the client does): ``--upstream-protocol 2025-11-25`` begins with ``initialize``."""
     pin = ["--upstream-protocol", "2025-11-25"] if pinned else []
-    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *pin, *SERVERS["mcp-1.6.0"].command()]
-    with anyio.fail_after(240):
-        async with Client.stdio(command, protocol=protocol, stderr=subprocess.DEVNULL, **GENEROUS) as client:
-            assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
+    server = SERVERS["mcp-1.6.0"].command()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *pin, *server]
+    before = _running(server)
+    try:
+        with anyio.fail_after(240):
+            async with Client.stdio(command, protocol=protocol, stderr=subprocess.DEVNULL, **GENEROUS) as client:
+                assert (await client.call_tool("echo", {"text": "hi"})).text == "echo hi"
+        # That server does not exit when its input ends: the proxy, closed by its client (stdin closed, two
+        # seconds, SIGTERM), must have stopped it first.
+        with anyio.move_on_after(30):
+            while _running(server) - before:
+                await anyio.sleep(0.2)
+        assert not _running(server) - before, "the proxy's server outlived it"
+    finally:
+        for pid in _running(server) - before:
+            os.kill(pid, 9)
+
+
+def _running(command: list[str]) -> set[int]:
+    """The processes running exactly ``command``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().split(b"\0")[:-1] == [
+                part.encode() for part in command
+            ]:
+                found.add(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def _connect(arguments: list[str], lines: list[str]) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,10 @@ from ._upstream import Connect
 UI = Literal["browser", "terminal", "none"]
 
 
+UPSTREAM_GRACE = 1.0
+"""Seconds a stdio server behind the proxy has to exit once its input is closed, and again after SIGTERM."""
+
+
 def upstream(target: Sequence[str], transport: str = "auto") -> tuple[Connect, PersonPaced | None]:
     """How to reach UPSTREAM: an HTTP endpoint (over ``transport``: see ``HttpClientTransport.connect``), or a
     command to start as a stdio server; and its sign-in, if a person may have to sign in there."""
@@ -40,7 +44,10 @@ def upstream(target: Sequence[str], transport: str = "auto") -> tuple[Connect, P
     command = list(target)
 
     async def start() -> Transport:
-        return await StdioClientTransport.start(command, stderr=sys.stderr.fileno())
+        # A second, not two: the proxy's own client gives it two after closing its stdin before SIGTERM (elicitor's
+        # does), and the proxy must have stopped its server by then, or a server that does not exit when its input
+        # ends (the official Python SDK 1.6) outlives the proxy.
+        return await StdioClientTransport.start(command, stderr=sys.stderr.fileno(), grace=UPSTREAM_GRACE)
 
     return start, None
 

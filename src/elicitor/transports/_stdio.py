@@ -273,9 +273,17 @@ class StdioClientTransport(FdStream):
     """What arrives is the server process's stdout, where a stray ``print()`` lands: a line that is not JSON is
     reported as such (quoted, with where output belongs) and ignored, rather than answered with -32700."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, max_message_size: int = CLIENT_MAX_MESSAGE_SIZE) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen[bytes],
+        *,
+        max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
+        grace: float = 2.0,
+    ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self.process = process
+        self.grace = grace
+        """Seconds :meth:`aclose` waits for the server to exit after closing its stdin, and again after SIGTERM."""
         # Take the descriptors over from the Popen file objects, which would otherwise close them again.
         read_fd = os.dup(process.stdout.fileno())
         write_fd = os.dup(process.stdin.fileno())
@@ -292,6 +300,7 @@ class StdioClientTransport(FdStream):
         cwd: str | os.PathLike[str] | None = None,
         stderr: int | IO[bytes] | None = None,
         max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
+        grace: float = 2.0,
     ) -> StdioClientTransport:
         """Start ``command`` with pipes for its stdin and stdout.
 
@@ -306,10 +315,12 @@ class StdioClientTransport(FdStream):
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=sys.stderr if stderr is None else stderr, env=full_env, cwd=cwd,
         )  # fmt: skip
-        return cls(process, max_message_size=max_message_size)
+        return cls(process, max_message_size=max_message_size, grace=grace)
 
-    async def aclose(self, *, grace: float = 2.0) -> None:
-        """Shut the server down per spec: close its stdin, wait, then SIGTERM, then SIGKILL."""
+    async def aclose(self, *, grace: float | None = None) -> None:
+        """Shut the server down per spec: close its stdin, wait (``grace``, default :attr:`grace`), then SIGTERM,
+        then SIGKILL."""
+        grace = self.grace if grace is None else grace
         with anyio.CancelScope(shield=True):
             self.close_writer()
             for sig in (None, signal.SIGTERM, signal.SIGKILL):
