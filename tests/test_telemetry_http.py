@@ -61,6 +61,9 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
         attributes = span.attributes or {}
         assert attributes["network.transport"] == "tcp" and attributes["network.protocol.name"] == "http"
         assert attributes["mcp.protocol.version"] == protocol
+        # Who sent it (semconv: client.address, client.port, network.protocol.version on SERVER spans).
+        assert attributes["client.address"] == "127.0.0.1" and attributes["network.protocol.version"] == "1.1"
+        assert isinstance(attributes["client.port"], int) and attributes["client.port"] not in (0, endpoint.port)
         if protocol == "2025-11-25":  # a session: its Mcp-Session-Id, on both sides
             assert len(str(attributes["mcp.session.id"])) >= 16
             [sent] = [s for s in spans if span.parent is not None and s.context.span_id == span.parent.span_id]
@@ -68,8 +71,38 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
             assert (sent.attributes or {})["network.protocol.name"] == "http"
         else:
             assert "mcp.session.id" not in attributes
+    for span in spans:  # a client's spans name the server, never themselves
+        assert span.kind == SpanKind.SERVER or "client.address" not in (span.attributes or {})
+    for points in otel.metric_points().values():  # a port per connection: never a label
+        assert not any({"client.address", "client.port"} & set(p.attributes) for p in points)
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+async def test_the_proxy_names_who_posted_each_request_on_its_server_spans(otel: Otel, protocol: str) -> None:
+    """``elicitor proxy --listen`` is the same HTTP app: its ``SERVER`` span for a request from the client names
+    who POSTed it, on a handshake-era session (a bridge) as on a 2026-07-28 round."""
+    from elicitor.proxy import ProxyServer
+
+    from .test_proxy import in_memory
+
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with anyio.create_task_group() as tg:
+        proxy = ProxyServer(in_memory(server, tg), upstream_protocol=protocol)
+        async with serving(proxy.http_app()) as url, Client.http(url, elicitation=handler, protocol=protocol) as client:
+            with anyio.fail_after(30):
+                assert SECRET_CITY in (await client.call_tool("introduce")).text
+        tg.cancel_scope.cancel()
+    served = [s for s in otel.named("tools/call introduce") if s.kind == SpanKind.SERVER]
+    at_proxy = [s for s in served if (s.attributes or {}).get("network.transport") == "tcp"]
+    assert len(at_proxy) == (3 if protocol == "2026-07-28" else 1)
+    for span in at_proxy:
+        attributes = span.attributes or {}
+        assert attributes["client.address"] == "127.0.0.1" and attributes["network.protocol.version"] == "1.1"
+        assert isinstance(attributes["client.port"], int)
+    upstream = [s for s in served if s not in at_proxy]  # in memory, behind the proxy: no address to name
+    assert upstream and not any("client.address" in (s.attributes or {}) for s in upstream)
 
 
 @pytest.fixture(scope="module")

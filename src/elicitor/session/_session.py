@@ -574,10 +574,12 @@ class Session:
 
         transport = self.transport
         network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
+        peers = getattr(transport, "peers", None)  # who POSTed each request, over HTTP: see SessionTransport
         return _hooks.serve_request(
             self._on_request, request, request.method, request.params, request.id, network,
             getattr(transport, "session_id", None),
             getattr(transport, "forwarded", None),  # a replica's session: see SessionTransport
+            peers.pop(request.id, None) if peers else None,
         )  # fmt: skip
 
     async def _reply(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:

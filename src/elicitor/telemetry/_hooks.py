@@ -39,7 +39,7 @@ This module is the hooks alone; what they share stands beside it: ``_attributes`
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar, Token
 from functools import partial
@@ -97,6 +97,7 @@ async def serve_request(
     transport: str = "pipe",
     session_id: str | None = None,
     forwarded: dict[RequestId, Forwarded] | None = None,
+    peer: Mapping[str, Any] | None = None,
 ) -> JSONObject:
     """Answer a peer's request inside a ``SERVER`` span whose parent is the context in its ``_meta``.
 
@@ -105,7 +106,8 @@ async def serve_request(
     each request another replica forwarded here told of its hop, by id; this request's entry is taken out, and its
     span links to that replica's ``forward`` span (``elicitor.link = forwarded``), which is the root of a trace of
     its own when the client named no trace, and says which replica it was (``elicitor.forwarded_by``) and the
-    seconds the request waited in the store (``elicitor.store.wait``).
+    seconds the request waited in the store (``elicitor.store.wait``). ``peer``: over HTTP, who sent the POST that
+    carried it (``client.address``, ``client.port``, ``network.protocol.version``: see ``_peer``), on the span only.
     """
     hop = forwarded.pop(request_id, None) if forwarded and request_id is not None else None
     parent = extract(params)
@@ -128,12 +130,12 @@ async def serve_request(
         ambient = trace.get_current_span().get_span_context()
         if parent is not None and ambient.is_valid:  # semconv: parent from _meta, link the ambient context
             links = [trace.Link(ambient)]
-        named = attributes
+        named = attributes if peer is None else {**attributes, **peer}  # on the span alone: no label per port
         if hop is not None:  # on the span alone: the metrics' labels stay what they are
             origin = span_context({"traceparent": hop.span})
             if origin is not None:
                 links = [*(links or ()), trace.Link(origin, {"elicitor.link": "forwarded"})]
-            named = {**attributes, "elicitor.forwarded_by": hop.by, "elicitor.store.wait": hop.wait}
+            named = {**named, "elicitor.forwarded_by": hop.by, "elicitor.store.wait": hop.wait}
         span = tracer.start_span(
             span_name(method, attributes), context=parent, kind=SpanKind.SERVER, attributes=named, links=links
         )

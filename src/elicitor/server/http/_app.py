@@ -293,6 +293,10 @@ class HttpApp:
             return
         method = scope["method"]
         if method == "POST":
+            if _telemetry.state.on:  # who sent it: client.address, client.port on the span serving its request
+                from ...telemetry import _peer
+
+                _peer.arrived(scope)
             respond = await self._post(headers, receive, send)
             if respond is not None:  # answered from its stream: no frame of the POST's handling waits with it
                 del headers

@@ -146,6 +146,9 @@ class SessionTransport:
         self.waiting_spans: dict[RequestId, SpanContext] = {}
         """With a tracer: the span of each request this session sent and still waits on, by id, so that an answer
         another replica forwards here joins the request's trace whatever the client put in it (see ``_peers``)."""
+        self.peers: dict[RequestId, dict[str, Any]] = {}
+        """With telemetry on: who POSTed each request this replica took for this session (``client.address``,
+        ``client.port``, ``network.protocol.version``: ``telemetry/_peer.py``), by id, until it is served."""
         self.forwarded: dict[RequestId, Forwarded] = {}
         """With a tracer: what the envelope of each request another replica forwarded here told of its hop, by id,
         until the request is served (its span links to that replica's; see ``_peers``) or answered otherwise."""
@@ -203,6 +206,8 @@ class SessionTransport:
             del self.streams[related]  # type: ignore[arg-type]  # related is not None here
             if self.forwarded:  # answered without being served (refused by the dispatch): nothing more to link
                 self.forwarded.pop(related, None)  # type: ignore[arg-type]  # related is not None here
+            if self.peers:  # the same
+                self.peers.pop(related, None)  # type: ignore[arg-type]  # related is not None here
         await stream.put(message, final)
 
     async def aclose(self) -> None:
@@ -518,6 +523,12 @@ class HandshakeSessions:
             await refuse(send, 400, None, INVALID_REQUEST, f"Invalid request: id {request_id!r} is already in flight")
             return None
         stream = session.open(request_id)
+        if _telemetry.state.on:  # who POSTed it, for the span serving it
+            from ...telemetry import _peer
+
+            peer = _peer.current()
+            if peer is not None:
+                session.peers[request_id] = peer
         await session.deliver(body)
         return functools.partial(self._respond_from, stream, session.id)
 

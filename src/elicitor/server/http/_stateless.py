@@ -136,10 +136,10 @@ class StatelessExchange:
         async with until_disconnect(self._receive):  # closing the response stream cancels the request (2026-07-28)
             try:
                 if _telemetry.state.on:  # a SERVER span, parented by the context in params._meta
-                    from ...telemetry import _hooks
+                    from ...telemetry import _hooks, _peer
 
                     result = await _hooks.serve_request(self._serve, request, request.method, request.params,
-                                                        request.id, "http")  # fmt: skip
+                                                        request.id, "http", peer=_peer.current())  # fmt: skip
                 else:
                     result = await self._session.serve_stateless(
                         request, self.notify, self._principal, keepalive=self.comment
