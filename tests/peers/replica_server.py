@@ -87,6 +87,12 @@ async def long_booking(ctx: Context) -> str:
     return "nothing booked"
 
 
+@server.tool(scopes=["admin"])
+async def manage(ctx: Context) -> str:
+    """Needs the ``admin`` scope behind ``--auth-*`` (a step-up sign-in); says who called it."""
+    return f"managed by {ctx.principal}"
+
+
 @server.tool()
 async def replica() -> str:
     """Which process serves this session (its pid)."""
