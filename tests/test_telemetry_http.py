@@ -105,6 +105,49 @@ async def test_the_proxy_names_who_posted_each_request_on_its_server_spans(otel:
     assert upstream and not any("client.address" in (s.attributes or {}) for s in upstream)
 
 
+async def test_a_log_line_the_client_writes_while_a_request_waits_names_its_span(otel: Otel) -> None:
+    """What elicitor logs while a request is sent and waited on is under the request's ``CLIENT`` span, so the
+    log line leads to it: here the client's retry of its ``initialize``, which the server answered 503 (a replica
+    restarting, say), a request no span of the application's encloses."""
+    from .test_telemetry import every_log_line
+
+    app = server.http_app()
+    refused: list[int] = []
+
+    async def busy_once(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not refused:
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            if b'"initialize"' in body:
+                refused.append(503)
+                headers = [(b"content-length", b"0")]
+                await send({"type": "http.response.start", "status": 503, "headers": headers})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            replay = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def again() -> Any:
+                return replay.pop() if replay else await receive()
+
+            await app(scope, again, send)
+            return
+        await app(scope, receive, send)
+
+    with every_log_line() as lines:
+        async with serving(busy_once) as url, Client.http(url, protocol="2025-11-25") as client:
+            with anyio.fail_after(30):
+                assert "introduce" in {tool.name for tool in await client.list_tools()}
+    assert refused == [503]
+    [retry] = [json.loads(line) for line in lines if "sending it again" in line]
+    [opened] = [s for s in otel.named("initialize") if s.kind == SpanKind.CLIENT]
+    assert retry["trace_id"] == f"{opened.context.trace_id:032x}"
+    assert retry["span_id"] == f"{opened.context.span_id:016x}"
+
+
 @pytest.fixture(scope="module")
 def traced_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Deployment, Path]]:
     if MISSING:

@@ -303,7 +303,8 @@ async def send_request(
     url: str | None = None,
     waiting: dict[RequestId, trace.SpanContext] | None = None,
 ) -> JSONObject:
-    """Send a request inside a ``CLIENT`` span, its context written into ``params._meta``.
+    """Send a request inside a ``CLIENT`` span, its context written into ``params._meta`` and current until the
+    answer comes: a log line written meanwhile (a retry after a 503, say) carries its ids.
 
     Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id;
     ``url``: the HTTP endpoint it goes to (``server.address``, ``server.port``). ``waiting`` (a handshake-era
@@ -320,9 +321,12 @@ async def send_request(
     attributes = request_attributes(method, params, None)
     add_network(attributes, transport, session_id, url)
     span: Span | None = None
+    token: object = None
     if tracer is not None:
         span = tracer.start_span(span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
-        params = inject(params, trace.set_span_in_context(span))
+        current = trace.set_span_in_context(span)
+        params = inject(params, current)
+        token = otel_context.attach(current)  # what is logged (or traced) while it is sent and waits is under it
     elif trace.get_current_span().get_span_context().is_valid:
         params = inject(params, None)
 
@@ -339,7 +343,7 @@ async def send_request(
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
     requesting = _requesting.set(span)
     try:
-        return await _measured(span, None, attributes, settle_result, ended, False, send, params, sent)
+        return await _measured(span, token, attributes, settle_result, ended, False, send, params, sent)
     finally:
         _requesting.reset(requesting)
         if waiting is not None and sent_id is not None:
