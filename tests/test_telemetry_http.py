@@ -55,6 +55,10 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
     assert asked and {((s.attributes or {})["server.address"], (s.attributes or {})["server.port"]) for s in asked} == {
         (endpoint.host, endpoint.port)
     }
+    # Every request sent names the revision, on either side and era (semconv: mcp.protocol.version).
+    pushed = [s for s in spans if s.kind == SpanKind.CLIENT and s.name == "elicitation/create"]
+    assert len(pushed) == (0 if protocol == "2026-07-28" else 2)
+    assert {(s.attributes or {}).get("mcp.protocol.version") for s in asked + pushed} == {protocol}
     served = [s for s in spans if s.name == "tools/call introduce" and s.kind == SpanKind.SERVER]
     assert len(served) == (3 if protocol == "2026-07-28" else 1)
     for span in served:

@@ -333,6 +333,8 @@ class Client:
                 raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")
             # 2025-03-26 said both sides must take JSON-RPC batches (2024-11-05 is JSON-RPC 2.0, which has them).
             session.batches = self._era.protocol_version in ACCEPTED_OLDER_REVISIONS
+            if not self._era.stateless:  # its requests say it (mcp.protocol.version); a 2026-07-28 one says its own
+                session.revision = self._era.protocol_version
             if _telemetry.state.on and not self._era.stateless:  # mcp.client.session.duration, when it ends
                 stack.callback(self._session_ended, started, self._era.protocol_version, transport)
         except BaseException:

@@ -409,6 +409,8 @@ class ServerSession:
 
     def _initialize(self, params: JSONObject | None) -> JSONObject:
         revision = self.handshake.initialize(params)
+        if self.session is not None:  # the questions it pushes say it (mcp.protocol.version)
+            self.session.revision = revision
         capabilities = self.server.capabilities()
         if revision == REV_2025_11_25 and self._has_task_tools():
             capabilities["tasks"] = capabilities_2025()

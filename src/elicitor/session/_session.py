@@ -156,6 +156,9 @@ class Session:
         """When the requests we wait on with a timeout give up (asyncio): one timer for all of them."""
         self._held: tuple[bytes, Event] | None = None
         """A message :meth:`_dispatch_now` classified but left to the read loop, with what it was classified as."""
+        self.revision: str | None = None
+        """The revision the handshake agreed (handshake era), for telemetry: the ``mcp.protocol.version`` of the
+        requests this side sends, which, unlike a 2026-07-28 request's, do not say it themselves."""
         self.batches = False
         """Take a JSON-RPC batch from the peer as its messages one by one (a client speaking 2025-03-26 or
         2024-11-05 with its server, which may send them: see :func:`~elicitor.protocol.split_batch`); otherwise a
@@ -234,6 +237,7 @@ class Session:
             getattr(transport, "session_id", None),
             getattr(transport, "url", None),
             getattr(transport, "waiting_spans", None),  # a replica's session: see SessionTransport
+            self.revision,
         )
 
     async def _request(

@@ -302,6 +302,7 @@ async def send_request(
     session_id: str | None = None,
     url: str | None = None,
     waiting: dict[RequestId, trace.SpanContext] | None = None,
+    revision: str | None = None,
 ) -> JSONObject:
     """Send a request inside a ``CLIENT`` span, its context written into ``params._meta`` and current until the
     answer comes: a log line written meanwhile (a retry after a 503, say) carries its ids.
@@ -309,7 +310,8 @@ async def send_request(
     Called only when ``state.on``. ``send(params, sent)`` puts ``params`` on the wire and tells ``sent`` the id;
     ``url``: the HTTP endpoint it goes to (``server.address``, ``server.port``). ``waiting`` (a handshake-era
     HTTP session's): holds the span's context under the request's id until the answer comes, so that an answer
-    forwarded by another replica joins this trace (:func:`received_forwarded`).
+    forwarded by another replica joins this trace (:func:`received_forwarded`). ``revision``: the one the
+    session's handshake agreed, ``mcp.protocol.version`` unless the request names its own (2026-07-28).
     """
     tracer = state.tracer
     instruments = state.instruments
@@ -319,6 +321,8 @@ async def send_request(
             params = inject(params, None)
         return await send(params, _ignore)
     attributes = request_attributes(method, params, None)
+    if revision is not None:
+        attributes.setdefault("mcp.protocol.version", revision)
     add_network(attributes, transport, session_id, url)
     span: Span | None = None
     token: object = None
