@@ -63,6 +63,11 @@ def span_context(carrier: object) -> trace.SpanContext | None:
 # ---- tasks: where they were created --------------------------------------------------------------------------
 
 
+def traceparent(context: trace.SpanContext) -> str:
+    """``context`` as a W3C ``traceparent`` header value."""
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
 def task_origin() -> dict[str, str] | None:
     """The current span's context, kept with a task when it is created (``traceparent``, ``tracestate``; never the
     baggage, which may hold anything the application put there), or ``None`` outside a trace."""

@@ -138,7 +138,7 @@ async def refuse(
     message (the relay fell behind) is a request that runs on, its events kept for a resume.
 
     A POSTed message refused before it reached its session is a span, with ``code`` as its ``error.type`` and
-    ``cause`` (the store's error, say) as an ``exception`` event (``telemetry/_hooks.py``, ``refused``)."""
+    ``cause`` (the store's error, say) as an ``exception`` event (``telemetry/_hooks/``, ``refused``)."""
     if _telemetry.state.on:
         from ...telemetry import _hooks
 

@@ -414,7 +414,7 @@ class Peers:
             return
         stream = session.open(message.request)
         hop = message.hop
-        if hop is not None and _telemetry.state.on:  # the request's span links to the hop (telemetry/_hooks.py)
+        if hop is not None and _telemetry.state.on:  # the request's span links to the hop (telemetry/_hooks/)
             from ...telemetry import _hooks
 
             wait = max(0, time.time_ns() - hop.sent) / 1e9
