@@ -46,6 +46,31 @@ def wait_for_port(port: int, process: subprocess.Popen[bytes] | None = None, *, 
             time.sleep(0.05)
 
 
+def one_response(sock: socket.socket) -> bytes:
+    """One whole HTTP/1.1 response read from ``sock`` (its body as long as Content-Length says), or what came before
+    the connection ended (``b""`` if it was reset or closed at once): a test that stops a process between two
+    requests on one connection asserts on what this returns."""
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
+        while len(body) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    except ConnectionResetError:
+        return data
+    return head + b"\r\n\r\n" + body
+
+
 def _stop(process: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM) -> None:
     if process is None or process.poll() is not None:
         return

@@ -134,7 +134,7 @@ def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_durin
     import time
 
     from .conftest import free_port
-    from .replicas import wait_for_port
+    from .replicas import one_response, wait_for_port
 
     port = free_port()
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}",
@@ -142,40 +142,18 @@ def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_durin
     process = subprocess.Popen(command, stderr=subprocess.PIPE)
     request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
 
-    def response(sock: socket.socket) -> bytes:
-        """One whole response (its body as long as its Content-Length), or what came before the connection ended."""
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-        )
-        while len(body) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-        return head + b"\r\n\r\n" + body
-
     try:
         wait_for_port(port, process, timeout=60)
         with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             sock.sendall(request)
-            before = response(sock)
+            before = one_response(sock)
             os.kill(process.pid, signal.SIGSTOP)
             try:
                 time.sleep(8)  # the connection idle past the keep-alive timeout (5 s), as the proxy sees it once awake
                 sock.sendall(request)  # waits in the socket
             finally:
                 os.kill(process.pid, signal.SIGCONT)
-            try:
-                after = response(sock)
-            except ConnectionResetError:
-                after = b"(reset)"
+            after = one_response(sock)  # b"" if the proxy reset the connection
     finally:
         process.terminate()
         _, said = process.communicate(timeout=60)

@@ -33,7 +33,7 @@ from elicitor.server.http._peers import Opened
 from elicitor.state import MemoryEventStore, RedisStore, StoreUnavailable
 
 from .conftest import serving
-from .replicas import MISSING, Deployment, RedisServer, deployment
+from .replicas import MISSING, Deployment, RedisServer, deployment, one_response
 
 pytestmark = [
     pytest.mark.anyio,
@@ -523,39 +523,17 @@ async def test_a_request_sent_on_an_idle_connection_to_a_stopped_replica_is_answ
     port, pid = cluster.replicas.ports[2], cluster.replicas.pids()[2]
     request = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
 
-    def response(sock: socket.socket) -> bytes:
-        """One whole HTTP response (its body as long as Content-Length says), or what came before the end."""
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-        )
-        while len(body) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-        return head + b"\r\n\r\n" + body
-
     def exchange() -> tuple[bytes, bytes]:
         with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             sock.sendall(request)
-            before = response(sock)
+            before = one_response(sock)
             os.killpg(pid, signal.SIGSTOP)
             try:
                 time.sleep(KEEP_ALIVE + 3)  # idle past the replica's keep-alive, as it sees it once awake
                 sock.sendall(request)  # what the balancer sends meanwhile waits in the socket
             finally:
                 os.killpg(pid, signal.SIGCONT)
-            try:
-                return before, response(sock)
-            except ConnectionResetError:
-                return before, b"(reset)"
+            return before, one_response(sock)  # b"" if the replica reset the connection
 
     before, after = await anyio.to_thread.run_sync(exchange)
     assert before.startswith(b"HTTP/1.1 200"), before

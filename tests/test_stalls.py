@@ -30,7 +30,7 @@ from mcp.client.subscriptions import SubscriptionLost
 
 from elicitor import Client, ElicitationRequest, ScriptedHandler, UrlElicitationRequest
 
-from .replicas import MISSING, Deployment, deployment
+from .replicas import MISSING, Deployment, deployment, one_response
 from .test_replicas import all_ready, events, open_session, rpc
 
 pytestmark = [
@@ -346,30 +346,6 @@ async def test_a_2026_07_28_round_sent_to_a_stopped_replica_is_answered_once_it_
     assert [request.message for request in handler.requests] == ["Your name?", "How many people?"]
     async with httpx.AsyncClient(timeout=60) as http:
         await all_ready(http, cluster)
-
-
-def one_response(sock: socket.socket) -> bytes:
-    """One whole HTTP response (its body as long as Content-Length says), or what came before the connection ended
-    (``b""`` if it was reset or closed at once)."""
-    data = b""
-    try:
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return data
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(
-            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-        )
-        while len(body) < length:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-    except ConnectionResetError:
-        return data
-    return head + b"\r\n\r\n" + body
 
 
 async def test_a_request_sent_to_a_stopped_replica_just_before_its_keep_alive_ran_out_is_answered(
