@@ -957,10 +957,14 @@ async def test_notifications_are_spans_in_the_trace_they_were_sent_in(
             assert attributes["mcp.method.name"] == method and "jsonrpc.request.id" not in attributes
             assert span.context.trace_id == served.context.trace_id
     points = otel.metric_points()
+    network = {"network.transport": "tcp", "network.protocol.name": "http"} if transport == "http" else {}
     for metric in ("mcp.server.operation.duration", "mcp.client.operation.duration"):
         assert {"notifications/progress", "notifications/message"} <= {
             p.attributes["mcp.method.name"] for p in points[metric]
         }
+        for point in points[metric]:  # the transport too, as the conventions' metric attributes say
+            assert point.attributes["network.transport"] == network.get("network.transport", "pipe")
+            assert point.attributes.get("network.protocol.name") == network.get("network.protocol.name")
 
 
 async def test_a_question_given_up_is_cancelled_under_its_request_and_the_client_hears_it_there(otel: Otel) -> None:

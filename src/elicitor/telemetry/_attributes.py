@@ -272,4 +272,11 @@ def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     version = attributes.get("mcp.protocol.version")
     if version is not None:
         out["mcp.protocol.version"] = version if version in ALL_REVISIONS else "_OTHER"
+    for key in _NETWORK_LABELS:  # set by :func:`add_network` from our own transports, never from a peer
+        if key in attributes:
+            out[key] = attributes[key]
     return out
+
+
+_NETWORK_LABELS = ("network.transport", "network.protocol.name")
+"""The conventions' network attributes of the operation duration metrics: ``pipe`` or ``tcp``, and ``http``."""
