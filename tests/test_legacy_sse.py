@@ -39,20 +39,25 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+async def answering(url: str) -> None:
+    """Return once the server at ``url`` answers HTTP (whatever it says), within a minute."""
+    with anyio.fail_after(60):
+        while True:
+            try:
+                async with httpx.AsyncClient() as http:
+                    await http.post(url)
+                return
+            except httpx.TransportError:
+                await anyio.sleep(0.1)
+
+
 @asynccontextmanager
 async def peer(command: list[str], port: int) -> AsyncIterator[str]:
     """Run a server process that listens on ``port``; yields its stream's URL once it answers."""
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/sse"
     try:
-        with anyio.fail_after(60):
-            while True:
-                try:
-                    async with httpx.AsyncClient() as http:
-                        await http.post(url)
-                    break
-                except httpx.TransportError:
-                    await anyio.sleep(0.1)
+        await answering(url)
         yield url
     finally:
         process.terminate()
@@ -108,14 +113,7 @@ async def test_a_server_gone_mid_call_fails_the_call(anyio_backend: str) -> None
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/sse"
-        with anyio.fail_after(60):
-            while True:
-                try:
-                    async with httpx.AsyncClient() as http:
-                        await http.post(url)
-                    break
-                except httpx.TransportError:
-                    await anyio.sleep(0.1)
+        await answering(url)
 
         class KillsTheServer:
             async def __call__(self, request: Any) -> Any:
