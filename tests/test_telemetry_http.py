@@ -849,11 +849,11 @@ async def test_a_request_refused_while_redis_is_paused_is_a_span_in_the_callers_
 
 async def test_every_message_refused_before_its_session_took_it_is_a_span(otel: Otel, redis: RedisServer) -> None:
     """Not only a request: a person's answer and a notification POSTed while the shared store cannot be reached
-    (refused promptly: this replica holds no request for it) are spans too, in the trace they name. The answer is
-    a ``response`` span under the context elicitor's client puts in its ``result._meta`` (or, naming none, the
-    root of a trace of its own, ``elicitor.trace_context = absent``), with nothing of the answer; the notification
-    a ``SERVER`` span as if served. A request for a session that does not exist is one too: the caller's mistake,
-    ``error.type`` -32600 and HTTP 404, without an error status."""
+    (refused promptly: this replica holds no request for it, and its outbox is full) are spans too, in the trace
+    they name. The answer is a ``response`` span under the context elicitor's client puts in its ``result._meta``
+    (or, naming none, the root of a trace of its own, ``elicitor.trace_context = absent``), with nothing of the
+    answer; the notification a ``SERVER`` span as if served. A request for a session that does not exist is one
+    too: the caller's mistake, ``error.type`` -32600 and HTTP 404, without an error status."""
     from redis.asyncio import Redis
 
     trace_id = "6c9f0e1d2b3a4958a7b6c5d4e3f20110"
@@ -871,6 +871,7 @@ async def test_every_message_refused_before_its_session_took_it_is_a_span(otel: 
     async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=30) as http:
         headers = await open_session(http, a)
         apps[1]._hold.max_waiting = 0
+        apps[1]._handshake._outbox.max_messages = 0  # keeps no answer for later either: each is refused 503
         admin = Redis.from_url(redis.url)
         try:
             await admin.execute_command("CLIENT", "PAUSE", "5000", "ALL")
