@@ -631,6 +631,10 @@ async def test_the_proxy_continues_the_trace_through_both_sides(otel: Otel, down
     deepest = max(served, key=lambda s: len(ancestors(s, spans)))
     path = ancestors(deepest, spans)
     assert path[:3] == ["tools/call introduce/CLIENT", "tools/call introduce/SERVER", "tools/call introduce/CLIENT"]
+    # Each request sent, the proxy's on either side too, names the revision of the side it is sent on.
+    sent = [s for s in spans if s.kind == SpanKind.CLIENT and s.name in ("tools/call introduce", "elicitation/create")]
+    assert len(sent) >= 4
+    assert {(s.attributes or {}).get("mcp.protocol.version") for s in sent} <= {downstream, upstream}
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
 

@@ -215,7 +215,11 @@ class Bridge:
             params = own_key(params, self._principal)
         if method == "initialize":
             async with self._signing.told(self._related_notify(request.id)):
-                return await self._initialize(params)
+                result = await self._initialize(params)
+            agreed = result.get("protocolVersion")
+            if self.down is not None and isinstance(agreed, str) and agreed in HANDSHAKE_REVISIONS:
+                self.down.revision = agreed  # the questions passed on to the client say it (mcp.protocol.version)
+            return result
         if is_stateless_request(params):
             stateless = self._stateless_proxy()
             notify = self._related_notify(request.id)

@@ -477,6 +477,8 @@ class Upstream:
         self.server = server if isinstance(server, dict) else None
         if self.session is not None:  # 2025-03-26 said both sides must take JSON-RPC batches (see split_batch)
             self.session.batches = revision in ACCEPTED_OLDER_REVISIONS
+            if not is_stateless(revision):  # the requests forwarded say it (mcp.protocol.version)
+                self.session.revision = revision
         if hasattr(self.transport, "protocol_version"):
             self.transport.protocol_version = revision  # type: ignore[union-attr]
 
