@@ -1034,3 +1034,29 @@ async def test_a_handshake_era_session_is_timed_on_both_sides_with_bounded_label
         [point] = points[metric]
         assert dict(point.attributes) == {"mcp.protocol.version": protocol, **network}
         assert point.count == 1 and point.sum >= 0.05
+
+
+async def test_the_proxys_two_sessions_are_timed_each_on_its_side(otel: Otel) -> None:
+    """``elicitor proxy`` runs two handshake-era sessions for a client: one it serves (``mcp.server.session.duration``)
+    and one it holds with the server (``mcp.client.session.duration``): each side counts two, the proxy's and the
+    client's or the server's own."""
+    from elicitor.proxy import Bridge, static
+    from elicitor.transports import memory_pair
+
+    client_end, down_end = memory_pair()
+    up_end, server_end = memory_pair()
+    bridge = Bridge(static(up_end), upstream_protocol="2025-11-25")
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        tg.start_soon(bridge.serve, down_end)
+        async with Client(client_end, protocol="2025-11-25") as client:
+            with anyio.fail_after(30):
+                await client.call_tool("refuse")
+        with anyio.fail_after(30):  # the proxy ends with its client, and its upstream session with it
+            while sum(p.count for p in otel.metric_points().get("mcp.client.session.duration", ())) < 2:
+                await anyio.sleep(0.01)
+        tg.cancel_scope.cancel()
+    points = otel.metric_points()
+    for metric in ("mcp.server.session.duration", "mcp.client.session.duration"):
+        counted = {p.attributes["mcp.protocol.version"]: p.count for p in points[metric]}
+        assert counted == {"2025-11-25": 2}, metric

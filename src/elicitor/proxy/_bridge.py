@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -39,6 +40,7 @@ from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, is_stateless_request
 from ..server._server import DEFAULT_ELICITATION_TIMEOUT
 from ..session import Session, open_session
+from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
     HANDSHAKE_REVISIONS,
@@ -142,19 +144,27 @@ class Bridge:
             stop()
 
     async def _serve(self, downstream: Transport) -> None:
-        async with anyio.create_task_group() as tg:
-            self._tg = tg
-            async with open_session(downstream, self._from_downstream, self._downstream_note) as down:
-                self.down = down
+        started = time.monotonic_ns()
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                async with open_session(downstream, self._from_downstream, self._downstream_note) as down:
+                    self.down = down
 
-                async def ended() -> None:
-                    await down.wait_closed()
-                    self._end.set()
+                    async def ended() -> None:
+                        await down.wait_closed()
+                        self._end.set()
 
-                tg.start_soon(ended)
-                tg.start_soon(self._prepare)
-                await self._end.wait()
-            tg.cancel_scope.cancel()
+                    tg.start_soon(ended)
+                    tg.start_soon(self._prepare)
+                    await self._end.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            if _telemetry.state.on and self.down is not None:  # mcp.server.session.duration: the client's session
+                from ..telemetry import _sessions
+
+                network = getattr(downstream, "network", "pipe")
+                _sessions.session_ended("server", started, self.down.revision, network)
 
     async def _prepare(self) -> None:
         """Open the upstream connection while the client starts (a stdio server may take seconds to start; the

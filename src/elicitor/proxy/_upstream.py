@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -39,6 +40,7 @@ from ..client._headers import header_params
 from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, decode_json
 from ..session import Session, open_session
+from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
     ACCEPTED_OLDER_REVISIONS,
@@ -148,7 +150,10 @@ class Upstream:
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Upstream]:
         """The connection, open for the block."""
+        started = time.monotonic_ns()
         async with AsyncExitStack() as stack:
+            if _telemetry.state.on:  # mcp.client.session.duration: a handshake-era server's session, once it ends
+                stack.callback(self._session_ended, started)
             made = self._connect()
             if isinstance(made, AbstractAsyncContextManager):
                 self.transport = await stack.enter_async_context(made)
@@ -159,6 +164,12 @@ class Upstream:
                 notes_to(self._on_stream)
             self.session = await stack.enter_async_context(open_session(self.transport, self._pushed, self._note))
             yield self
+
+    def _session_ended(self, started: int) -> None:
+        from ..telemetry import _sessions
+
+        if self.revision is not None and not is_stateless(self.revision):  # 2026-07-28: no session
+            _sessions.session_ended("client", started, self.revision, getattr(self.transport, "network", "pipe"))
 
     async def run(self, ready: Callable[[], None]) -> None:
         """Open the connection, call ``ready``, and keep it until the server closes it or :meth:`close`."""
