@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT    := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: demo test lint typecheck unit docs docs-serve pictures conformance-page wheel node-peers system-deps conformance bench soak fuzz clean catalogs
+.PHONY: demo test lint typecheck unit docs docs-serve pictures conformance-page wheel node-peers python-peers system-deps conformance bench soak fuzz clean catalogs
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "elicitor needs Python 3.11 or newer")'
@@ -19,12 +19,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/elicitor demo
 
-# Two cores: the checks of the source, the site and the wheel run beside the conformance harness (two at a time, each
-# step's output shown whole when it ends); then the suite alone, in two worker processes (a test spends most of its
+# Two cores: the conformance harness, the longest step, starts first; the old peers' environments (mostly waiting on
+# the package index), the checks of the source, the site and the wheel run beside it (three at a time, each step's
+# output shown whole when it ends); then the suite alone, in two worker processes (a test spends most of its
 # time waiting on the processes it starts: one process used under half a core). A test file runs whole in one worker,
 # so a module's browser, cluster or fuzz campaigns start once.
 test: lint
-	$(MAKE) --no-print-directory -j2 --output-sync=target typecheck docs wheel conformance
+	$(MAKE) --no-print-directory -j3 --output-sync=target conformance python-peers typecheck docs wheel
 	$(MAKE) --no-print-directory unit
 
 lint: $(STAMP)
@@ -88,6 +89,11 @@ wheel: $(STAMP)
 node-peers: $(STAMP)
 	$(BIN)/python scripts/conformance.py --install-only
 	$(BIN)/python scripts/peers.py
+
+# The old releases' Python environments alone (most of scripts/peers.py's time, spent waiting on the index): make
+# test makes them beside the checks, a third job that needs no core of its own.
+python-peers: $(STAMP)
+	$(BIN)/python scripts/peers.py --python
 
 # The official MCP conformance harness (Node 22 and the harness install from npm into .cache/ on first use).
 conformance: $(STAMP) system-deps

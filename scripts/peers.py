@@ -95,12 +95,15 @@ def _replace(folder: Path, building: Path) -> None:
 
 
 def main() -> int:
+    """Install every peer; ``--python``: only the Python environments (``make test`` makes them beside the
+    conformance harness, which may be installing Node 22 meanwhile: the npm folders come after it)."""
+    python_only = "--python" in sys.argv[1:]
     PEERS.mkdir(parents=True, exist_ok=True)
     with (PEERS / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for name, requirements in PYTHON_PEERS.items():
             _python(name, requirements)
-        for name, packages in NODE_PEERS.items():
+        for name, packages in {} if python_only else NODE_PEERS.items():
             _node(name, packages)
     return 0
 
