@@ -40,7 +40,7 @@ from ..types import (
     LoggingLevel,
     Tool,
 )
-from ._era import Declared, Era
+from ._era import PROBE_TIMEOUT, Declared, Era
 from ._handlers import ElicitationHandler
 from ._inbound import Inbound, RateLimit, SamplingHandler
 from ._notifications import CallbackQueue, LogCallback, Notifications, Progress, ProgressCallback
@@ -124,7 +124,7 @@ class Client:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         on_log: LogCallback | None = None,
         log_level: LoggingLevel | None = None,
-        probe_timeout: float = 10.0,
+        probe_timeout: float = PROBE_TIMEOUT,
         sampling: SamplingHandler | None = None,
         roots: Sequence[JSONObject] | None = None,
         elicitation_limit: tuple[int, float] | None = None,

@@ -46,6 +46,11 @@ from ._transport import SIGN_IN_FAILED, HttpAware
 
 logger = logging.getLogger("elicitor.client")
 
+PROBE_TIMEOUT = 10.0
+"""Seconds a server may stay silent on ``server/discover`` (``protocol="auto"``) before it is taken for one of the
+handshake era: such a server may never answer a method it does not know. ``Client``'s default ``probe_timeout``,
+and ``elicitor proxy``'s limit for its own probe upstream."""
+
 
 @dataclass(frozen=True, slots=True)
 class Declared:
