@@ -228,11 +228,12 @@ async def test_the_proxy_to_an_old_sse_server_with_transport_sse(anyio_backend: 
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("protocol", "pinned"), [("2026-07-28", True), ("2025-11-25", False)])
+@pytest.mark.parametrize(("protocol", "pinned"), [("2026-07-28", False), ("2026-07-28", True), ("2025-11-25", False)])
 async def test_the_proxy_to_a_stdio_server_of_1_6(anyio_backend: str, protocol: str, pinned: bool) -> None:
     """A handshake-era client's ``initialize`` goes to the server as it is, which answers it with 2024-11-05. For a
-    client of 2026-07-28 the proxy would ask ``server/discover``, which stops a stdio server of 1.6 (the proxy does
-    not start it again, as the client does): ``--upstream-protocol 2025-11-25`` begins with ``initialize``."""
+    client of 2026-07-28 the proxy asks ``server/discover``, which stops a stdio server of 1.6 (it says nothing,
+    and exits on the next line): the proxy starts it again and begins with ``initialize``, as the client does.
+    ``--upstream-protocol 2025-11-25`` begins with ``initialize`` at once."""
     pin = ["--upstream-protocol", "2025-11-25"] if pinned else []
     server = SERVERS["mcp-1.6.0"].command()
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *pin, *server]
@@ -250,6 +251,20 @@ async def test_the_proxy_to_a_stdio_server_of_1_6(anyio_backend: str, protocol: 
     finally:
         for pid in _running(server) - before:
             os.kill(pid, 9)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("discover", ["silent", "unaddressed"])
+async def test_the_proxy_to_a_server_that_never_answers_server_discover(anyio_backend: str, discover: str) -> None:
+    """A handshake-era stdio server that never answers ``server/discover``, or answers with an error whose id is
+    null: the proxy's probe has the client's limit, then ``initialize`` follows on the same connection, and the
+    2026-07-28 client's call is answered (without the limit, the client's handshake waits until its deadline)."""
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none"]
+    command += [sys.executable, str(SCRIPTS / "batch_server.py"), "--discover", discover]
+    with anyio.fail_after(240):
+        async with Client.stdio(command, protocol="2026-07-28", **GENEROUS) as client:
+            assert client.protocol_version == "2026-07-28"
+            assert (await client.call_tool("report")).text == "the report"
 
 
 def _running(command: list[str]) -> set[int]:

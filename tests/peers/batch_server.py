@@ -4,6 +4,10 @@ accept): written by hand, line by line, since no SDK we run sends them.
 ``python batch_server.py`` serves stdio; ``--port N`` serves Streamable HTTP at ``/mcp`` (uvicorn), answering a
 call on an SSE stream whose one event is a batch. Tools: ``report`` answers in a batch together with its progress
 and a log message; ``ping_twice`` (stdio) sends the client a batch of two pings and answers once both came back.
+
+``--discover silent`` (stdio) never answers ``server/discover``; ``--discover unaddressed`` answers it with an error
+whose id is null, which names no request: handshake-era servers that do either exist, and a client waits on them
+for ever unless its probe has a limit.
 """
 
 import json
@@ -38,11 +42,16 @@ def reply(message: dict[str, Any]) -> list[dict[str, Any]] | dict[str, Any] | No
     return None
 
 
-def stdio() -> None:
+def stdio(discover: str | None = None) -> None:
     calls: dict[str, Any] = {}  # ping_twice's call id, while its pings are out
     answered: set[str] = set()
     for line in sys.stdin:
         message = json.loads(line)
+        if message.get("method") == "server/discover" and discover is not None:
+            if discover == "unaddressed":
+                error = {"code": -32600, "message": "Invalid request"}
+                print(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}), flush=True)
+            continue
         if message.get("method") == "tools/call" and message["params"]["name"] == "ping_twice":
             calls["call"] = message["id"]
             batch = [{"jsonrpc": "2.0", "id": f"p{n}", "method": "ping"} for n in (1, 2)]
@@ -97,5 +106,7 @@ if __name__ == "__main__":
         import uvicorn
 
         uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+    elif len(sys.argv) == 3 and sys.argv[1] == "--discover":
+        stdio(sys.argv[2])
     else:
         stdio()

@@ -36,12 +36,13 @@ import anyio
 import msgspec
 
 from .._exceptions import ConnectionClosed, JSONRPCError
+from ..client._era import PROBE_TIMEOUT
 from ..client._headers import header_params
 from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, decode_json
 from ..session import Session, open_session
 from ..telemetry import _state as _telemetry
-from ..transports import Transport
+from ..transports import StdioClientTransport, Transport
 from ..types import (
     ACCEPTED_OLDER_REVISIONS,
     ALL_REVISIONS,
@@ -127,6 +128,11 @@ class Upstream:
         """Upstream request id to its route, while the request is in flight (see :meth:`_on_stream`)."""
         self._tokens = itertools.count(1)
         self._stop = anyio.CancelScope()
+        self._restartable = False
+        """While :meth:`learn` probes a stdio server: if the server ends the connection now, :meth:`run` starts it
+        again (see :meth:`learn`)."""
+        self._reopened = anyio.Event()
+        """Set once :meth:`run` has started the server again, or has ended."""
 
     @contextlib.contextmanager
     def calling(self, principal: str | None) -> Iterator[None]:
@@ -173,10 +179,19 @@ class Upstream:
 
     async def run(self, ready: Callable[[], None]) -> None:
         """Open the connection, call ``ready``, and keep it until the server closes it or :meth:`close`."""
-        with self._stop:
-            async with self.open():
-                ready()
-                await self._up().wait_closed()
+        try:
+            with self._stop:
+                while True:
+                    async with self.open():
+                        ready()
+                        await self._up().wait_closed()
+                    if not self._restartable:
+                        return
+                    self._restartable = False  # once: a server that stops on initialize too is gone
+                    logger.info("the server stopped on server/discover; starting it again with initialize")
+                    ready = self._reopened.set
+        finally:
+            self._reopened.set()
 
     def close(self) -> None:
         self._stop.cancel()
@@ -466,11 +481,33 @@ class Upstream:
 
     async def learn(self, down: Downstream) -> None:
         """Learn which era the server speaks, for a 2026-07-28 client: ``server/discover`` first, the handshake
-        when the server does not know it (or when pinned to a handshake revision)."""
+        when the server does not know it (or when pinned to a handshake revision).
+
+        On ``auto`` the probe is bounded as a client's is (:data:`~elicitor.client._era.PROBE_TIMEOUT`): a server
+        of the handshake era may never answer a method it does not know (or answer with an error that names no
+        request), and the handshake follows on the same connection. A stdio server that ends the connection
+        instead (the official Python SDK before 1.7 stops serving on such a method, and exits on the next line it
+        reads) is started again, and its first line is ``initialize``, as elicitor's client does. Over Streamable
+        HTTP every request is answered, and a person signing in upstream meanwhile must not be cut short: no
+        limit of the probe's own there."""
+        try:
+            self._restartable = self.wanted == "auto" and isinstance(self.transport, StdioClientTransport)
+            await self._learn(down)
+        finally:
+            self._restartable = False
+
+    async def _learn(self, down: Downstream) -> None:
         if self.wanted == "auto" or self.wanted in STATELESS_REVISIONS:
+            http = getattr(self.transport, "network", "") == "http"
             try:
-                await self.discover(down)
+                with anyio.fail_after(PROBE_TIMEOUT if self.wanted == "auto" and not http else None):
+                    await self.discover(down)
                 return
+            except TimeoutError:
+                logger.info("the server did not answer server/discover in %g s; using the handshake", PROBE_TIMEOUT)
+            except ConnectionClosed:
+                if not self._restartable:
+                    raise
             except JSONRPCError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     # A 2026-07-28 server that wants another version: the client's own requests (forwarded as
@@ -480,7 +517,15 @@ class Upstream:
                 if self.wanted != "auto" or exc.data == SIGN_IN_FAILED:
                     raise  # a sign-in that failed says nothing of the server's era
                 logger.info("the server does not speak 2026-07-28 (%s); using the handshake", exc.message)
-        await self.handshake(down)
+        try:
+            await self.handshake(down)
+        except ConnectionClosed:
+            if not self._restartable:
+                raise
+            await self._reopened.wait()  # run() starts the server again: initialize is the first line it reads
+            if self.closed:
+                raise
+            await self.handshake(down)
 
     def _adopt(self, revision: str, capabilities: object, server: object) -> None:
         self.revision = revision
