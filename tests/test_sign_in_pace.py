@@ -71,33 +71,41 @@ async def person(link: str, delay: float) -> None:
     assert page.status_code == 200 and "You are signed in" in page.text, page.text
 
 
-async def through_the_library(url: str, era: str, delay: float, clocks: Clocks) -> dict[str, Any]:
-    shown: list[str] = []
-    links: list[str] = []
-    arrived = anyio.Event()
+class SignIn:
+    """A client's loopback sign-in (``auth``) whose links a person follows: the lines it writes (``shown``), the
+    links among them (``links``), and :meth:`approve`, the person following each link as it comes."""
 
-    def write(line: str) -> None:
-        shown.append(line)
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+        self.links: list[str] = []
+        self._arrived = anyio.Event()
+        self.auth = OAuth(LoopbackAuthorizer(write=self._write, open_browser=False), store=MemoryTokenStore())
+
+    def _write(self, line: str) -> None:
+        self.shown.append(line)
         found = LINK.match(line)
         if found:
-            links.append(found.group(1))
-            arrived.set()
+            self.links.append(found.group(1))
+            self._arrived.set()
 
-    authorizer = LoopbackAuthorizer(write=write, open_browser=False)
-    auth = OAuth(authorizer, store=MemoryTokenStore())
+    async def approve(self, *delays: float) -> None:
+        """For each of ``delays``: wait for the next link, then follow it that many seconds later."""
+        for delay in delays:
+            await self._arrived.wait()
+            self._arrived = anyio.Event()
+            await person(self.links[-1], delay)
+
+
+async def through_the_library(url: str, era: str, delay: float, clocks: Clocks) -> dict[str, Any]:
+    sign_in = SignIn()
     handler = ScriptedHandler([{"name": "Ada"}])
     async with anyio.create_task_group() as tg:
-
-        async def approve() -> None:
-            await arrived.wait()
-            await person(links[0], delay)
-
-        tg.start_soon(approve)
-        async with Client.http(url, auth=auth, elicitation=handler, protocol=era, **clocks) as client:
+        tg.start_soon(sign_in.approve, delay)
+        async with Client.http(url, auth=sign_in.auth, elicitation=handler, protocol=era, **clocks) as client:
             result = (await client.call_tool("greet")).text
             version = client.protocol_version
-    said = "\n".join(shown)
-    return {"result": result, "version": version, "links": links, "said": said}
+    said = "\n".join(sign_in.shown)
+    return {"result": result, "version": version, "links": sign_in.links, "said": said}
 
 
 async def through_connect(url: str, era: str, delay: float, clocks: Clocks, home: Path) -> dict[str, Any]:
@@ -198,25 +206,12 @@ async def test_through_the_proxy_a_probe_given_up_during_the_upstream_sign_in_le
     from elicitor.transports import memory_pair
 
     async with deployed() as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         client_end, down_end = memory_pair()
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
-
-                async def approve() -> None:
-                    await arrived.wait()
-                    await person(links[0], 2.0)  # longer than the probe's limit, well within the handshake's
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 2.0)  # longer than the probe's limit, well within the handshake's
                 tg.start_soon(Bridge(lambda: HttpClientTransport.connect(url, auth=auth)).serve, down_end)
                 handler = ScriptedHandler([{"name": "Ada"}])
                 clocks: Clocks = {"probe_timeout": 0.5, "handshake_timeout": 30, "request_timeout": 30}
@@ -224,7 +219,7 @@ async def test_through_the_proxy_a_probe_given_up_during_the_upstream_sign_in_le
                     assert client.protocol_version == "2025-11-25"  # the probe went unanswered in its time
                     assert (await client.call_tool("greet")).text.endswith("hello Ada")
                 tg.cancel_scope.cancel()
-    assert len(links) == 1
+    assert len(sign_in.links) == 1
     assert len(deployment.authorizations) == 1
 
 
@@ -289,16 +284,8 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
     from elicitor.transports import memory_pair
 
     async with deployed() as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         heard: list[object] = []
 
         async def on_log(level: str, data: object, source: str | None) -> None:
@@ -307,12 +294,7 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
         connect = lambda: HttpClientTransport.connect(url, auth=auth)  # noqa: E731
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
-
-                async def approve() -> None:
-                    await arrived.wait()
-                    await person(links[0], 3.0)  # three times the client's handshake limit
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 3.0)  # three times the client's handshake limit
                 handler = ScriptedHandler([{"name": "Ada"}])
                 clocks: Clocks = {"protocol": era, "handshake_timeout": 1.0, "on_log": on_log}
                 if era == "2026-07-28":
@@ -331,7 +313,7 @@ async def test_through_the_proxy_a_person_slower_than_the_clients_handshake_limi
                     assert client.protocol_version == era
                     assert (await client.call_tool("greet")).text.endswith("hello Ada")
                 tg.cancel_scope.cancel()
-    assert len(links) == 1
+    assert len(sign_in.links) == 1
     assert len(deployment.authorizations) == 1
     assert SIGNING_IN in heard
 
@@ -351,16 +333,8 @@ async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hea
     from elicitor.transports import memory_pair
 
     async with deployed() as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         client_end, down_end = memory_pair()
         bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
         heard: list[object] = []
@@ -388,12 +362,7 @@ async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hea
 
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
-
-                async def approve() -> None:
-                    await arrived.wait()
-                    await person(links[0], 2.0)
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 2.0)
                 tg.start_soon(bridge.serve, down_end)
                 tg.start_soon(proxy_to_sdk)
                 tg.start_soon(sdk_to_proxy)
@@ -408,7 +377,7 @@ async def test_the_official_sdk_client_waits_for_a_slow_upstream_sign_in_and_hea
                     assert "greet" in [tool.name for tool in tools.tools]
                 tg.cancel_scope.cancel()
             await client_end.aclose()
-    assert len(links) == 1 and len(deployment.authorizations) == 1
+    assert len(sign_in.links) == 1 and len(deployment.authorizations) == 1
 
 
 @pytest.mark.parametrize("era", ["2026-07-28", "auto"])
@@ -425,16 +394,8 @@ async def test_behind_listen_a_client_that_asked_for_no_logs_waits_out_a_slow_si
     from .conftest import serving
 
     async with deployed() as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         heard: list[object] = []
 
         async def on_log(level: str, data: object, source: str | None) -> None:
@@ -445,18 +406,13 @@ async def test_behind_listen_a_client_that_asked_for_no_logs_waits_out_a_slow_si
         proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
-
-                async def approve() -> None:
-                    await arrived.wait()
-                    await person(links[0], 3.0)
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 3.0)
                 clocks: Clocks = {"probe_timeout": 1.0, "handshake_timeout": 1.0, "request_timeout": 1.0}
                 handler = ScriptedHandler([{"name": "Ada"}])
                 async with Client.http(at, elicitation=handler, protocol=era, on_log=on_log, **clocks) as client:
                     assert client.protocol_version == "2026-07-28"
                     assert (await client.call_tool("greet")).text.endswith("hello Ada")
-    assert len(links) == 1 and len(deployment.authorizations) == 1
+    assert len(sign_in.links) == 1 and len(deployment.authorizations) == 1
     assert heard == []  # no log message the client did not ask for
 
 
@@ -480,25 +436,12 @@ async def test_the_official_sdk_client_with_a_short_read_timeout_waits_for_a_slo
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     async with deployed() as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
-
-                async def approve() -> None:
-                    await arrived.wait()
-                    await person(links[0], 3.0)
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 3.0)
                 async with httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=1.0)) as http:
                     transport = streamable_http_client(at, http_client=http)
                     async with McpClient(transport, elicitation_callback=answer, mode="2026-07-28") as client:
@@ -506,7 +449,7 @@ async def test_the_official_sdk_client_with_a_short_read_timeout_waits_for_a_slo
                         assert "greet" in [tool.name for tool in tools.tools]
                         result = await client.call_tool("greet", {})
                         assert result.content[0].text.endswith("hello Ada")  # type: ignore[union-attr]
-    assert len(links) == 1 and len(deployment.authorizations) == 1
+    assert len(sign_in.links) == 1 and len(deployment.authorizations) == 1
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
@@ -523,16 +466,8 @@ async def test_behind_listen_a_call_waiting_on_a_slow_step_up_sign_in_hears_why(
     from .conftest import serving
 
     async with deployed(jwt=True) as (deployment, url):
-        links: list[str] = []
-        arrived = anyio.Event()
-
-        def write(line: str) -> None:
-            found = LINK.match(line)
-            if found:
-                links.append(found.group(1))
-                arrived.set()
-
-        auth = OAuth(LoopbackAuthorizer(write=write, open_browser=False), store=MemoryTokenStore())
+        sign_in = SignIn()
+        auth = sign_in.auth
         heard: list[object] = []
 
         async def on_log(level: str, data: object, source: str | None) -> None:
@@ -541,19 +476,11 @@ async def test_behind_listen_a_call_waiting_on_a_slow_step_up_sign_in_hears_why(
         proxy = ProxyServer(lambda: HttpClientTransport.connect(url, auth=auth), sign_in=auth, keepalive=0.3)
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg, serving(proxy.http_app()) as at:
-
-                async def approve() -> None:
-                    nonlocal arrived
-                    for delay in (0.0, 3.0):  # the first sign-in at once, the step-up slowly
-                        await arrived.wait()
-                        arrived = anyio.Event()
-                        await person(links[-1], delay)
-
-                tg.start_soon(approve)
+                tg.start_soon(sign_in.approve, 0.0, 3.0)  # the first sign-in at once, the step-up slowly
                 clocks: Clocks = {"request_timeout": 1.0, "handshake_timeout": 30.0}
                 async with Client.http(at, protocol=era, on_log=on_log, **clocks) as client:
                     assert (await client.call_tool("admin")).text.startswith("admin done")
-    assert len(links) == 2 and len(deployment.authorizations) == 2
+    assert len(sign_in.links) == 2 and len(deployment.authorizations) == 2
     assert "mcp:admin" in deployment.authorizations[1]["scope"].split()
     if era == "2025-11-25":
         assert SIGNING_IN in heard
