@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,8 @@ import pytest
 
 from elicitor import TerminalHandler
 from elicitor.testing import connected as connected  # re-exported for the tests
+
+from .replicas import RedisServer
 
 ROOT = Path(__file__).resolve().parent.parent
 EVERYTHING = [sys.executable, str(ROOT / "examples" / "everything_server.py"), "--stdio"]
@@ -44,6 +46,18 @@ def on_asyncio_loop(request: pytest.FixtureRequest) -> str | tuple[str, dict[str
     which ``Server.run`` and the command line run on when it is installed (as it is in development). A module
     uses it as ``anyio_backend = pytest.fixture(params=ASYNCIO_LOOPS)(on_asyncio_loop)``."""
     return ("asyncio", {"use_uvloop": True}) if request.param == "uvloop" else "asyncio"
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server shared by one module's tests (a module that must stop or restart one of its own defines
+    ``redis`` itself)."""
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @asynccontextmanager

@@ -67,16 +67,6 @@ def anyio_backend() -> str:
     return "asyncio"  # redis.asyncio
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(Path(tmp_path_factory.mktemp("redis")))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @dataclass
 class Quantity:
     count: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -44,16 +44,6 @@ PAUSE_MS = 4000
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,16 +51,6 @@ CAPABILITIES = {"elicitation": {"form": {}}, "tasks": {"requests": {"elicitation
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @dataclass

@@ -700,16 +700,6 @@ async def two_replicas(
         yield a, b, apps
 
 
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 async def until_status(send: Callable[[], Awaitable[httpx.Response]], *, seconds: float) -> httpx.Response:
     """Send until the answer is not a 503 (each 503 must say when to retry); never a 404 meanwhile."""
     with anyio.fail_after(seconds):

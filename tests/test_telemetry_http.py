@@ -25,10 +25,10 @@ from elicitor.server import StateSealer, generate_key
 
 from .conftest import ROOT, serving
 from .replicas import MISSING, Deployment, RedisServer, deployment
-from .test_replicas import open_session, redis, rpc, two_replicas
+from .test_replicas import open_session, rpc, two_replicas
 from .test_telemetry import CITY, NAME, SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
 
-__all__ = ["otel", "redis"]  # the fixtures, shared
+__all__ = ["otel"]  # the fixture, shared (redis is conftest's)
 
 pytestmark = pytest.mark.anyio
 
