@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +24,12 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, Context, ElicitationRequest, Server
-from elicitor.server import HttpApp, StateSealer, _hold, generate_key
+from elicitor.server import StateSealer, _hold, generate_key
 from elicitor.state import RedisStore
 
 from .conftest import serving
 from .replicas import MISSING, RedisServer
+from .test_replicas import two_replicas
 
 pytestmark = [
     pytest.mark.anyio,
@@ -65,20 +65,6 @@ async def pick(ctx: Context) -> str:
     """Asks its person for a name."""
     outcome = await ctx.elicit("Pick a name", Picked)
     return outcome.data.name if isinstance(outcome, Accepted) else "-"
-
-
-@asynccontextmanager
-async def two_replicas(redis_url: str) -> AsyncIterator[tuple[str, str, list[HttpApp]]]:
-    """Replicas A and B of ``picking`` on one Redis (short lease and timeout, as the replica tests use)."""
-    prefix = f"outbox{secrets.token_hex(4)}:"
-    apps = []
-    for _ in range(2):
-        replica = Server("picking", version="1.0.0", state=picking.sealer)
-        replica._tools = picking._tools
-        replica.share(RedisStore(redis_url, prefix=prefix, lease=1.0, timeout=1.0))
-        apps.append(replica.http_app())
-    async with serving(apps[0]) as a, serving(apps[1]) as b:
-        yield a, b, apps
 
 
 class AnswersTo(httpx.AsyncHTTPTransport):
@@ -125,7 +111,7 @@ async def test_an_answer_of_the_official_sdk_landing_elsewhere_past_the_hold_sti
     instead of waiting on it (B used to refuse it with 503, and the call and ``call_tool`` waited until the tool's
     ``elicitation_timeout``, an hour, the answer lost)."""
     asked: list[str] = []
-    async with two_replicas(redis.url) as (a, b, apps):
+    async with two_replicas(redis.url, picking, lease=1.0, timeout=1.0) as (a, b, apps):
 
         async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             asked.append(params.message)
@@ -151,7 +137,7 @@ async def test_a_replica_stopped_while_it_keeps_an_answer_passes_it_on_within_it
     """B keeps the official SDK's answer (Redis paused past the hold) and is told to stop (SIGTERM: ``drain``) with
     a grace longer than the pause: it waits for Redis to pass the answer on before it ends, so the call ends with
     the answer instead of waiting on one lost with B's memory."""
-    async with two_replicas(redis.url) as (a, b, apps):
+    async with two_replicas(redis.url, picking, lease=1.0, timeout=1.0) as (a, b, apps):
 
         async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             await pause(redis.url)
@@ -183,7 +169,7 @@ async def test_an_answer_of_elicitors_client_landing_elsewhere_past_the_hold_is_
     """elicitor's client would send a refused answer again; past the hold B takes it at once (202), so it is sent
     once, and the call ends with it once Redis is back."""
     asked: list[str] = []
-    async with two_replicas(redis.url) as (a, b, _):
+    async with two_replicas(redis.url, picking, lease=1.0, timeout=1.0) as (a, b, _):
 
         async def handler(request: ElicitationRequest) -> Accepted[Any]:
             asked.append(request.message)
@@ -204,7 +190,10 @@ async def test_an_answer_of_elicitors_client_landing_elsewhere_past_the_hold_is_
 async def test_an_answer_sent_twice_past_the_hold_is_kept_once_and_a_full_outbox_refuses(redis: RedisServer) -> None:
     """The same answer POSTed twice to B during the pause is kept once; a message past a full outbox is refused
     with 503 and ``Retry-After`` as before (bounded memory); the call ends with the answer once Redis is back."""
-    async with two_replicas(redis.url) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
+    async with (
+        two_replicas(redis.url, picking, lease=1.0, timeout=1.0) as (a, b, apps),
+        httpx.AsyncClient(timeout=60) as http,
+    ):
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
             "capabilities": {"elicitation": {"form": {}}}}}  # fmt: skip

@@ -38,6 +38,8 @@ from elicitor.state import RedisStore, StoreUnavailable, TaskRecord, UrlRecord
 
 from .conftest import serving
 from .replicas import MISSING, ROOT, RedisServer, Replicas
+from .test_replicas import open_session as replica_session
+from .test_replicas import rpc
 
 pytestmark = [
     pytest.mark.anyio,
@@ -86,21 +88,9 @@ async def one_replica(redis_url: str, template: Server = tasking) -> AsyncIterat
         yield url, app
 
 
-def rpc(method: str, params: dict[str, Any] | None = None, id: int | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params or {}}
-    if id is not None:
-        message["id"] = id
-    return message
-
-
 async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
     """Initialize a 2025-11-25 session that declares tasks; the headers its later requests carry."""
-    init = rpc("initialize", {"protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
-                              "capabilities": CAPABILITIES}, id=1)  # fmt: skip
-    response = await http.post(url, json=init, headers=HEADERS)
-    headers = {**HEADERS, "mcp-session-id": response.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
-    assert (await http.post(url, json=rpc("notifications/initialized"), headers=headers)).status_code == 202
-    return headers
+    return await replica_session(http, url, CAPABILITIES)
 
 
 def answer_of(response: httpx.Response) -> dict[str, Any]:
