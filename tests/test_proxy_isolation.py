@@ -49,6 +49,28 @@ def make_server() -> Server:
     return server
 
 
+def slow_server(monkeypatch: Any) -> tuple[Server, anyio.Event, list[str]]:
+    """``make_server()`` with a tool ``slow(tag)`` that runs until ``release`` is set, asking nothing (its caller's
+    request stays in flight meanwhile), noting each tag in ``started`` as it starts; and the proxy's room for held
+    calls made 4, 2 per person. Returns the server, ``release`` and ``started``."""
+    from elicitor.proxy import _held
+
+    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 4)
+    monkeypatch.setattr(_held, "MAX_HELD_PER_PERSON", 2)
+    server = make_server()
+    release = anyio.Event()
+    started: list[str] = []
+
+    @server.tool()
+    async def slow(tag: str) -> str:
+        """Runs until released, asking nothing: its caller's request stays in flight meanwhile."""
+        started.append(tag)
+        await release.wait()
+        return f"{tag} done"
+
+    return server, release, started
+
+
 @pytest.mark.parametrize("people", [2, 20])
 @pytest.mark.parametrize("upstream", ["2025-11-25", "auto"])
 async def test_people_on_one_listen_proxy_see_only_their_own_calls(
@@ -484,22 +506,10 @@ async def test_one_person_has_a_fair_share_of_held_calls_and_another_still_gets_
     if anyio_backend != "asyncio":
         pytest.skip("uvicorn runs on asyncio")
     from elicitor import JSONRPCError
-    from elicitor.proxy import _held
 
     from .conftest import serving
 
-    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 4)
-    monkeypatch.setattr(_held, "MAX_HELD_PER_PERSON", 2)
-    server = make_server()
-    release = anyio.Event()
-    started: list[str] = []
-
-    @server.tool()
-    async def slow(tag: str) -> str:
-        """Runs until released, asking nothing: its caller's request stays in flight meanwhile."""
-        started.append(tag)
-        await release.wait()
-        return f"{tag} done"
+    server, release, started = slow_server(monkeypatch)
 
     asked: list[str] = []
     four_asked, answer = anyio.Event(), anyio.Event()
@@ -568,22 +578,9 @@ async def test_without_a_sign_in_callers_are_not_held_to_one_persons_share(
     with a share of 2 and room for 4, three calls in flight at once are all held and all answered."""
     if anyio_backend != "asyncio":
         pytest.skip("uvicorn runs on asyncio")
-    from elicitor.proxy import _held
-
     from .conftest import serving
 
-    monkeypatch.setattr(_held, "MAX_HELD_CALLS", 4)
-    monkeypatch.setattr(_held, "MAX_HELD_PER_PERSON", 2)
-    server = make_server()
-    release = anyio.Event()
-    started: list[str] = []
-
-    @server.tool()
-    async def slow(tag: str) -> str:
-        """Runs until released, asking nothing: its caller's request stays in flight meanwhile."""
-        started.append(tag)
-        await release.wait()
-        return f"{tag} done"
+    server, release, started = slow_server(monkeypatch)
 
     results: list[str] = []
     with anyio.fail_after(90):
