@@ -726,18 +726,18 @@ def _refusal(challenge: str | None, body: bytes) -> str:
     """What a refusal that is not a JSON-RPC message says, for a person: the bearer challenge's error and the
     scopes it names (a 403 ``insufficient_scope``, RFC 6750 section 3.1), and the body's own description; else the
     start of the body. A peer's words: cut short, and control characters dropped."""
-    said = parse_challenge([challenge]) if challenge else Challenge()
+    bearer = parse_challenge([challenge]) if challenge else Challenge()
     try:
         message = decode_json(body)
     except (msgspec.DecodeError, UnicodeDecodeError):
         message = None
     fields = message if isinstance(message, dict) else {}
-    error = said.error or fields.get("error")
-    description = said.error_description or fields.get("error_description") or fields.get("message")
+    error = bearer.error or fields.get("error")
+    description = bearer.error_description or fields.get("error_description") or fields.get("message")
     parts = [part for part in (error, description) if isinstance(part, str) and part]
     text = ": ".join(parts) if parts else body[:200].decode("utf-8", "replace")
-    if said.scope:
-        text += f" (scope needed: {said.scope})"
+    if bearer.scope:
+        text += f" (scope needed: {bearer.scope})"
     return "".join(c for c in text[:300] if c.isprintable())
 
 
