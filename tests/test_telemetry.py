@@ -185,10 +185,11 @@ async def test_a_call_with_two_questions_is_one_trace_on_every_era(otel: Otel, p
         assert span.parent is not None and span.parent.span_id in {c.context.span_id for c in clients}
     for span in clients:
         assert (span.attributes or {})["jsonrpc.request.id"]
-        # A pipe has no server address (the conventions' stdio examples: network.transport alone).
-        assert (span.attributes or {})["network.transport"] == "pipe" and "server.address" not in (
-            span.attributes or {}
-        )
+        # A pipe has no server address and no application protocol ("Recording MCP transport": stdio is
+        # network.transport = pipe alone, no network.protocol.*).
+        attributes = span.attributes or {}
+        assert attributes["network.transport"] == "pipe" and "server.address" not in attributes
+        assert not {"network.protocol.name", "network.protocol.version"} & set(attributes)
     questions = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "server"]
     answers = [s for s in otel.named("elicitation") if (s.attributes or {})["elicitor.side"] == "client"]
     assert len(questions) == 2 and len(answers) == 2

@@ -77,10 +77,55 @@ async def test_over_http_a_call_is_one_trace_with_the_http_attributes(otel: Otel
             assert "mcp.session.id" not in attributes
     for span in spans:  # a client's spans name the server, never themselves
         assert span.kind == SpanKind.SERVER or "client.address" not in (span.attributes or {})
+    # Every request and notification the client sent says the HTTP version the server answered it in
+    # (semconv: network.protocol.version on CLIENT spans, "Recording MCP transport").
+    posted = [s for s in spans if s.kind == SpanKind.CLIENT and "server.address" in (s.attributes or {})]
+    opening = {"initialize", "notifications/initialized"} if protocol == "2025-11-25" else {"server/discover"}
+    assert {s.name for s in posted} == opening | {"tools/call introduce"}
+    assert {(s.name, (s.attributes or {}).get("network.protocol.version")) for s in posted} == {
+        (s.name, "1.1") for s in posted
+    }
     for points in otel.metric_points().values():  # a port per connection: never a label
         assert not any({"client.address", "client.port"} & set(p.attributes) for p in points)
     exported = otel.exported_bytes()
     assert SECRET_NAME not in exported and SECRET_CITY not in exported
+
+
+class SaysHttp2(httpx.AsyncBaseTransport):
+    """An ``httpx`` transport whose responses say they came over HTTP/2, as ``httpx`` with ``http2=True`` reports a
+    server that agreed to it (its ``http_version`` extension), carried over HTTP/1.1 by ``inner``: the server here
+    (uvicorn) speaks no HTTP/2, and what is tested is that the client's spans report what its HTTP library says."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        response.extensions = {**response.extensions, "http_version": b"HTTP/2"}
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("transport", "version"), [(httpx.AsyncHTTPTransport, "1.1"), (SaysHttp2, "2")])
+async def test_a_client_with_its_own_http_library_names_the_version_it_spoke(
+    otel: Otel, protocol: str, transport: type[httpx.AsyncBaseTransport], version: str
+) -> None:
+    """A client given an ``httpx`` client of the caller's (``http=``: HTTP/2, a proxy, certificates) names on each
+    ``CLIENT`` span the HTTP version that library says the server answered in, not the one elicitor's own
+    connections speak."""
+    handler = ScriptedHandler([{"name": SECRET_NAME}, {"city": SECRET_CITY}])
+    async with (
+        httpx.AsyncClient(transport=transport()) as http,
+        serving(server.http_app()) as url,
+        Client.http(url, elicitation=handler, protocol=protocol, http=http) as client,
+    ):
+        assert SECRET_CITY in (await client.call_tool("introduce")).text
+    sent = [s for s in otel.finished() if s.kind == SpanKind.CLIENT and "server.address" in (s.attributes or {})]
+    assert "tools/call introduce" in {s.name for s in sent}
+    assert {(s.attributes or {}).get("network.protocol.version") for s in sent} == {version}
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])

@@ -33,6 +33,7 @@ import msgspec
 from .._exceptions import AuthError, LegacyRefused
 from .._version import __version__
 from ..protocol import Oversized, decode_json, error_reply
+from ..telemetry import _state as _telemetry
 from ..transports._sse import SSEDecoder
 from ..types import INTERNAL_ERROR, JSONValue, RequestId, is_stateless
 from . import _local as local
@@ -289,6 +290,8 @@ class HttpClientTransport:
             try:
                 async with self._sending:
                     response = await self._endpoint.open("POST", headers, message, brief=True)
+                    if _telemetry.state.on:
+                        _responded(response)
                     try:
                         body = await response.aread()
                     finally:
@@ -402,6 +405,8 @@ class HttpClientTransport:
         refused: int | None = None
         try:
             response = await self._open_post(message, headers, opening)
+            if _telemetry.state.on:
+                _responded(response)
             try:
                 body: bytes | None = None
                 if opening and response.status_code in FALLBACK_STATUSES and self._may_fall_back(headers, response):
@@ -573,6 +578,8 @@ class HttpClientTransport:
             headers["last-event-id"] = last_id
             try:
                 async with aclosing(await self._endpoint.open("GET", headers)) as response:
+                    if _telemetry.state.on:
+                        _responded(response)
                     if response.status_code == 404 and "mcp-session-id" in headers:
                         # Its server stopped: initialize again (2025-11-25); the request may have been acted on.
                         self._session_gone(request_id, headers["mcp-session-id"], ran=True)
@@ -659,6 +666,13 @@ class HttpClientTransport:
         """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
         message = LOCAL_FAILURE + reason
         self._put(error_reply(request_id, INTERNAL_ERROR, message, data))
+
+
+def _responded(response: Response) -> None:
+    """Telemetry: the request's or notification's ``CLIENT`` span says the HTTP version of its answer."""
+    from ..telemetry import _hooks
+
+    _hooks.http_responded(response)
 
 
 def _names_old_stream(url: str) -> bool:

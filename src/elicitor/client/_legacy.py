@@ -30,6 +30,7 @@ import msgspec
 
 from .._exceptions import AuthError, LegacyRefused
 from ..protocol import decode_json
+from ..telemetry import _state as _telemetry
 from ..transports._sse import SSEDecoder
 from ..types import JSONValue, RequestId
 from . import _local as local
@@ -249,6 +250,10 @@ class OldTransport:
         headers = {**self._headers, "content-type": "application/json"}
         try:
             response = await self._messages.open("POST", headers, message, brief=True)
+            if _telemetry.state.on:  # the CLIENT span says the HTTP version (see telemetry/_hooks/_requests.py)
+                from ..telemetry import _hooks
+
+                _hooks.http_responded(response)
             async with aclosing(response):
                 body = await response.aread()
         except AuthError as exc:

@@ -254,6 +254,11 @@ class _Body(httpx.AsyncByteStream):
                 return
             await connection.fill(self._timeout, self._request)
 
+    @property
+    def http_version(self) -> str:
+        """The HTTP version of the response on this connection (``HTTP/1.1``)."""
+        return self._connection.http_version.decode("ascii")
+
     async def aclose(self) -> None:
         if not self._open:
             return
@@ -297,6 +302,12 @@ class RawResponse:
     @property
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
         return self._raw
+
+    @property
+    def http_version(self) -> str:
+        """The HTTP version the server answered in (``HTTP/1.1``), as ``httpx`` names it: for telemetry, which
+        asks only when it is on (the parser's version is not read on every response)."""
+        return self._body.http_version
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         async for chunk in self._body:

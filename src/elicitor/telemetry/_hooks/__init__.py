@@ -55,7 +55,15 @@ from ._questions import (
     serving_round,
     tool_failed,
 )
-from ._requests import annotate, cancelling, send_notification, send_request, serve_notification, serve_request
+from ._requests import (
+    annotate,
+    cancelling,
+    http_responded,
+    send_notification,
+    send_request,
+    serve_notification,
+    serve_request,
+)
 
 __all__ = [
     "Call",
@@ -77,6 +85,7 @@ __all__ = [
     "forwarding",
     "handed_over",
     "header_context",
+    "http_responded",
     "in_task_origin",
     "invalid_answer",
     "posted",

@@ -160,9 +160,11 @@ async def send_request(
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
     requesting = _requesting.set(span)
+    carried = _on_the_wire.set(span)
     try:
         return await _measured(span, token, attributes, settle_result, ended, False, send, params, sent)
     finally:
+        _on_the_wire.reset(carried)
         _requesting.reset(requesting)
         if waiting is not None and sent_id is not None:
             waiting.pop(sent_id, None)
@@ -171,6 +173,28 @@ async def send_request(
 _requesting: ContextVar[Span | None] = ContextVar("elicitor_requesting", default=None)
 """The ``CLIENT`` span of the request this task waits on (:func:`send_request`): the parent of the
 ``notifications/cancelled`` sent when it is given up (:func:`cancelling`)."""
+
+_on_the_wire: ContextVar[Span | None] = ContextVar("elicitor_on_the_wire", default=None)
+"""The ``CLIENT`` span of the request or notification this task is sending (:func:`send_request`,
+:func:`send_notification`): the one an HTTP response to it describes (:func:`http_responded`). The HTTP transport
+POSTs a request in a task of its own, which starts with a copy of this context."""
+
+
+def http_responded(response: object) -> None:
+    """The HTTP server answered the POST (or the GET resuming its stream) that carries the request or notification
+    being sent: its ``CLIENT`` span says the HTTP version the answer came in, ``network.protocol.version`` (``1.1``,
+    ``2``), as the conventions' "Recording MCP transport" table has it for Streamable HTTP and the HTTP+SSE
+    transport. The version is the connection's, known only once the server answered: the client's HTTP library
+    picks it (``httpx`` with ``http2=True`` speaks HTTP/2 to a server that offers it, elicitor's own connections
+    HTTP/1.1). A span already ended (a stream read on after its answer) is left alone.
+
+    Called only when ``state.on``."""
+    span = _on_the_wire.get()
+    if span is None or not span.is_recording():
+        return
+    version = getattr(response, "http_version", None)
+    if isinstance(version, str) and version.upper().startswith("HTTP/"):
+        span.set_attribute("network.protocol.version", version[5:])
 
 
 async def cancelling(
@@ -227,7 +251,11 @@ async def send_notification(
     elif trace.get_current_span().get_span_context().is_valid:
         params = inject(params, None)
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
-    await _measured(span, None, attributes, _nothing, ended, False, _sent, send, params)
+    carried = _on_the_wire.set(span)
+    try:
+        await _measured(span, None, attributes, _nothing, ended, False, _sent, send, params)
+    finally:
+        _on_the_wire.reset(carried)
 
 
 async def _sent(send: Callable[[JSONObject | None], Awaitable[None]], params: JSONObject | None) -> JSONObject:
