@@ -365,6 +365,56 @@ def test_an_old_client_and_our_server(env: str, transport: str, our_http_server:
         }
 
 
+TS_CLIENTS = ("ts-sdk-1.13.3",)
+"""The TypeScript SDK's releases with a client that answers elicitations (1.10.2 has none)."""
+
+
+def old_ts_client(env: str, *arguments: str, tool: str | None = None, answer: str | None = None) -> Any:
+    """What ``era_ts_client.mjs`` said, run beside the TypeScript SDK release ``env``: ``tool`` (by default the
+    example's ``test_elicitation``) called twice, accepted with ``answer`` (JSON) and then refused."""
+    folder = PEERS / env
+    node = str(NODE22) if NODE22.exists() else shutil.which("node")
+    if not (folder / ".installed").exists() or node is None:
+        pytest.skip(f"{folder} or node is missing: run `make test` (or python scripts/peers.py)")
+    script = folder / "era_ts_client.mjs"  # beside the SDK it imports
+    source = (SCRIPTS / "era_ts_client.mjs").read_text()
+    if not script.exists() or script.read_text() != source:
+        script.write_text(source)
+    environment = dict(os.environ)
+    if tool is not None:
+        environment.update(ERA_TOOL=tool, ERA_ARGUMENTS="{}", ERA_CONTENT=answer or "{}")
+    run = subprocess.run(
+        [node, str(script), *arguments], capture_output=True, text=True, timeout=240, env=environment, cwd=folder
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("env", TS_CLIENTS)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_client_of_the_draft_refuses_with_reject(env: str, transport: str, our_http_server: str) -> None:
+    """The TypeScript SDK's client up to 1.13 refuses with ``reject``, 2025-06-18's draft word for ``decline``:
+    the tool hears a decline, as from any client, where it failed with "an unknown action" before."""
+    said = old_ts_client(env, *(["stdio", *OURS] if transport == "stdio" else ["http", our_http_server]))
+    assert said["refusal"] == "reject"
+    accepted = "User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}"
+    assert said["calls"] == [
+        {"is_error": False, "text": accepted},
+        {"is_error": False, "text": "User response: action=decline"},
+    ]
+
+
+@pytest.mark.timeout(300)
+def test_the_proxy_tells_a_server_decline_for_the_drafts_reject() -> None:
+    """In front of the official SDK's server, which fails the call on an action it does not know, the proxy
+    passes a draft client's ``reject`` on as ``decline``: the tool hears the person said no."""
+    server = [sys.executable, str(SCRIPTS / "mcp_server.py")]
+    proxy = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", *server]
+    said = old_ts_client(TS_CLIENTS[0], "stdio", *proxy, tool="push_ask", answer='{"name": "Ada", "age": 36}')
+    assert said["calls"] == [{"is_error": False, "text": "hello Ada, 36"}, {"is_error": False, "text": "decline"}]
+
+
 @pytest.mark.timeout(300)
 def test_a_client_of_the_old_http_transport_is_refused_clearly(our_http_server: str) -> None:
     """elicitor's server has no HTTP+SSE transport of 2024-11-05: a client of 1.6 (it has no other over HTTP)

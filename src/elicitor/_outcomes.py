@@ -58,6 +58,24 @@ def outcome_to_wire(outcome: Accepted[Any] | Declined | Cancelled) -> dict[str, 
     return {"action": outcome.action}
 
 
+def wire_action(answer: dict[str, Any]) -> str | None:
+    """The action of an ``ElicitResult`` as received: ``accept``, ``decline``, ``cancel``, or ``None`` for any other.
+
+    ``reject`` reads as ``decline``: it is the name 2025-06-18 gave a refusal in draft, before the revision was
+    published with ``decline``, and clients built on the TypeScript SDK up to 1.13 still send it. A person who
+    said no must not fail the tool that asked (2025-06-18 client/elicitation, "Response Actions").
+    """
+    action = answer.get("action")
+    if isinstance(action, str) and action in _ACTIONS:
+        return action
+    return "decline" if action == DRAFT_DECLINE else None
+
+
+_ACTIONS = frozenset({"accept", "decline", "cancel"})
+DRAFT_DECLINE = "reject"
+"""2025-06-18's draft name for ``decline`` (see :func:`wire_action`)."""
+
+
 def url_refused_text(tool: str, steps: Sequence[str]) -> str:
     """What a tool call says when the person declined or cancelled a URL-mode step the tool required first.
 

@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TaskCancelled
+from .._outcomes import DRAFT_DECLINE
 from ..client._handlers import ElicitationHandler
 from ..client._pace import PersonPaced
 from ..client._tasks import TaskHandle, TaskPort
@@ -547,7 +548,7 @@ class Bridge:
         only an input request of a 2026-07-28 server (``refusal_as_cancel``), whose answer cannot be an error, is
         answered ``cancel`` instead (:class:`_Refused` says why)."""
         try:
-            return await self._down().request(method, params or None, related=related, timeout=self._timeout)
+            answer = await self._down().request(method, params or None, related=related, timeout=self._timeout)
         except JSONRPCError as exc:
             if method != "elicitation/create" or not refusal_as_cancel:
                 raise
@@ -558,6 +559,11 @@ class Bridge:
             if method == "elicitation/create":
                 return {"action": "cancel"}
             raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the client did not answer {method} in time") from None
+        if method == "elicitation/create" and answer.get("action") == DRAFT_DECLINE:
+            # A client of 2025-06-18's draft (the TypeScript SDK up to 1.13) refuses with "reject": the server
+            # hears "decline", the word it knows (an official SDK's server would fail the call on "reject").
+            answer = {**answer, "action": "decline"}
+        return answer
 
     def _listen_for_changes(self, up: Upstream) -> None:
         """A handshake-era client in front of a 2026-07-28 server: the server tells of list changes only on a

@@ -14,7 +14,7 @@ import anyio
 import msgspec
 
 from .._exceptions import ClientCapabilityMissing, ElicitationUnsupported, FieldError, InvalidAnswer
-from .._outcomes import Accepted, Cancelled, Declined, Outcome
+from .._outcomes import Accepted, Cancelled, Declined, Outcome, wire_action
 from ..forms import Form
 from ..protocol import ClientCapabilities, RequestMeta
 from ..types import (
@@ -448,7 +448,7 @@ def _outcome(form: Form[T] | None, raw: JSONObject) -> Outcome[T] | Outcome[None
     Checking depends on nothing but the form and the answer, so a replay gets the outcome the first run got, at
     about a microsecond per answer.
     """
-    action = raw.get("action")
+    action = wire_action(raw)
     if action == "accept":
         if form is None:
             return Accepted(None)
@@ -458,4 +458,4 @@ def _outcome(form: Form[T] | None, raw: JSONObject) -> Outcome[T] | Outcome[None
         return Declined()
     if action == "cancel":
         return Cancelled()
-    raise InvalidAnswer([FieldError(None, f"the client answered with an unknown action {action!r}")])
+    raise InvalidAnswer([FieldError(None, f"the client answered with an unknown action {raw.get('action')!r}")])

@@ -36,14 +36,13 @@ import anyio.lowlevel
 import msgspec
 
 from .._loop import running_asyncio_loop
+from .._outcomes import wire_action
 from ..session import Waiter
 from ..telemetry import _state as _telemetry
 from ..types import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from ._askers import OnceJournal
-
-_ELICIT_ACTIONS = frozenset({"accept", "decline", "cancel"})
 
 _canonical = msgspec.json.Encoder(order="sorted").encode
 
@@ -69,8 +68,7 @@ def usable_response(method: str, response: object) -> bool:
     if not isinstance(response, dict):
         return False
     if method == "elicitation/create":
-        action = response.get("action")  # a list or an object here is a malformed answer, not a TypeError
-        return isinstance(action, str) and action in _ELICIT_ACTIONS
+        return wire_action(response) is not None  # a list or an object as the action: a malformed answer
     if method == "roots/list":
         return isinstance(response.get("roots"), list)
     if method == "sampling/createMessage":

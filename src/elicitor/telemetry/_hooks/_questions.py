@@ -12,6 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from ..._outcomes import wire_action
 from ...types import JSONObject
 from .._attributes import (
     exception_event,
@@ -118,8 +119,7 @@ def _given(ask: Awaitable[JSONObject]) -> Awaitable[JSONObject]:
 
 
 def _outcome(span: Span | None, attributes: dict[str, Any], answer: JSONObject) -> None:
-    action = answer.get("action")
-    attributes["elicitor.elicitation.outcome"] = action if action in ("accept", "decline", "cancel") else "_OTHER"
+    attributes["elicitor.elicitation.outcome"] = wire_action(answer) or "_OTHER"
     if span is not None:
         span.set_attribute("elicitor.elicitation.outcome", attributes["elicitor.elicitation.outcome"])
 
@@ -231,11 +231,10 @@ def _answered(params: JSONObject, answer: JSONObject, round_: trace.SpanContext 
     now = time.time_ns()
     start = min(asked_ns, now)  # two replicas' wall clocks may disagree: never a negative wait
     raw_mode = params.get("mode", "form")
-    action = answer.get("action")
     attributes = {
         "elicitor.elicitation.mode": raw_mode if raw_mode in ("form", "url") else "form",
         "elicitor.side": "server",
-        "elicitor.elicitation.outcome": action if action in ("accept", "decline", "cancel") else "_OTHER",
+        "elicitor.elicitation.outcome": wire_action(answer) or "_OTHER",
     }
     tracer = state.tracer
     if tracer is not None:
@@ -278,11 +277,10 @@ def answered_elsewhere(params: JSONObject, answer: JSONObject, asked: object = N
     if instruments is None:
         return
     raw_mode = params.get("mode", "form")
-    action = answer.get("action")
     instruments.elicitations.add(1, {
         "elicitor.elicitation.mode": raw_mode if raw_mode in ("form", "url") else "form",
         "elicitor.side": "server",
-        "elicitor.elicitation.outcome": action if action in ("accept", "decline", "cancel") else "_OTHER",
+        "elicitor.elicitation.outcome": wire_action(answer) or "_OTHER",
     })  # fmt: skip
 
 
