@@ -309,13 +309,11 @@ CLIENTS = {"mcp-1.6.0": "2024-11-05", "mcp-1.9.4": "2025-03-26", "mcp-1.10.1": "
 """Each old release's client, and the revision it asks for (elicitor's server must answer with that one)."""
 
 
-def old_client(env: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+def old_client(env: str, *arguments: str, script: str = "era_client.py") -> subprocess.CompletedProcess[str]:
     python = PEERS / env / "bin" / "python"
     if not (PEERS / env / ".installed").exists():
         pytest.skip(f"{PEERS / env} is missing: run `make test` (or python scripts/peers.py)")
-    return subprocess.run(
-        [str(python), str(SCRIPTS / "era_client.py"), *arguments], capture_output=True, text=True, timeout=240
-    )
+    return subprocess.run([str(python), str(SCRIPTS / script), *arguments], capture_output=True, text=True, timeout=240)
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +360,43 @@ def test_an_old_client_and_our_server(env: str, transport: str, our_http_server:
         assert asked == {
             "is_error": False,
             "text": "User response: action=accept, content={'username': 'ada', 'email': 'ada@example.com'}",
+        }
+
+
+FASTMCP_CLIENTS = {"fastmcp-2.10.6": "mcp-1.10.1", "fastmcp-2.14.5": "mcp-1.24.0"}
+"""FastMCP's releases, each with its client run in the environment of the official SDK release it came with."""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("client", FASTMCP_CLIENTS)
+def test_an_old_fastmcp_client_and_our_server(client: str, transport: str, our_http_server: str) -> None:
+    """FastMCP's client turns each ``requestedSchema`` into a Python type for its handler to fill in: elicitor's
+    forms (required fields, titled and untitled choices, multi-select on 2025-11-25) build and come back valid,
+    a decline is a decline, and a client of 2025-06-18 is told why a multi-select form cannot be asked of it."""
+    run = old_client(
+        FASTMCP_CLIENTS[client],
+        *(["stdio", *OURS] if transport == "stdio" else ["http", our_http_server]),
+        script="era_fastmcp_client.py",
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    accepted, declined, enums = json.loads(run.stdout.strip().splitlines()[-1])
+    assert accepted == {
+        "is_error": False,
+        "text": "User response: action=accept, content={'username': 'ada', 'email': 'ada'}",
+    }
+    assert declined == {"is_error": False, "text": "User response: action=decline"}
+    if client == "fastmcp-2.10.6":
+        assert (
+            enums["is_error"]
+            and "multi-select fields (untitledMulti, titledMulti) need protocol revision" in enums["text"]
+        )
+    else:
+        assert enums == {
+            "is_error": False,
+            "text": "Elicitation completed: action=accept, content=EnumForm(untitledSingle='option1', "
+            "titledSingle=<Titled.VALUE1: 'value1'>, legacyEnum=<Legacy.OPT1: 'opt1'>, untitledMulti=['option1'], "
+            "titledMulti=[<TitledMulti.VALUE1: 'value1'>])",
         }
 
 
