@@ -10,12 +10,18 @@ store is to be kept as closed as the endpoint), their first 8 characters in logs
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
 import anyio
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler, ReadableLogRecord
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from elicitor import Accepted, BearerToken, Client, Context, JSONRPCError, ScriptedHandler, Server
@@ -106,11 +112,35 @@ def overheard(app: App, said: set[str]) -> App:
     return listening
 
 
+@contextlib.contextmanager
+def sdk_log_records() -> Iterator[Callable[[], list[ReadableLogRecord]]]:
+    """The OpenTelemetry SDK's own logging integration on elicitor's loggers, at every level: its
+    ``LoggingHandler`` turning each record into an OpenTelemetry log record (the current span's ids, the record's
+    attributes, an exception's type, message and stack) for an in-memory exporter. What an operator who ships
+    logs over OTLP gets."""
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    with warnings.catch_warnings():  # deprecated for opentelemetry-instrumentation-logging's, still the SDK's own
+        warnings.simplefilter("ignore", DeprecationWarning)
+        handler = LoggingHandler(logging.DEBUG, logger_provider=provider)
+    logger = logging.getLogger("elicitor")
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield lambda: list(exporter.get_finished_logs())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        provider.shutdown()
+
+
 async def test_no_secret_reaches_a_log_line_a_span_or_a_metric(otel: Otel) -> None:
     held: set[str] = set()
     protection = Protection(Verifier(), "http://127.0.0.1/mcp", ["https://issuer.example"])
     app = overheard(vault.http_app(auth=protection), held)
-    with every_log_line() as lines:
+    with every_log_line() as lines, sdk_log_records() as records:
         async with serving(app) as url:
             for protocol in ("2025-11-25", "2026-07-28"):
                 person = ScriptedHandler([{"vault": ANSWER}, "accept"], modes=frozenset({"form", "url"}))
@@ -142,6 +172,38 @@ async def test_no_secret_reaches_a_log_line_a_span_or_a_metric(otel: Otel) -> No
     for named in (*sessions, *task_ids):  # on spans by design (mcp.session.id, elicitor.task.id), never whole in logs
         assert named not in logged
     assert FAILURE not in exported  # the application's exception text: in its log, never on a span
+    # The same records as the SDK's logging integration exports them: each one written while a span was current
+    # carries that span's trace and span ids; none holds a secret, in its body or any attribute.
+    shipped = records()
+    assert len(shipped) == len(lines)
+    spans = {(s.context.trace_id, s.context.span_id): s for s in otel.finished()}
+    for record, line in zip(shipped, lines, strict=True):
+        ids = (record.log_record.trace_id or 0, record.log_record.span_id or 0)
+        said = json.loads(line)  # what TraceContextFilter put on the same record: the same span
+        assert (f"{ids[0]:032x}" if ids[0] else "", f"{ids[1]:016x}" if ids[1] else "") == (
+            said["trace_id"],
+            said["span_id"],
+        ), said
+        assert ids == (0, 0) or ids in spans, said  # a span of the workload's, exported
+
+    def under(text: str) -> list[ReadableSpan | None]:
+        found = [r.log_record for r in shipped if text in str(r.log_record.body)]
+        return [spans.get((r.trace_id or 0, r.span_id or 0)) for r in found]
+
+    # A refused URL-mode completion is logged inside its own span (completed = false), the tool's failure inside
+    # the span serving the call.
+    refusals = under("belongs to another user")
+    assert len(refusals) == 2
+    for span in refusals:
+        assert span is not None and span.name == "elicitation complete", span
+        assert (span.attributes or {})["elicitor.elicitation.completed"] is False
+    [failed] = under("tool 'audit' failed")
+    assert failed is not None and failed.name == "tools/call audit"
+    every = "\n".join(r.to_json() for r in shipped)
+    for secret in (TOKEN, OWNER, INTRUDER, ANSWER, CODE, QUESTION, CHOKING, *states):
+        assert secret not in every, (secret, every)
+    for named in (*sessions, *task_ids):
+        assert named not in every
 
 
 async def test_a_call_refused_for_a_missing_scope_is_a_span_in_the_callers_trace(otel: Otel) -> None:

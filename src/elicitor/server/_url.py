@@ -256,13 +256,19 @@ class UrlElicitations:
                     completing.settle(record.trace, "none" if record.connection is None else "connection" if local
                                       else "replica")  # fmt: skip
 
-                record = await self._complete(elicitation_id, principal, completed)
+                record = await self._complete(elicitation_id, principal, completed, completing.refuse)
             return record is not None
         return await self._complete(elicitation_id, principal) is not None
 
     async def _complete(
-        self, elicitation_id: str, principal: str | None, completed: Callable[[UrlRecord], None] | None = None
+        self,
+        elicitation_id: str,
+        principal: str | None,
+        completed: Callable[[UrlRecord], None] | None = None,
+        refused: Callable[[], None] | None = None,
     ) -> UrlRecord | None:
+        """Complete it (see :meth:`complete`). Telemetry: ``completed`` is told the record before the client is, and
+        ``refused`` is told a refusal before it is logged (the log line names the span that records it)."""
         attempt = secrets.token_hex(8)
         try:
             record = await self.hold.patiently(
@@ -270,9 +276,13 @@ class UrlElicitations:
                 anyio.current_time() + COMPLETE_PATIENCE,
             )
         except StoreUnavailable:
+            if refused is not None:
+                refused()
             logger.warning("URL elicitation %.8s... not completed: the shared state is unavailable", elicitation_id)
             raise
         if record is None:
+            if refused is not None:
+                refused()
             await self._explain_refusal(elicitation_id, principal)
             return None
         if completed is not None:

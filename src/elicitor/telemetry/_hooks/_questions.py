@@ -132,7 +132,8 @@ def current_traceparent() -> str | None:
 
 class CompletingUrl:
     """What :func:`completing_url` gives: told the record completed (:meth:`settle`), it starts the span and makes
-    it current, so that the notice telling the client (``notifications/elicitation/complete``) is its child."""
+    it current, so that the notice telling the client (``notifications/elicitation/complete``) is its child; told
+    the completion is refused (:meth:`refuse`), the same, so that the log line saying why names the span."""
 
     __slots__ = ("_span", "_start", "_token")
 
@@ -147,6 +148,14 @@ class CompletingUrl:
         self._span = self._open(asked, told)
         if self._span is not None:
             self._token = otel_context.attach(trace.set_span_in_context(self._span))
+
+    def refuse(self) -> None:
+        """The completion is refused (unknown, expired, already completed, another user's; or the store is away):
+        the span starts now and is current while the refusal is logged, so the log line names it."""
+        if self._span is None:
+            self._span = self._open(None, None)
+            if self._span is not None:
+                self._token = otel_context.attach(trace.set_span_in_context(self._span))
 
     def _open(self, asked: str | None, told: str | None) -> Span | None:
         tracer = state.tracer
