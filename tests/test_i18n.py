@@ -1473,3 +1473,70 @@ async def test_a_refused_url_step_is_said_in_the_persons_language(anyio_backend:
     assert said == "錯誤：工具 'add_dinner' 需要的一個步驟被拒絕或取消了：连接您的日历"
     english = "Error: Tool 'add_dinner' needs a step the person declined or cancelled: 连接您的日历"
     assert result_text(result, ENGLISH, Saver(None)) == english
+
+
+writer_desk = Server("writer-desk", version="1.0.0")
+
+
+@writer_desk.tool()
+async def summarise(ctx: Context, pages: int) -> str:
+    return str(await ctx.sample(f"Summarise {pages} pages", max_tokens=50))
+
+
+@writer_desk.resource("memo://broken")
+async def broken() -> str:
+    raise RuntimeError("the disk at /srv/memo is full")
+
+
+@pytest.mark.anyio
+async def test_an_elicitor_servers_own_tool_errors_are_said_in_the_persons_language(anyio_backend: str) -> None:
+    """Sentences elicitor's server writes into a tool's error (the client lacks a capability; the arguments do not
+    fit) were shown in English under a Chinese locale: connect recognises them and says them in the person's
+    words, the tool's name and the validator's detail as sent. English stays exactly what the server wrote."""
+    from elicitor._results import Saver, result_text
+
+    async with connected(writer_desk, protocol="2025-11-25") as client:
+        missing = await client.call_tool("summarise", {"pages": 3})
+        wrong = await client.call_tool("summarise", {"pages": "三"})
+    assert missing.is_error and wrong.is_error
+    assert result_text(missing, language("zh-TW"), Saver(None)) == (
+        "錯誤：工具 'summarise' 需要用戶端不提供的能力：用戶端沒有宣告取樣（sampling）能力"
+    )
+    assert result_text(missing, ENGLISH, Saver(None)) == (
+        "Error: Tool 'summarise' needs something the client does not offer: the client did not declare the sampling "
+        "capability"
+    )
+    detail = wrong.content[0].text.split(": ", 1)[1]  # type: ignore[union-attr]  # the validator's, in English
+    assert result_text(wrong, language("zh-CN"), Saver(None)) == f"错误：工具 'summarise' 的参数无效：{detail}"
+
+
+@pytest.mark.anyio
+async def test_an_elicitor_servers_json_rpc_errors_are_said_from_their_code_and_data(anyio_backend: str) -> None:
+    """A server's JSON-RPC error read ``… (code -32021)`` in English whatever the person's language: connect makes
+    the sentence on this side from what is structured in it (the capabilities ``data`` names, elicitor's own
+    internal-error sentence and its reference) and says what a standard code means beside a server's own words."""
+    from elicitor._connect import reason_of
+
+    async with connected(writer_desk, protocol="2026-07-28") as client:
+        with pytest.raises(JSONRPCError) as missing:
+            await client.call_tool("summarise", {"pages": 3})
+        with pytest.raises(JSONRPCError) as unknown:
+            await client.call_tool("nope")
+        with pytest.raises(JSONRPCError) as broke:
+            await client.read_resource("memo://broken")
+    zh = language("zh-CN")
+    assert reason_of(missing.value, zh) == "服务器需要本客户端不提供的能力：sampling（错误码 -32021）"
+    assert reason_of(unknown.value, zh) == "Invalid params: unknown tool 'nope'（错误码 -32602：参数无效）"
+    reference = broke.value.data["reference"]  # type: ignore[index,call-overload]
+    assert reason_of(broke.value, language("zh-TW")) == (
+        f"伺服器內部出錯（參考編號 {reference}；詳情記在伺服器的日誌中）（錯誤碼 -32603）"
+    )
+    assert reason_of(broke.value, ENGLISH) == str(broke.value)  # the English is the server's, as it wrote it
+
+
+def test_connect_says_a_servers_refusal_in_chinese() -> None:
+    """The same through ``elicitor connect`` over stdio, as a person meets it: a tool that needs sampling."""
+    run = connect_in("zh", ["test_missing_capability", "q"])
+    assert run.returncode == 0, run.stderr
+    said = "错误：工具 'test_missing_capability' 需要客户端不提供的能力：客户端没有声明采样（sampling）能力"
+    assert said in run.stdout

@@ -27,10 +27,25 @@ from ._exceptions import ElicitorError, JSONRPCError
 from ._loop import run_on
 from ._outcomes import Accepted
 from ._results import Saver, result_text
+from ._sentences import RPC_ERRORS, recognise
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable, spaced, wrap
-from .i18n import Language, language
-from .types import CallToolResult, JSONValue, Tool
+from .i18n import N_, Language, language
+from .types import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
+    CallToolResult,
+    JSONValue,
+    Tool,
+)
 
 if TYPE_CHECKING:
     pass
@@ -343,7 +358,51 @@ def reason_of(exc: BaseException, lang: Language) -> str:
         )
     if isinstance(exc, JSONRPCError) and exc.message == NOT_JSON:
         return lang._("Transport error (local): the server's answer is not JSON (code {code})", code=str(exc.code))
+    if isinstance(exc, JSONRPCError):
+        return rpc_error_text(exc, lang)
     return str(exc)
+
+
+_MEANINGS = {
+    PARSE_ERROR: N_("the server could not read the request"),
+    INVALID_REQUEST: N_("the request is not one the server accepts"),
+    METHOD_NOT_FOUND: N_("the server does not offer this"),
+    INVALID_PARAMS: N_("invalid parameters"),
+    INTERNAL_ERROR: N_("an error inside the server"),
+    RESOURCE_NOT_FOUND: N_("no such resource"),
+    HEADER_MISMATCH: N_("the request's headers do not match its body"),
+    MISSING_REQUIRED_CLIENT_CAPABILITY: N_("the client lacks a capability the server needs"),
+    UNSUPPORTED_PROTOCOL_VERSION: N_("the server does not speak this protocol version"),
+    URL_ELICITATION_REQUIRED: N_("a web page must be opened first"),
+}
+"""What each code the spec and JSON-RPC define means, for the person who reads a server's error in English."""
+
+
+def rpc_error_text(exc: JSONRPCError, lang: Language) -> str:
+    """A server's JSON-RPC error as the person reads it, made on this side from what is structured in it: a
+    sentence of elicitor's own server (an internal error's reference, a passing outage) in their language; a
+    missing capability named from ``data.requiredCapabilities``; any other message as sent, with its code and,
+    for a code the spec defines, what it means in their words (``-32602``: invalid parameters)."""
+    t = lang._
+    own = recognise(exc.message, RPC_ERRORS)
+    if own is not None:
+        return t("{message} (code {code})", message=lang.text(own), code=str(exc.code))
+    data = exc.data if isinstance(exc.data, dict) else {}
+    required = data.get("requiredCapabilities")
+    if exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY and isinstance(required, dict) and required:
+        names = t(", ").join(_capability(name, value) for name, value in required.items())
+        return t("The server needs a capability this client does not offer: {names} (code {code})", names=names,
+                 code=str(exc.code))  # fmt: skip
+    meaning = _MEANINGS.get(exc.code)
+    if meaning is None:
+        return t("{message} (code {code})", message=exc.message, code=str(exc.code))
+    return t("{message} (code {code}: {meaning})", message=exc.message, code=str(exc.code), meaning=lang.text(meaning))
+
+
+def _capability(name: str, value: JSONValue) -> str:
+    """A capability as its name in the spec, with what in it is needed (``elicitation (url)``)."""
+    inner = ", ".join(value) if isinstance(value, dict) else ""
+    return f"{name} ({inner})" if inner else name
 
 
 def _say_left_out(write: Callable[[str], None], lang: Language, left_out: tuple[str, ...]) -> None:

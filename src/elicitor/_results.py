@@ -24,12 +24,11 @@ import binascii
 import json
 import mimetypes
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from ._outcomes import URL_REFUSED
+from ._sentences import recognise
 from .client._present import LRI, PDI, isolated, printable
 from .i18n import Language
 from .types import (
@@ -90,7 +89,7 @@ def result_text(result: CallToolResult, lang: Language, saver: Saver) -> str:
     t = lang._
     body = "\n".join(block_text(block, lang, saver) for block in result.content)
     if result.is_error and len(result.content) == 1 and isinstance(result.content[0], TextContent):
-        body = _refused_step(result.content[0].text, lang) or body
+        body = _own_sentence(result.content[0].text, lang) or body
     lines = [t("Error: {reason}", reason=body) if result.is_error else t("Result: {result}", result=body)]
     if result.structured_content is not None:
         lines.append(t("Structured content:"))
@@ -99,18 +98,13 @@ def result_text(result: CallToolResult, lang: Language, saver: Saver) -> str:
     return "\n".join(lines)
 
 
-_REFUSED_STEP = re.compile(
-    r"Tool ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") needs a step the person declined or cancelled: (.*)", re.S
-)
-
-
-def _refused_step(text: str, lang: Language) -> str | None:
-    """A tool's error that is elicitor's own sentence (a URL-mode step the person refused, :data:`URL_REFUSED`),
-    in ``lang``: the tool's name and the steps (the server's words) as sent, escaped. ``None`` for any other."""
-    said = _REFUSED_STEP.fullmatch(text)
-    if said is None:
-        return None
-    return printable(lang._(URL_REFUSED.msgid, tool=said[1], steps=said[2]), newlines=True)
+def _own_sentence(text: str, lang: Language) -> str | None:
+    """A tool's error that is one of elicitor's own sentences (:mod:`elicitor._sentences`: a URL-mode step the
+    person refused, arguments or an answer that did not fit, a capability the client lacks), in ``lang``: the
+    tool's name and what the server added (the steps, a validator's detail) as sent, escaped. ``None`` for any
+    other text, which is shown as sent."""
+    sentence = recognise(text)
+    return None if sentence is None else printable(lang.text(sentence), newlines=True)
 
 
 def block_text(block: ContentBlock | UnknownContent, lang: Language, saver: Saver) -> str:

@@ -15,6 +15,7 @@ import msgspec
 
 from .._exceptions import ClientCapabilityMissing, ElicitationUnsupported, FieldError, InvalidAnswer
 from .._outcomes import Accepted, Cancelled, Declined, Outcome, wire_action
+from .._sentences import NO_FORMS, NO_ROOTS, NO_SAMPLING, NO_URL_MODE, OLD_REVISION
 from ..forms import Form
 from ..protocol import ClientCapabilities, RequestMeta
 from ..types import (
@@ -131,10 +132,7 @@ class Context:
         """
         spec = Form.of(form)
         if not self.can_elicit("form"):
-            raise ElicitationUnsupported(
-                "the client did not declare the elicitation capability (form mode), so it cannot be asked",
-                mode="form",
-            )
+            raise ElicitationUnsupported(str(NO_FORMS), mode="form")
         params: JSONObject = {"message": message, "requestedSchema": spec.schema(self.revision)}
         if self.revision != REV_2025_06_18:
             params = {"mode": "form", **params}
@@ -186,9 +184,8 @@ class Context:
 
     async def _register_url(self, message: str, url: str, base: str) -> UrlElicitation:
         if not self.can_elicit("url") or not supports_url_mode(self.revision):
-            old = not supports_url_mode(self.revision)
-            reason = "speaks 2025-06-18, which has no URL mode" if old else "did not declare URL-mode elicitation"
-            raise ElicitationUnsupported(f"the client {reason}", mode="url")
+            reason = NO_URL_MODE if supports_url_mode(self.revision) else OLD_REVISION
+            raise ElicitationUnsupported(str(reason), mode="url")
         known = None
         if is_stateless(self.revision) or self._asker.journal is not None:
             # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid. A call
@@ -264,7 +261,7 @@ class Context:
             TimeoutError: the client did not answer within ``Server(elicitation_timeout=...)`` (handshake revisions).
         """
         if not self.capabilities.sampling:
-            raise ClientCapabilityMissing("the client did not declare the sampling capability", {"sampling": {}})
+            raise ClientCapabilityMissing(str(NO_SAMPLING), {"sampling": {}})
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         params: JSONObject = {"messages": list(messages), "maxTokens": max_tokens}
@@ -285,7 +282,7 @@ class Context:
             TimeoutError: the client did not answer within ``Server(elicitation_timeout=...)`` (handshake revisions).
         """
         if not self.capabilities.roots:
-            raise ClientCapabilityMissing("the client did not declare the roots capability", {"roots": {}})
+            raise ClientCapabilityMissing(str(NO_ROOTS), {"roots": {}})
         result = await self._asker.ask("roots/list", {}, self._key(key or "roots"))
         roots = result.get("roots")
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []

@@ -28,6 +28,7 @@ from .._exceptions import (
     TemporarilyUnavailable,
 )
 from .._outcomes import url_refused_text
+from .._sentences import ANSWER_INVALID, CAPABILITY_MISSING, INVALID_ARGUMENTS, TOOL_FAILED, said
 from ..protocol import (
     Handshake,
     NotificationReceived,
@@ -440,7 +441,7 @@ class ServerSession:
         try:
             kwargs = tool.bind(params.get("arguments"))
         except ValueError as exc:
-            return _ready(error_result(f"Invalid arguments for tool {tool.name!r}: {exc}"))
+            return _ready(error_result(said(INVALID_ARGUMENTS, tool=repr(tool.name), why=str(exc))))
         augmented = params.get("task")
         if not stateless and meta.revision == REV_2025_11_25 and self._has_task_tools():
             # 2025-11-25: the client asks for a task ("task" in the params); the tool must allow it, and a
@@ -531,7 +532,7 @@ class ServerSession:
             try:
                 kwargs = tool.bind(arguments)
             except ValueError as exc:
-                return error_result(f"Invalid arguments for tool {tool.name!r}: {exc}")
+                return error_result(said(INVALID_ARGUMENTS, tool=repr(tool.name), why=str(exc)))
             return await self._invoke(tool, ctx, kwargs, stateless=True)
 
         return invoke, ctx
@@ -757,7 +758,7 @@ class ServerSession:
             except ClientCapabilityMissing as exc:
                 return _missing(tool, exc, stateless=stateless)
             except InvalidAnswer as exc:
-                return error_result(f"Tool {tool.name!r}: the answer did not satisfy the form: {exc}")
+                return error_result(said(ANSWER_INVALID, tool=repr(tool.name), why=str(exc)))
             except (JSONRPCError, ConnectionClosed, TemporarilyUnavailable):
                 raise  # TemporarilyUnavailable: answered with a retryable error, not a result that blames the tool
             except Exception as exc:
@@ -766,7 +767,7 @@ class ServerSession:
                     from ..telemetry import _hooks
 
                     _hooks.tool_failed(exc, ctx)
-                return error_result(str(exc) or f"Tool {tool.name!r} failed: {type(exc).__name__}")
+                return error_result(str(exc) or said(TOOL_FAILED, tool=repr(tool.name), why=type(exc).__name__))
             # The tool needs out-of-band interactions first.
             if not stateless:
                 # 2025-11-25: error -32042 lists them; the client has the person open them and calls again.
@@ -791,7 +792,7 @@ def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, stateless: bool) ->
             f"Missing required client capability: {exc}",
             {"requiredCapabilities": exc.required},
         ) from exc
-    return error_result(f"Tool {tool.name!r} needs something the client does not offer: {exc}")
+    return error_result(said(CAPABILITY_MISSING, tool=repr(tool.name), why=str(exc)))
 
 
 def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:

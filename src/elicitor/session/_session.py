@@ -25,6 +25,7 @@ from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
 from .._loop import Carrier, EagerStarter, running_asyncio_loop
+from .._sentences import INTERNAL, TRANSIENT, said
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -657,7 +658,7 @@ def internal_error(exc: BaseException, where: str) -> JSONRPCError:
     logger.error("%s failed (reference %s)", where, reference, exc_info=exc)
     return JSONRPCError(
         INTERNAL_ERROR,
-        f"Internal error (reference {reference}; the detail is in the server's log)",
+        said(INTERNAL, reference=reference),
         {"reference": reference},
     )
 
@@ -683,8 +684,7 @@ def transient_error(exc: TemporarilyUnavailable, where: str) -> JSONRPCError:
     retry_after = exc.retry_after
     return JSONRPCError(
         INTERNAL_ERROR,
-        f"Temporarily unavailable: a service the server relies on is away for a moment; retry in {retry_after:g} s "
-        f"(reference {reference})",
+        said(TRANSIENT, seconds=f"{retry_after:g}", reference=reference),
         {"reference": reference, "retryable": True, "retryAfter": retry_after},
     )
 
