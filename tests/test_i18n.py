@@ -1540,3 +1540,34 @@ def test_connect_says_a_servers_refusal_in_chinese() -> None:
     assert run.returncode == 0, run.stderr
     said = "错误：工具 'test_missing_capability' 需要客户端不提供的能力：客户端没有声明采样（sampling）能力"
     assert said in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("environ", "argv", "said"),
+    [
+        ({"LANG": "zh_CN.UTF-8"}, [], "{version} 版本的更新内容，摘自更新日志（只有英文版）："),
+        ({"LANG": "zh_TW.UTF-8"}, [], "{version} 版本的更新內容，摘自更新日誌（只有英文版）："),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], None),
+    ],
+)  # fmt: skip
+def test_version_says_in_the_persons_language_that_its_changelog_is_english(
+    environ: dict[str, str], argv: list[str], said: str | None
+) -> None:
+    """``elicitor --version`` under a Chinese locale printed the English changelog straight after the version,
+    with nothing in the person's words: a line in them now says what follows and that it is written in English.
+    In English the entry follows the version as before."""
+    from elicitor import __version__
+    from elicitor._version import changes
+
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", *argv, "--version"], capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, "LANG": "C.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    )  # fmt: skip
+    notes = changes(__version__)
+    assert run.returncode == 0 and notes is not None, run.stderr
+    lines = run.stdout.split("\n")
+    assert lines[:2] == [f"elicitor {__version__}", ""]
+    if said is None:
+        assert run.stdout == f"elicitor {__version__}\n\n{notes}\n"
+    else:
+        assert lines[2] == said.format(version=__version__) and run.stdout.endswith(f"\n{notes}\n")

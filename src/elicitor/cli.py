@@ -527,15 +527,22 @@ def _command(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentPar
 
 class _Version(argparse.Action):
     """``--version``: the version, then its changelog entry (shipped in the package), so a person can see what a
-    new version changed without looking it up."""
+    new version changed without looking it up. The changelog is written in English only: in another language a
+    line in the person's words says what follows and that it is English, rather than English text unannounced
+    under a Chinese usage line."""
 
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
         from ._version import changes
+        from .i18n import language
 
         print(f"elicitor {__version__}")
         notes = changes(__version__)
         if notes:
             print()
+            if language().tag != "en":
+                print(
+                    t("What changed in {version}, from the changelog (written in English only):", version=__version__)
+                )
             print(notes)
         parser.exit()
 
