@@ -315,7 +315,11 @@ async def test_a_traditional_chinese_page_in_an_english_browser_explains_in_trad
             alert = page.get_by_role("alert")
             await alert.wait_for()
             text = await alert.inner_text()
-            assert "請檢查：" in text and "姓名：長度至少為 2 個字元" in text and "入住人數：應為整數" in text, text
+            assert (
+                "請檢查：" in text
+                and "姓名：長度至少為 2 個字元（目前有 1 個）" in text
+                and "入住人數：應為整數" in text
+            ), text
             assert text.index("姓名：") < text.index("入住人數："), text  # in the order of the fields on the page
             assert await page.get_by_label("入住人數").input_value() == "十三"  # nothing typed is lost
             await page.wait_for_function("document.activeElement.id === 'f-name'")  # the first field to fix

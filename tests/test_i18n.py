@@ -1571,3 +1571,25 @@ def test_version_says_in_the_persons_language_that_its_changelog_is_english(
         assert run.stdout == f"elicitor {__version__}\n\n{notes}\n"
     else:
         assert lines[2] == said.format(version=__version__) and run.stdout.endswith(f"\n{notes}\n")
+
+
+@pytest.mark.anyio
+async def test_a_length_refused_says_how_many_characters_it_counted(anyio_backend: str) -> None:
+    """A length is counted in code points, as JSON Schema counts them: a family of three joined emoji is five, though
+    a person sees one. "长度至多为 3 个字符" alone left them guessing why 一家👨‍👩‍👧 is too long; the message
+    says the count, in their words, on the full screen as typed through an input method."""
+    schema = {"type": "object", "properties": {"who": {"type": "string", "title": "称呼", "maxLength": 3}}}
+    request = ElicitationRequest("请填写", Form.from_schema(schema), Implementation(name="inn", version="1"))
+    seen: list[str] = []
+    async with screen_handler(Size(rows=24, columns=80), lang="zh") as (handler, screen):
+
+        async def drive() -> None:
+            await screen.shows("称呼")
+            await screen.type("一家\U0001f468\u200d\U0001f469\u200d\U0001f467")
+            await screen.shows("✗ 长度至多为 3 个字符（现有 7 个）")
+            seen.append(screen.text())
+            await screen.type("\x1b")
+
+        assert await answer(handler, request, drive) == Cancelled()
+    assert "称呼" in seen[0]
+    assert StringField(name="who", max_length=3).check("𠮷野家") == "𠮷野家"  # 𠮷 is one code point, two UTF-16 units

@@ -114,10 +114,16 @@ class StringField(_Field):
     def check(self, value: object) -> str:
         if not isinstance(value, str):
             raise Problem(N_("expected text, got {what}", what=_describe(value)))
+        # Characters are code points, as JSON Schema counts them (not bytes, not UTF-16 units, not what a person
+        # sees as one: 👨‍👩‍👧 is five), so the sentence says how many this has, the count a person cannot guess.
         if self.min_length is not None and len(value) < self.min_length:
-            raise Problem(N_("must be at least {n} characters long", n=self.min_length))
+            raise Problem(
+                N_("must be at least {n} characters long (this has {count})", n=self.min_length, count=len(value))
+            )
         if self.max_length is not None and len(value) > self.max_length:
-            raise Problem(N_("must be at most {n} characters long", n=self.max_length))
+            raise Problem(
+                N_("must be at most {n} characters long (this has {count})", n=self.max_length, count=len(value))
+            )
         if self.format is not None:
             _check_format(self.format, value)
         return value
