@@ -406,6 +406,19 @@ def test_version_and_help() -> None:
     assert "serve" in usage.stderr and "demo" in usage.stderr
 
 
+def test_version_read_only_in_part_ends_quietly() -> None:
+    """``elicitor --version | head -1``: the reader closes the pipe before the changelog is written. That ended
+    in a ``BrokenPipeError`` traceback on the person's terminal; now status 1 and nothing said."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "elicitor", "--lang", "en", "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as run:
+        assert run.stdout is not None and run.stderr is not None
+        run.stdout.close()  # before the command has written anything: every write of it meets a closed pipe
+        said = run.stderr.read()
+        assert run.wait(timeout=60) == 1
+    assert said == b"", said.decode()
+
+
 @pytest.mark.parametrize(
     ("command", "says"),
     [

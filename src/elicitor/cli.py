@@ -388,6 +388,32 @@ def _write_what_the_terminal_cannot() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``elicitor`` command: its exit status.
+
+    A reader of standard output that stops early (``elicitor --version | head -1``, a result piped to a pager
+    quit at once) is no error of the person's: the command ends with status 1 and nothing more, not a
+    ``BrokenPipeError`` traceback, nor Python's "Exception ignored" when it flushes what is left at exit.
+    """
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a reader gone is caught, not at exit
+        return status
+    except BrokenPipeError:
+        _stdout_to_nowhere()
+        return 1
+
+
+def _stdout_to_nowhere() -> None:
+    """Point standard output at the null device, so what it still holds goes nowhere when Python exits."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no file descriptor behind it (replaced, or closed)
+        pass
+
+
+def _main(argv: list[str] | None) -> int:
     _write_what_the_terminal_cannot()
     _speak_in_usage_errors(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -544,6 +570,7 @@ class _Version(argparse.Action):
                     t("What changed in {version}, from the changelog (written in English only):", version=__version__)
                 )
             print(notes)
+        sys.stdout.flush()  # a reader gone is said in main(), not when Python flushes at exit
         parser.exit()
 
 
