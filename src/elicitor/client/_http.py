@@ -42,6 +42,7 @@ from ._endpoint import Endpoint, Response, environment_proxies
 from ._headers import message_headers
 from ._legacy import FALLBACK_STATUSES, OldTransport, falls_back
 from ._local import said
+from ._pace import Pace, PersonPaced
 from ._pool import DEFAULT_LIMITS, PooledTransport
 from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
 from .auth._challenge import Challenge, parse_challenge
@@ -123,6 +124,9 @@ class HttpClientTransport:
         """Requests whose answer stream is being read, with the scope that closes it when the request is cancelled."""
         self._had_session = False
         """A session was open once (handshake era): without one now, it ended and a new one is not open yet."""
+        self.pace = Pace()
+        """The transport's own clocks for the server (the old transport's wait for its ``endpoint`` event),
+        stopped while a person signs in through ``connect``'s ``auth``."""
 
     @property
     def url(self) -> str:
@@ -179,6 +183,7 @@ class HttpClientTransport:
                 url, client, tg, headers=None if own else headers, lean=lean, fixed=dict(given.items()),
                 transport=transport,
             )  # fmt: skip
+            unfollow = auth.pace_with(made.pace) if isinstance(auth, PersonPaced) else None
             try:
                 if transport == "sse":
                     try:
@@ -196,6 +201,8 @@ class HttpClientTransport:
                 if refused is None:
                     yield made
             finally:
+                if unfollow is not None:
+                    unfollow()
                 with anyio.CancelScope(shield=True):
                     await made.aclose()
                     if own:
@@ -485,7 +492,7 @@ class HttpClientTransport:
         """Open the old transport's stream and wait for the URL it names for our messages (see ``_legacy``)."""
         old = OldTransport(
             self._endpoint, dict(self._extra_headers), put=self._put, fail=self._fail, ended=self._old_ended,
-            heard=lambda: self._heard,
+            heard=lambda: self._heard, pace=self.pace,
         )  # fmt: skip
         await old.start(self._tg)
         self._old = old

@@ -36,6 +36,7 @@ from ..types import JSONValue, RequestId
 from . import _local as local
 from ._endpoint import Endpoint, Response
 from ._local import said
+from ._pace import Pace
 from ._transport import SIGN_IN_FAILED
 
 logger = logging.getLogger("elicitor.http_client")
@@ -44,7 +45,8 @@ FALLBACK_STATUSES = frozenset({400, 404, 405})
 """What a server of the old transport answers a POST to its stream's URL with (the spec's list)."""
 
 ENDPOINT_WAIT = 30.0
-"""Seconds the server has to answer the GET and send its ``endpoint`` event."""
+"""Seconds the server has to answer the GET and send its ``endpoint`` event (a person signing in meanwhile, on the
+GET's 401, is not counted)."""
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _CLOSED_HERE = "the client closed it"
@@ -104,7 +106,7 @@ class OldTransport:
 
     ``put`` hands a message read on the stream to the client; ``fail`` answers a request locally with an error;
     ``ended`` is called once when the stream is over (nothing more can come); ``heard`` is told of bytes that
-    carry no message (the server is there).
+    carry no message (the server is there); ``pace`` stops the endpoint's wait while a person signs in.
     """
 
     def __init__(
@@ -117,8 +119,10 @@ class OldTransport:
         ended: Callable[[], None],
         heard: Callable[[], Callable[[], None] | None],
         max_message: int = 4 << 20,
+        pace: Pace | None = None,
     ) -> None:
         self._stream = endpoint
+        self._pace = pace if pace is not None else Pace()
         self._headers = headers
         self._put = put
         self._fail = fail
@@ -136,18 +140,19 @@ class OldTransport:
 
         The server has :data:`ENDPOINT_WAIT` seconds for both: with ``transport="sse"`` this runs before the
         client's handshake and its deadline, and a server that takes the connection and then says nothing must not
-        hold the client for ever.
+        hold the client for ever. They are the server's seconds: a GET answered 401 waits for a person to sign in,
+        who may take minutes, and the clock stops meanwhile (the sign-in has its own bound).
 
         Raises:
             LegacyRefused: no event stream, a first event that is not ``endpoint``, or an endpoint of another origin.
             AuthError: signing in failed.
             httpx.HTTPError: the server could not be reached.
         """
-        try:
-            with anyio.fail_after(ENDPOINT_WAIT):
-                target = await tg.start(self._read)
-        except TimeoutError:
-            raise LegacyRefused(f"the server's event stream sent no endpoint event in {ENDPOINT_WAIT:g} s") from None
+        target = None
+        with self._pace.deadline(ENDPOINT_WAIT) as wait:
+            target = await tg.start(self._read)
+        if wait.cancelled_caught or target is None:
+            raise LegacyRefused(f"the server's event stream sent no endpoint event in {ENDPOINT_WAIT:g} s")
         self._messages = self._stream.at(target)
 
     async def _read(self, *, task_status: anyio.abc.TaskStatus[str]) -> None:

@@ -61,7 +61,7 @@ from ._render import render
 from ._signing import SIGNING_IN as SIGNING_IN
 from ._signing import SignInWait, asks_for_notices
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
-from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Upstream
+from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Silent, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
@@ -172,13 +172,17 @@ class Bridge:
         client's first request has a deadline): it becomes the client's own connection, or the first one its
         2026-07-28 requests go on. The proxy ends when it ends."""
         assert self._tg is not None
-        upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self.mirrored)
+        upstream = self._new_upstream()
         try:
             self._spare = await start(upstream, self._tg, self._end.set)
         except JSONRPCError as exc:
             self._spare = exc
         finally:
             self._spare_ready.set()
+
+    def _new_upstream(self) -> Upstream:
+        """A connection to the server, not yet open; its handshake's clocks stop while a person signs in there."""
+        return Upstream(self._connect, wanted=self._wanted, mirrored=self.mirrored, pace=self._signing.pace)
 
     async def _prepared(self) -> Upstream:
         """The connection :meth:`_prepare` opened, the first time; a new one after that.
@@ -197,9 +201,7 @@ class Bridge:
             raise spare
         if spare is None:
             assert self._tg is not None
-            return await start(
-                Upstream(self._connect, wanted=self._wanted, mirrored=self.mirrored), self._tg, self._end.set
-            )
+            return await start(self._new_upstream(), self._tg, self._end.set)
         return spare
 
     # ---- the client ------------------------------------------------------------------------------------------
@@ -334,6 +336,7 @@ class Bridge:
                 self._connect, self._tg, ui=self._ui, upstream_protocol=self._wanted,
                 elicitation_timeout=self._timeout, mirrored=self.mirrored,
                 first=self._prepared if self.up is None else None, on_note=self._upstream_note, owners=self._owners,
+                pace=self._signing.pace,
             )  # fmt: skip
         return self._stateless
 
@@ -363,8 +366,8 @@ class Bridge:
                 try:
                     return await up.initialize({**params, "capabilities": self.down_info.upstream_capabilities()})
                 except JSONRPCError as exc:
-                    if self._wanted != "auto" or exc.data == SIGN_IN_FAILED:
-                        raise  # a sign-in that failed is not the server refusing: nobody is asked again
+                    if self._wanted != "auto" or exc.data == SIGN_IN_FAILED or isinstance(exc, Silent):
+                        raise  # a sign-in that failed, or silence, is not the server refusing: nothing is tried again
                     logger.info("the server refused initialize (%s); trying 2026-07-28", exc.message)
             discovered = await up.discover(None)
         capabilities = {k: v for k, v in (discovered.get("capabilities") or {}).items() if k != "extensions"}

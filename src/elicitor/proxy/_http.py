@@ -191,6 +191,7 @@ class _Forwarding(ServerSession):
             self._stateless = Stateless(
                 proxy.connect, self.parked.task_group, ui=proxy.ui, upstream_protocol=proxy.upstream_protocol,
                 elicitation_timeout=proxy.elicitation_timeout, mirrored=proxy._mirrored, owners=proxy.owners,
+                pace=proxy.signing.pace,
             )  # fmt: skip
             proxy._stateless = self._stateless
         return self._stateless

@@ -33,10 +33,11 @@ import anyio
 import anyio.abc
 
 from .._exceptions import ConnectionClosed, JSONRPCError
+from ..client._pace import Pace
 from ..client._transport import SIGN_IN_FAILED
 from ..types import INTERNAL_ERROR, META_SERVER_INFO, STATELESS_REVISIONS, JSONObject
 from ._downstream import Downstream
-from ._upstream import Connect, Upstream
+from ._upstream import Connect, Silent, Upstream
 
 logger = logging.getLogger("elicitor.proxy")
 
@@ -88,6 +89,8 @@ class Lanes:
             when one client sends every request (a stdio proxy's); without it they go nowhere, since on a
             connection shared by several people nothing says whose they are, but the log messages of the one call
             that may ask for them there (see :mod:`._stateless`).
+        pace: the clocks of every connection's handshake, stopped while a person signs in upstream (see
+            :class:`Upstream`).
     """
 
     def __init__(
@@ -99,8 +102,10 @@ class Lanes:
         mirrored: dict[str, dict[str, str]],
         first: Callable[[], Awaitable[Upstream]] | None = None,
         on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None,
+        pace: Pace | None = None,
     ) -> None:
         self._connect = connect
+        self._pace = pace
         self._on_note = on_note
         self._one_client = on_note is not None
         """Every call comes from one client (see :meth:`_keeps`)."""
@@ -128,7 +133,7 @@ class Lanes:
         """Set when the first connection ends (a stdio proxy ends with its server)."""
 
     def _new(self) -> Upstream:
-        upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored)
+        upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored, pace=self._pace)
         upstream.task_support = self.task_support
 
         async def list_changed(method: str) -> None:
@@ -218,8 +223,8 @@ class Lanes:
                 await upstream.handshake(down)
             except BaseException as exc:
                 upstream.close()
-                if isinstance(exc, JSONRPCError) and exc.data != SIGN_IN_FAILED:
-                    self.no_handshake = True
+                if isinstance(exc, JSONRPCError) and exc.data != SIGN_IN_FAILED and not isinstance(exc, Silent):
+                    self.no_handshake = True  # refused: silence says nothing of the server's era
                 raise
         if not self._keeps(down):
             self._ready_ahead(down, key)  # once this call's own is open: it never waits on the next one's

@@ -37,6 +37,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .._exceptions import JSONRPCError
 from ..client._handlers import ElicitationHandler
+from ..client._pace import Pace
 from ..protocol import RequestReceived
 from ..types import INTERNAL_ERROR, LOGGING_LEVELS, META_LOG_LEVEL, TASKS_EXTENSION, JSONObject
 from ._downstream import Downstream
@@ -90,6 +91,7 @@ class Stateless:
         first: Callable[[], Awaitable[Upstream]] | None = None,
         on_note: Callable[[str, JSONObject | None], Awaitable[None]] | None = None,
         owners: TaskOwners | None = None,
+        pace: Pace | None = None,
     ) -> None:
         self.ui = ui
         self.wanted = upstream_protocol
@@ -99,7 +101,7 @@ class Stateless:
         self.in_rounds: set[str] = set()
         """Tools of a server that speaks both eras found to ask in rounds (2026-07-28 only): called there."""
         self.lanes = Lanes(
-            connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note
+            connect, task_group, wanted=upstream_protocol, mirrored=mirrored, first=first, on_note=on_note, pace=pace
         )
         self.lanes.on_list_change = self.list_changed
         self.held = HeldCalls(self.lanes, task_group, elicitation_timeout=elicitation_timeout)

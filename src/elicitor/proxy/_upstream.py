@@ -38,6 +38,7 @@ import msgspec
 from .._exceptions import ConnectionClosed, JSONRPCError
 from ..client._era import PROBE_TIMEOUT
 from ..client._headers import header_params
+from ..client._pace import Pace
 from ..client._transport import SIGN_IN_FAILED
 from ..protocol import NotificationReceived, RequestReceived, decode_json
 from ..session import Session, open_session
@@ -68,6 +69,24 @@ Connect = Callable[[], "Awaitable[Transport] | AbstractAsyncContextManager[Trans
 Notify = Callable[[str, JSONObject], Awaitable[None]]
 """Where a notification for one client request goes (its response stream, or its connection)."""
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+HANDSHAKE_TIMEOUT = 30.0
+"""Seconds of the upstream server's silence after which its ``initialize`` (or a ``server/discover`` that is no
+probe) is given up: nothing but the machine stands between that request and its answer. A client's default
+``handshake_timeout``. Time a person spends signing in upstream meanwhile is not counted."""
+
+
+class Silent(JSONRPCError):
+    """The upstream server said nothing to a request of the proxy's own handshake within its limit (a server that
+    accepted the connection and stopped: SIGSTOP, a hung event loop, a dead link that never resets)."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"Internal error: the upstream server did not answer {method} within {seconds:g} s of silence (time a "
+            "person spent signing in upstream not counted): it accepted the connection but is stopped, hung or "
+            "overloaded",
+            {"upstreamSilentFor": seconds, "method": method},
+        )
 
 
 @dataclass(slots=True)
@@ -90,10 +109,15 @@ class Upstream:
         wanted: ``auto``, or the revision to insist on (``--upstream-protocol``).
         mirrored: tool name to parameter to header (SEP-2243), learnt from ``tools/list`` and shared by every
             connection of the proxy.
+        pace: the proxy's clocks for the server, stopped while a person signs in upstream (the sign-in's
+            :class:`~elicitor.client._pace.Pace`): the limits of the handshake count the server's time only.
     """
 
-    def __init__(self, connect: Connect, *, wanted: str = "auto", mirrored: dict[str, dict[str, str]]) -> None:
+    def __init__(
+        self, connect: Connect, *, wanted: str = "auto", mirrored: dict[str, dict[str, str]], pace: Pace | None = None
+    ) -> None:
         self._connect = connect
+        self._pace = pace if pace is not None else Pace()
         self.wanted = wanted
         self.mirrored = mirrored
         self.session: Session | None = None
@@ -168,6 +192,9 @@ class Upstream:
             notes_to = getattr(self.transport, "notes_to", None)
             if notes_to is not None:
                 notes_to(self._on_stream)
+            heard_by = getattr(self.transport, "heard_by", None)
+            if heard_by is not None:  # an SSE comment: a proxy beyond says it is waiting on a person
+                heard_by(self._pace.heard)
             self.session = await stack.enter_async_context(open_session(self.transport, self._pushed, self._note))
             yield self
 
@@ -344,6 +371,7 @@ class Upstream:
     # ---- what the server sends --------------------------------------------------------------------------------
 
     async def _pushed(self, request: RequestReceived) -> JSONObject:
+        self._pace.heard()
         if request.method == "ping":
             return {}
         if request.method == "elicitation/create" and self.revision is not None and not has_elicitation(self.revision):
@@ -383,6 +411,7 @@ class Upstream:
     async def _note(self, note: NotificationReceived, stream: Route | None = None) -> None:
         """A notification of the server's, routed by what names its call (a subscription id, a progress token of
         ours), else by the response stream it came on (``stream``), else to :attr:`on_note`."""
+        self._pace.heard()  # the server is there (a proxy beyond telling of a person signing in, say)
         params = note.params or {}
         meta = params.get("_meta")
         subscription = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
@@ -416,8 +445,9 @@ class Upstream:
     # ---- the server's era -------------------------------------------------------------------------------------
 
     async def initialize(self, params: JSONObject) -> JSONObject:
-        """Forward a handshake-era ``initialize`` (the client's own, its capabilities already widened by ``--ui``)."""
-        result = await self._up().request("initialize", params)
+        """Forward a handshake-era ``initialize`` (the client's own, its capabilities already widened by ``--ui``),
+        within :data:`HANDSHAKE_TIMEOUT` of the server's silence (:class:`Silent` when it runs out)."""
+        result = await self._limited("initialize", params, HANDSHAKE_TIMEOUT)
         offered = result.get("protocolVersion")
         if isinstance(offered, str) and is_stateless(offered):
             # A server of 2026-07-28 only that answers initialize anyway (leniently) does not speak the handshake
@@ -459,14 +489,25 @@ class Upstream:
         if start is not None:
             start()
 
-    async def discover(self, down: Downstream | None) -> JSONObject:
+    async def _limited(self, method: str, params: JSONObject, seconds: float) -> JSONObject:
+        """``method``, given up after ``seconds`` of the server's silence (a person signing in upstream meanwhile
+        stops the clock: :class:`~elicitor.client._pace.Pace`), with :class:`Silent`."""
+        result: JSONObject = {}
+        with self._pace.deadline(seconds, quiet=True) as scope:
+            result = await self._up().request(method, params)
+        if scope.cancelled_caught:
+            raise Silent(method, seconds)
+        return result
+
+    async def discover(self, down: Downstream | None, *, limit: float | None = None) -> JSONObject:
         """``server/discover`` on 2026-07-28, with the client's own version when it is stateless (the server judges
-        it, not the proxy)."""
+        it, not the proxy); :class:`Silent` after ``limit`` seconds of the server's silence (by default
+        :data:`HANDSHAKE_TIMEOUT`)."""
         version: str = self.wanted if self.wanted in STATELESS_REVISIONS else STATELESS_REVISIONS[0]
         if self.wanted == "auto" and down is not None and down.stateless and down.revision is not None:
             version = down.revision
         params = down.with_meta({}, version) if down is not None else Downstream().with_meta({}, version)
-        result = await self._up().request("server/discover", params)
+        result = await self._limited("server/discover", params, HANDSHAKE_TIMEOUT if limit is None else limit)
         versions = result.get("supportedVersions")
         if not isinstance(versions, list) or version not in versions:
             # A server of the handshake era may answer any method it does not know with an empty result (the
@@ -483,13 +524,15 @@ class Upstream:
         """Learn which era the server speaks, for a 2026-07-28 client: ``server/discover`` first, the handshake
         when the server does not know it (or when pinned to a handshake revision).
 
-        On ``auto`` the probe is bounded as a client's is (:data:`~elicitor.client._era.PROBE_TIMEOUT`): a server
-        of the handshake era may never answer a method it does not know (or answer with an error that names no
-        request), and the handshake follows on the same connection. A stdio server that ends the connection
-        instead (the official Python SDK before 1.7 stops serving on such a method, and exits on the next line it
-        reads) is started again, and its first line is ``initialize``, as elicitor's client does. Over Streamable
-        HTTP every request is answered, and a person signing in upstream meanwhile must not be cut short: no
-        limit of the probe's own there."""
+        On ``auto`` the probe is bounded as a client's is (:data:`~elicitor.client._era.PROBE_TIMEOUT`), on every
+        transport: a server of the handshake era may never answer a method it does not know (or answer with an
+        error that names no request), and the handshake follows on the same connection, within
+        :data:`HANDSHAKE_TIMEOUT`. A stdio server that ends the connection instead (the official Python SDK before
+        1.7 stops serving on such a method, and exits on the next line it reads) is started again, and its first
+        line is ``initialize``, as elicitor's client does. Both limits count the server's silence only: a person
+        signing in upstream meanwhile stops them, and anything the server says (a proxy beyond telling of its own
+        person) starts them afresh. A server that accepted the connection and then says nothing (stopped, hung)
+        fails the client's request with :class:`Silent`, never holds it for ever."""
         try:
             self._restartable = self.wanted == "auto" and isinstance(self.transport, StdioClientTransport)
             await self._learn(down)
@@ -498,12 +541,12 @@ class Upstream:
 
     async def _learn(self, down: Downstream) -> None:
         if self.wanted == "auto" or self.wanted in STATELESS_REVISIONS:
-            http = getattr(self.transport, "network", "") == "http"
             try:
-                with anyio.fail_after(PROBE_TIMEOUT if self.wanted == "auto" and not http else None):
-                    await self.discover(down)
+                await self.discover(down, limit=PROBE_TIMEOUT if self.wanted == "auto" else HANDSHAKE_TIMEOUT)
                 return
-            except TimeoutError:
+            except Silent:
+                if self.wanted != "auto":
+                    raise
                 logger.info("the server did not answer server/discover in %g s; using the handshake", PROBE_TIMEOUT)
             except ConnectionClosed:
                 if not self._restartable:

@@ -1,0 +1,146 @@
+"""The proxy in front of servers that stall, crash, or make a person sign in: every limit is on the machine's part
+(a server that accepted the connection and says nothing), never on a person's (a sign-in in progress), and the
+caller of a limit that trips gets a clear error, never a hang.
+
+The servers are real processes, stopped with SIGSTOP; the people are the sign-in tests' own (a person following
+the link only after a delay). The proxy's limits are scaled down (``HANDSHAKE_TIMEOUT``, ``PROBE_TIMEOUT``,
+``ENDPOINT_WAIT``) so that what proves a 30 s limit against a person taking minutes takes seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import pytest
+
+from elicitor import Client, JSONRPCError, ScriptedHandler
+from elicitor.client._http import HttpClientTransport
+from elicitor.proxy import Bridge
+from elicitor.transports import memory_pair
+
+from .conftest import ROOT, free_port, serving
+from .replicas import wait_for_port
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # uvicorn and subprocesses
+
+
+@pytest.fixture
+def short_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proxy's limits on the server's silence, scaled down: the probe 1 s, the handshake 2 s, the old
+    transport's endpoint event 1 s."""
+    monkeypatch.setattr("elicitor.proxy._upstream.PROBE_TIMEOUT", 1.0)
+    monkeypatch.setattr("elicitor.proxy._upstream.HANDSHAKE_TIMEOUT", 2.0, raising=False)
+    monkeypatch.setattr("elicitor.client._legacy.ENDPOINT_WAIT", 1.0)
+
+
+@pytest.fixture
+def stopped_server() -> Iterator[str]:
+    """A Streamable HTTP server process (the example server) that accepts connections but is stopped (SIGSTOP):
+    the kernel completes each TCP handshake, and nothing ever answers."""
+    port = free_port()
+    command = [sys.executable, str(ROOT / "examples" / "everything_server.py"), "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, process, timeout=60)
+        os.kill(process.pid, signal.SIGSTOP)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        process.kill()
+        process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_a_stopped_http_server_fails_the_handshake_in_time(
+    anyio_backend: str, short_limits: None, stopped_server: str, era: str
+) -> None:
+    """The server accepted the connection and never answers. A 2026-07-28 client's first request makes the proxy
+    probe (``server/discover``, then ``initialize`` once the probe's time is out); a handshake-era client's
+    ``initialize`` is forwarded. Either way the client, whose own limit is far longer, gets the proxy's error
+    naming what went unanswered and for how long: before, the proxy waited for ever."""
+    client_end, down_end = memory_pair()
+    bridge = Bridge(lambda: HttpClientTransport.connect(stopped_server))
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bridge.serve, down_end)
+            with pytest.raises(JSONRPCError) as failed:
+                async with Client(client_end, protocol=era, handshake_timeout=300):
+                    pass
+            tg.cancel_scope.cancel()
+    assert "the upstream server did not answer initialize within 2 s of silence" in failed.value.message
+
+
+def _old_protected_server() -> Any:
+    """An ASGI app: the sign-in tests' authorization server, in front of a server of the old HTTP+SSE transport
+    whose stream (GET) and messages (POST) both need the token."""
+    from .test_auth_client import Deployment, _json
+    from .test_legacy_sse import OldServer
+
+    old = OldServer()
+    old.stream_path = "/mcp"
+
+    class OldDeployment(Deployment):
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"] == "/messages":
+                token = dict(scope["headers"]).get(b"authorization", b"").decode().removeprefix("Bearer ")
+                if token not in self.access:
+                    return await _json(send, 401, {"error": "invalid_token"}, "Bearer")
+                return await old(scope, receive, send)
+            return await super().__call__(scope, receive, send)
+
+    deployment = OldDeployment()
+    deployment.mcp = old  # type: ignore[assignment]
+    return deployment
+
+
+@pytest.mark.parametrize("upstream", ["sse", "streamable-http"])
+async def test_a_person_slower_than_every_limit_of_the_proxy_signs_in_upstream(
+    anyio_backend: str, short_limits: None, upstream: str
+) -> None:
+    """The person at the proxy takes 4 s to sign in upstream, twice the proxy's handshake limit and four times its
+    probe's and the old transport's endpoint wait. Old HTTP+SSE (``--transport sse``: its stream's GET is the
+    first request, answered 401): the GET waits for the person, and the stream opens after. Streamable HTTP (a
+    server that speaks 2026-07-28): the probe's ``server/discover`` waits for the person, and the client lands
+    on 2026-07-28, not on the handshake era the probe's limit would have chosen. One link, one authorization."""
+    from .test_auth_client import deployed
+    from .test_sign_in_pace import SignIn
+
+    sign_in = SignIn()
+    auth = sign_in.auth
+    client_end, down_end = memory_pair()
+    handler = ScriptedHandler([{"name": "Ada"}])
+    async with AsyncExitStack() as stack:
+        if upstream == "sse":
+            deployment = _old_protected_server()
+            url = await stack.enter_async_context(serving(deployment))
+            deployment.base = url.removesuffix("/mcp")
+        else:
+            deployment, url = await stack.enter_async_context(deployed())
+        transport = "sse" if upstream == "sse" else "auto"
+        bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth, transport=transport), sign_in=auth)
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(sign_in.approve, 4.0)
+                tg.start_soon(bridge.serve, down_end)
+                async with Client(client_end, elicitation=handler, protocol="2026-07-28", handshake_timeout=300) as c:
+                    if upstream == "sse":
+                        assert c.server_info is not None and c.server_info.name == "old-server"
+                        assert (await c.call_tool("echo", {"n": 1})).text == '{"n": 1}'
+                    else:
+                        assert (await c.call_tool("greet")).text.endswith("hello Ada")
+                        learnt = bridge._stateless.lanes.current if bridge._stateless is not None else None
+                        assert learnt is not None and learnt.revision == "2026-07-28"  # the probe was not cut
+                tg.cancel_scope.cancel()
+    assert len(sign_in.links) == 1 and len(deployment.authorizations) == 1
