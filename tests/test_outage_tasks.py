@@ -8,6 +8,7 @@ that a retrying client would ride out is what their person sees. Replicas are uv
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import signal
@@ -689,3 +690,25 @@ async def test_past_the_most_url_completions_waiting_for_redis_a_completion_rais
         await admin.aclose()
         await store.aclose()
     assert counted
+
+
+async def test_a_session_ended_while_tasks_result_waits_on_its_person_ends_the_request_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """2025-11-25: the session ends (its client's ``DELETE`` here; on replicas, a session declared gone while its
+    replica stalled, which that replica ends when it wakes) while ``tasks/result`` waits on the person for the
+    task's question. The request ends with its session, as a call's does, not as a handler failure logged at ERROR
+    with an exception group's traceback."""
+    _, app = replica_of(tasking)
+    async with serving(app) as url, httpx.AsyncClient(timeout=30) as http:
+        headers = await open_session(http, url)
+        task_id = await start_chore(http, url, headers)
+        with caplog.at_level(logging.INFO, logger="elicitor"), anyio.fail_after(30):
+            follow = rpc("tasks/result", {"taskId": task_id}, 5)
+            async with http.stream("POST", url, json=follow, headers=headers) as response:
+                async for message in messages(response):
+                    if message.get("method") == "elicitation/create":  # the person has the question: the end
+                        assert (await http.delete(url, headers=headers)).status_code in (200, 202, 204)
+            await anyio.sleep(0.5)  # the session's requests end with it
+    failures = [record.getMessage() for record in caplog.records if record.levelno >= logging.ERROR]
+    assert not failures, failures

@@ -37,7 +37,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from .._exceptions import JSONRPCError
+from .._exceptions import ConnectionClosed, JSONRPCError
 from ..protocol import RequestMeta
 from ..state import StoreUnavailable, Subscription, TaskRecord, TaskRegistry
 from ..telemetry import _state as _telemetry
@@ -432,6 +432,10 @@ class TaskEngine:
         except TimeoutError as exc:  # Server(elicitation_timeout): the client was told (notifications/cancelled)
             logger.info("task %.8s...: question %s unanswered: %s", task_id, key, exc)
             answer = {"action": "cancel"} if method == "elicitation/create" else {}
+        except ConnectionClosed:  # the session ended (left, or declared gone while its replica stalled): so does
+            # this request; the question stays open in the task's record, unanswered, not declined
+            logger.info("task %.8s...: question %s left open: its session ended", task_id, key)
+            return
         self._delivering.add((task_id, key))
         tg.start_soon(self._deliver, session, task_id, key, answer, tg)
 
