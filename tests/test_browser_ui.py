@@ -574,3 +574,20 @@ async def test_a_form_answered_with_the_keyboard_alone() -> None:
         await page.get_by_text("Review your answer").wait_for()
         await page.keyboard.press("Enter")  # Send has the focus
         assert await outcome.value() == Accepted({"name": "Ada", "news": True, "size": "L"})
+
+
+@pytest.mark.parametrize(("lang", "host_line"), [("zh-CN", "主机：calendar.example"), ("en", "Host: calendar.example")])
+async def test_the_url_pages_host_follows_a_chinese_colon_without_a_gap(lang: str, host_line: str) -> None:
+    """The consent page's Chinese "host" label stood a space apart from the host, after its full-width colon, which
+    has its own room, as everywhere else elicitor joins a label to its value; English keeps its space."""
+    async with person_and_handler() as (person, handler):
+        request = UrlElicitationRequest(
+            message="连接您的日历", url="https://calendar.example/connect/abc",
+            server=Implementation(name="hotel", version="1"), elicitation_id="e1",
+        )  # fmt: skip
+        async with anyio.create_task_group() as tg:
+            outcome = later(tg, handler, request)
+            page = await person.page(locale=lang, extra_http_headers={"Accept-Language": lang})
+            assert await page.locator("p", has=page.locator("mark")).last.inner_text() == host_line
+            await page.get_by_role("button", name="拒绝" if lang == "zh-CN" else "Decline").click()
+            assert await outcome.value() == Declined()

@@ -213,7 +213,7 @@ def url_page(request: UrlElicitationRequest, state: State, lang: Language = ENGL
         _who(request, lang, url=True),
         f'<div data-when="asking"{"" if state == "asking" else " hidden"}>'
         f'<p class=url dir="ltr"><code>{shown}</code></p>',
-        f'<p>{host_is} <mark dir="ltr">{e(host) if host else none}</mark></p>',
+        f'<p>{spaced(host_is)}<mark dir="ltr">{e(host) if host else none}</mark></p>',
         f"<div class=errors role=alert><p>{careful}</p><ul>{warnings}</ul></div>" if warnings else "",
         f"<p>{nothing}</p><form method=post>",
     ]
