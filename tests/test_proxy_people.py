@@ -1006,8 +1006,7 @@ async def test_a_sigterm_ends_the_listening_proxy_while_a_person_never_answers(a
                 # Generous: the grace is 2 s; on a loaded machine the exit takes longer, never for ever.
                 code = await anyio.to_thread.run_sync(lambda: process.wait(timeout=60))
                 tg.cancel_scope.cancel()
-        # uvicorn raises the signal again once it has shut down: ended by it, cleanly.
-        assert code in (0, -signal.SIGTERM), process.stderr.read() if process.stderr else ""
+        assert code == 0, process.stderr.read() if process.stderr else ""  # a stop asked for and done
     finally:
         if process.poll() is None:
             process.kill()

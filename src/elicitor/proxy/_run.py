@@ -150,7 +150,8 @@ async def serve_http(
 
     A SIGTERM (or Ctrl-C) shuts it down as it does ``Server.run("http")``: it stops listening, the calls in flight
     get ``shutdown_grace`` seconds, and then what is left (a call waiting on a person who does not answer) ends and
-    the process exits; without the bound, one person who never answers kept the proxy alive for ever.
+    this returns (the process exits 0: a stop asked for and done); without the bound, one person who never answers
+    kept the proxy alive for ever.
 
     ``stack`` names the event loop this runs on and the HTTP parser to use (``http_stack()``), as ``elicitor serve``
     chooses them; the parser's protocol keeps a connection with a request in it open across a stall of the process

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
@@ -466,7 +467,10 @@ class Server:
         a child process) goes to stderr instead (:func:`~elicitor.transports.stdout_kept_for_protocol`), as the
         spec requires of a stdio server (basic/transports, stdio: nothing but MCP messages on stdout).
         """
-        connection = self.connection()
+        await self._serve_stdio(self.connection())
+
+    async def _serve_stdio(self, connection: ServerSession) -> None:
+        """:meth:`serve_stdio` on ``connection``."""
         if self.store.shared:  # its requests that may be tried again wait for a store away, as over HTTP
             connection.hold = StoreHold()
         with stdout_kept_for_protocol() as out:
@@ -475,6 +479,20 @@ class Server:
                 return
             async with self._pages.on_loopback():
                 await connection.run(StdioServerTransport(stdout=out))
+
+    async def _serve_stdio_until_stopped(self) -> None:
+        """:meth:`serve_stdio` until stdin closes or a stopping signal comes (SIGTERM, as a host sends after closing
+        stdin, or Ctrl-C): either is a requested end, and :meth:`run` returns (exit status 0) instead of the process
+        dying of the signal (SIGTERM's default) or with a ``KeyboardInterrupt`` traceback. One client, who asked
+        for the end: the requests still in flight end at once, said in the log."""
+        connection = self.connection()
+        if sys.platform == "win32":  # no signal receivers there: Ctrl-C stays a KeyboardInterrupt (run keeps it quiet)
+            await self._serve_stdio(connection)
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_stop_on_signal, tg.cancel_scope, connection)
+            await self._serve_stdio(connection)
+            tg.cancel_scope.cancel()
 
     def http_app(self, path: str = "/mcp", **options: Any) -> HttpApp:
         """An ASGI application serving this server over Streamable HTTP at ``path`` (both protocol eras).
@@ -516,7 +534,10 @@ class Server:
         the streams this replica relays for other replicas' sessions end at once (their clients resume them
         elsewhere), and the calls of its own sessions, wherever their clients are connected, get ``shutdown_grace``
         seconds to finish; then the calls still waiting on a person are cancelled (their clients resume elsewhere or
-        start again), and the replica gives up its sessions at once (see :meth:`HttpApp.drain`).
+        start again), and the replica gives up its sessions at once (see :meth:`HttpApp.drain`); a warning says how
+        many calls that cut. Then ``run`` returns (a stop that was asked for and done: ``elicitor serve`` exits 0),
+        after SIGTERM as after Ctrl-C. On stdio, SIGTERM (what a host sends after closing stdin) or Ctrl-C ends the
+        connection at once, its requests in flight with it (a warning says how many), and ``run`` returns.
         ``backend`` is the async library for stdio (``"asyncio"``, on ``loop``, or ``"trio"``). ``keep_alive`` is
         how long, in seconds, an idle HTTP connection stays open; behind a balancer, keep it longer than the
         balancer keeps its idle connections to the replicas (see :data:`KEEP_ALIVE`).
@@ -528,10 +549,11 @@ class Server:
         if transport == "stdio":
             chosen = event_loop(loop)  # a named loop that is not installed: said before anything starts
             log_to_stderr()
-            if backend == "asyncio":
-                run_on(self.serve_stdio, loop=chosen)
-            else:
-                anyio.run(self.serve_stdio, backend=backend)
+            with contextlib.suppress(KeyboardInterrupt):  # a Ctrl-C before the signal receiver is up
+                if backend == "asyncio":
+                    run_on(self._serve_stdio_until_stopped, loop=chosen)
+                else:
+                    anyio.run(self._serve_stdio_until_stopped, backend=backend)
         elif transport == "http":
             import uvicorn
 
@@ -574,6 +596,18 @@ class Server:
                 sys.exit(3)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, connection: ServerSession) -> None:
+    """Cancel ``scope`` (a stdio connection's) at the first SIGTERM or SIGINT, saying what it ends."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for sig in signals:
+            session = connection.session
+            ended = session.connection.answering if session is not None else 0
+            if ended:
+                logger.warning("stopping on %s: %d request(s) in flight are ended", signal.Signals(sig).name, ended)
+            scope.cancel()
+            return
 
 
 def http_stack(loop: str = "auto", http: str = "auto") -> tuple[str, str]:

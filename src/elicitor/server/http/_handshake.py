@@ -341,6 +341,8 @@ class HandshakeSessions:
         """The replica is shutting down (:meth:`drain`): a new session is refused (503), to be made elsewhere."""
         self.drained = anyio.Event()
         """Set once :meth:`drain` ended this replica's sessions: the app's lifespan ends after it."""
+        self.cut = 0
+        """Calls a client still followed when the shutdown's grace ran out (:meth:`drain` ended them; logged)."""
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -388,9 +390,18 @@ class HandshakeSessions:
         self._peers.drain()
         within = None if grace is None else max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
         try:
-            with anyio.move_on_after(within):
+            with anyio.move_on_after(within) as waited:
                 while len(self._outbox) or any(self._followed(session) for session in self._sessions.values()):
                     await anyio.sleep(0.1)
+            if waited.cancelled_caught:  # the operator reads what the bounded grace cost, and nothing when nothing
+                self.cut = sum(
+                    stream.attached for session in self._sessions.values() for stream in session.streams.values()
+                )
+                if self.cut:
+                    logger.warning(
+                        "shutting down: %d call(s) still in flight at the end of the %g s grace are ended now "
+                        "(their clients start them again, on another replica if there is one)", self.cut, grace,
+                    )  # fmt: skip
             await self.close()
         finally:
             self.drained.set()
