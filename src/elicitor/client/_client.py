@@ -146,6 +146,8 @@ class Client:
         self._era = era = Era(declared, self.client_info, protocol=protocol, probe_timeout=probe_timeout, pace=pace)
         era.log_level = log_level
         self._handshake_timeout = handshake_timeout
+        self._session_open = False
+        """A handshake-era session is open: its duration is recorded when the connection closes (telemetry)."""
         self._requests = requests = Requests(
             era, request_timeout=request_timeout, handshake_timeout=handshake_timeout, pace=pace
         )
@@ -306,6 +308,8 @@ class Client:
         try:
             for auth in self._paced:
                 stack.callback(auth.pace_with(self._pace))
+            if _telemetry.state.on:  # mcp.client.session.duration, once the transport has closed (see below)
+                stack.callback(self._session_ended, started)
             self._era.transport = transport = await self._open_transport(stack)
             if isinstance(transport, HttpAware):
                 transport.heard_by(self._heard)  # a proxy waiting on a person says so in SSE comments
@@ -335,20 +339,26 @@ class Client:
             session.batches = self._era.protocol_version in ACCEPTED_OLDER_REVISIONS
             if not self._era.stateless:  # its requests say it (mcp.protocol.version); a 2026-07-28 one says its own
                 session.revision = self._era.protocol_version
-            if _telemetry.state.on and not self._era.stateless:  # mcp.client.session.duration, when it ends
-                stack.callback(self._session_ended, started, self._era.protocol_version, transport)
+            self._session_open = not self._era.stateless  # a handshake-era session: counted when it ends
         except BaseException:
             await stack.aclose()
             raise
         return self
 
-    @staticmethod
-    def _session_ended(started: int, revision: str | None, transport: Transport) -> None:
-        """A handshake-era session ends: its duration, from the connection's start, for the conventions'
-        ``mcp.client.session.duration`` (``telemetry/_sessions.py``)."""
+    def _session_ended(self, started: int) -> None:
+        """The connection closed: a handshake-era session's duration, from the connection's start, for the
+        conventions' ``mcp.client.session.duration`` (``telemetry/_sessions.py``), with ``error.type`` if it ended
+        badly. Called after the transport closed (an HTTP session's end is asked of the server then); nothing for
+        a connection whose handshake failed, or a 2026-07-28 one."""
+        if not self._session_open:
+            return
+        self._session_open = False
         from ..telemetry import _sessions
 
-        _sessions.session_ended("client", started, revision, getattr(transport, "network", "pipe"))
+        transport = self._era.transport
+        error = _sessions.why_ended("client", self._requests.session, transport)
+        network = getattr(transport, "network", "pipe")
+        _sessions.session_ended("client", started, self._era.protocol_version, network, error)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

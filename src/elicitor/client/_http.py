@@ -127,6 +127,11 @@ class HttpClientTransport:
         self.pace = Pace()
         """The transport's own clocks for the server (the old transport's wait for its ``endpoint`` event),
         stopped while a person signs in through ``connect``'s ``auth``."""
+        self.lost: str | None = None
+        """For telemetry, how the handshake-era session ended badly (the session metrics' ``error.type``; see
+        ``telemetry/_sessions.py``): ``session_expired`` (the server no longer knew it: 404), ``connection_lost``
+        (the server could not be reached to end it, or the old transport's stream ended), ``timeout`` (the server
+        did not answer the request ending it); ``None``: it ended well, or has not ended."""
 
     @property
     def url(self) -> str:
@@ -335,9 +340,16 @@ class HttpClientTransport:
         self._inbox_out.close()
         if self.session_id is not None and not is_stateless(self.protocol_version or ""):
             try:
-                with anyio.move_on_after(2):
-                    await (await self._endpoint.open("DELETE", self._base_headers())).aclose()
-            except (httpx.HTTPError, AuthError):
+                with anyio.move_on_after(2) as waited:
+                    response = await self._endpoint.open("DELETE", self._base_headers())
+                    await response.aclose()
+                    if response.status_code == 404:
+                        self.lost = self.lost or "session_expired"
+                if waited.cancelled_caught:
+                    self.lost = self.lost or "timeout"
+            except httpx.HTTPError:
+                self.lost = self.lost or "connection_lost"  # the server is gone: the session went with it
+            except AuthError:
                 pass
 
     # ---- after the handshake ----------------------------------------------------------------------------------
@@ -427,6 +439,7 @@ class HttpClientTransport:
                         self._fail(request_id, said(local.INVALID_SESSION_ID, value=repr(offered[:64])))
                         return
                     self.session_id = offered
+                    self.lost = None  # a new session (one renewed after a 404): it has not ended
                 if response.status_code == 404 and "mcp-session-id" in headers:
                     self._session_gone(request_id, headers["mcp-session-id"], ran=False)  # refused: it never ran
                     return
@@ -513,6 +526,8 @@ class HttpClientTransport:
     def _old_ended(self) -> None:
         """The old transport's stream ended: nothing more can come, so the connection ends after what it brought."""
         self._ended = True
+        if not self._closed:
+            self.lost = "connection_lost"
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._inbox_in.send_nowait(None)
 
@@ -645,6 +660,7 @@ class HttpClientTransport:
         if session is None or self.session_id == session:
             self.session_id = None
             self._listening = False
+            self.lost = "session_expired"
         if ran:
             self._fail(request_id, said(local.SESSION_ENDED_MIDWAY), SESSION_LOST)
         else:

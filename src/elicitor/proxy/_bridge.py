@@ -165,7 +165,8 @@ class Bridge:
                 from ..telemetry import _sessions
 
                 network = getattr(downstream, "network", "pipe")
-                _sessions.session_ended("server", started, self.down.revision, network)
+                error = _sessions.why_ended("server", self.down, downstream)
+                _sessions.session_ended("server", started, self.down.revision, network, error)
 
     async def _prepare(self) -> None:
         """Open the upstream connection while the client starts (a stdio server may take seconds to start; the

@@ -202,7 +202,8 @@ class Upstream:
         from ..telemetry import _sessions
 
         if self.revision is not None and not is_stateless(self.revision):  # 2026-07-28: no session
-            _sessions.session_ended("client", started, self.revision, getattr(self.transport, "network", "pipe"))
+            error = _sessions.why_ended("client", self.session, self.transport)
+            _sessions.session_ended("client", started, self.revision, getattr(self.transport, "network", "pipe"), error)
 
     async def run(self, ready: Callable[[], None]) -> None:
         """Open the connection, call ``ready``, and keep it until the server closes it or :meth:`close`."""

@@ -122,6 +122,7 @@ class ServerSession:
             self.hold = getattr(transport, "hold", None)
         self.server.url_elicitations.attach(self.id, self.notifier(None))
         started = time.monotonic_ns()
+        failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as runs:
                 self.parked = ParkedRuns(runs, limit=self.server.max_parked_runs, ttl=self.server.parked_run_ttl)
@@ -137,12 +138,16 @@ class ServerSession:
                     runs.start_soon(self._forward_changes, session)
                     await session.wait_closed()
                 runs.cancel_scope.cancel()
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
             if _telemetry.state.on:  # mcp.server.session.duration: a handshake-era session only
                 from ..telemetry import _sessions
 
                 network = getattr(transport, "network", "pipe")
-                _sessions.session_ended("server", started, self.handshake.revision, network)
+                error = _sessions.why_ended("server", self.session, transport, failure)
+                _sessions.session_ended("server", started, self.handshake.revision, network, error)
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.server.url_elicitations.detach(self.id)
 

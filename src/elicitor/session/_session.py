@@ -143,6 +143,11 @@ class Session:
         self._closed = False
         self._input_ended = False
         """The peer's side ended (see :meth:`_drain`): nothing more can be asked of it."""
+        self.peer_ended: str | None = None
+        """How the connection ended from the peer's side before this side closed it, for telemetry (the session
+        metrics' ``error.type``): ``idle`` (its input ended with nothing under way: how a stdio client ends a
+        session), ``busy`` (it ended while we waited on the peer or served a request of its), ``broken`` (the
+        transport failed); ``None`` while it lasts, or when this side closed it."""
         self._closed_event = anyio.Event()
         self._loop = running_asyncio_loop()
         self._scope_type: Callable[[], anyio.CancelScope] = (
@@ -346,10 +351,16 @@ class Session:
                 try:
                     message = await self.transport.receive()
                 except anyio.EndOfStream:
+                    if not self._closed:
+                        self.peer_ended = "busy" if self._pending or self._inflight else "idle"
                     if getattr(self.transport, "answers_after_input_ends", False):
                         await self._drain()
                     return
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                except anyio.BrokenResourceError:
+                    if not self._closed:
+                        self.peer_ended = "broken"
+                    return
+                except anyio.ClosedResourceError:
                     return
                 if isinstance(message, Oversized):
                     await self._oversized(message)

@@ -127,6 +127,10 @@ class SessionTransport:
         self.id = session_id
         self.principal = principal
         """The user who created the session; only their requests find it."""
+        self.lost: str | None = None
+        """For telemetry, how the session ended badly (the session metrics' ``error.type``): ``timeout``, expired
+        after the idle timeout because its client left without ending it; ``None``: ended by its client (DELETE)
+        or by this replica (shutting down)."""
         self.hold = hold
         """Where this session's requests that read the store wait for it while it is away (the app's bound, shared
         by both eras); the :class:`ServerSession` running over this transport takes it (its task requests)."""
@@ -462,6 +466,7 @@ class HandshakeSessions:
             for session in list(self._sessions.values()):
                 if session.idle_for(now) > self._idle_timeout:
                     logger.info("ending session %.8s... idle for %.0f s", session.id, session.idle_for(now))
+                    session.lost = "timeout"  # its client left without ending it
                     await self._end(session)
 
     async def post(self, headers: Headers, message: JSONObject, body: bytes, send: Send) -> Respond | None:
