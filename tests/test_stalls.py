@@ -11,6 +11,8 @@ with its result, and a response ends cleanly rather than cut.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
 import re
 import signal
@@ -344,6 +346,53 @@ async def test_a_2026_07_28_round_sent_to_a_stopped_replica_is_answered_once_it_
             async with Client.http(direct(cluster)[1], elicitation=handler, protocol="2026-07-28") as client:
                 assert (await client.call_tool("book")).text == "Lin x4"
     assert [request.message for request in handler.requests] == ["Your name?", "How many people?"]
+    async with httpx.AsyncClient(timeout=60) as http:
+        await all_ready(http, cluster)
+
+
+async def test_an_answer_whose_acknowledgement_does_not_come_in_time_is_sent_again_not_dropped(
+    cluster: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2025-11-25: the person answers while the replica the answer goes to is stopped (SIGSTOP) for longer than our
+    client waits for the 202 (30 s; 1 s here). The POST timed out and its error escaped the task answering the
+    question (asyncio: "Task exception was never retrieved"), the answer sent once, its delivery left to what the
+    stopped replica would make of a request whose client had gone. Now it is sent again, like one refused with 503:
+    the call goes on, each question asked once, and nothing is left unretrieved."""
+    from elicitor.client import _endpoint
+
+    monkeypatch.setitem(_endpoint._BRIEF_TIMEOUTS, "read", 1.0)
+    pid = cluster.replicas.pids()[0]
+    stopped: list[bool] = []
+    unretrieved: list[str] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unretrieved.append(str(context.get("message"))))
+
+    async def wake_later() -> None:
+        try:
+            await anyio.sleep(3)
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+
+    try:
+        async with anyio.create_task_group() as tg:
+
+            def answer(request: ElicitationRequest | UrlElicitationRequest) -> dict[str, Any]:
+                if not stopped:
+                    stopped.append(True)
+                    os.killpg(pid, signal.SIGSTOP)
+                    tg.start_soon(wake_later)
+                return {"name": "Lin"} if "name" in request.message else {"size": 4}
+
+            handler = ScriptedHandler(otherwise=answer)
+            with anyio.fail_after(60):
+                async with Client.http(direct(cluster)[0], elicitation=handler, protocol="2025-11-25") as client:
+                    assert (await client.call_tool("book")).text == "Lin x4"
+        gc.collect()  # a task that died with its exception unread says so as it is collected
+        await anyio.sleep(0.1)
+    finally:
+        loop.set_exception_handler(None)
+    assert [request.message for request in handler.requests] == ["Your name?", "How many people?"]
+    assert not unretrieved, unretrieved
     async with httpx.AsyncClient(timeout=60) as http:
         await all_ready(http, cluster)
 

@@ -295,10 +295,16 @@ class HttpClientTransport:
         # server's Retry-After, for up to _UNAVAILABLE_FOR seconds: an answer or a notification is safe to repeat
         # (the server takes the first answer to a request and ignores the rest), and a dropped answer would leave
         # its call waiting for nothing. Never into another session than the one it belongs to.
+        # So is one whose acknowledgement did not come in time (30 s) or whose connection failed: the replica it
+        # reached may be stopped, and may take it when it wakes, which makes a second copy harmless; a try that
+        # failed so is always followed by one more, since one timed-out try alone outlasts the window.
         session = headers.get("mcp-session-id")
         give_up_at = time.monotonic() + _UNAVAILABLE_FOR
         delay = 0.2
+        tries = 0
         while True:
+            tries += 1
+            failed: httpx.HTTPError | None = None
             try:
                 async with self._sending:
                     response = await self._endpoint.open("POST", headers, message, brief=True)
@@ -311,11 +317,22 @@ class HttpClientTransport:
             except AuthError as exc:
                 logger.warning("a message was not sent: signing in to the server failed: %s", exc)
                 return
-            if response.status_code not in (502, 503, 504) or time.monotonic() >= give_up_at:
+            except httpx.HTTPError as exc:
+                failed = exc
+            if failed is not None:
+                if time.monotonic() >= give_up_at and tries > 1:
+                    logger.warning("a message was not sent: %s", said(local.HTTP_FAILED, detail=failed))
+                    return
+            elif response.status_code not in (502, 503, 504) or time.monotonic() >= give_up_at:
                 break
             if session is not None and self.session_id != session:
                 logger.info("a message for a session that ended was not sent again")
                 return
+            if failed is not None:
+                logger.info("a message was not acknowledged (%s); sending it again in %.1f s", failed, delay)
+                await anyio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
             wait = _retry_after(response.headers.get("retry-after"), delay)
             logger.info(
                 "the server answered HTTP %d to a message; sending it again in %.1f s", response.status_code, wait
