@@ -1593,3 +1593,40 @@ async def test_a_length_refused_says_how_many_characters_it_counted(anyio_backen
         assert await answer(handler, request, drive) == Cancelled()
     assert "称呼" in seen[0]
     assert StringField(name="who", max_length=3).check("𠮷野家") == "𠮷野家"  # 𠮷 is one code point, two UTF-16 units
+
+
+CRASH = """
+import os
+
+from elicitor import Server
+
+server = Server("crash", "1.0", title="崩潰")
+
+
+@server.tool()
+async def die() -> str:
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_connect_says_in_the_persons_language_why_a_connection_failed_on_its_side(tmp_path: Path) -> None:
+    """The server's process ends during a call, or never completes the handshake: why is this side's own
+    sentence, which connect wrote in English ("the connection closed before the peer answered") after its
+    Chinese word for "Error"; now all of it is in the person's language."""
+    (tmp_path / "crash.py").write_text(CRASH)
+    environ = {**os.environ, "LANG": "zh_TW.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": ""}
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", sys.executable, str(tmp_path / "crash.py")],
+        input="die\n", capture_output=True, text=True, timeout=120, cwd=ROOT, env=environ,
+    )  # fmt: skip
+    assert "錯誤：連線在對方回答之前就關閉了" in run.stderr, run.stderr
+    silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", "--timeout", "2", *silent],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, env={**environ, "LANG": "zh_CN.UTF-8"},
+    )  # fmt: skip
+    assert run.returncode == 1 and "：服务器未在 2 秒内完成握手。" in run.stderr, run.stderr

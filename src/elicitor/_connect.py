@@ -27,7 +27,7 @@ from ._exceptions import ElicitorError, JSONRPCError
 from ._loop import run_on
 from ._outcomes import Accepted
 from ._results import Saver, result_text
-from ._sentences import RPC_ERRORS, recognise
+from ._sentences import LOCAL_ERRORS, RPC_ERRORS, recognise
 from .client import BrowserHandler, Client, TaskHandle, TerminalHandler
 from .client._present import printable, spaced, wrap
 from .i18n import N_, Language, language
@@ -360,7 +360,8 @@ def reason_of(exc: BaseException, lang: Language) -> str:
         return lang._("Transport error (local): the server's answer is not JSON (code {code})", code=str(exc.code))
     if isinstance(exc, JSONRPCError):
         return rpc_error_text(exc, lang)
-    return str(exc)
+    own = recognise(str(exc), LOCAL_ERRORS)  # this side's own sentence (the connection closed, no handshake)
+    return str(exc) if own is None else lang.text(own)
 
 
 _MEANINGS = {

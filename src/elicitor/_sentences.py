@@ -1,4 +1,5 @@
-"""elicitor's own sentences that reach a person as a peer's text: a tool error or a JSON-RPC error its server writes.
+"""elicitor's own sentences that reach a person as text: a tool error or a JSON-RPC error its server writes, and
+why a connection failed on this side.
 
 A tool call that fails for a reason elicitor itself found (the arguments do not fit the tool, the answer does not
 fit the form, the client lacks a capability the tool needs) ends with an ``isError`` result whose text the spec
@@ -48,6 +49,16 @@ TRANSIENT = N_(
 
 RPC_ERRORS: tuple[Message, ...] = (INTERNAL, TRANSIENT)
 """Every sentence elicitor's server writes as a JSON-RPC error's whole message."""
+
+CLOSED = N_("the connection is closed")
+PEER_ENDED = N_("the peer's side ended before it answered")
+CLOSED_UNANSWERED = N_("the connection closed before the peer answered")
+NO_HANDSHAKE = N_("the server did not complete the handshake in {seconds} s")
+
+LOCAL_ERRORS: tuple[Message, ...] = (CLOSED, PEER_ENDED, CLOSED_UNANSWERED, NO_HANDSHAKE)
+"""Why a call or a connection failed on this side (:class:`~elicitor.ConnectionClosed`, the handshake's
+``TimeoutError``): English in the exception, as every exception's text is, and said in the person's language
+where ``elicitor connect`` shows them."""
 
 TOOL_ERRORS: tuple[Message, ...] = (URL_REFUSED, INVALID_ARGUMENTS, ANSWER_INVALID, CAPABILITY_MISSING, TOOL_FAILED)
 """Every sentence elicitor's server writes as a whole tool error."""

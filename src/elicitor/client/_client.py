@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import anyio
 
 from .._exceptions import ConnectionClosed
+from .._sentences import NO_HANDSHAKE, said
 from .._version import __version__
 from ..session import Session, open_session
 from ..telemetry import _state as _telemetry
@@ -334,7 +335,7 @@ class Client:
             with self._pace.deadline(self._handshake_timeout, quiet=True) as deadline:
                 await self._era.negotiate(session)
             if deadline.cancelled_caught:
-                raise TimeoutError(f"the server did not complete the handshake in {self._handshake_timeout:g} s")
+                raise TimeoutError(said(NO_HANDSHAKE, seconds=f"{self._handshake_timeout:g}"))
             # 2025-03-26 said both sides must take JSON-RPC batches (2024-11-05 is JSON-RPC 2.0, which has them).
             session.batches = self._era.protocol_version in ACCEPTED_OLDER_REVISIONS
             if not self._era.stateless:  # its requests say it (mcp.protocol.version); a 2026-07-28 one says its own

@@ -25,7 +25,7 @@ from anyio import TaskHandle
 
 from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
 from .._loop import Carrier, EagerStarter, running_asyncio_loop
-from .._sentences import INTERNAL, TRANSIENT, said
+from .._sentences import CLOSED, CLOSED_UNANSWERED, INTERNAL, PEER_ENDED, TRANSIENT, said
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -255,7 +255,7 @@ class Session:
         sent: Callable[[RequestId], None] | None,
     ) -> JSONObject:
         if self._closed or self._input_ended:
-            raise ConnectionClosed("the connection is closed")
+            raise ConnectionClosed(str(CLOSED))
         request_id, data = self.connection.send_request(method, params)
         if sent is not None:
             sent(request_id)
@@ -376,7 +376,7 @@ class Session:
         at once), and so does anything asked later."""
         self._input_ended = True
         for pending in self._pending.values():
-            pending.error = ConnectionClosed("the peer's side ended before it answered")
+            pending.error = ConnectionClosed(str(PEER_ENDED))
             self._answered(pending)
         self._pending.clear()
         with anyio.move_on_after(INPUT_ENDED_GRACE):
@@ -614,7 +614,7 @@ class Session:
         if self._deadlines is not None:
             self._deadlines.close()
         for pending in self._pending.values():
-            pending.error = ConnectionClosed("the connection closed before the peer answered")
+            pending.error = ConnectionClosed(str(CLOSED_UNANSWERED))
             pending.set()
         self._pending.clear()
         for task in self._inflight.values():
