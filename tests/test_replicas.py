@@ -33,7 +33,7 @@ from elicitor.server.http._peers import Opened
 from elicitor.state import MemoryEventStore, RedisStore, StoreUnavailable
 
 from .conftest import serving
-from .replicas import MISSING, Deployment, RedisServer, deployment, one_response
+from .replicas import MISSING, Deployment, RedisServer, Replicas, deployment, one_response
 
 pytestmark = [
     pytest.mark.anyio,
@@ -594,6 +594,44 @@ async def test_a_page_finished_after_its_replica_stopped_is_not_shown_again(stal
     finally:
         if owner is not None:
             replicas.start(owner)
+
+
+def start_the_dead(replicas: Replicas) -> None:
+    """Start again every replica that is not running (one a test, or its server's hook, killed)."""
+    for index, pid in enumerate(replicas.pids()):
+        if pid == -1:
+            replicas.start(index)
+
+
+async def test_a_replica_killed_as_its_call_names_its_page_leaves_the_page_to_the_retry(stalling: Deployment) -> None:
+    """2025-11-25, URL mode through -32042: the replica running the call is killed (SIGKILL, by a hook of the test
+    server in that very process) right after the call's record first names its page, before the page is
+    registered. The client's retry, on a new session, goes on from the record: the person is sent to one page,
+    once, and the call ends connected; nothing is left whose outcome is unknown."""
+    cluster = stalling
+    replicas = cluster.replicas
+    opened: list[str] = []
+    forms: list[str] = []
+
+    def open_page(request: ElicitationRequest | UrlElicitationRequest) -> Any:
+        if not isinstance(request, UrlElicitationRequest):
+            forms.append(request.message)
+            return {"name": "work"}
+        opened.append(request.url)
+        assert httpx.get(request.url, timeout=30).status_code == 200
+        return Accepted(None)
+
+    handler = ScriptedHandler(otherwise=open_page, modes=frozenset({"form", "url"}))
+    try:
+        with anyio.fail_after(90):
+            async with Client.http(cluster.nginx.url, elicitation=handler, protocol="2025-11-25") as client:
+                result = await client.call_tool("connect_dying", {"base": cluster.nginx.base})
+        assert -1 in replicas.pids()  # the hook did kill the replica that ran the first attempt
+        assert result.text == "connected"
+        assert len(opened) == 1, opened
+        assert forms == ["Which account?"]  # its answer was kept before the kill
+    finally:
+        start_the_dead(replicas)
 
 
 async def test_a_graceful_shutdown_ends_calls_cleanly_and_hands_sessions_on(cluster: Deployment) -> None:

@@ -8,13 +8,17 @@
 from __future__ import annotations
 
 import argparse
+import contextvars
 import os
+import signal
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from elicitor import Accepted, Context, Server, UrlElicitationRequired
+from elicitor.state import TaskRecord
+from elicitor.state._redis._tasks import RedisTaskRegistry
 
 server = Server("replicas", version="1.0.0")
 cancelled: list[str] = []
@@ -63,6 +67,36 @@ async def connect(ctx: Context, base: str) -> str:
     if not link.completed:
         raise UrlElicitationRequired(link)
     return "connected"
+
+
+dies_naming_its_page: contextvars.ContextVar[bool] = contextvars.ContextVar("dies_naming_its_page", default=False)
+"""Set by :func:`connect_dying`: the first attempt's replica is killed as its call's record first names its page."""
+_swap = RedisTaskRegistry.swap
+
+
+async def _swap_then_die(self: RedisTaskRegistry, record: TaskRecord) -> TaskRecord | None:
+    """The store's write, then, for a first attempt of :func:`connect_dying` whose record now names its page (as
+    started, or with the id), SIGKILL of this very process: nothing after that write runs."""
+    stored = await _swap(self, record)
+    if stored is not None and dies_naming_its_page.get() and record.epoch == 0:
+        steps = [*dict(record.answers.get("p") or {}), *dict(record.answers.get("m") or {})]
+        if any(step.startswith("url-id:") for step in steps):
+            os.kill(os.getpid(), signal.SIGKILL)
+    return stored
+
+
+RedisTaskRegistry.swap = _swap_then_die  # type: ignore[method-assign]
+
+
+@server.tool()
+async def connect_dying(ctx: Context, base: str) -> str:
+    """``connect`` after a question, whose first attempt's replica is killed (SIGKILL) right after the call's record
+    first names its page, before the page is registered: the retry goes on from the record. The question opens the
+    call's answer stream first: killed before it sent anything, the replica's request is answered 502 by nginx,
+    which the client does not send again."""
+    dies_naming_its_page.set(True)
+    await ctx.elicit("Which account?", Name)
+    return await connect(ctx, base)
 
 
 @server.tool()

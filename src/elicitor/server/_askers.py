@@ -28,9 +28,13 @@ class OnceJournal(Protocol):
     that never recorded its end (its outcome is unknown: it is never run again), and cancels the calling run if a
     newer run holds the call (fencing). ``commit`` records the step's value, merged by name, never replacing one;
     ``abandon`` forgets the start of a step that raised (it did not take effect, so a later run may try again).
+    ``keep`` records a value that took no side effect to make (a page's id) in one write, start and end at once,
+    unless one is recorded: it returns the recorded value, so every run of the call uses the first.
     """
 
     async def begin(self, name: str) -> tuple[bool, JSONValue]: ...
+
+    async def keep(self, name: str, value: JSONValue) -> JSONValue: ...
 
     async def commit(self, name: str, value: JSONValue) -> None: ...
 

@@ -191,7 +191,7 @@ class Context:
             # No ids on the 2026-07-28 wire: keep the same one across rounds so the page's link stays valid. A call
             # kept under its idempotency key keeps it in its record: its retry on a new session (its replica gone)
             # finds the page the person was shown, finished or not, instead of showing another.
-            known = await self.once(f"url-id:{base}", lambda: secrets.token_urlsafe(24))
+            known = await self._kept(f"url-id:{base}", secrets.token_urlsafe(24))
         registry = self._session.server.url_elicitations
         stateless = is_stateless(self.revision)
         return await registry.new(
@@ -338,6 +338,19 @@ class Context:
             if memo is not None:
                 memo[name] = plain
         return value
+
+    async def _kept(self, name: str, value: str) -> str:
+        """``value`` kept under ``name`` for every run of this call, as :meth:`once` keeps a step's result, but
+        written in one step (``OnceJournal.keep``): making it did nothing outside this process, so there is no
+        "started, outcome unknown" for a replica's death to leave behind. The value an earlier run kept wins."""
+        memo = self._asker.memo
+        if memo is not None and name in memo:
+            return str(memo[name])
+        journal = self._asker.journal
+        kept: JSONValue = value if journal is None else await journal.keep(name, value)
+        if memo is not None:
+            memo[name] = kept
+        return str(kept)
 
     # ---- notifications ---------------------------------------------------------------------------------------
 

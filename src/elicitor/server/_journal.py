@@ -185,6 +185,38 @@ class OnceSteps:
             await anyio.sleep_forever()
         return False, None
 
+    async def keep(self, name: str, value: JSONValue) -> JSONValue:
+        """Record ``value`` under ``name`` in one write, unless a value is recorded: then that one is returned.
+
+        For a value whose making did nothing outside this process (a random id): written as a step's start and
+        end at once, there is no moment at which the record says "started" without the value, so a replica that
+        dies around it leaves either nothing (the next run makes another, which nobody has seen) or the value (the
+        next run uses it). A start recorded without a value (by :meth:`begin`) is replaced: nothing ran that a
+        second value could repeat."""
+        claim, found = self._claim, []
+
+        def apply(current: TaskRecord) -> TaskRecord | None:
+            if current.epoch != claim.epoch or current.terminal:
+                raise Fenced
+            memo = table(current.answers.get("m"))
+            if name in memo:
+                found.append(memo[name])
+                return None
+            started = {key: epoch for key, epoch in table(current.answers.get("p")).items() if key != name}
+            return dataclasses.replace(current, answers={**current.answers, "m": {**memo, name: value}, "p": started})
+
+        fenced = False
+        try:
+            written = await self._write(claim.record_id, apply)
+        except Fenced:
+            written, fenced = None, True
+        if found:
+            return found[0]
+        if written is None:  # fenced, ended, or the record is gone: this run goes no further
+            claim.lose(gone=not fenced)
+            await anyio.sleep_forever()
+        return value
+
     async def commit(self, name: str, value: JSONValue) -> None:
         """Record the value of a step that ran, whatever run holds the record now (merged by name)."""
 
