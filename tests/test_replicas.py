@@ -603,6 +603,110 @@ def start_the_dead(replicas: Replicas) -> None:
             replicas.start(index)
 
 
+class FinishesOnlyTheUrl:
+    """A person who answers the form, finishes the page when shown it and never says they are done: only the
+    server's completion notice ends the client's wait. ``first_form`` runs before the first form is answered."""
+
+    modes = frozenset({"form", "url"})
+
+    def __init__(self, first_form: Callable[[], None]) -> None:
+        self.first_form = first_form
+        self.forms = 0
+        self.shown: list[str] = []
+
+    async def __call__(self, request: ElicitationRequest) -> Accepted[dict[str, str]]:
+        self.forms += 1
+        if self.forms == 1:
+            self.first_form()
+        return Accepted({"name": "work"})
+
+    async def url(self, request: UrlElicitationRequest) -> Accepted[None]:
+        self.shown.append(str(request.elicitation_id))
+        async with httpx.AsyncClient(timeout=30) as http:
+            assert (await http.get(request.url)).status_code == 200
+        return Accepted(None)
+
+    async def wait_done(self, request: UrlElicitationRequest) -> None:
+        await anyio.sleep_forever()
+
+
+async def test_a_page_whose_call_moved_to_a_new_session_is_completed_there(stalling: Deployment) -> None:
+    """2025-11-25: the call registers its page, then asks a question; while the question is asked, the replica
+    running the session is killed (SIGKILL). The client's retry (the same idempotency key) runs on a new session
+    on another replica, finds the page in the call's record and sends the person there (-32042). The person
+    finishes it and never says so: the completion notice must reach the new session, the one waiting now."""
+    cluster = stalling
+    replicas = cluster.replicas
+    owner: int | None = None
+
+    def kill_owner() -> None:
+        assert owner is not None
+        replicas.kill(owner)
+
+    person = FinishesOnlyTheUrl(kill_owner)
+    try:
+        with anyio.fail_after(90):
+            async with Client.http(cluster.nginx.url, elicitation=person, protocol="2025-11-25") as client:
+                owner = replicas.pids().index(int((await client.call_tool("replica")).text))
+                result = await client.call_tool("connect_account", {"base": cluster.nginx.base})
+        assert result.text == "connected"
+        assert person.forms == 2  # asked again on the new session: the answer was given to the dead one
+        assert len(person.shown) == 1, person.shown
+    finally:
+        start_the_dead(replicas)
+
+
+async def test_the_official_sdk_hears_a_page_finished_after_its_call_moved_to_a_new_session(
+    stalling: Deployment,
+) -> None:
+    """The official SDK's client (2025-11-25), calling with an idempotency key of its own: -32042 names a page; the
+    replica of its session is killed; a new client calls again under the same key, on a new session, and is sent
+    to the same page. The person finishes it: the completion notice reaches the new session."""
+    from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+
+    cluster = stalling
+    replicas = cluster.replicas
+    meta: Any = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    completed: list[str] = []
+    heard = anyio.Event()
+
+    async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept")
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            completed.append(message.params.elicitation_id)
+            heard.set()
+
+    def page_of(error: MCPError) -> str:
+        (required,) = UrlElicitationRequiredError.from_error(error.error).elicitations
+        return str(required.elicitation_id)
+
+    try:
+        with anyio.fail_after(90):
+            async with McpClient(cluster.nginx.url, elicitation_callback=callback, mode="legacy") as first:
+                owner = replicas.pids().index(int((await first.call_tool("replica")).content[0].text))  # type: ignore[union-attr]
+                with pytest.raises(MCPError) as raised:
+                    await first.call_tool("connect", {"base": cluster.nginx.base}, meta=meta)
+                page = page_of(raised.value)
+                replicas.kill(owner)  # the first client's session goes with it
+                async with McpClient(
+                    cluster.nginx.url, elicitation_callback=callback, message_handler=on_message, mode="legacy"
+                ) as second:
+                    with pytest.raises(MCPError) as again:
+                        await second.call_tool("connect", {"base": cluster.nginx.base}, meta=meta)
+                    assert page_of(again.value) == page  # the call's record holds the page it was shown
+                    async with httpx.AsyncClient(timeout=30) as http:
+                        assert (await http.get(f"{cluster.nginx.base}/done/{page}")).status_code == 200
+                    with anyio.fail_after(30):  # generous: the notice is sent as the page is answered
+                        await heard.wait()
+                    assert completed == [page]
+                    result = await second.call_tool("connect", {"base": cluster.nginx.base}, meta=meta)
+                    assert result.content[0].text == "connected"  # type: ignore[union-attr]
+    finally:
+        start_the_dead(replicas)
+
+
 async def test_a_replica_killed_as_its_call_names_its_page_leaves_the_page_to_the_retry(stalling: Deployment) -> None:
     """2025-11-25, URL mode through -32042: the replica running the call is killed (SIGKILL, by a hook of the test
     server in that very process) right after the call's record first names its page, before the page is

@@ -462,6 +462,25 @@ async def test_urls_forget_connection(replicas: tuple[Store, Store]) -> None:
     assert await a.urls.add(fresh, "q1") == fresh  # the index went with them: the question is new again
 
 
+async def test_urls_move(replicas: tuple[Store, Store]) -> None:
+    a, b = replicas
+    await a.urls.add(url_record("e1", principal="alice", replica=a.replica, connection="c1"), "q1")
+    assert await b.urls.move("unknown", "c1", b.replica, "c2", "q1") is None
+    moved = await b.urls.move("e1", "c1", b.replica, "c2", "q1")
+    assert moved is not None and (moved.replica, moved.connection) == (b.replica, "c2")
+    assert await a.urls.get("e1") == moved
+    assert await a.urls.find("c2", "q1") == moved
+    assert await a.urls.find("c1", "q1") is None
+    assert await a.urls.forget_connection("c1") == 0  # the old connection closing late leaves it be
+    assert await a.urls.get("e1") == moved
+    assert await a.urls.move("e1", "c1", a.replica, "c3") == moved  # no longer c1's: unchanged
+    done = await a.urls.complete("e1", "alice")
+    assert done is not None and done.connection == "c2"  # the notice goes where it was moved
+    completed = await b.urls.get("e1")
+    assert await b.urls.move("e1", "c2", a.replica, "c3") == completed  # completed: unchanged
+    assert await b.urls.forget_connection("c2") == 1
+
+
 def task(task_id: str = "t1", **changes: Any) -> TaskRecord:
     now = time.time()
     fields: dict[str, Any] = {"id": task_id, "principal": "alice", "connection": None, "status": "working"}

@@ -69,6 +69,17 @@ async def connect(ctx: Context, base: str) -> str:
     return "connected"
 
 
+@server.tool()
+async def connect_account(ctx: Context, base: str) -> str:
+    """``connect``, with a question after its page is registered and before the person is sent there: while it is
+    asked, the call is under way with its page chosen."""
+    link = await ctx.url_elicitation("Connect your account", f"{base}/done/{{elicitation_id}}")
+    if link.completed:
+        return "connected"
+    await ctx.elicit("Which account?", Name)
+    raise UrlElicitationRequired(link)
+
+
 dies_naming_its_page: contextvars.ContextVar[bool] = contextvars.ContextVar("dies_naming_its_page", default=False)
 """Set by :func:`connect_dying`: the first attempt's replica is killed as its call's record first names its page."""
 _swap = RedisTaskRegistry.swap

@@ -104,6 +104,19 @@ class UrlElicitation:
         return {"mode": "url", "message": self.message, "url": self.url, "elicitationId": self.id}
 
 
+def _moves(known: UrlRecord, asking: UrlRecord) -> bool:
+    """Whether ``asking`` (a connection asking again for the elicitation ``known``, by its id) takes it over: an
+    open one of another connection of the same user, on the handshake era (where completions are notified)."""
+    return (
+        not known.completed
+        and known.connection is not None
+        and asking.connection is not None
+        and asking.replica is not None
+        and known.connection != asking.connection
+        and known.principal == asking.principal
+    )
+
+
 class UrlElicitationRequired(ElicitorError):
     """Raise in a tool that cannot go on until the person completes one or more URL-mode elicitations.
 
@@ -215,6 +228,11 @@ class UrlElicitations:
             known = await urls.find(record.connection, question)
         if known is None and look_up:
             known = await urls.get(record.id)
+            if known is not None and _moves(known, record):
+                # A kept call's retry on a new session (its replica gone) waits here for the page it was shown:
+                # its completion notice must come here, not to the connection that asked first.
+                assert known.connection is not None and record.replica is not None and record.connection is not None
+                known = await urls.move(record.id, known.connection, record.replica, record.connection, question)
         if known is not None:
             return UrlElicitation.from_record(known)
         return UrlElicitation.from_record(await urls.add(record, question))

@@ -138,6 +138,30 @@ class MemoryUrlRegistry(UrlRegistry):
             self._completions[elicitation_id] = attempt
         return record
 
+    async def move(
+        self, elicitation_id: str, was: str, replica: str, connection: str, question: str | None = None
+    ) -> UrlRecord | None:
+        self._expire()
+        entry = self._known.get(elicitation_id)
+        if entry is None:
+            return None
+        created, record, asked = entry
+        if record.completed or record.connection != was:
+            return record
+        started = self._started.get(was)
+        if started is not None:
+            started.discard(elicitation_id)
+            if not started:
+                del self._started[was]
+        if asked is not None and self._asked.get((was, asked)) == elicitation_id:
+            del self._asked[was, asked]
+        record = replace(record, replica=replica, connection=connection)
+        self._known[elicitation_id] = (created, record, question)
+        self._started.setdefault(connection, set()).add(elicitation_id)
+        if question is not None:
+            self._asked[connection, question] = elicitation_id
+        return record
+
     async def forget_connection(self, connection: str) -> int:
         for key in [key for key in self._asked if key[0] == connection]:
             del self._asked[key]

@@ -140,6 +140,18 @@ class UrlRegistry(Protocol):
         still learns that it made it."""
         ...
 
+    async def move(
+        self, elicitation_id: str, was: str, replica: str, connection: str, question: str | None = None
+    ) -> UrlRecord | None:
+        """Point an open elicitation of connection ``was`` at ``connection`` on ``replica`` (under ``question``
+        there), atomically, and return it as it then stands; ``None`` if it is unknown or expired. A completed one,
+        or one no longer ``was``'s, is returned unchanged.
+
+        A call kept under its idempotency key that goes on on a new session (its replica gone) waits there for the
+        page it was shown: the completion notice must go there. ``was`` lets go of it, so that its closing (a
+        stalled replica waking to end it) does not drop it."""
+        ...
+
     async def forget_connection(self, connection: str) -> int:
         """Drop every record ``connection`` registered, with or without a question (it closed: nobody is left to
         notify); returns how many."""

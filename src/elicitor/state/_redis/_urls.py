@@ -63,6 +63,27 @@ fields before completion, or nil (and changes nothing) if unknown, already compl
 The same call sent twice (a retry on a new connection) finds its own token and gets the record again: a completion
 counts once, and the caller that made it learns it."""
 
+_MOVE = """
+local record = redis.call('HGETALL', KEYS[1])
+if #record == 0 then return false end
+local fields = {}
+for i = 1, #record, 2 do fields[record[i]] = record[i + 1] end
+if fields['completed'] == '1' or fields['connection'] ~= ARGV[1] then return record end
+redis.call('HSET', KEYS[1], 'replica', ARGV[2], 'connection', ARGV[3])
+redis.call('SREM', KEYS[2], ARGV[4])
+if redis.call('HGET', KEYS[3], ARGV[5]) == ARGV[4] then redis.call('HDEL', KEYS[3], ARGV[5]) end
+redis.call('SADD', KEYS[4], ARGV[4])
+redis.call('PEXPIRE', KEYS[4], ARGV[6])
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[5], ARGV[5], ARGV[4])
+  redis.call('PEXPIRE', KEYS[5], ARGV[6])
+end
+return redis.call('HGETALL', KEYS[1])
+"""
+"""KEYS: the record, the old connection's set and index, the new connection's set and index. ARGV: the old
+connection, the new replica and connection, the id, the question (``""``: none), the TTL in ms. Returns the record's
+fields as they then stand (unchanged if completed or no longer the old connection's), or nil if it is gone."""
+
 _FORGET = """
 local gone = 0
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
@@ -85,6 +106,7 @@ class RedisUrlRegistry:
         self._find = client.register_script(_FIND)
         self._complete = client.register_script(_COMPLETE)
         self._forget = client.register_script(_FORGET)
+        self._move = client.register_script(_MOVE)
 
     async def add(self, record: UrlRecord, question: str | None = None) -> UrlRecord:
         """Store ``record`` unless its connection already asked ``question`` (or its id is taken): then that one.
@@ -145,6 +167,20 @@ class RedisUrlRegistry:
         fields = _fields(before)
         fields[b"completed"] = b"1"  # the script returns the record as it found it: open
         return self._decode(elicitation_id.encode(), fields)
+
+    async def move(
+        self, elicitation_id: str, was: str, replica: str, connection: str, question: str | None = None
+    ) -> UrlRecord | None:
+        """Point it at ``connection`` on ``replica``, and let ``was`` go of it, in one script: a completion racing
+        it reads the record before or after, never between (the notice goes to one of the two, the one the record
+        named when it completed)."""
+        key = self._shared.key
+        keys = [key("url", elicitation_id), key("started", was), key("asked", was)]
+        keys += [key("started", connection), key("asked", connection)]
+        args: list[str | int] = [was, replica, connection, elicitation_id, question or "", self._ttl]
+        with self._shared.failing("moving a URL elicitation"):
+            fields = await self._move(keys=keys, args=args)
+        return None if fields is None else self._decode(elicitation_id.encode(), _fields(fields))
 
     async def forget_connection(self, connection: str) -> int:
         """Delete every record ``connection`` registered (with or without a question) and its index: it closed."""
