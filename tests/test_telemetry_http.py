@@ -21,11 +21,11 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from elicitor import Accepted, Client, Context, ScriptedHandler, Server
-from elicitor.server import StateSealer, generate_key
+from elicitor.server import StateSealer, _hold, generate_key
 
 from .conftest import ROOT, serving
 from .replicas import MISSING, Deployment, RedisServer, deployment
-from .test_replicas import open_session, rpc, two_replicas
+from .test_replicas import events, open_session, rpc, two_replicas
 from .test_telemetry import CITY, NAME, SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
 
 __all__ = ["otel"]  # the fixture, shared (redis is conftest's)
@@ -1249,3 +1249,53 @@ async def test_a_question_nobody_answers_in_time_says_timeout_and_leaves_nothing
     counted = [dict(p.attributes) for p in points["elicitor.elicitations"] if p.value]
     assert counted == [{"elicitor.elicitation.mode": "form", "elicitor.side": "server", "error.type": "timeout"}]
     assert {p.value for p in points["elicitor.elicitation.pending"]} == {0}
+
+
+async def test_the_outbox_says_what_it_holds_and_what_became_of_each_message(
+    otel: Otel, redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis paused past the hold (a second here): B keeps a person's answer and a notification for a session that
+    does not exist, and refuses a third message, its outbox full. Meanwhile ``elicitor.outbox.held`` says two
+    messages and ``elicitor.outbox.held.size`` their bytes; once Redis is back, ``elicitor.outbox.messages``
+    says two kept, one relayed, one dropped as gone, one dropped as full, with no attribute but those two."""
+    from redis.asyncio import Redis
+
+    monkeypatch.setattr(_hold, "STORE_HOLD", 1.0)
+    async with two_replicas(redis.url, lease=1.0, timeout=1.0) as (a, b, apps), httpx.AsyncClient(timeout=60) as http:
+        headers = await open_session(http, a)
+        outbox = apps[1]._handshake._outbox
+        outbox.max_messages = 2
+        with anyio.fail_after(60):
+            async with http.stream("POST", a, json=rpc("tools/call", {"name": "pick"}, id=7), headers=headers) as call:
+                stream = events(call)
+                _, question = await anext(stream)
+                admin = Redis.from_url(redis.url)
+                try:
+                    await admin.execute_command("CLIENT", "PAUSE", "5000", "ALL")
+                finally:
+                    await admin.aclose()
+                answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
+                          "content": {"name": "Ada"}}}  # fmt: skip
+                note = rpc("notifications/cancelled", {"requestId": 3})
+                nowhere = {**headers, "mcp-session-id": "no-such-session-0123456789abcdef"}
+                statuses = [(await http.post(b, json=answer, headers=headers)).status_code]
+                statuses.append((await http.post(b, json=note, headers=nowhere)).status_code)
+                statuses.append((await http.post(b, json=note, headers=headers)).status_code)
+                assert statuses == [202, 202, 503]
+                points = otel.metric_points()
+                assert [p.value for p in points["elicitor.outbox.held"]] == [2]
+                [size] = points["elicitor.outbox.held.size"]
+                assert size.value == outbox.size > len(json.dumps(answer))
+                _, result = await anext(stream)
+            assert result["result"]["content"][0]["text"] == "Ada"
+            while len(outbox):
+                await anyio.sleep(0.05)
+    counted = {tuple(sorted(p.attributes.items())): p.value for p in otel.metric_points()["elicitor.outbox.messages"]}
+    outcome, reason = "elicitor.outbox.outcome", "elicitor.outbox.reason"
+    assert counted == {
+        ((outcome, "kept"),): 2,
+        ((outcome, "relayed"),): 1,
+        ((outcome, "dropped"), (reason, "gone")): 1,
+        ((outcome, "dropped"), (reason, "full")): 1,
+    }
+    assert [p.value for p in otel.metric_points()["elicitor.outbox.held"]] == [0]

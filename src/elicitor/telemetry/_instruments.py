@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from ._state import State, parked_tables
+from ._state import State, outboxes, parked_tables
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, Meter, UpDownCounter
@@ -35,6 +35,7 @@ class Instruments:
         "client_session",
         "elicitation_duration",
         "elicitations",
+        "outbox",
         "pending",
         "round_paths",
         "rounds",
@@ -94,6 +95,11 @@ class Instruments:
         self.tasks = meter.create_counter(
             "elicitor.tasks", unit="{task}", description="Task status changes, by the status entered."
         )
+        self.outbox = meter.create_counter(
+            "elicitor.outbox.messages", unit="{message}",
+            description="Messages for other replicas' sessions taken while the store was away past the hold: kept, "
+            "relayed once it was back, or dropped (elicitor.outbox.reason: full, gone, expired, failed, stopped).",
+        )  # fmt: skip
 
 
 def activate(live: State) -> None:
@@ -114,6 +120,14 @@ def activate(live: State) -> None:
             "elicitor.runs.parked", callbacks=[_observe_parked], unit="{run}",
             description="2026-07-28 runs waiting in this replica for their next round (a cache).",
         )  # fmt: skip
+        meter.create_observable_up_down_counter(
+            "elicitor.outbox.held", callbacks=[_observe_held], unit="{message}",
+            description="Messages this replica keeps for other replicas' sessions until the store is back.",
+        )  # fmt: skip
+        meter.create_observable_up_down_counter(
+            "elicitor.outbox.held.size", callbacks=[_observe_held_size], unit="By",
+            description="Bytes of the messages this replica keeps for other replicas' sessions.",
+        )  # fmt: skip
 
 
 def meter_configured() -> bool:
@@ -129,3 +143,11 @@ def _version() -> str:
 
 def _observe_parked(_options: CallbackOptions) -> Iterable[Observation]:
     yield Observation(sum(len(table) for table in list(parked_tables)))
+
+
+def _observe_held(_options: CallbackOptions) -> Iterable[Observation]:
+    yield Observation(sum(len(outbox) for outbox in list(outboxes)))
+
+
+def _observe_held_size(_options: CallbackOptions) -> Iterable[Observation]:
+    yield Observation(sum(outbox.size for outbox in list(outboxes)))

@@ -13,7 +13,7 @@ import os
 import sys
 import weakref
 from collections.abc import Sized
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..i18n._message import N_
 
@@ -68,6 +68,18 @@ class State:
 state = State()
 parked_tables: weakref.WeakSet[Sized] = weakref.WeakSet()
 """Every live table of parked runs, summed when metrics are collected (``elicitor.runs.parked``)."""
+
+
+class Holding(Sized, Protocol):
+    """What an outbox shows the metrics: the messages it holds (``len``) and their bytes (``size``)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+outboxes: weakref.WeakSet[Holding] = weakref.WeakSet()
+"""Every live outbox of messages kept for the store to come back, summed when metrics are collected
+(``elicitor.outbox.held``, ``elicitor.outbox.held.size``)."""
 
 
 def mode_from_env() -> Mode:
@@ -129,3 +141,8 @@ def refresh() -> None:
 def track_parked(table: Sized) -> None:
     """Count ``len(table)`` in ``elicitor.runs.parked`` for as long as ``table`` lives (once per connection)."""
     parked_tables.add(table)
+
+
+def track_outbox(outbox: Holding) -> None:
+    """Count what ``outbox`` holds in ``elicitor.outbox.held`` (and its bytes) for as long as it lives."""
+    outboxes.add(outbox)

@@ -685,26 +685,29 @@ class HandshakeSessions:
         if len(self._owners) > OWNERS_KEPT:
             del self._owners[next(iter(self._owners))]
 
-    async def _relay_kept(self, session_id: str, principal: str | None, body: bytes) -> None:
+    async def _relay_kept(self, session_id: str, principal: str | None, body: bytes) -> bool:
         """Pass on a message the outbox kept for ``session_id``: to its owner, found afresh (an owner known before
-        the outage may have changed meanwhile). A session gone meanwhile, or not ``principal``'s, drops it.
+        the outage may have changed meanwhile). ``False`` if the session is gone meanwhile, or not ``principal``'s
+        (the message is dropped).
 
         Raises:
             StoreUnavailable: the store is still away (the outbox tries again).
         """
         session = self._sessions.get(session_id)
         if session is not None:
-            if session.principal == principal:
-                await session.deliver(body)
-            return
+            if session.principal != principal:
+                return False
+            await session.deliver(body)
+            return True
         record = await self._store.sessions.lookup(session_id)
         if record is not None and record.owner != self._store.replica and not record.alive:
             record = await self._look_again(session_id, record.owner)
         if record is None or record.principal != principal or record.owner == self._store.replica:
             logger.warning("a kept message for session %.8s... is dropped: the session is gone", session_id)
-            return
+            return False
         await self._peers.deliver(record.owner, session_id, body)
         logger.info("a kept message for session %.8s... reached it once the store was back", session_id)
+        return True
 
     async def _look_again(self, session_id: str, owner: str) -> SessionRecord | None:
         """The owner's lease had lapsed: look once more after ``gone_after`` (the rule everywhere: lapsed on two

@@ -39,7 +39,7 @@ This package is the hooks alone, by what they observe (``_requests``, ``_arrival
 
 from .._propagation import in_task_origin, task_origin, with_task_origin
 from ._arrival import handed_over, header_context, posted, refused
-from ._calls import Call, Following, calling, following, store_operation, task_status
+from ._calls import Call, Following, calling, following, outbox_messages, store_operation, task_status
 from ._forwarding import Forwarded, forwarded_answer, forwarded_request, forwarding, received_forwarded
 from ._questions import (
     CompletingUrl,
@@ -88,6 +88,7 @@ __all__ = [
     "http_responded",
     "in_task_origin",
     "invalid_answer",
+    "outbox_messages",
     "posted",
     "received_forwarded",
     "refused",

@@ -36,6 +36,17 @@ def task_status(status: str) -> None:
         instruments.tasks.add(1, {"elicitor.task.status": status})
 
 
+def outbox_messages(outcome: str, reason: str | None, messages: int) -> None:
+    """``messages`` messages kept for another replica's session had ``outcome`` (``kept``, ``relayed``,
+    ``dropped`` for ``reason``: ``full``, ``gone``, ``expired``, ``failed``, ``stopped``)."""
+    instruments = state.instruments
+    if instruments is not None:
+        attributes = {"elicitor.outbox.outcome": outcome}
+        if reason is not None:
+            attributes["elicitor.outbox.reason"] = reason
+        instruments.outbox.add(messages, attributes)
+
+
 def store_operation(operation: str, seconds: float, error: BaseException | None) -> None:
     """One operation on the shared store took ``seconds`` (and failed with ``error``)."""
     instruments = state.instruments
