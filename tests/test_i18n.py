@@ -1630,3 +1630,44 @@ def test_connect_says_in_the_persons_language_why_a_connection_failed_on_its_sid
         capture_output=True, text=True, timeout=120, cwd=ROOT, env={**environ, "LANG": "zh_CN.UTF-8"},
     )  # fmt: skip
     assert run.returncode == 1 and "：服务器未在 2 秒内完成握手。" in run.stderr, run.stderr
+
+
+def first_line_of(command: list[str], environ: dict[str, str]) -> str:
+    """The first line a long-running command writes on standard error; the command is then stopped."""
+    process = subprocess.Popen(
+        command, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT,
+        env={**os.environ, "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        return process.stderr.readline().decode()
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("lang", "proxy", "dev_auth"),
+    [
+        ("zh_CN.UTF-8", "elicitor proxy：地址 http://127.0.0.1:{port}/mcp，转发至 ", "elicitor dev-auth：http://"),
+        ("zh_TW.UTF-8", "elicitor proxy：位址 http://127.0.0.1:{port}/mcp，轉送至 ", "elicitor dev-auth：http://"),
+        ("C.UTF-8", "elicitor proxy: at http://127.0.0.1:{port}/mcp, forwarding to ", "elicitor dev-auth: http://"),
+    ],
+)  # fmt: skip
+def test_proxy_and_dev_auth_say_where_they_listen_with_the_colon_and_brackets_of_the_persons_language(
+    lang: str, proxy: str, dev_auth: str
+) -> None:
+    """``elicitor proxy --listen`` and ``elicitor dev-auth`` began their first line with an ASCII colon and a space
+    and the proxy ended its with ASCII brackets, in a Chinese line ("elicitor proxy: 地址 … (httptools, uvloop)"),
+    where ``elicitor serve`` writes the full-width forms: they now write them too."""
+    from .conftest import free_port
+
+    port = free_port()
+    server = [sys.executable, str(ROOT / "examples" / "everything_server.py")]
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}", *server]
+    said = first_line_of(command, {"LANG": lang})
+    assert said.startswith(proxy.format(port=port)), said
+    assert said.rstrip("\n").endswith(")" if lang == "C.UTF-8" else "）"), said
+    command = [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(free_port())]
+    said = first_line_of(command, {"LANG": lang})
+    assert said.startswith(dev_auth), said

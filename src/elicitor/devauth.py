@@ -257,7 +257,7 @@ def main(port: int = 9000, scopes: list[str] | None = None) -> int:
     from .i18n import language
 
     lang = language()
-    print(f"elicitor dev-auth: {issuer}  ** {lang.text(WARNING)} **", file=sys.stderr, flush=True)
+    print("elicitor dev-auth" + lang._(": ") + f"{issuer}  ** {lang.text(WARNING)} **", file=sys.stderr, flush=True)
     command = f"elicitor serve module:server --auth-issuer {issuer}" + "".join(
         f" --auth-scope {s}" for s in scopes or []
     )

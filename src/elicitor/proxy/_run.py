@@ -114,7 +114,7 @@ async def renderer(ui: UI) -> AsyncIterator[ElicitationHandler | None]:
             "questions cannot reach a person there; asking in the browser instead (each question's link is printed "
             "here and opened in the default browser)"
         )
-        print(f"elicitor proxy: --ui terminal: {problem}", file=sys.stderr)
+        _says("--ui terminal" + language()._(": ") + problem)
         ui = "browser"
     if ui == "browser":
         async with BrowserHandler() as browser:
@@ -168,8 +168,12 @@ async def serve_http(
         connect, sign_in = upstream(target, transport)
         proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
         shown = f"[{host}]" if ":" in host else host
-        at = language()._("at {url}, forwarding to {target}", url=f"http://{shown}:{port}/mcp", target=" ".join(target))
-        print(f"elicitor proxy: {at} ({parser}, {event_loop})", file=sys.stderr)
+        url = f"http://{shown}:{port}/mcp"  # outside the call: Babel's extractor skips a call holding an f-string
+        at = language()._(
+            "at {url}, forwarding to {target} ({parser}, {loop})",
+            url=url, target=" ".join(target), parser=parser, loop=event_loop,
+        )  # fmt: skip
+        _says(at)
         app = proxy.http_app()
         config = uvicorn.Config(
             app,
@@ -182,6 +186,12 @@ async def serve_http(
             timeout_keep_alive=KEEP_ALIVE,
         )
         await DrainingServer(config, app).serve()  # the app hears of the shutdown as it begins (its sessions end)
+
+
+def _says(text: str) -> None:
+    """One line of ``elicitor proxy`` to the person on standard error, after the command's name and the colon of
+    their language (full-width in Chinese, with no space after it), as ``elicitor serve`` says its own."""
+    print("elicitor proxy" + language()._(": ") + text, file=sys.stderr)
 
 
 def main(
@@ -202,7 +212,7 @@ def main(
             host, _, port = listen.rpartition(":")
             if not host or not port.isdigit():
                 wrong = language()._("--listen takes HOST:PORT, not {value}", value=repr(listen))
-                print(f"elicitor proxy: {wrong}", file=sys.stderr)
+                _says(wrong)
                 return 2
             from ..server._server import http_stack
 
