@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -23,8 +24,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from elicitor import Accepted, Client, Context, ScriptedHandler, Server
 from elicitor.server import StateSealer, _hold, generate_key
 
-from .conftest import ROOT, serving
-from .replicas import MISSING, Deployment, RedisServer, deployment
+from .conftest import ROOT, free_port, serving
+from .replicas import MISSING, Deployment, RedisServer, deployment, wait_for_port
 from .test_replicas import events, open_session, rpc, two_replicas
 from .test_telemetry import CITY, NAME, SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
 
@@ -441,6 +442,169 @@ async def test_one_elicitation_through_the_proxy_and_the_replicas_is_one_trace_w
     assert labels <= {key.replace(".", "_") for key in LABELS} | SCRAPE_LABELS, labels - SCRAPE_LABELS
     assert trace_id[2:] not in scraped and SECRET_NAME not in scraped
     for path in folder.glob("*.jsonl"):
+        assert SECRET_NAME not in path.read_text()
+
+
+@pytest.mark.parametrize(
+    ("protocol", "upstream"),
+    [
+        ("2025-11-25", "2025-11-25"), ("2026-07-28", "2026-07-28"), ("2026-07-28", "2025-11-25"),
+        ("2025-11-25", "auto"), ("2026-07-28", "auto"),
+    ],
+)  # fmt: skip
+async def test_one_call_through_a_proxy_process_listening_and_the_replicas_is_one_trace(
+    otel: Otel, traced_cluster: tuple[Deployment, Path], protocol: str, upstream: str, tmp_path: Path
+) -> None:
+    """Every hop as deployed: the client over HTTP to ``elicitor proxy --listen`` (a process, its spans written by
+    its own SDK), the proxy to nginx, nginx round robin to three replicas sharing Redis. On 2025-11-25 the POSTs
+    that land on a replica other than the session's are forwarded to it; on 2026-07-28 the rounds land on
+    different replicas; a 2026-07-28 client in front of handshake-era replicas has its rounds held at the proxy
+    as one upstream call; and the proxy left to choose (``auto``, its default), which speaks the client's era to
+    these replicas of both. Every span of the call, in each of the five processes, is in one trace whose only root is
+    the client's call: each request's span at the proxy is the child of the client's, the proxy's request
+    upstream the child of that, the replica's span the child of the proxy's request, each hop through another
+    replica under the request (or the answer) it carried, and each question's ``elicitation`` span under the
+    span serving the call that asked it."""
+    cluster, folder = traced_cluster
+    spoken = protocol if upstream == "auto" else upstream  # auto: the tool asks in rounds, the client's era
+    start = len(cluster.nginx.upstreams())
+    spans_at_proxy = tmp_path / "proxy"
+    spans_at_proxy.mkdir()
+    port = free_port()
+    command = [
+        sys.executable, "-m", "tests.peers.traced_proxy", "proxy", "--listen", f"127.0.0.1:{port}",
+        "--upstream-protocol", upstream, cluster.nginx.url,
+    ]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "ELICITOR_SPANS_DIR": str(spans_at_proxy)}
+    with (tmp_path / "proxy.log").open("wb") as log:
+        proxy = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log, stderr=log, start_new_session=True)
+    try:
+        wait_for_port(port, proxy)
+
+        async def person(request: Any) -> dict[str, Any]:
+            await anyio.sleep(PERSON)
+            return {"name": SECRET_NAME} if "name" in str(request.message).lower() else {"size": 4}
+
+        handler = ScriptedHandler(otherwise=person)
+        async with Client.http(f"http://127.0.0.1:{port}/mcp", elicitation=handler, protocol=protocol) as client:
+            with anyio.fail_after(60):
+                assert (await client.call_tool("book")).text == f"{SECRET_NAME} x4"
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=30)
+    [call] = [s for s in otel.named("tools/call book") if s.kind == SpanKind.INTERNAL]
+    trace_id = f"0x{call.context.trace_id:032x}"
+    ours = {
+        f"0x{s.context.span_id:016x}": (
+            s.name,
+            s.kind.name,
+            f"0x{s.parent.span_id:016x}" if s.parent else None,
+            "client",
+        )
+        for s in otel.finished()
+        if s.context.trace_id == call.context.trace_id
+    }
+
+    def theirs(where: Path) -> dict[str, tuple[str, str, str | None, str]]:
+        return {
+            s["context"]["span_id"]: (s["name"], s["kind"].removeprefix("SpanKind."), s["parent_id"], s["pid"])
+            for s in replica_spans(where)
+            if s["context"]["trace_id"] == trace_id
+        }
+
+    def every() -> dict[str, tuple[str, str, str | None, str]]:
+        return {**ours, **theirs(spans_at_proxy), **theirs(folder)}
+
+    def orphans() -> set[str]:
+        found = every()
+        return {
+            f"{name}/{kind}" for name, kind, parent, _ in found.values() if parent is not None and parent not in found
+        }
+
+    with anyio.move_on_after(15):  # each process writes a span when it ends: the last hops end after the call
+        while orphans() or len([name for name, *_ in theirs(folder).values() if name == "elicitation"]) < 2:
+            await anyio.sleep(0.1)
+    found = every()
+    assert not orphans(), orphans()
+    assert [name for name, _, parent, _ in found.values() if parent is None] == ["tools/call book"]
+    at_proxy = theirs(spans_at_proxy)
+    replicas = theirs(folder)
+    assert at_proxy and len({pid for *_, pid in at_proxy.values()}) == 1
+
+    def where(span: str) -> str:
+        return "client" if span in ours else "proxy" if span in at_proxy else "replica"
+
+    # Each request the replicas served for the call descends, hop by hop, from the client's request through the
+    # proxy: replica SERVER <- proxy CLIENT <- proxy SERVER <- client CLIENT.
+    served = [i for i, (name, kind, *_) in replicas.items() if name == "tools/call book" and kind == "SERVER"]
+    assert len(served) == (3 if spoken == "2026-07-28" else 1)
+    for span in served:
+        chain: list[tuple[str, str, str]] = []
+        at = found[span][2]
+        while at is not None and len(chain) < 3:
+            chain.append((*found[at][:2], where(at)))
+            at = found[at][2]
+        assert chain == [
+            ("tools/call book", "CLIENT", "proxy"), ("tools/call book", "SERVER", "proxy"),
+            ("tools/call book", "CLIENT", "client"),
+        ], chain  # fmt: skip
+    # Both HTTP hops say their HTTP version on both sides: the client's and the proxy's requests (CLIENT), and the
+    # proxy's and the replicas' spans serving them (SERVER), but an owner's for a request another replica forwarded.
+    said = {s["context"]["span_id"]: s["attributes"] for s in replica_spans(spans_at_proxy) + replica_spans(folder)}
+    said.update({f"0x{s.context.span_id:016x}": dict(s.attributes or {}) for s in otel.finished()})
+    hops_of_call = [i for i, (name, kind, *_) in found.items() if name == "tools/call book" and kind != "INTERNAL"]
+    direct = [i for i in hops_of_call if "elicitor.forwarded_by" not in said[i]]  # (the owner never saw the POST)
+    assert {said[i].get("network.protocol.version") for i in direct} == {"1.1"}
+    # The person's side of each question is in the call too: on 2026-07-28 under the client's span for the call;
+    # on 2025-11-25 under the question pushed to it, which the proxy relayed from the one the replica pushed
+    # under the question's span there.
+    answered = [i for i in ours if ours[i][0] == "elicitation"]
+    assert len(answered) == 2
+    for span in answered:
+        chain = []
+        at = found[span][2]
+        while at is not None and len(chain) < (1 if protocol == "2026-07-28" else 6):
+            chain.append((*found[at][:2], where(at)))
+            at = found[at][2]
+        if protocol == "2026-07-28":
+            assert chain == [("tools/call book", "INTERNAL", "client")], chain
+        else:
+            assert chain == [
+                ("elicitation/create", "SERVER", "client"), ("elicitation/create", "CLIENT", "proxy"),
+                ("elicitation/create", "SERVER", "proxy"), ("elicitation/create", "CLIENT", "replica"),
+                ("elicitation", "INTERNAL", "replica"), ("tools/call book", "SERVER", "replica"),
+            ], chain  # fmt: skip
+    # Each question's span on the replica that recorded it is under the span serving the call that asked it.
+    asked = [i for i, (name, *_) in replicas.items() if name == "elicitation"]
+    assert len(asked) == 2
+    assert {found[i][2] for i in asked} <= set(served)  # (a SERVER span of tools/call book)
+    landed = {u for _, u in cluster.nginx.upstreams()[start:] if u != "-"}
+    assert len(landed) >= 2
+    if spoken == "2026-07-28":  # the rounds, retried on other replicas, each under the client's own request
+        assert len({found[i][3] for i in served}) >= 2
+        return
+    # 2025-11-25: the session lives on one replica; a POST that landed on another is a forward span there, under
+    # the proxy's request it carried or the answer it passed on, and the owner's side of it is in the trace too.
+    [owner] = {found[i][3] for i in served}
+    hops = {i: v for i, v in replicas.items() if v[0].startswith("forward ")}
+    assert hops and all(pid != owner for *_, pid in hops.values())
+    for name, _, parent, _ in hops.values():
+        assert parent is not None, name
+        if name == "forward response":  # the proxy passes the answer on naming the client's span for the question
+            answer = (
+                ("elicitation", "INTERNAL", "client")
+                if protocol == spoken
+                else ("elicitation/create", "SERVER", "proxy")
+            )
+            assert (*found[parent][:2], where(parent)) == answer, found[parent]
+        else:
+            assert (*found[parent][:2], where(parent)) == (name.removeprefix("forward "), "CLIENT", "proxy"), name
+    # The owner's side of each forwarded answer, under the question the answer is to.
+    received = [v for v in replicas.values() if v[0] == "forwarded response"]
+    assert len(received) == len([v for v in hops.values() if v[0] == "forward response"])
+    for _, _, parent, pid in received:
+        assert pid == owner and parent is not None and found[parent][:2] == ("elicitation/create", "CLIENT")
+    for path in [*folder.glob("*.jsonl"), *spans_at_proxy.glob("*.jsonl")]:
         assert SECRET_NAME not in path.read_text()
 
 
