@@ -211,6 +211,44 @@ async def test_a_replica_stopped_while_redis_is_paused_exits_by_itself_whatever_
         group.stop()
 
 
+async def test_a_request_waiting_for_redis_when_its_replica_is_stopped_is_refused_with_503_not_cut(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """Redis is paused; a GET for replica 0's session lands on replica 1 and waits there for Redis; replica 1 is
+    stopped (SIGTERM, a 2 s grace). The GET stops waiting before the grace is up and is refused as one that waited
+    its whole bound: 503 with ``Retry-After`` and a body saying why. It was left waiting until uvicorn cancelled it
+    at the end of the grace: a 500 "Internal Server Error" and an "Exception in ASGI application" traceback."""
+    from redis.asyncio import Redis
+
+    group = Replicas(REPLICA, 2, tmp_path, redis=redis.url, keys=generate_key())
+    urls = [f"http://127.0.0.1:{port}/mcp" for port in group.ports]
+    admin = Redis.from_url(redis.url)
+    group.start()
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            headers = await open_session(http, urls[0])
+            stream = {**headers, "accept": "text/event-stream"}
+            process = group._processes[1]
+            assert process is not None
+            await admin.execute_command("CLIENT", "PAUSE", "8000", "ALL")
+            async with anyio.create_task_group() as tg:
+
+                async def stop_soon() -> None:
+                    await anyio.sleep(1.5)  # the GET waits for Redis by now
+                    os.killpg(process.pid, signal.SIGTERM)
+
+                tg.start_soon(stop_soon)
+                with anyio.fail_after(30):
+                    response = await http.get(urls[1], headers=stream)
+            assert response.status_code == 503, (response.status_code, response.text, group.logs())
+            assert response.headers.get("retry-after") and response.text, response.headers
+            await anyio.to_thread.run_sync(process.wait, 30)
+        assert "Exception in ASGI application" not in group.logs(), group.logs()
+    finally:
+        await admin.aclose()
+        group.stop()
+
+
 async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     """Each message of an SSE response, as it comes."""
     async for line in response.aiter_lines():

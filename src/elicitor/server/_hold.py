@@ -35,12 +35,24 @@ excess gets the prompt refusal a client may retry."""
 class StoreHold:
     """The requests of one replica waiting for the store, both eras together (one count, one bound)."""
 
-    __slots__ = ("max_waiting", "waiting")
+    __slots__ = ("_scopes", "max_waiting", "stops_at", "waiting")
 
     def __init__(self, max_waiting: int = MAX_WAITING) -> None:
         self.waiting = 0
         """Requests waiting for the store now."""
         self.max_waiting = max_waiting
+        self.stops_at: float | None = None
+        """The clock reading by which the replica's shutdown needs every request answered (see :meth:`stop_by`)."""
+        self._scopes: set[anyio.CancelScope] = set()
+
+    def stop_by(self, deadline: float) -> None:
+        """The replica is shutting down and its ASGI server cancels what is still running at ``deadline``: a
+        request waiting for the store stops waiting by then and is refused as one that waited its whole bound
+        (503 with ``Retry-After``, the retryable error), not cut by the server's cancellation (a 500 without a
+        word, a traceback in the log); a request that begins waiting after this does not wait past it."""
+        self.stops_at = deadline if self.stops_at is None else min(self.stops_at, deadline)
+        for scope in self._scopes:
+            scope.deadline = min(scope.deadline, deadline)
 
     @staticmethod
     def deadline() -> float:
@@ -52,19 +64,29 @@ class StoreHold:
         once), and only while fewer than ``max_waiting`` requests wait so; then its :class:`StoreUnavailable` is
         raised. ``attempt`` must be safe to run again after a try that failed so (it acted at most once in all)."""
         waiting = False
+        failure: StoreUnavailable | None = None
+        scope = anyio.CancelScope()  # bounded by the shutdown's deadline once it waits (see stop_by)
         try:
-            while True:
-                try:
-                    return await attempt()
-                except StoreUnavailable:
-                    if until is None or anyio.current_time() + HOLD_RETRY >= until:
-                        raise
-                    if not waiting:
-                        if self.waiting >= self.max_waiting:
+            with scope:
+                while True:
+                    try:
+                        return await attempt()
+                    except StoreUnavailable as exc:
+                        failure = exc
+                        if until is None or anyio.current_time() + HOLD_RETRY >= until:
                             raise
-                        self.waiting += 1
-                        waiting = True
+                        if not waiting:
+                            if self.waiting >= self.max_waiting:
+                                raise
+                            self.waiting += 1
+                            waiting = True
+                            self._scopes.add(scope)
+                            if self.stops_at is not None:
+                                scope.deadline = self.stops_at
                     await anyio.sleep(HOLD_RETRY)
         finally:
+            self._scopes.discard(scope)
             if waiting:
                 self.waiting -= 1
+        # The shutdown's deadline (stop_by) came while it waited: refused as one that waited its whole bound.
+        raise StoreUnavailable(f"{failure} (this replica is shutting down)") from failure

@@ -56,7 +56,7 @@ from ._asgi import (
     respond_json,
 )
 from ._auth import Protection
-from ._handshake import HANDSHAKE_HEADER_VERSIONS, HandshakeSessions, Respond
+from ._handshake import DRAIN_MARGIN, HANDSHAKE_HEADER_VERSIONS, HandshakeSessions, Respond
 from ._stateless import StatelessExchange, check_headers
 
 if TYPE_CHECKING:
@@ -215,6 +215,10 @@ class HttpApp:
         lifespan does.
         """
         self._draining = True
+        if grace is not None:  # requests waiting for the store are refused (503) before the grace is up, not cut
+            stops_at = anyio.current_time() + max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
+            self._hold.stop_by(stops_at)
+            self.server.url_elicitations.hold.stop_by(stops_at)  # a page completing a URL elicitation too
         self.server.url_elicitations.leave()
         for listen in list(self._listens):  # nothing to finish: the client listens again on another replica
             listen.cancel()
