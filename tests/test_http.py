@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -14,10 +15,11 @@ import pytest
 
 from elicitor import Accepted, Client, Context, JSONRPCError, ScriptedHandler, Server
 from elicitor.client._http import HttpClientTransport
-from elicitor.server import HttpApp
-from elicitor.state import MemoryEventStore
+from elicitor.server import HttpApp, StateSealer, generate_key
+from elicitor.state import MemoryEventStore, RedisStore
 
 from .conftest import REVISIONS, serving
+from .replicas import RedisServer
 
 pytestmark = pytest.mark.anyio
 
@@ -617,6 +619,64 @@ async def test_a_gateway_error_on_the_first_request_is_retried_and_no_other_requ
             assert (await client.call_tool("greet")).text == "hello Ada"
     opening = "server/discover" if revision == "2026-07-28" else "initialize"
     assert seen.count(opening) == 3 and seen.count("tools/call") >= 2
+
+
+async def test_a_kept_call_a_gateway_answered_502_for_is_sent_again_and_charges_once(
+    anyio_backend: str, redis: RedisServer
+) -> None:
+    """2025-11-25: a balancer answers 502 for a replica that died with a call under way (nginx does when the
+    replica goes before its first byte), and the replica may have run it: here it ran to its end. The server keeps
+    calls under their idempotency key (a shared store), so the client sends the call again under the same key and
+    gets the result the first attempt recorded: charged once. It used to fail with the balancer's 502."""
+    charged: list[str] = []
+    shop = Server("kept-shop", "1.0", state=StateSealer([generate_key()]))
+    shop.share(RedisStore(redis.url, prefix=f"gateway{secrets.token_hex(4)}:"))
+
+    @shop.tool()
+    async def order(ctx: Context, item: str) -> str:
+        await ctx.once("charge", lambda: charged.append(item))
+        return f"charged: {item}"
+
+    app = shop.http_app()
+    answered_for: list[str] = []
+
+    async def gateway(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        replayed = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal replayed
+            if replayed:
+                message: dict[str, Any] = await receive()
+                return message
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        if json.loads(body).get("method") == "tools/call" and not answered_for:
+            answered_for.append("tools/call")
+
+            async def lost(message: Any) -> None:
+                """The replica's answer, which never reached the balancer."""
+
+            await app(scope, replay, lost)  # the call runs to its end, its answer lost
+            await send({"type": "http.response.start", "status": 502, "headers": [(b"content-type", b"text/html")]})
+            await send({"type": "http.response.body", "body": b"<html>502 Bad Gateway</html>"})
+            return
+        await app(scope, replay, send)
+
+    with anyio.fail_after(30):
+        async with serving(gateway) as url, Client.http(url, protocol="2025-11-25") as client:
+            assert (await client.call_tool("order", {"item": "tea"})).text == "charged: tea"
+    assert answered_for == ["tools/call"]
+    assert charged == ["tea"]
 
 
 async def test_a_streams_queue_delivers_in_order_and_ends_on_close(anyio_backend: str) -> None:

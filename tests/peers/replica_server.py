@@ -103,8 +103,8 @@ RedisTaskRegistry.swap = _swap_then_die  # type: ignore[method-assign]
 async def connect_dying(ctx: Context, base: str) -> str:
     """``connect`` after a question, whose first attempt's replica is killed (SIGKILL) right after the call's record
     first names its page, before the page is registered: the retry goes on from the record. The question opens the
-    call's answer stream first: killed before it sent anything, the replica's request is answered 502 by nginx,
-    which the client does not send again."""
+    call's answer stream first, so the retry is always the client's after its session ended (a replica killed
+    before its first byte has nginx answer 502 when the request went straight to it, or ends a relayed stream)."""
     dies_naming_its_page.set(True)
     await ctx.elicit("Which account?", Name)
     return await connect(ctx, base)

@@ -44,7 +44,7 @@ from ._legacy import FALLBACK_STATUSES, OldTransport, falls_back
 from ._local import said
 from ._pace import Pace, PersonPaced
 from ._pool import DEFAULT_LIMITS, PooledTransport
-from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED
+from ._transport import SESSION_EXPIRED, SESSION_LOST, SIGN_IN_FAILED, UNANSWERED
 from .auth._challenge import Challenge, parse_challenge
 
 logger = logging.getLogger("elicitor.http_client")
@@ -470,7 +470,9 @@ class HttpClientTransport:
                     if response.status_code >= 400 and kind != "application/json":  # a gateway's page, say
                         status = response.status_code
                         why = said(local.ANSWERED_KIND, status=status, kind=kind) if kind else None
-                        self._fail(request_id, why or said(local.ANSWERED_UNTYPED, status=status))
+                        # 502/504: the balancer's answer for a replica that died (or stalled) with it under way.
+                        unanswered = UNANSWERED if status in (502, 504) and not opening else None
+                        self._fail(request_id, why or said(local.ANSWERED_UNTYPED, status=status), unanswered)
                     elif body and response.status_code >= 400 and not _is_jsonrpc(body):
                         # Refused at the HTTP level with a JSON body of its own: OAuth's {"error": "insufficient_scope"}
                         # for a token that lacks a scope (RFC 6750), a gateway's. Say what it said, not an empty error.

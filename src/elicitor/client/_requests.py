@@ -24,7 +24,7 @@ from ..types import IDEMPOTENT_CALLS, META_IDEMPOTENCY_KEY, JSONObject
 from ._era import Era
 from ._pace import Pace
 from ._quiet import QuietClock
-from ._transport import SESSION_EXPIRED, SESSION_LOST
+from ._transport import SESSION_EXPIRED, SESSION_LOST, UNANSWERED
 
 logger = logging.getLogger("elicitor.client")
 
@@ -71,8 +71,17 @@ class Requests:
         try:
             return await self._send(method, params or None)
         except JSONRPCError as exc:
+            if exc.data == UNANSWERED and method == "tools/call" and self._keeps_calls():
+                # A balancer answered 502/504 for the replica running the call (it died, or stalled, with the call
+                # under way). Kept under its key, the call is safe to send again: it goes on where it was, on this
+                # session if it lives, else (404) on a new one, below.
+                logger.info("the balancer answered for the server while the call ran; sending it again")
+                try:
+                    return await self._send(method, params)
+                except JSONRPCError as again:
+                    exc = again
             if exc.data not in (SESSION_EXPIRED, SESSION_LOST) or self._era.protocol_version is None:
-                raise
+                raise exc
             lost = exc.data == SESSION_LOST
         # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
         await self._renew(generation)

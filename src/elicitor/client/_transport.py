@@ -28,6 +28,10 @@ SESSION_EXPIRED: JSONValue = {"elicitor/local": "session-expired"}
 SESSION_LOST: JSONValue = {"elicitor/local": "session-lost"}
 """The ``data`` of the local error for a request under way when its session ended: the server may have acted on it."""
 
+UNANSWERED: JSONValue = {"elicitor/local": "unanswered"}
+"""The ``data`` of the local error for a request a gateway answered 502 or 504 in its server's place (its replica
+died, or stalled, with the request under way): the server may have acted on it, and its session may live on."""
+
 SIGN_IN_FAILED: JSONValue = {"elicitor/local": "sign-in-failed"}
 """The ``data`` of the local error for a request whose sign-in failed (the person gave up, the authorizer's time ran
 out, the authorization server refused): the server never saw the request, so its answer says nothing about the
