@@ -1,7 +1,7 @@
 """``ServerSession``: one connection's dispatch — the handshake, the method table, and both eras' calls.
 
 A request whose ``_meta`` names a protocol version is served statelessly from that ``_meta`` (2026-07-28, rounds
-driven by :mod:`._rounds`); anything else goes through the connection's handshake (2025-06-18, 2025-11-25).
+driven by :mod:`._round_driver`); anything else goes through the connection's handshake (2025-06-18, 2025-11-25).
 Dispatch functions return the awaitable that answers instead of awaiting it, so no pass-through frame lives while a
 person thinks.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import logging
 import secrets
 import time
@@ -21,14 +20,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._exceptions import (
-    ClientCapabilityMissing,
-    ConnectionClosed,
-    InvalidAnswer,
     JSONRPCError,
-    TemporarilyUnavailable,
 )
-from .._outcomes import url_refused_text
-from .._sentences import ANSWER_INVALID, CAPABILITY_MISSING, INVALID_ARGUMENTS, TOOL_FAILED, said
+from .._sentences import INVALID_ARGUMENTS, said
 from ..protocol import (
     Handshake,
     NotificationReceived,
@@ -37,7 +31,7 @@ from ..protocol import (
     is_stateless_request,
     parse_request_meta,
 )
-from ..session import Session, internal_error, open_session
+from ..session import Session, open_session
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
 from ..types import (
@@ -47,12 +41,10 @@ from ..types import (
     LOGGING_LEVELS,
     META_SERVER_INFO,
     METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
     RESOURCE_NOT_FOUND,
     REV_2025_11_25,
     STATELESS_REVISIONS,
     TASKS_EXTENSION,
-    URL_ELICITATION_REQUIRED,
     JSONObject,
     JSONValue,
     LoggingLevel,
@@ -62,11 +54,12 @@ from ._askers import PushAsker
 from ._calls import call_key, keep_call, kept_task_id
 from ._context import Context
 from ._features import completion_result
-from ._rounds import AnswerBook, Escalate, Finished, ParkedRuns, RoundAsker, Run
-from ._sealing import request_binding
+from ._invoke import invoke_handler, invoke_tool
+from ._round_driver import Escalation, RoundDriver
+from ._rounds import ParkedRuns, RoundAsker
+from ._subscriptions import listen
 from ._task_wire import capabilities_2025, declares_tasks, is_task_method, missing_tasks_extension
-from ._tools import ToolDef, error_result, to_call_result
-from ._url import UrlElicitationRequired
+from ._tools import ToolDef, error_result
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -75,8 +68,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("elicitor.server")
 
 Notify = Callable[[str, JSONObject], Awaitable[None]]
-_Escalation = Callable[[JSONObject, "dict[str, JSONValue] | None"], Awaitable[JSONObject]]
-"""Turns a call into a task with the answers and ``ctx.once`` values gathered so far (``ctx.run_as_task()``)."""
 """Sends a notification (method, params) about the request being served, wherever that request's messages go."""
 Keepalive = Callable[[str], Awaitable[None]]
 """Sends a line the client's parsers ignore about the request being served (an SSE comment on its response
@@ -85,13 +76,6 @@ from the server. Only a transport with such a line offers one (Streamable HTTP).
 
 _HANDSHAKE_ONLY = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 """Methods that 2026-07-28 removed: a stateless request for one gets -32601."""
-
-_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-_LIST_CHANGED = {
-    "toolsListChanged": "notifications/tools/list_changed",
-    "promptsListChanged": "notifications/prompts/list_changed",
-    "resourcesListChanged": "notifications/resources/list_changed",
-}
 
 
 class ServerSession:
@@ -108,6 +92,8 @@ class ServerSession:
         self.parked: ParkedRuns | None = None
         self.id = secrets.token_hex(12)
         """This connection's id in the shared state (URL elicitations it started name it)."""
+        self.rounds = RoundDriver(self)
+        """Its 2026-07-28 calls, round by round."""
         self.hold: Hold | None = None
         """Where this connection's requests that may be tried again wait for a store away for a moment: the task
         requests of both eras (``TaskEngine.serve_handshake``, ``TaskEngine.serve``) and the creation of a task.
@@ -134,7 +120,7 @@ class ServerSession:
                     eager=True,
                 ) as session:
                     self.session = session
-                    session.take = self.take_round
+                    session.take = self.rounds.take
                     runs.start_soon(self._forward_changes, session)
                     await session.wait_closed()
                 runs.cancel_scope.cancel()
@@ -215,9 +201,9 @@ class ServerSession:
             meta = dataclasses.replace(meta, principal=principal)
         if request.method in _HANDSHAKE_ONLY:
             raise JSONRPCError(METHOD_NOT_FOUND, f"Method not found: {request.method} (removed in {meta.revision})")
-        return self._stamp(await self._route(request, meta, notify, stateless=True))
+        return self.stamp(await self._route(request, meta, notify, stateless=True))
 
-    def _stamp(self, result: JSONObject) -> JSONObject:
+    def stamp(self, result: JSONObject) -> JSONObject:
         """A 2026-07-28 result as sent: its ``resultType`` (``complete`` unless said) and the server's info."""
         result.setdefault("resultType", "complete")
         result_meta = result.get("_meta")
@@ -225,62 +211,6 @@ class ServerSession:
             result_meta = result["_meta"] = {}
         result_meta[META_SERVER_INFO] = self.server.info
         return result
-
-    def take_round(self, request: RequestReceived) -> _RoundReply | None:
-        """Serve the next round of a call whose run is parked here without a task for the request
-        (:attr:`Session.take`): the retry's answers wake the run, and the run's own task answers the request as
-        it asks again or ends (two passes of the event loop per round instead of four).
-
-        Only the plain case: a ``tools/call`` retry whose run waits here for this round with the same client
-        capabilities, of a tool that never becomes a task, telemetry off, the handler asking from its own task.
-        Anything else, a token that does not open included, is left to :meth:`on_request` (``None``), which
-        serves it, or refuses it, as ever.
-        """
-        params, parked, session = request.params, self.parked, self.session
-        if (
-            request.method != "tools/call"
-            or parked is None
-            or session is None
-            or _telemetry.state.on
-            or not params
-            or "requestState" not in params
-            or not is_stateless_request(params)
-        ):
-            return None
-        name = params.get("name")
-        tool = self.server._tools.get(name) if isinstance(name, str) else None
-        fresh = params.get("inputResponses")
-        if tool is None or tool.task != "never" or not (fresh is None or isinstance(fresh, dict)):
-            return None
-        try:
-            meta = parse_request_meta(params, STATELESS_REVISIONS)
-            if self.principal is not None:
-                meta = dataclasses.replace(meta, principal=self.principal)
-            binding = request_binding(request.method, params, meta.principal)
-            state = self.server.sealer.open(params["requestState"], binding)
-        except JSONRPCError:
-            return None
-        run = parked.claim(state.get("r"), state.get("n"), state.get("c"))
-        if run is None:
-            return None
-        if run.context.capabilities != meta.capabilities:
-            run.cancel()  # what _in_rounds does with it: the call is replayed under the new capabilities
-            return None
-        if run.asker.concurrent:
-            parked.park(run)  # its round settles in a task: _in_rounds claims it again
-            return None
-        request_meta = params.get("_meta")
-        token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
-        run.context.rebind(request.id, meta, self.notifier(request.id), token)
-        asker = run.asker
-        asker.may_escalate = False
-        reply = _RoundReply(self, session, run, request.id, binding)
-        asker.next_round(fresh or {})
-        if asker.asks:
-            reply.deliver_soon()  # a question is still unanswered: the round ends at once, asking it again
-        else:
-            asker.round_end = reply
-        return reply
 
     async def serve_modern(
         self, request: RequestReceived, notify: Notify | None = None, principal: str | None = None
@@ -318,7 +248,7 @@ class ServerSession:
                 self, request.id, method, request.params or {}, meta, self.parked.task_group
             )
         if method == "subscriptions/listen" and stateless:
-            return self._listen(request, notify or self.notifier(request.id))
+            return listen(self.server, request, notify or self.notifier(request.id))
         return _ready(self._answer(request, meta, stateless=stateless))
 
     def _answer(self, request: RequestReceived, meta: RequestMeta, *, stateless: bool) -> JSONObject:
@@ -374,30 +304,6 @@ class ServerSession:
         if method == "resources/templates/list" and (server._resources or server._templates):
             return {"resourceTemplates": [t.describe() for t in server._templates]}
         return None
-
-    async def _listen(self, request: RequestReceived, notify: Notify) -> JSONObject:
-        """``subscriptions/listen`` (2026-07-28): acknowledge the filter it can honor, then stream matching changes.
-
-        The request stays open until the client cancels it (closes the stream, or ``notifications/cancelled``).
-        """
-        wanted = (request.params or {}).get("notifications")
-        wanted = wanted if isinstance(wanted, dict) else {}
-        capabilities = self.server.capabilities()
-        agreed: JSONObject = {}
-        for flag, method in _LIST_CHANGED.items():
-            kind = method.split("/")[1]
-            if wanted.get(flag) is True and capabilities.get(kind, {}).get("listChanged"):
-                agreed[flag] = True
-        uris = wanted.get("resourceSubscriptions")
-        if isinstance(uris, list) and "resources" in capabilities:
-            agreed["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)]
-        tag = {_SUBSCRIPTION_ID: request.id}
-        with self.server._changes.listen() as changes:
-            await notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": agreed})
-            async for method, params in changes:
-                if _delivers(agreed, method, params):
-                    await notify(method, {**params, "_meta": tag})
-        return {"_meta": tag}
 
     async def _complete(self, request: RequestReceived) -> JSONObject:
         params = request.params or {}
@@ -465,7 +371,7 @@ class ServerSession:
                     self, tool, params.get("arguments"), meta, self.parked.task_group, ttl=seconds, notify=notify,
                     progress_token=token, task_id=kept_task_id(self.server, params, tool.name, meta.principal),
                 )  # fmt: skip
-        escalate: _Escalation | None = None
+        escalate: Escalation | None = None
         if stateless and tool.task != "never" and declares_tasks(meta.capabilities):
             assert self.parked is not None
             tasks, tg, arguments = self.server.tasks, self.parked.task_group, params.get("arguments")
@@ -478,7 +384,7 @@ class ServerSession:
         if not stateless and self.server.store.shared and call_key(params) is not None:
             return self._kept_call(request, meta, notify, tool, kwargs)
         return self._with_context(
-            request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, stateless=stateless),
+            request, meta, notify, lambda ctx: invoke_tool(tool, ctx, kwargs, stateless=stateless),
             stateless=stateless, escalate=escalate,
         )  # fmt: skip
 
@@ -491,7 +397,7 @@ class ServerSession:
         kept = await keep_call(self.server, params, tool.name, params.get("arguments"), meta.principal)
         if kept is None:  # the store cannot be reached: the call runs as it is
             return await self._with_context(
-                request, meta, notify, lambda ctx: self._invoke(tool, ctx, kwargs, stateless=False), stateless=False
+                request, meta, notify, lambda ctx: invoke_tool(tool, ctx, kwargs, stateless=False), stateless=False
             )
         if kept.result is not None:
             return kept.result  # an earlier attempt finished it
@@ -499,9 +405,9 @@ class ServerSession:
         asker = kept.asker(self.session, request.id, self.server.elicitation_timeout)
         request_meta = params.get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
-        ctx = self._context(request, meta, notify, token, asker)
+        ctx = self.context(request, meta, notify, token, asker)
         with kept.claim.scope:
-            result = await self._invoke(tool, ctx, kwargs, stateless=False)
+            result = await invoke_tool(tool, ctx, kwargs, stateless=False)
             await kept.finish(result)
             return result
         if kept.claim.gone:  # no other attempt has it: say what happened, not that it goes on elsewhere
@@ -538,7 +444,7 @@ class ServerSession:
                 kwargs = tool.bind(arguments)
             except ValueError as exc:
                 return error_result(said(INVALID_ARGUMENTS, tool=repr(tool.name), why=str(exc)))
-            return await self._invoke(tool, ctx, kwargs, stateless=True)
+            return await invoke_tool(tool, ctx, kwargs, stateless=True)
 
         return invoke, ctx
 
@@ -555,9 +461,7 @@ class ServerSession:
             raise JSONRPCError(INVALID_PARAMS, f"Invalid params: {exc}") from None
 
         def invoke(ctx: Context) -> Awaitable[JSONObject]:
-            return self._invoke_handler(
-                prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, stateless=stateless
-            )
+            return invoke_handler(prompt.fn, prompt.context_param, ctx, kwargs, prompt.result, stateless=stateless)
 
         return self._with_context(request, meta, notify, invoke, stateless=stateless)
 
@@ -587,9 +491,7 @@ class ServerSession:
             return result
 
         def invoke(ctx: Context) -> Awaitable[JSONObject]:
-            return self._invoke_handler(
-                resource.fn, resource.context_param, ctx, variables, convert, stateless=stateless
-            )
+            return invoke_handler(resource.fn, resource.context_param, ctx, variables, convert, stateless=stateless)
 
         return self._with_context(request, meta, notify, invoke, stateless=stateless)
 
@@ -601,19 +503,19 @@ class ServerSession:
         invoke: Callable[[Context], Awaitable[JSONObject]],
         *,
         stateless: bool,
-        escalate: _Escalation | None = None,
+        escalate: Escalation | None = None,
     ) -> Awaitable[JSONObject]:
         """Run a handler with a Context: asking in place on handshake revisions, in rounds on 2026-07-28
         (``escalate``: how the call becomes a task at ``ctx.run_as_task()``)."""
         request_meta = (request.params or {}).get("_meta")
         token: JSONValue = request_meta.get("progressToken") if isinstance(request_meta, dict) else None
         if stateless:
-            return self._in_rounds(request, meta, notify, invoke, token, escalate)
+            return self.rounds.serve(request, meta, notify, invoke, token, escalate)
         assert self.session is not None
         asker = PushAsker(self.session, request.id, self.server.elicitation_timeout)
-        return invoke(self._context(request, meta, notify, token, asker))
+        return invoke(self.context(request, meta, notify, token, asker))
 
-    def _context(
+    def context(
         self,
         request: RequestReceived,
         meta: RequestMeta,
@@ -625,220 +527,6 @@ class ServerSession:
             self, notify, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
             progress_token=token, log_level=meta.log_level, principal=meta.principal,
         )  # fmt: skip
-
-    async def _in_rounds(
-        self,
-        request: RequestReceived,
-        meta: RequestMeta,
-        notify: Notify,
-        invoke: Callable[[Context], Awaitable[JSONObject]],
-        token: JSONValue,
-        escalate: _Escalation | None = None,
-    ) -> JSONObject:
-        params = request.params or {}
-        binding = request_binding(request.method, params, meta.principal)
-        state: JSONObject = {}
-        if "requestState" in params:
-            state = self.server.sealer.open(params["requestState"], binding)
-        fresh = params.get("inputResponses")
-        if fresh is None:
-            fresh = {}
-        if not isinstance(fresh, dict):
-            raise JSONRPCError(INVALID_PARAMS, "Invalid params: inputResponses must be an object")
-        run = self.parked.claim(state.get("r"), state.get("n"), state.get("c")) if self.parked is not None else None
-        origin: object = state.get("o")  # the first round's span (telemetry): every later round links to it
-        if _telemetry.state.on:
-            from ..telemetry import _hooks
-
-            _hooks.round_served(bool(state), run is not None and run.context.capabilities == meta.capabilities)
-            origin = _hooks.first_round(origin)
-        if run is not None and run.context.capabilities == meta.capabilities:
-            # Fast path: the run waits in this process; hand it this round's answers.
-            run.context.rebind(request.id, meta, notify, token)
-            run.asker.next_round(fresh)
-        else:
-            if run is not None:
-                run.cancel()
-            # Stateless path: replay the handler with every answer the sealed state carries.
-            asker = RoundAsker(AnswerBook.unpack(state.get("a")), fresh, _dict(state.get("m")))
-            asker.asked_in = state.get("w")  # telemetry: when the last round asked (see ``_round``)
-            ctx = self._context(request, meta, notify, token, asker)
-            run = Run(functools.partial(invoke, ctx), asker, ctx, state.get("c"))
-            if self.parked is None:
-                return await self._one_round(run, binding, origin)
-            self.parked.start(run)
-        if _telemetry.state.on:  # this round's span is the one a failure of the run's tool goes on
-            from ..telemetry import _hooks
-
-            _hooks.serving_round(run.context, run.asker)
-        run.asker.may_escalate = escalate is not None
-        return await self._round(run, binding, self.parked, escalate, origin)
-
-    async def _one_round(self, run: Run, binding: bytes, origin: object) -> JSONObject:
-        """Serve a round with nothing to park the run in (no long-lived task group): replay-only."""
-        result: JSONObject | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(run.main)
-            try:
-                result = await self._round(run, binding, None, origin=origin)
-            finally:
-                tg.cancel_scope.cancel()
-        assert result is not None
-        return result
-
-    async def _round(
-        self,
-        run: Run,
-        binding: bytes,
-        parked: ParkedRuns | None,
-        escalate: _Escalation | None = None,
-        origin: object = None,
-    ) -> JSONObject:
-        try:
-            outcome = await run.next()
-        except BaseException:
-            run.cancel()
-            raise
-        if isinstance(outcome, Finished):
-            return outcome.value
-        if isinstance(outcome, Escalate):
-            run.cancel()  # the task replays the tool from the answers so far, wherever it runs
-            assert escalate is not None
-            return await escalate(run.asker.answers.pack(), run.asker.memo)
-        sealed: JSONObject = {
-            "a": run.asker.answers.pack(), "m": run.asker.memo, "r": run.id, "n": run.round, "c": run.call
-        }  # fmt: skip
-        if isinstance(origin, dict):
-            sealed["o"] = origin
-        if _telemetry.state.on:  # when, and in which round, these questions are asked: a replay records them from then
-            from ..telemetry import _hooks
-
-            asked = _hooks.asked_in()
-            if asked is not None:
-                sealed["w"] = asked
-        token_out = self.server.sealer.seal(sealed, binding, compress=("a",))  # "a": the client's answers
-        if parked is not None:
-            parked.park(run)
-        else:
-            run.cancel()
-        return {"resultType": "input_required", "inputRequests": outcome.input_requests, "requestState": token_out}
-
-    async def _invoke_handler(
-        self,
-        fn: Callable[..., Any],
-        context_param: str | None,
-        ctx: Context,
-        kwargs: dict[str, Any],
-        convert: Callable[[Any], JSONObject],
-        *,
-        stateless: bool,
-    ) -> JSONObject:
-        """Run a prompt or resource handler: failures are JSON-RPC errors (these results have no ``isError``)."""
-        if context_param is not None:
-            kwargs = {**kwargs, context_param: ctx}
-        try:
-            value = fn(**kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-            return convert(value)
-        except ClientCapabilityMissing as exc:
-            code = MISSING_REQUIRED_CLIENT_CAPABILITY if stateless else INTERNAL_ERROR
-            data: JSONObject | None = {"requiredCapabilities": exc.required} if stateless else None
-            raise JSONRPCError(code, f"Missing required client capability: {exc}", data) from exc
-        except (JSONRPCError, ConnectionClosed):
-            raise
-        except Exception as exc:
-            raise internal_error(exc, f"handler for request {ctx.request_id}") from exc
-
-    async def _invoke(self, tool: ToolDef, ctx: Context, kwargs: dict[str, Any], *, stateless: bool) -> JSONObject:
-        if tool.context_param is not None:
-            kwargs[tool.context_param] = ctx
-        attempt = 0
-        while True:
-            try:
-                value = await tool.fn(**kwargs) if tool.is_async else tool.fn(**kwargs)
-                return to_call_result(value, tool.output_schema is not None)
-            except UrlElicitationRequired as exc:
-                required = exc
-            except ClientCapabilityMissing as exc:
-                return _missing(tool, exc, stateless=stateless)
-            except InvalidAnswer as exc:
-                return error_result(said(ANSWER_INVALID, tool=repr(tool.name), why=str(exc)))
-            except (JSONRPCError, ConnectionClosed, TemporarilyUnavailable):
-                raise  # TemporarilyUnavailable: answered with a retryable error, not a result that blames the tool
-            except Exception as exc:
-                logger.exception("tool %r failed", tool.name)
-                if _telemetry.state.on:  # the exception's type and frames on the call's span
-                    from ..telemetry import _hooks
-
-                    _hooks.tool_failed(exc, ctx)
-                return error_result(str(exc) or said(TOOL_FAILED, tool=repr(tool.name), why=type(exc).__name__))
-            # The tool needs out-of-band interactions first.
-            if not stateless:
-                # 2025-11-25: error -32042 lists them; the client has the person open them and calls again.
-                elicitations: JSONValue = [e.to_wire() for e in required.elicitations]
-                raise JSONRPCError(URL_ELICITATION_REQUIRED, str(required), {"elicitations": elicitations})
-            # 2026-07-28: ask for them in a round; once the person has dealt with them, run the tool again.
-            # Each attempt is its own question: a person who has not finished yet is asked again, next round.
-            attempt += 1
-            try:
-                refused = await ctx.wait_for_url_elicitations(required.elicitations, attempt=attempt)
-            except ClientCapabilityMissing as exc:
-                return _missing(tool, exc, stateless=stateless)
-            if refused:  # declined or cancelled: the call cannot go on (2025-11-25: the client makes this result)
-                return error_result(url_refused_text(tool.name, [e.message for e in refused]))
-
-
-def _missing(tool: ToolDef, exc: ClientCapabilityMissing, *, stateless: bool) -> JSONObject:
-    """A tool needs a capability the client did not declare: -32021 on 2026-07-28, an ``isError`` result before."""
-    if stateless:
-        raise JSONRPCError(
-            MISSING_REQUIRED_CLIENT_CAPABILITY,
-            f"Missing required client capability: {exc}",
-            {"requiredCapabilities": exc.required},
-        ) from exc
-    return error_result(said(CAPABILITY_MISSING, tool=repr(tool.name), why=str(exc)))
-
-
-def _delivers(agreed: JSONObject, method: str, params: JSONObject) -> bool:
-    if method == "notifications/resources/updated":
-        return params.get("uri") in agreed.get("resourceSubscriptions", ())
-    return any(agreed.get(flag) for flag, listed in _LIST_CHANGED.items() if listed == method)
-
-
-class _RoundReply:
-    """A round taken by :meth:`ServerSession.take_round`: answers its request with the round's outcome."""
-
-    __slots__ = ("_binding", "_owner", "_request_id", "_run", "_session")
-
-    def __init__(self, owner: ServerSession, session: Session, run: Run, request_id: RequestId, binding: bytes) -> None:
-        self._owner = owner
-        self._session = session
-        self._run = run
-        self._request_id = request_id
-        self._binding = binding
-
-    async def deliver(self) -> None:
-        owner = self._owner
-        outcome: JSONObject | Exception
-        try:
-            outcome = owner._stamp(await owner._round(self._run, self._binding, owner.parked))
-        except Exception as exc:
-            outcome = exc
-        try:
-            await self._session.answer(self._request_id, "tools/call", outcome)
-        except Exception:  # a result that cannot be sent must not fail the tool's task (or the connection's tasks)
-            logger.exception("answering request %r failed", self._request_id)
-
-    def deliver_soon(self) -> None:
-        self._session.start_soon(self.deliver)
-
-    def cancel(self) -> None:
-        """The peer cancelled the request, or the connection ended: the run stops, as a request's task would
-        have stopped it."""
-        self._run.asker.round_end = None
-        self._session.connection.forget_incoming(self._request_id)
-        self._run.cancel()
 
 
 class _Notifier:
@@ -859,7 +547,3 @@ class _Notifier:
 
 async def _ready(value: JSONObject) -> JSONObject:
     return value
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
