@@ -1671,3 +1671,26 @@ def test_proxy_and_dev_auth_say_where_they_listen_with_the_colon_and_brackets_of
     command = [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(free_port())]
     said = first_line_of(command, {"LANG": lang})
     assert said.startswith(dev_auth), said
+
+
+@pytest.mark.anyio
+async def test_a_list_of_choices_says_which_one_it_did_not_understand(anyio_backend: str) -> None:
+    """Three choices typed as Chinese writes a list, one of them not on offer: the line mode said only "pick one of
+    the choices shown", which left the person to find which of the three it meant. It names what it did not
+    understand, in their words, and takes the list once that is gone."""
+    form = Form.from_schema(
+        {
+            "type": "object",
+            "properties": {
+                "needs": {
+                    "type": "array",
+                    "title": "饮食需求",
+                    "items": {"type": "string", "enum": ["素食", "坚果过敏"]},
+                }
+            },
+        }
+    )
+    handler, shown = scripted_terminal(["", "素食、外星食物、坚果过敏", "素食、坚果过敏", ""], lang="zh")
+    req = ElicitationRequest("请填写", form, Implementation(name="desk", version="1"))
+    assert await handler(req) == Accepted({"needs": ["素食", "坚果过敏"]})
+    assert "  不在显示的选项中：外星食物；请逐项输入编号或名称" in shown, shown

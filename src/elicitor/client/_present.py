@@ -634,9 +634,22 @@ def parse_text(f: FormField, text: str, lang: Language) -> Any:
         if any(text.strip() in (o.value, o.title) for o in f.options):
             return f.check([_pick(f.options, text.strip())])  # one choice whose name holds a comma
         # The comma of Chinese and of Arabic too, and the enumeration comma a Chinese list is written with (、).
-        parts = text.replace("，", ",").replace("、", ",").replace("،", ",").split(",")
-        return f.check([_pick(f.options, part.strip()) for part in parts if part.strip()])
+        parts = [part.strip() for part in text.replace("，", ",").replace("、", ",").replace("،", ",").split(",")]
+        unknown = [part for part in parts if part and not _known(f.options, part)]
+        if unknown and len([part for part in parts if part]) > 1:  # of several, say which was not understood
+            listed = lang._(", ").join(unknown)
+            raise Problem(N_("not among the choices shown: {typed}; give each by its number or its name", typed=listed))
+        return f.check([_pick(f.options, part) for part in parts if part])
     return f.check(text)
+
+
+def _known(options: tuple[Any, ...], text: str) -> bool:
+    """Whether ``text`` names one of ``options`` (:func:`_pick` would find it)."""
+    try:
+        _pick(options, text)
+    except Problem:
+        return False
+    return True
 
 
 def _pick(options: tuple[Any, ...], text: str) -> str:
