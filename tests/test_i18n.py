@@ -1694,3 +1694,47 @@ async def test_a_list_of_choices_says_which_one_it_did_not_understand(anyio_back
     req = ElicitationRequest("请填写", form, Implementation(name="desk", version="1"))
     assert await handler(req) == Accepted({"needs": ["素食", "坚果过敏"]})
     assert "  不在显示的选项中：外星食物；请逐项输入编号或名称" in shown, shown
+
+
+HUGE = """
+from elicitor import Server
+
+server = Server("huge", "1.0")
+
+
+@server.tool()
+async def dump() -> str:
+    return "长" * (6 << 20)  # 18 MiB of UTF-8: over the 16 MiB a client takes by default
+
+
+if __name__ == "__main__":
+    server.run()
+"""
+
+
+def test_connect_says_a_dropped_answer_a_cancelled_task_and_an_unknown_outcome_in_the_persons_language(
+    tmp_path: Path,
+) -> None:
+    """An answer over the client's size limit, a task the server cancelled, a call whose outcome is unknown:
+    the exceptions say them in English (and keep what they are about in attributes), which connect showed after
+    its Chinese "Error:". It makes the sentence from those attributes now, numbers in the person's forms."""
+    from elicitor import OutcomeUnknown, TaskCancelled
+    from elicitor._connect import reason_of
+
+    (tmp_path / "huge.py").write_text(HUGE)
+    run = subprocess.run(
+        [sys.executable, "-m", "elicitor", "connect", "--ui", "lines", sys.executable, str(tmp_path / "huge.py")],
+        input="dump\nq\n", capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "LANG": "zh_CN.UTF-8", "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": ""},
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "，超过了 16,777,216 字节的上限（max_message_size）：已被丢弃" in run.stderr, run.stderr[-2000:]
+    zh_tw = language("zh-TW")
+    assert reason_of(TaskCancelled("t1", "operator stopped it"), zh_tw) == "任務 t1 已被取消：operator stopped it"
+    from elicitor._sentences import SESSION_ENDED
+
+    unknown = OutcomeUnknown("tools/call", str(SESSION_ENDED))
+    assert reason_of(unknown, zh_tw) == (
+        "tools/call 的結果不明：伺服器的工作階段在它執行期間結束了（它所在的副本可能已停止）；伺服器可能已經執行了它，"
+        "因此沒有再次傳送"
+    )

@@ -23,7 +23,7 @@ import anyio
 import anyio.to_thread
 
 from ._arguments import argument_form, arguments_from
-from ._exceptions import ElicitorError, JSONRPCError
+from ._exceptions import ElicitorError, JSONRPCError, MessageTooLarge, OutcomeUnknown, TaskCancelled
 from ._loop import run_on
 from ._outcomes import Accepted
 from ._results import Saver, result_text
@@ -360,6 +360,21 @@ def reason_of(exc: BaseException, lang: Language) -> str:
         return lang._("Transport error (local): the server's answer is not JSON (code {code})", code=str(exc.code))
     if isinstance(exc, JSONRPCError):
         return rpc_error_text(exc, lang)
+    t = lang._
+    if isinstance(exc, TaskCancelled):  # the server's reason, if it gave one, as sent
+        said = t("task {task} was cancelled", task=exc.task_id)
+        return t("{line}: {message}", line=said, message=exc.reason) if exc.reason else said
+    if isinstance(exc, OutcomeUnknown):
+        why = recognise(exc.reason, LOCAL_ERRORS)
+        return t(
+            "the outcome of {method} is unknown: {reason}; the server may have acted on it, so it was not sent again",
+            method=exc.method, reason=exc.reason if why is None else lang.text(why),
+        )  # fmt: skip
+    if isinstance(exc, MessageTooLarge):
+        return t(
+            "the server's answer was {size} bytes, over the limit of {limit} (max_message_size): it was dropped",
+            size=exc.size, limit=exc.limit,
+        )  # fmt: skip
     own = recognise(str(exc), LOCAL_ERRORS)  # this side's own sentence (the connection closed, no handshake)
     return str(exc) if own is None else lang.text(own)
 

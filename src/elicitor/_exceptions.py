@@ -223,6 +223,7 @@ class OutcomeUnknown(ElicitorError):
             f"the outcome of {method} is unknown: {reason}; the server may have acted on it, so it was not sent again"
         )
         self.method = method
+        self.reason = reason
 
 
 class MessageTooLarge(ElicitorError):

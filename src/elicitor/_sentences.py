@@ -55,7 +55,9 @@ PEER_ENDED = N_("the peer's side ended before it answered")
 CLOSED_UNANSWERED = N_("the connection closed before the peer answered")
 NO_HANDSHAKE = N_("the server did not complete the handshake in {seconds} s")
 
-LOCAL_ERRORS: tuple[Message, ...] = (CLOSED, PEER_ENDED, CLOSED_UNANSWERED, NO_HANDSHAKE)
+SESSION_ENDED = N_("the server's session ended while it ran (its replica may have stopped)")
+
+LOCAL_ERRORS: tuple[Message, ...] = (CLOSED, PEER_ENDED, CLOSED_UNANSWERED, NO_HANDSHAKE, SESSION_ENDED)
 """Why a call or a connection failed on this side (:class:`~elicitor.ConnectionClosed`, the handshake's
 ``TimeoutError``): English in the exception, as every exception's text is, and said in the person's language
 where ``elicitor connect`` shows them."""

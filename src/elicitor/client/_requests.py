@@ -19,6 +19,7 @@ import secrets
 import anyio
 
 from .._exceptions import JSONRPCError, OutcomeUnknown, RemoteProtocolError
+from .._sentences import SESSION_ENDED
 from ..session import Session
 from ..types import IDEMPOTENT_CALLS, META_IDEMPOTENCY_KEY, JSONObject
 from ._era import Era
@@ -86,7 +87,7 @@ class Requests:
         # The server forgot our session (HTTP 404): start a new one, as the spec requires, and retry once.
         await self._renew(generation)
         if lost and method == "tools/call" and not self._keeps_calls():
-            raise OutcomeUnknown(method, "the server's session ended while it ran (its replica may have stopped)")
+            raise OutcomeUnknown(method, str(SESSION_ENDED))
         return await self._send(method, params or None)
 
     async def _renew(self, generation: int) -> None:
