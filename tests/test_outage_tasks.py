@@ -495,6 +495,60 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
         assert created == [made["result"]["task"]["taskId"]]
 
 
+async def test_a_kept_task_call_whose_task_redis_stored_after_the_call_failed_runs_it_when_sent_again(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2025-11-25, a task-augmented call under an idempotency key, made while Redis is paused longer than the hold
+    (a second here): the call fails with the retryable -32603, and Redis then runs its last try's write all the same
+    (its reply was what got lost): a task stored with no run. The call sent again under the same key on another
+    replica finds that task, and its owner is told to run it: followed from that other replica, it asks its person
+    once and ends. It answered ``working`` until its ttl, its person never asked (the other replica leaves a task
+    to its live owner). About 5 s."""
+    from redis.asyncio import Redis
+
+    from elicitor.server import _hold
+
+    monkeypatch.setattr(_hold, "STORE_HOLD", 1.0)
+    key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
+    call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}, "_meta": key}, 2)
+    admin = Redis.from_url(redis.url)
+    prefix = f"outage{secrets.token_hex(4)}:"
+    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    try:
+        async with serving(apps[0]) as url, serving(apps[1]) as other, httpx.AsyncClient(timeout=60) as http:
+            registry = apps[0].server.store.tasks
+            create = registry.create
+            refused: list[TaskRecord] = []
+
+            async def create_or_note_it(record: TaskRecord) -> None:
+                try:
+                    await create(record)
+                except StoreUnavailable:
+                    refused.append(record)
+                    raise
+
+            registry.create = create_or_note_it  # type: ignore[method-assign]
+            headers = await open_session(http, url)
+            with anyio.fail_after(60):
+                await admin.execute_command("CLIENT", "PAUSE", "2500", "ALL")
+                failed = answer_of(await http.post(url, json=call, headers=headers))
+                assert failed["error"]["code"] == -32603 and failed["error"]["data"]["retryable"], failed
+                while True:  # Redis is back: it runs the last try's write now, as it would have, late
+                    try:
+                        await create(refused[-1])
+                        break
+                    except StoreUnavailable:
+                        await anyio.sleep(0.2)
+                task_id = refused[-1].id
+                elsewhere = await open_session(http, other)
+                made = answer_of(await http.post(other, json=call, headers=elsewhere))
+                assert made["result"]["task"]["taskId"] == task_id, made
+                final = await follow_answering(http, other, elsewhere, task_id)
+    finally:
+        await admin.aclose()
+    assert final["result"]["content"][0]["text"] == "Ada", final
+
+
 @pytest.mark.parametrize("lost", ["paused", "answer lost"])
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 async def test_a_task_call_without_an_idempotency_key_made_while_redis_is_away_creates_one_task(

@@ -212,9 +212,11 @@ class TaskEngine:
         # sent again by the official SDKs, and elicitor's client leaves it to its caller): the id is fixed before
         # the first try, so a try after one whose write reached the store (its answer lost to a timeout) finds
         # that task and starts its run, and no try makes a second task. Past the wait the call fails with the
-        # retryable error; a record its last try stored all the same has no run and nobody knows its id: it
-        # asks no one and expires with its ttl.
+        # retryable error; a record its last try stored all the same has no run. Without an idempotency key
+        # nobody knows its id: it asks no one and expires with its ttl. Under a key, the call sent again finds
+        # it, and its run is started then (see ``orphan``): followed without one, it waited until its ttl.
         tried: list[bool] = []  # a try met the store away: a task found under our id may be our own write
+        orphan: list[TaskRecord] = []  # a task found under our key, still working, whose run may be nowhere
 
         async def attempt() -> TaskRecord | JSONObject:
             try:
@@ -233,12 +235,16 @@ class TaskEngine:
                     raise JSONRPCError(INTERNAL_ERROR, "Internal error: this task exists already") from None
                 ours = existing.owner == self.replica and existing.epoch == record.epoch
                 if not (tried and ours and existing.status == "working" and existing.id not in self.runs.table):
+                    if existing.status == "working" and existing.id not in self.runs.table:
+                        orphan.append(existing)
                     return created_result(existing, handshake=handshake)
                 return existing  # this call's own try stored it before failing: its run starts here
 
         hold: Hold = session.hold or _Patience()
         made = await hold.patiently(attempt, hold.deadline())
         if not isinstance(made, TaskRecord):
+            if orphan:
+                await self._adopt(session, orphan[-1], tg)
             return made
         record = made
         if _telemetry.state.on:
@@ -543,6 +549,20 @@ class TaskEngine:
                 )
             return
         await self._take_over(session, current, tg)
+
+    async def _adopt(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> None:
+        """A call sent again under its idempotency key found its task ``working`` with no run here, and its owner
+        is this replica or lapsed (then it runs here), or another live replica (asked to look at it: it runs it
+        there if it has no run of it). An earlier try of the call stored it after all after its caller was told
+        the store was away (the write reached Redis late), so nothing ran it: followed as it was, it answered
+        ``working`` until its ttl. A run that exists is left alone (the take-over changes nothing then)."""
+        try:
+            if record.owner not in (None, self.replica) and record.owner_alive:
+                await self._tell(record.owner, record.id)
+            else:
+                await self._take_over(session, record, tg)
+        except StoreUnavailable as exc:  # its next tasks/get on its owner takes it over
+            logger.warning("task %.8s...: found without its run, not started yet (%s)", record.id, exc)
 
     async def _take_over(self, session: ServerSession, record: TaskRecord, tg: anyio.abc.TaskGroup) -> TaskRecord:
         """Run the task here from its record: its owner died (its lease lapsed), let it go, or never had it.
