@@ -29,7 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from elicitor import Accepted, Client, Context, ElicitationRequest, ScriptedHandler, Server, UrlElicitationRequest
 from elicitor.server import HttpApp, StateSealer, generate_key
-from elicitor.server.http._peers import Opened
+from elicitor.server.http._peer_wire import Opened
 from elicitor.state import MemoryEventStore, RedisStore, StoreUnavailable
 
 from .conftest import serving

@@ -785,7 +785,7 @@ def test_replicas_before_and_after_the_hop_read_each_others_requests() -> None:
     know it, one without is read by a replica that does, and without a tracer it is byte for byte what it was."""
     import msgspec
 
-    from elicitor.server.http._peers import Hop, Open, PeerMessage
+    from elicitor.server.http._peer_wire import Hop, Open, PeerMessage
 
     class Before(msgspec.Struct, tag="open", frozen=True):
         session: str
@@ -812,7 +812,7 @@ def test_replicas_before_and_after_the_hop_read_each_others_answers() -> None:
     what it was before the hop existed."""
     import msgspec
 
-    from elicitor.server.http._peers import Deliver, Hop, PeerMessage
+    from elicitor.server.http._peer_wire import Deliver, Hop, PeerMessage
 
     class Before(msgspec.Struct, tag="deliver", frozen=True):
         session: str
@@ -1133,7 +1133,7 @@ def test_replicas_before_and_after_the_completions_trace_read_each_others_notice
     import msgspec
 
     from elicitor.server._url import UrlComplete
-    from elicitor.server.http._peers import PeerMessage
+    from elicitor.server.http._peer_wire import PeerMessage
 
     class Before(msgspec.Struct, tag="url-complete", frozen=True):
         connection: str

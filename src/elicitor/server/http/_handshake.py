@@ -58,7 +58,8 @@ from ._asgi import (
     until_gone,
 )
 from ._outbox import Outbox
-from ._peers import Attach, Moved, Open, Peers, RemoteStream
+from ._peer_wire import Attach, Moved, Open, RemoteStream
+from ._peers import Peers
 from ._streams import Claim, Stream
 
 if TYPE_CHECKING:
