@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, cast
@@ -279,10 +280,20 @@ class StdioClientTransport(FdStream):
         *,
         max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
         grace: float = 2.0,
+        stderr_lines: int = 0,
+        stderr_to: int = 2,
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         self.process = process
         self.grace = grace
+        self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)
+        """The last lines the server wrote on its stderr (when started with ``stderr_lines``), to say why it ended."""
+        self._relay: threading.Thread | None = None
+        if process.stderr is not None and stderr_lines:
+            self._relay = threading.Thread(
+                target=_relay, args=(process.stderr, stderr_to, self.stderr_tail), name="stderr relay", daemon=True
+            )
+            self._relay.start()
         """Seconds :meth:`aclose` waits for the server to exit after closing its stdin, and again after SIGTERM."""
         # Take the descriptors over from the Popen file objects, which would otherwise close them again.
         read_fd = os.dup(process.stdout.fileno())
@@ -301,21 +312,34 @@ class StdioClientTransport(FdStream):
         stderr: int | IO[bytes] | None = None,
         max_message_size: int = CLIENT_MAX_MESSAGE_SIZE,
         grace: float = 2.0,
+        stderr_lines: int = 0,
     ) -> StdioClientTransport:
         """Start ``command`` with pipes for its stdin and stdout.
 
         ``env`` is added to this process's environment. ``stderr`` receives the server's stderr: ``None`` (the
-        default) passes it through to ours — the spec says stderr is for logs, not errors.
+        default) passes it through to ours — the spec says stderr is for logs, not errors. ``stderr_lines``: keep
+        the last that many lines of it (:attr:`stderr_tail`: what a server that dies says last is why), relaying
+        each line on to ``stderr`` (a descriptor; ``None``, ours) as it comes.
 
         Raises:
             OSError: the command could not be started (not found, not executable).
         """
         full_env = None if env is None else {**os.environ, **env}
+        relayed = stderr if isinstance(stderr, int) else (sys.stderr if stderr is None else stderr).fileno()
         process = subprocess.Popen(
             list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=sys.stderr if stderr is None else stderr, env=full_env, cwd=cwd,
+            stderr=subprocess.PIPE if stderr_lines else sys.stderr if stderr is None else stderr, env=full_env, cwd=cwd,
         )  # fmt: skip
-        return cls(process, max_message_size=max_message_size, grace=grace)
+        return cls(
+            process, max_message_size=max_message_size, grace=grace, stderr_lines=stderr_lines, stderr_to=relayed
+        )
+
+    async def stderr_read(self, within: float = 1.0) -> None:
+        """Wait (up to ``within`` seconds) until everything the server wrote on stderr has been read: once it has
+        exited, :attr:`stderr_tail` then holds its last words."""
+        with anyio.move_on_after(within):
+            while self._relay is not None and self._relay.is_alive():
+                await anyio.sleep(0.01)
 
     async def aclose(self, *, grace: float | None = None) -> None:
         """Shut the server down per spec: close its stdin, wait (``grace``, default :attr:`grace`), then SIGTERM,
@@ -329,6 +353,16 @@ class StdioClientTransport(FdStream):
                 if await _wait_exit(self.process, grace):
                     break
             await super().aclose()
+
+
+def _relay(source: IO[bytes], out: int, tail: deque[str]) -> None:
+    """Copy a server's stderr, line by line, to the descriptor ``out``, keeping the last lines in ``tail``; until
+    the server's end of the pipe closes. A thread: stderr is read whatever the event loop does."""
+    with source:
+        for line in iter(lambda: source.readline(8192), b""):
+            tail.append(line.decode("utf-8", "replace").rstrip("\r\n"))
+            with contextlib.suppress(OSError):
+                os.write(out, line)
 
 
 async def _wait_exit(process: subprocess.Popen[bytes], timeout: float) -> bool:
