@@ -444,7 +444,8 @@ server.run()
 @pytest.mark.parametrize("downstream", ERAS)
 async def test_an_upstream_that_dies_mid_call_ends_the_call_cleanly(anyio_backend: str, downstream: str) -> None:
     """The server behind the proxy is killed while a person looks at its question: the client's call ends with a
-    clear error instead of hanging, and the proxy ends (a host sees its server gone)."""
+    clear error instead of hanging (the proxy stays, and starts the server again for the next call: see
+    ``test_proxy_upstream.py``)."""
     if anyio_backend != "asyncio":
         pytest.skip("one backend is enough for subprocesses")
     import os

@@ -9,6 +9,7 @@ the link only after a delay). The proxy's limits are scaled down (``HANDSHAKE_TI
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 import pytest
 
-from elicitor import Client, JSONRPCError, ScriptedHandler
+from elicitor import Accepted, Client, JSONRPCError, ScriptedHandler
 from elicitor.client._http import HttpClientTransport
 from elicitor.proxy import Bridge
 from elicitor.transports import memory_pair
@@ -144,3 +145,120 @@ async def test_a_person_slower_than_every_limit_of_the_proxy_signs_in_upstream(
                         assert learnt is not None and learnt.revision == "2026-07-28"  # the probe was not cut
                 tg.cancel_scope.cancel()
     assert len(sign_in.links) == 1 and len(deployment.authorizations) == 1
+
+
+CRASHING_SERVER = """
+import os, sys
+from pathlib import Path
+from elicitor import Context, Server
+
+folder = Path(sys.argv[1])
+with open(folder / "starts", "a") as starts:
+    starts.write(f"{os.getpid()}\\n")
+if (folder / "broken").exists():
+    print("cannot start: the database is locked", file=sys.stderr, flush=True)
+    sys.exit(3)
+server = Server("crashing", "1")
+
+@server.tool()
+async def pid() -> str:
+    return str(os.getpid())
+
+@server.tool()
+async def wait(ctx: Context) -> str:
+    await ctx.elicit("Hold on", {"type": "object", "properties": {"x": {"type": "string"}}})
+    return "answered"
+
+server.run()
+"""
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_stdio_server_that_crashes_is_started_again_by_the_next_call(
+    anyio_backend: str, tmp_path: Any, era: str
+) -> None:
+    """``elicitor proxy COMMAND``, its server killed (SIGKILL) three times while the proxy serves: between calls,
+    while a person looks at its question, and then for good (every start exits at once, saying why on stderr).
+
+    The call after a crash gets a server started again; the call in flight at a crash gets an error saying how
+    the server ended, and the person is not asked again; a server that dies at once on every start gets its
+    exit status and its last stderr line to the caller, is started once per call twice, and then not before
+    2 s have passed (no tight loop); once it can start, the next call after that is served."""
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", sys.executable, "-c", CRASHING_SERVER]
+    command.append(str(tmp_path))
+    asked: list[str] = []
+
+    def starts() -> int:
+        return len((tmp_path / "starts").read_text().split())
+
+    async def person(request: Any) -> Any:
+        asked.append(request.message)
+        await killed()
+        if era == "2025-11-25":
+            await anyio.sleep_forever()  # the call must end while the person still looks at the question
+        return Accepted({"x": "late"})  # 2026-07-28 holds nothing between rounds: the retry finds the server gone
+
+    async def killed() -> None:
+        """SIGKILL every server process alive (a 2026-07-28 client's calls may be on another than the first), and
+        wait until the proxy has seen each end and reaped it: a call sent at the very moment a server dies is one
+        in flight at the crash."""
+        alive = set((tmp_path / "starts").read_text().split())
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        while alive:
+            for pid in list(alive):
+                try:
+                    os.kill(int(pid), 0)
+                except ProcessLookupError:
+                    alive.discard(pid)
+            await anyio.sleep(0.05)
+
+    pids: list[str] = []
+    with anyio.fail_after(120):
+        async with Client.stdio(command, elicitation=person, protocol=era) as client:
+            pids.append((await client.call_tool("pid")).text)
+            await killed()  # between calls
+            pids.append((await client.call_tool("pid")).text)
+            assert pids[1] != pids[0]
+            with pytest.raises(JSONRPCError) as in_flight:  # killed while the person looks at its question
+                await client.call_tool("wait")
+            assert "the upstream server ended before it answered: it was killed by SIGKILL" in in_flight.value.message
+            assert asked == ["Hold on"]
+            pids.append((await client.call_tool("pid")).text)
+            assert pids[2] != pids[1]
+            (tmp_path / "broken").touch()
+            await killed()
+            before = starts()
+            failures: list[str] = []
+            while len(failures) < 4:  # a 2026-07-28 client's probe starts the server twice: see Upstream.learn
+                with pytest.raises(JSONRPCError) as dies:
+                    await client.call_tool("pid")
+                failures.append(dies.value.message)
+                assert "exited with status 3" in failures[-1]
+                assert "its last lines on stderr: cannot start: the database is locked" in failures[-1]
+                if "started again only in" in failures[-1]:
+                    break
+            assert "started again only in 2 s" in failures[-1]  # after two quick ends: a second's wait, doubled
+            assert 1 < len(failures) < 4 and starts() == before + 2
+            with pytest.raises(JSONRPCError, match="started again only in"):
+                await client.call_tool("pid")
+            assert starts() == before + 2  # not started again meanwhile
+            (tmp_path / "broken").unlink()
+            await anyio.sleep(2.5)
+            pids.append((await client.call_tool("pid")).text)
+            assert pids[3] not in pids[:3]
+    assert asked == ["Hold on"]
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_stdio_server_that_cannot_start_is_explained_to_the_client(anyio_backend: str, era: str) -> None:
+    """The server exits at once (a missing setting, say), before the client's first request is answered: the client
+    is told its exit status and what it wrote on stderr, rather than seeing the proxy's connection close."""
+    script = "import sys; print('no DATABASE_URL in the environment', file=sys.stderr); sys.exit(2)"
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", sys.executable, "-c", script]
+    with anyio.fail_after(60), pytest.raises(JSONRPCError) as failed:
+        async with Client.stdio(command, protocol=era, handshake_timeout=60):
+            pass
+    assert "exited with status 2" in failed.value.message
+    assert "no DATABASE_URL in the environment" in failed.value.message

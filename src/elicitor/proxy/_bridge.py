@@ -14,6 +14,10 @@ client's era (learnt from its first message):
 * **a 2026-07-28 client** is served request by request (:class:`~._stateless.Stateless`), exactly as the clients
   of a ``--listen`` proxy are: in front of a handshake-era server each call is held open upstream across the
   client's rounds (:mod:`._held`).
+* **a server that ends** (crashed, killed, exited) does not end the client's connection: the calls in flight get
+  an error saying how it ended, and the next request opens a new upstream connection (a stdio server started
+  again, at a bounded pace: :mod:`._command`), on which a handshake-era client's ``initialize`` (and log level)
+  is sent again. Nothing the person answered is asked again: no call is sent twice.
 * **a client that cannot elicit** (``ui``): the proxy declares elicitation upstream for the modes the client did
   not declare, and answers those requests itself through ``ui`` (the same checks as any elicitor client, see
   :func:`~elicitor.client._answer.answer_elicitation`). What the client declared stays the client's.
@@ -61,7 +65,7 @@ from ._render import render
 from ._signing import SIGNING_IN as SIGNING_IN
 from ._signing import SignInWait, asks_for_notices
 from ._stateless import MAX_ROUNDS, Stateless, asks_in_rounds
-from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Silent, Upstream
+from ._upstream import SUBSCRIPTION_ID, Connect, Notify, Route, Silent, Upstream, upstream_ended
 
 logger = logging.getLogger("elicitor.proxy")
 
@@ -132,6 +136,10 @@ class Bridge:
         self._in_flight: list[RequestId] = []
         """The client's requests forwarded upstream and not yet answered: while there is one, what the server
         pushes or notifies on the client's connection is about it (see :meth:`_related`)."""
+        self._hello: JSONObject | None = None
+        """The ``initialize`` params sent upstream for a handshake-era client, sent again to a server started anew."""
+        self._level: str | None = None
+        """The level the client last set with ``logging/setLevel``, set again on a server started anew."""
         self._as_tasks: set[str] = set()
         """Tools of a 2026-07-28 server that run only as tasks (it answered -32021): called declaring the tasks
         extension, and followed (:meth:`_as_task`)."""
@@ -171,11 +179,11 @@ class Bridge:
     async def _prepare(self) -> None:
         """Open the upstream connection while the client starts (a stdio server may take seconds to start; the
         client's first request has a deadline): it becomes the client's own connection, or the first one its
-        2026-07-28 requests go on. The proxy ends when it ends."""
+        2026-07-28 requests go on. When it ends, the next request opens another one (see :meth:`_again`)."""
         assert self._tg is not None
         upstream = self._new_upstream()
         try:
-            self._spare = await start(upstream, self._tg, self._end.set)
+            self._spare = await start(upstream, self._tg)
         except JSONRPCError as exc:
             self._spare = exc
         finally:
@@ -202,15 +210,23 @@ class Bridge:
             raise spare
         if spare is None:
             assert self._tg is not None
-            return await start(self._new_upstream(), self._tg, self._end.set)
+            return await start(self._new_upstream(), self._tg)
         return spare
 
     # ---- the client ------------------------------------------------------------------------------------------
 
     async def _from_downstream(self, request: RequestReceived) -> JSONObject:
         self._in_flight.append(request.id)
+        up = self.up
         try:
             return await self._forward_downstream(request)
+        except ConnectionClosed:
+            up = self.up if self.up is not None else up
+            if up is None or not up.closed:
+                raise  # the client's side, not the server's
+            # The server ended while the call was in flight: the call is not sent again (the server may have done
+            # part of it, and asked the person), the client is told how it ended.
+            raise upstream_ended(await up.why_gone()) from None
         finally:
             self._in_flight.remove(request.id)
 
@@ -247,6 +263,8 @@ class Bridge:
         up = self.up
         if up is None:
             raise JSONRPCError(INVALID_REQUEST, "Invalid request: initialize first")
+        if up.closed:
+            up = await self._again(up)
         if self._signing.sign_in is None or not isinstance(up.capabilities.get("logging"), dict):
             return await self._forward_handshake(up, request.id, method, params)
         # A person may have to sign in again mid-session (more scope for a tool, a token that could not be
@@ -260,8 +278,10 @@ class Bridge:
     ) -> JSONObject:
         """A handshake-era client's request after ``initialize``, on its own connection."""
         if method == "logging/setLevel" and isinstance(params.get("level"), str):
-            # Kept for what goes on 2026-07-28, where each request carries its level (that era has no setLevel).
+            # Kept for what goes on 2026-07-28, where each request carries its level (that era has no setLevel),
+            # and for a server started anew.
             self.down_info = replace(self.down_info, log_level=params["level"])
+            self._level = params["level"]
             if up.stateless:
                 return {}
         if up.stateless:
@@ -365,10 +385,16 @@ class Bridge:
             self.up = up
             if self._wanted == "auto" or self._wanted in HANDSHAKE_REVISIONS:
                 try:
-                    return await up.initialize({**params, "capabilities": self.down_info.upstream_capabilities()})
+                    self._hello = {**params, "capabilities": self.down_info.upstream_capabilities()}
+                    return await up.initialize(self._hello)
                 except JSONRPCError as exc:
-                    if self._wanted != "auto" or exc.data == SIGN_IN_FAILED or isinstance(exc, Silent):
-                        raise  # a sign-in that failed, or silence, is not the server refusing: nothing is tried again
+                    if self._wanted != "auto" or exc.data == SIGN_IN_FAILED or isinstance(exc, Silent) or up.closed:
+                        # A sign-in that failed, silence, or a server that ended is not the server refusing:
+                        # nothing is tried again on this connection. One that ended leaves the client free to
+                        # initialize again, on a server started anew.
+                        if up.closed:
+                            self.up = None
+                        raise
                     logger.info("the server refused initialize (%s); trying 2026-07-28", exc.message)
             discovered = await up.discover(None)
         capabilities = {k: v for k, v in (discovered.get("capabilities") or {}).items() if k != "extensions"}
@@ -380,6 +406,38 @@ class Bridge:
         if isinstance(discovered.get("instructions"), str):
             result["instructions"] = discovered["instructions"]
         return result
+
+    async def _again(self, gone: Upstream) -> Upstream:
+        """A new connection in place of ``gone``, which the server ended: the server started again (or told again,
+        over HTTP) what the client's session told it: its ``initialize`` (answered with the same revision, or the
+        client is told it changed), ``notifications/initialized``, its log level. Requests that come meanwhile
+        wait for the same one. What the server kept of the session besides (subscriptions, roots it asked for,
+        its own memory) is not restored: the server starts afresh."""
+        async with self._ready:
+            if self.up is not gone and self.up is not None and not self.up.closed:
+                return self.up
+            logger.info("the upstream server %s; connecting again for the client's next request", await gone.why_gone())
+            assert self._tg is not None
+            up = await start(self._new_upstream(), self._tg)
+            up.on_push = self._from_upstream
+            up.on_note = self._upstream_note
+            if gone.stateless:
+                await up.discover(None)
+            else:
+                assert self._hello is not None
+                result = await up.initialize(self._hello)  # a server that dies at once says how (upstream_ended)
+                if result.get("protocolVersion") != gone.revision:
+                    up.close()
+                    raise JSONRPCError(
+                        INTERNAL_ERROR,
+                        f"Internal error: the upstream server, started again, chose protocol version "
+                        f"{result.get('protocolVersion')!r} where it had chosen {gone.revision!r}: connect again",
+                    )
+                await up.notify("notifications/initialized", None)
+                up.started()
+                await up.set_log_level(self._level)
+            self.up = up
+            return up
 
     async def _downstream_note(self, note: NotificationReceived) -> None:
         up = self.up

@@ -41,7 +41,7 @@ from ..types import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, URL_ELICIT
 from ._downstream import Downstream, strip_meta
 from ._lanes import Lanes
 from ._render import render
-from ._upstream import Notify, Route, Upstream
+from ._upstream import Notify, Route, Upstream, upstream_ended
 
 logger = logging.getLogger("elicitor.proxy")
 
@@ -266,11 +266,18 @@ class HeldCalls:
 
                     upstream.on_push = pushed
                     upstream.on_note = held.note
-                    await upstream.set_log_level(held.down.log_level)
-                    if held.method == "tools/call":
-                        held.result = await upstream.call_tool(held.params, held.route, ttl_ms=self._task_ttl)
-                    else:
-                        held.result = await upstream.request(held.method, held.params or None, route=held.route)
+                    try:
+                        await upstream.set_log_level(held.down.log_level)
+                        if held.method == "tools/call":
+                            held.result = await upstream.call_tool(held.params, held.route, ttl_ms=self._task_ttl)
+                        else:
+                            held.result = await upstream.request(held.method, held.params or None, route=held.route)
+                    except ConnectionClosed:
+                        if not upstream.closed:
+                            raise
+                        # The server ended mid-call: the call is not made again (it may have done part of it, and
+                        # the person answered its questions), its client is told how the server ended.
+                        raise upstream_ended(await upstream.why_gone()) from None
             if held.result is None and held.error is None:
                 if held.dropped is not None:
                     held.error = ConnectionClosed(f"the call was cancelled: {held.dropped}")

@@ -69,8 +69,10 @@ async def start(
 
     task_group.start_soon(run)
     await ready.wait()
+    if failure and isinstance(failure[0], JSONRPCError):
+        raise failure[0]  # it says why (a server being started again only later: see _command)
     if failure or upstream.closed:
-        reason = failure[0] if failure else "it closed the connection"
+        reason = failure[0] if failure else f"it {await upstream.why_gone()}"
         raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the upstream server is unavailable: {reason}")
     return upstream
 
@@ -130,7 +132,7 @@ class Lanes:
         self.no_handshake = False
         """The server refused ``initialize`` on a new connection: it speaks 2026-07-28 only."""
         self.ended = anyio.Event()
-        """Set when the first connection ends (a stdio proxy ends with its server)."""
+        """Set when the first connection ends (the next request learns the era again, on a new one)."""
 
     def _new(self) -> Upstream:
         upstream = Upstream(self._connect, wanted=self._wanted, mirrored=self._mirrored, pace=self._pace)

@@ -1,8 +1,9 @@
 """``elicitor proxy UPSTREAM``: serve a client on stdio through a :class:`~elicitor.proxy.Bridge` to UPSTREAM.
 
-UPSTREAM is a command (a stdio server, started as a child process whose stderr goes to ours) or an ``http(s)://``
-endpoint. The client is whoever started the proxy: a host launches ``elicitor proxy python server.py`` in place of
-``python server.py``. Our stdout is the protocol; everything the proxy says goes to stderr.
+UPSTREAM is a command (a stdio server, started as a child process whose stderr goes to ours, and started again
+after it ends: :class:`~._command.ServerCommand`) or an ``http(s)://`` endpoint. The client is whoever started the
+proxy: a host launches ``elicitor proxy python server.py`` in place of ``python server.py``. Our stdout is the
+protocol; everything the proxy says goes to stderr.
 """
 
 from __future__ import annotations
@@ -18,15 +19,19 @@ from ..client import BrowserHandler, TerminalHandler
 from ..client._handlers import ElicitationHandler
 from ..client._pace import PersonPaced
 from ..i18n import language
-from ..transports import StdioClientTransport, StdioServerTransport, Transport
+from ..transports import StdioServerTransport
 from ._bridge import Bridge
+from ._command import ServerCommand
 from ._upstream import Connect
 
 UI = Literal["browser", "terminal", "none"]
 
 
 UPSTREAM_GRACE = 1.0
-"""Seconds a stdio server behind the proxy has to exit once its input is closed, and again after SIGTERM."""
+"""Seconds a stdio server behind the proxy has to exit once its input is closed, and again after SIGTERM. A second,
+not two: the proxy's own client gives it two after closing its stdin before SIGTERM (elicitor's does), and the
+proxy must have stopped its server by then, or a server that does not exit when its input ends (the official
+Python SDK 1.6) outlives the proxy."""
 
 
 def upstream(target: Sequence[str], transport: str = "auto") -> tuple[Connect, PersonPaced | None]:
@@ -41,15 +46,7 @@ def upstream(target: Sequence[str], transport: str = "auto") -> tuple[Connect, P
         # the protocol), once; the tokens are kept as elicitor connect keeps them.
         auth = OAuth(LoopbackAuthorizer(), store=default_token_store(), client_name="elicitor proxy")
         return (lambda: HttpClientTransport.connect(url, auth=auth, transport=transport)), auth
-    command = list(target)
-
-    async def start() -> Transport:
-        # A second, not two: the proxy's own client gives it two after closing its stdin before SIGTERM (elicitor's
-        # does), and the proxy must have stopped its server by then, or a server that does not exit when its input
-        # ends (the official Python SDK 1.6) outlives the proxy.
-        return await StdioClientTransport.start(command, stderr=sys.stderr.fileno(), grace=UPSTREAM_GRACE)
-
-    return start, None
+    return ServerCommand(target, grace=UPSTREAM_GRACE), None
 
 
 def controlling_terminal() -> tuple[TextIO, TextIO] | None:

@@ -75,6 +75,17 @@ probe) is given up: nothing but the machine stands between that request and its 
 ``handshake_timeout``. Time a person spends signing in upstream meanwhile is not counted."""
 
 
+def upstream_ended(how: str) -> JSONRPCError:
+    """The error of a call in flight when the server ended (``how``: :attr:`Upstream.gone`). The call is not made
+    again on a server started anew: it may have done part of its work, and asked a person, already."""
+    return JSONRPCError(
+        INTERNAL_ERROR,
+        f"Internal error: the upstream server ended before it answered: it {how}; the proxy starts it again (or "
+        "connects again, over HTTP) for the next request",
+        {"upstreamEnded": how},
+    )
+
+
 class Silent(JSONRPCError):
     """The upstream server said nothing to a request of the proxy's own handshake within its limit (a server that
     accepted the connection and stopped: SIGSTOP, a hung event loop, a dead link that never resets)."""
@@ -157,6 +168,11 @@ class Upstream:
         again (see :meth:`learn`)."""
         self._reopened = anyio.Event()
         """Set once :meth:`run` has started the server again, or has ended."""
+        self.gone: str | None = None
+        """How the server ended the connection by itself, once it has (a stdio server: its exit status and last
+        lines on stderr, from the connect's ``ended``; see :class:`~._command.ServerCommand`)."""
+        self.done = anyio.Event()
+        """Set once :meth:`run` has ended, :attr:`gone` said."""
 
     @contextlib.contextmanager
     def calling(self, principal: str | None) -> Iterator[None]:
@@ -210,9 +226,17 @@ class Upstream:
         try:
             with self._stop:
                 while True:
+                    self.gone = None
                     async with self.open():
                         ready()
                         await self._up().wait_closed()
+                    # The server ended it (the proxy's close() cancels the wait): say how, once it has exited; a
+                    # stdio server is counted towards starting it again at a bounded pace (see _command).
+                    ended = getattr(self._connect, "ended", None)
+                    if ended is not None and self.transport is not None:
+                        self.gone = await ended(self.transport, served=self.revision is not None)
+                    else:
+                        self.gone = "closed the connection"
                     if not self._restartable:
                         return
                     self._restartable = False  # once: a server that stops on initialize too is gone
@@ -220,6 +244,13 @@ class Upstream:
                     ready = self._reopened.set
         finally:
             self._reopened.set()
+            self.done.set()
+
+    async def why_gone(self) -> str:
+        """How the server ended the connection (waiting a moment for :meth:`run` to say it)."""
+        with anyio.move_on_after(5):
+            await self.done.wait()
+        return self.gone or "closed the connection"
 
     def close(self) -> None:
         self._stop.cancel()
@@ -492,10 +523,16 @@ class Upstream:
 
     async def _limited(self, method: str, params: JSONObject, seconds: float) -> JSONObject:
         """``method``, given up after ``seconds`` of the server's silence (a person signing in upstream meanwhile
-        stops the clock: :class:`~elicitor.client._pace.Pace`), with :class:`Silent`."""
+        stops the clock: :class:`~elicitor.client._pace.Pace`), with :class:`Silent`. A server that ends meanwhile
+        fails it saying how it ended (:func:`upstream_ended`), unless :meth:`learn` starts it again."""
         result: JSONObject = {}
         with self._pace.deadline(seconds, quiet=True) as scope:
-            result = await self._up().request(method, params)
+            try:
+                result = await self._up().request(method, params)
+            except ConnectionClosed:
+                if self._restartable or not self.closed:
+                    raise
+                raise upstream_ended(await self.why_gone()) from None
         if scope.cancelled_caught:
             raise Silent(method, seconds)
         return result
@@ -568,7 +605,7 @@ class Upstream:
                 raise
             await self._reopened.wait()  # run() starts the server again: initialize is the first line it reads
             if self.closed:
-                raise
+                raise upstream_ended(await self.why_gone()) from None
             await self.handshake(down)
 
     def _adopt(self, revision: str, capabilities: object, server: object) -> None:
