@@ -222,7 +222,7 @@ class Bridge:
             return await self._forward_downstream(request)
         except ConnectionClosed:
             up = self.up if self.up is not None else up
-            if up is None or not up.closed:
+            if up is None or not await up.ended_under():
                 raise  # the client's side, not the server's
             # The server ended while the call was in flight: the call is not sent again (the server may have done
             # part of it, and asked the person), the client is told how it ended.

@@ -273,7 +273,7 @@ class HeldCalls:
                         else:
                             held.result = await upstream.request(held.method, held.params or None, route=held.route)
                     except ConnectionClosed:
-                        if not upstream.closed:
+                        if not await upstream.ended_under():
                             raise
                         # The server ended mid-call: the call is not made again (it may have done part of it, and
                         # the person answered its questions), its client is told how the server ended.

@@ -246,6 +246,14 @@ class Upstream:
             self._reopened.set()
             self.done.set()
 
+    async def ended_under(self) -> bool:
+        """Whether the connection ended, after a request on it failed with ``ConnectionClosed`` (a moment is left
+        for the session to say so: a request may hear of the end just before the session is marked closed)."""
+        if self.session is not None and not self.session.closed:
+            with anyio.move_on_after(1):
+                await self.session.wait_closed()
+        return self.closed
+
     async def why_gone(self) -> str:
         """How the server ended the connection (waiting a moment for :meth:`run` to say it)."""
         with anyio.move_on_after(5):
@@ -530,7 +538,7 @@ class Upstream:
             try:
                 result = await self._up().request(method, params)
             except ConnectionClosed:
-                if self._restartable or not self.closed:
+                if self._restartable or not await self.ended_under():
                     raise
                 raise upstream_ended(await self.why_gone()) from None
         if scope.cancelled_caught:
