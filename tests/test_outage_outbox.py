@@ -323,6 +323,53 @@ async def test_answers_for_a_killed_owner_do_not_hold_up_a_live_sessions_answer(
     assert sorted(done[1:]) == sorted((session, False) for session in sessions)
 
 
+async def test_a_call_whose_kept_answer_died_with_its_keeper_ends_at_its_elicitation_timeout(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """B (a process) keeps the person's answer for A's session, Redis paused past B's hold, and is killed (SIGKILL)
+    before Redis is back: the answer is lost with B's memory, and nothing can tell A (the owner cannot tell a lost
+    answer from a person thinking). The call does not wait for ever: at A's ``elicitation_timeout`` (6 s here, an
+    hour by default) the client is told its question is cancelled and ``ctx.elicit`` returns ``Cancelled()``, so
+    the call ends with what the tool makes of that. About 10 s."""
+    key = generate_key()
+    keeper = Replicas(
+        [sys.executable, "-m", "tests.peers.replica_server", "--lease", "1", "--hold", "1"], 1, tmp_path,
+        redis=redis.url, keys=key,
+    )  # fmt: skip
+    keeper.start()
+    owner = Server("picking", version="1.0.0", state=StateSealer([key]), elicitation_timeout=6.0)
+    owner._tools = picking._tools
+    owner.share(RedisStore(redis.url, lease=1.0, timeout=1.0))
+    b = f"http://127.0.0.1:{keeper.ports[0]}/mcp"
+    try:
+        with anyio.fail_after(60):
+            async with serving(owner.http_app()) as a, httpx.AsyncClient(timeout=60) as http:
+                init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "clientInfo": {"name": "t", "version": "1"},
+                    "capabilities": {"elicitation": {"form": {}}}}}  # fmt: skip
+                opened = await http.post(a, json=init, headers=HEADERS)
+                session = opened.headers["mcp-session-id"]
+                headers = {**HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                assert (await http.post(a, json=initialized, headers=headers)).status_code == 202
+                call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "pick"}}
+                async with http.stream("POST", a, json=call, headers=headers) as stream:
+                    messages = sse(stream)
+                    question = await anext(messages)
+                    await pause(redis.url, 3000)
+                    answer = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
+                              "content": {"name": "Ada"}}}  # fmt: skip
+                    assert (await http.post(b, json=answer, headers=headers)).status_code == 202  # kept by B
+                    keeper.kill(0)
+                    rest = [message async for message in messages]
+    finally:
+        keeper.stop()
+    cancelled, result = rest
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == question["id"]
+    assert result["id"] == 7 and result["result"]["content"][0]["text"] == "-"
+
+
 async def test_kept_messages_of_one_session_go_in_the_order_taken_and_others_pass_them() -> None:
     """Two messages kept for one session, the first slow to pass on (its owner is being checked), go in the order
     taken, the second only once the first went; another session's message, kept after them, passes them

@@ -2,7 +2,8 @@
 
 ``python -m tests.peers.replica_server --port N`` serves it over HTTP, with the page a URL elicitation points to
 (``/done/<id>`` completes it: on whichever replica the balancer sends the person). ``--lease`` and
-``--keep-alive`` shorten the periods a stall must outlast, so a test of one waits seconds instead of a dozen.
+``--keep-alive`` shorten the periods a stall must outlast, so a test of one waits seconds instead of a dozen;
+``--hold`` the wait for an unreachable Redis, past which an answer for another replica's session is kept.
 """
 
 from __future__ import annotations
@@ -180,7 +181,12 @@ def main() -> None:
     parser.add_argument("--lease", type=float, help="the replica's lease in Redis, in seconds (default: the store's)")
     parser.add_argument("--keep-alive", type=int, help="seconds an idle connection stays open (default: run's)")
     parser.add_argument("--grace", type=int, default=2, help="seconds a SIGTERM leaves requests in flight (2)")
+    parser.add_argument("--hold", type=float, help="seconds a request waits for an unreachable Redis (default 15)")
     args = parser.parse_args()
+    if args.hold is not None:
+        from elicitor.server import _hold
+
+        _hold.STORE_HOLD = args.hold
     if args.lease is not None:  # the store run() would open from ELICITOR_REDIS_URL, with a shorter lease
         from elicitor.state import RedisStore
 
