@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -173,17 +174,35 @@ server.run()
 """
 
 
+async def kill_servers(folder: Path) -> None:
+    """SIGKILL every server process of ``CRASHING_SERVER`` alive (a 2026-07-28 client's calls may be on another
+    than the first), and wait until the proxy has seen each end and reaped it: a call sent at the very moment a
+    server dies is one in flight at the crash."""
+    alive = set((folder / "starts").read_text().split())
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    while alive:
+        for pid in list(alive):
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                alive.discard(pid)
+        await anyio.sleep(0.05)
+
+
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
 async def test_a_stdio_server_that_crashes_is_started_again_by_the_next_call(
-    anyio_backend: str, tmp_path: Any, era: str
+    anyio_backend: str, tmp_path: Path, era: str
 ) -> None:
     """``elicitor proxy COMMAND``, its server killed (SIGKILL) three times while the proxy serves: between calls,
     while a person looks at its question, and then for good (every start exits at once, saying why on stderr).
 
     The call after a crash gets a server started again; the call in flight at a crash gets an error saying how
     the server ended, and the person is not asked again; a server that dies at once on every start gets its
-    exit status and its last stderr line to the caller, is started once per call twice, and then not before
-    2 s have passed (no tight loop); once it can start, the next call after that is served."""
+    exit status and its last stderr line to the caller, is started twice (by one call or two: a 2026-07-28
+    client's first call probes), and then not before 2 s have passed (no tight loop); once it can start, the next
+    call after that is served."""
     command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", sys.executable, "-c", CRASHING_SERVER]
     command.append(str(tmp_path))
     asked: list[str] = []
@@ -193,32 +212,16 @@ async def test_a_stdio_server_that_crashes_is_started_again_by_the_next_call(
 
     async def person(request: Any) -> Any:
         asked.append(request.message)
-        await killed()
+        await kill_servers(tmp_path)
         if era == "2025-11-25":
             await anyio.sleep_forever()  # the call must end while the person still looks at the question
         return Accepted({"x": "late"})  # 2026-07-28 holds nothing between rounds: the retry finds the server gone
-
-    async def killed() -> None:
-        """SIGKILL every server process alive (a 2026-07-28 client's calls may be on another than the first), and
-        wait until the proxy has seen each end and reaped it: a call sent at the very moment a server dies is one
-        in flight at the crash."""
-        alive = set((tmp_path / "starts").read_text().split())
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(pid), signal.SIGKILL)
-        while alive:
-            for pid in list(alive):
-                try:
-                    os.kill(int(pid), 0)
-                except ProcessLookupError:
-                    alive.discard(pid)
-            await anyio.sleep(0.05)
 
     pids: list[str] = []
     with anyio.fail_after(120):
         async with Client.stdio(command, elicitation=person, protocol=era) as client:
             pids.append((await client.call_tool("pid")).text)
-            await killed()  # between calls
+            await kill_servers(tmp_path)  # between calls
             pids.append((await client.call_tool("pid")).text)
             assert pids[1] != pids[0]
             with pytest.raises(JSONRPCError) as in_flight:  # killed while the person looks at its question
@@ -228,7 +231,7 @@ async def test_a_stdio_server_that_crashes_is_started_again_by_the_next_call(
             pids.append((await client.call_tool("pid")).text)
             assert pids[2] != pids[1]
             (tmp_path / "broken").touch()
-            await killed()
+            await kill_servers(tmp_path)
             before = starts()
             failures: list[str] = []
             while len(failures) < 4:  # a 2026-07-28 client's probe starts the server twice: see Upstream.learn
@@ -262,3 +265,40 @@ async def test_a_stdio_server_that_cannot_start_is_explained_to_the_client(anyio
             pass
     assert "exited with status 2" in failed.value.message
     assert "no DATABASE_URL in the environment" in failed.value.message
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_behind_listen_a_crashed_stdio_server_is_started_again(
+    anyio_backend: str, tmp_path: Path, era: str
+) -> None:
+    """``elicitor proxy --listen`` in front of a stdio server killed between calls and during a call: the client's
+    session (a handshake-era one, or none on 2026-07-28) goes on, the call in flight gets how the server ended, the
+    next call a server started again, and the person was asked once."""
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", f"127.0.0.1:{port}"]
+    command += [sys.executable, "-c", CRASHING_SERVER, str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    asked: list[str] = []
+
+    async def person(request: Any) -> Any:
+        asked.append(request.message)
+        await kill_servers(tmp_path)
+        if era == "2025-11-25":
+            await anyio.sleep_forever()
+        return Accepted({"x": "late"})
+
+    try:
+        wait_for_port(port, process, timeout=60)
+        with anyio.fail_after(90):
+            async with Client.http(f"http://127.0.0.1:{port}/mcp", elicitation=person, protocol=era) as client:
+                first = (await client.call_tool("pid")).text
+                await kill_servers(tmp_path)
+                second = (await client.call_tool("pid")).text
+                assert second != first
+                with pytest.raises(JSONRPCError, match="ended before it answered: it was killed by SIGKILL"):
+                    await client.call_tool("wait")
+                assert (await client.call_tool("pid")).text not in (first, second)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert asked == ["Hold on"]
