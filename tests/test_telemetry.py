@@ -776,7 +776,10 @@ async def test_setup_configures_the_sdk_for_a_prometheus_scrape() -> None:
     )
     done = await anyio.run_process([sys.executable, "-c", code], check=True)
     scraped = done.stdout.decode()
-    assert 'mcp_server_operation_duration_seconds_count{gen_ai_tool_name="t",mcp_method_name="tools/call"' in scraped
+    assert (
+        'mcp_server_operation_duration_seconds_count{gen_ai_operation_name="execute_tool",gen_ai_tool_name="t",'
+        'mcp_method_name="tools/call"'
+    ) in scraped
 
 
 @pytest.mark.parametrize("protocol", ["2025-11-25", "2026-07-28"])
@@ -845,6 +848,11 @@ async def test_error_codes_a_server_makes_up_never_become_a_client_metric_label(
     called = [dict(p.attributes) for p in otel.metric_points()["mcp.client.operation.duration"]]
     kinds = {a.get("error.type") for a in called if a.get("mcp.method.name") == "tools/call"}
     assert kinds == {"_OTHER", "-32603", "-32041"}, kinds
+    # The conventions' rpc.response.status_code is the same code, bounded the same way; a tool call's points say
+    # gen_ai.operation.name = execute_tool.
+    for attributes in (a for a in called if a.get("mcp.method.name") == "tools/call"):
+        assert attributes["rpc.response.status_code"] == attributes["error.type"], attributes
+        assert attributes["gen_ai.operation.name"] == "execute_tool"
     errors = {(s.attributes or {}).get("error.type") for s in otel.finished() if s.kind == SpanKind.CLIENT}
     assert {"7", "1234567", "-5"} <= errors  # the trace still says what the server sent
 
@@ -970,6 +978,21 @@ async def test_notifications_are_spans_in_the_trace_they_were_sent_in(
         for point in points[metric]:  # the transport too, as the conventions' metric attributes say
             assert point.attributes["network.transport"] == network.get("network.transport", "pipe")
             assert point.attributes.get("network.protocol.name") == network.get("network.protocol.name")
+    # Over HTTP the client's requests and notifications, each POSTed, say the HTTP version the server answered in
+    # (network.protocol.version) and so do the server's points for the requests it served from those POSTs; what
+    # was pushed on a response stream says none, and neither does a POSTed notification on the server (its
+    # session reads it apart from the POST).
+    posted = {
+        "mcp.client.operation.duration": {"tools/call", "initialize", "notifications/initialized", "server/discover"},
+        "mcp.server.operation.duration": {"tools/call", "initialize", "server/discover"},
+    }
+    for metric, methods in posted.items():
+        versions = {
+            p.attributes["mcp.method.name"]: p.attributes.get("network.protocol.version") for p in points[metric]
+        }
+        assert {m for m, v in versions.items() if v is not None} == (methods & set(versions) if network else set())
+        assert {v for v in versions.values() if v is not None} <= {"1.1"}
+        assert versions["tools/call"] == ("1.1" if network else None)
 
 
 async def test_a_question_given_up_is_cancelled_under_its_request_and_the_client_hears_it_there(otel: Otel) -> None:
@@ -1023,7 +1046,7 @@ async def test_a_handshake_era_session_is_timed_on_both_sides_with_bounded_label
         assert "mcp.server.session.duration" not in points and "mcp.client.session.duration" not in points
         return
     network = (
-        {"network.transport": "tcp", "network.protocol.name": "http"}
+        {"network.transport": "tcp", "network.protocol.name": "http", "network.protocol.version": "1.1"}
         if transport == "http"
         else {"network.transport": "pipe"}
     )

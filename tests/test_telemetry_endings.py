@@ -224,7 +224,7 @@ async def test_an_http_client_killed_mid_call_leaves_a_session_that_expires_with
         waiting.remove(asked)
     assert point == {
         "mcp.protocol.version": "2025-11-25", "network.transport": "tcp", "network.protocol.name": "http",
-        "error.type": "timeout",
+        "network.protocol.version": "1.1", "error.type": "timeout",
     }  # fmt: skip
 
 
@@ -265,5 +265,5 @@ async def test_an_http_server_killed_under_a_session_ends_the_clients_badly(
                 if what == "restarted":
                     processes.enter_context(served_by_a_process(port, tmp_path / "again.log"))
     [point] = await until_recorded(otel, "client")
-    network = {"network.transport": "tcp", "network.protocol.name": "http"}
+    network = {"network.transport": "tcp", "network.protocol.name": "http", "network.protocol.version": "1.1"}
     assert point == {"mcp.protocol.version": "2025-11-25", **network, **({"error.type": error} if error else {})}

@@ -316,6 +316,7 @@ LABELS = {
     "mcp.method.name", "gen_ai.tool.name", "gen_ai.prompt.name", "mcp.protocol.version", "error.type",
     "elicitor.side", "elicitor.elicitation.mode", "elicitor.elicitation.outcome", "elicitor.round.path",
     "elicitor.task.status", "elicitor.store.operation", "network.transport", "network.protocol.name",
+    "network.protocol.version", "rpc.response.status_code", "gen_ai.operation.name",
 }  # fmt: skip
 """Every metric label elicitor may use: each from a bounded set."""
 

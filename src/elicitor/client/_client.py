@@ -359,7 +359,8 @@ class Client:
         transport = self._era.transport
         error = _sessions.why_ended("client", self._requests.session, transport)
         network = getattr(transport, "network", "pipe")
-        _sessions.session_ended("client", started, self._era.protocol_version, network, error)
+        version = _sessions.http_version(transport)
+        _sessions.session_ended("client", started, self._era.protocol_version, network, error, version)
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

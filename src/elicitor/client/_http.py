@@ -127,6 +127,9 @@ class HttpClientTransport:
         self.pace = Pace()
         """The transport's own clocks for the server (the old transport's wait for its ``endpoint`` event),
         stopped while a person signs in through ``connect``'s ``auth``."""
+        self.http_version: str | None = None
+        """For telemetry, the HTTP version of the server's last answer (``1.1``, ``2``): the session metric's
+        ``network.protocol.version``."""
         self.lost: str | None = None
         """For telemetry, how the handshake-era session ended badly (the session metrics' ``error.type``; see
         ``telemetry/_sessions.py``): ``session_expired`` (the server no longer knew it: 404), ``connection_lost``
@@ -309,7 +312,7 @@ class HttpClientTransport:
                 async with self._sending:
                     response = await self._endpoint.open("POST", headers, message, brief=True)
                     if _telemetry.state.on:
-                        _responded(response)
+                        self._responded(response)
                     try:
                         body = await response.aread()
                     finally:
@@ -442,7 +445,7 @@ class HttpClientTransport:
         try:
             response = await self._open_post(message, headers, opening)
             if _telemetry.state.on:
-                _responded(response)
+                self._responded(response)
             try:
                 body: bytes | None = None
                 if opening and response.status_code in FALLBACK_STATUSES and self._may_fall_back(headers, response):
@@ -620,7 +623,7 @@ class HttpClientTransport:
             try:
                 async with aclosing(await self._endpoint.open("GET", headers)) as response:
                     if _telemetry.state.on:
-                        _responded(response)
+                        self._responded(response)
                     if response.status_code == 404 and "mcp-session-id" in headers:
                         # Its server stopped: initialize again (2025-11-25); the request may have been acted on.
                         self._session_gone(request_id, headers["mcp-session-id"], ran=True)
@@ -673,6 +676,13 @@ class HttpClientTransport:
                 return
             await anyio.sleep((retry if retry is not None else 1000) / 1000)
 
+    def _responded(self, response: Response) -> None:
+        """Telemetry: the server answered in ``response.http_version``: the span (and metric) of the request or
+        notification it answers say so, and the session's duration will (:attr:`http_version`)."""
+        from ..telemetry import _hooks
+
+        self.http_version = _hooks.http_responded(response) or self.http_version
+
     def _session_gone(self, request_id: RequestId, session: str | None, *, ran: bool) -> None:
         """The server no longer knows ``session``: the client must initialize again (2025-11-25). ``ran``: the
         request was under way (its POST accepted), so the server may have acted on it (:data:`SESSION_LOST`)."""
@@ -708,13 +718,6 @@ class HttpClientTransport:
         """Answer ``request_id`` locally with an error, so the caller does not wait forever."""
         message = LOCAL_FAILURE + reason
         self._put(error_reply(request_id, INTERNAL_ERROR, message, data))
-
-
-def _responded(response: Response) -> None:
-    """Telemetry: the request's or notification's ``CLIENT`` span says the HTTP version of its answer."""
-    from ..telemetry import _hooks
-
-    _hooks.http_responded(response)
 
 
 def _names_old_stream(url: str) -> bool:

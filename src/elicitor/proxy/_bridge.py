@@ -174,7 +174,8 @@ class Bridge:
 
                 network = getattr(downstream, "network", "pipe")
                 error = _sessions.why_ended("server", self.down, downstream)
-                _sessions.session_ended("server", started, self.down.revision, network, error)
+                version = _sessions.http_version(downstream)
+                _sessions.session_ended("server", started, self.down.revision, network, error, version)
 
     async def _prepare(self) -> None:
         """Open the upstream connection while the client starts (a stdio server may take seconds to start; the

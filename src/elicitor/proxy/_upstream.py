@@ -219,7 +219,8 @@ class Upstream:
 
         if self.revision is not None and not is_stateless(self.revision):  # 2026-07-28: no session
             error = _sessions.why_ended("client", self.session, self.transport)
-            _sessions.session_ended("client", started, self.revision, getattr(self.transport, "network", "pipe"), error)
+            network, version = getattr(self.transport, "network", "pipe"), _sessions.http_version(self.transport)
+            _sessions.session_ended("client", started, self.revision, network, error, version)
 
     async def run(self, ready: Callable[[], None]) -> None:
         """Open the connection, call ``ready``, and keep it until the server closes it or :meth:`close`."""

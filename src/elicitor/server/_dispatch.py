@@ -133,7 +133,8 @@ class ServerSession:
 
                 network = getattr(transport, "network", "pipe")
                 error = _sessions.why_ended("server", self.session, transport, failure)
-                _sessions.session_ended("server", started, self.handshake.revision, network, error)
+                version = _sessions.http_version(transport)
+                _sessions.session_ended("server", started, self.handshake.revision, network, error, version)
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                 await self.server.url_elicitations.detach(self.id)
 

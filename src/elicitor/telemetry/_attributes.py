@@ -254,9 +254,9 @@ def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     a new one each time and grow every replica's series without bound (the SDK's cardinality limit would then
     fold the real ones into its overflow series). A method MCP does not define and a revision elicitor does not
     speak become ``_OTHER`` (as the HTTP conventions count an unknown method), and so does an error code outside
-    JSON-RPC's reserved range (a peer's to invent); a tool or prompt name is kept unless the request failed with
-    ``-32601``/``-32602`` (an unknown tool or prompt is one of those). The span keeps every value: it is one
-    event, not a series.
+    JSON-RPC's reserved range (a peer's to invent), in ``error.type`` and ``rpc.response.status_code``; a tool or
+    prompt name is kept unless the request failed with ``-32601``/``-32602`` (an unknown tool or prompt is one of
+    those). The span keeps every value: it is one event, not a series.
     """
     out: dict[str, Any] = {}
     method = attributes.get("mcp.method.name")
@@ -265,18 +265,29 @@ def metric_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
     error = attributes.get("error.type")
     if error is not None:
         out["error.type"] = error if _bounded_error(error) else "_OTHER"
+    code = attributes.get("rpc.response.status_code")  # conditionally required: the same code, bounded the same
+    if code is not None:
+        out["rpc.response.status_code"] = code if _bounded_error(code) else "_OTHER"
     if error not in _NOT_ITS_NAME:
         for key in ("gen_ai.tool.name", "gen_ai.prompt.name"):
             if key in attributes:
                 out[key] = attributes[key]
+    if "gen_ai.operation.name" in attributes:  # execute_tool, ours alone
+        out["gen_ai.operation.name"] = attributes["gen_ai.operation.name"]
     version = attributes.get("mcp.protocol.version")
     if version is not None:
         out["mcp.protocol.version"] = version if version in ALL_REVISIONS else "_OTHER"
     for key in _NETWORK_LABELS:  # set by :func:`add_network` from our own transports, never from a peer
         if key in attributes:
             out[key] = attributes[key]
+    http_version = attributes.get("network.protocol.version")  # what an HTTP library or ASGI server said
+    if http_version is not None:
+        out["network.protocol.version"] = http_version if http_version in _HTTP_VERSIONS else "_OTHER"
     return out
 
 
 _NETWORK_LABELS = ("network.transport", "network.protocol.name")
 """The conventions' network attributes of the operation duration metrics: ``pipe`` or ``tcp``, and ``http``."""
+
+_HTTP_VERSIONS = frozenset({"1.0", "1.1", "2", "3"})
+"""The HTTP versions a ``network.protocol.version`` label may say; any other is counted as ``_OTHER``."""

@@ -47,9 +47,17 @@ def why_ended(side: str, session: object, transport: object, failure: BaseExcept
     return "connection_lost"
 
 
-def session_ended(side: str, started: int, revision: str | None, transport: str, error: str | None = None) -> None:
+def session_ended(
+    side: str,
+    started: int,
+    revision: str | None,
+    transport: str,
+    error: str | None = None,
+    http_version: str | None = None,
+) -> None:
     """A handshake-era session that started at ``started`` (``time.monotonic_ns()``) ended: its duration on
-    ``side``'s histogram (``server`` or ``client``), with ``error.type`` when it ended badly (:func:`why_ended`).
+    ``side``'s histogram (``server`` or ``client``), with ``error.type`` when it ended badly (:func:`why_ended`)
+    and, over HTTP, ``network.protocol.version`` (``http_version``: the transport's, see :func:`http_version`).
     A connection that never agreed a revision (a 2026-07-28 client on stdio, a handshake that failed) had no
     session, and is not counted.
 
@@ -60,7 +68,15 @@ def session_ended(side: str, started: int, revision: str | None, transport: str,
     attributes: dict[str, object] = {"mcp.protocol.version": revision}
     if error is not None:
         attributes["error.type"] = error
+    if http_version is not None:  # over HTTP: the version the session's connections spoke (1.1, 2)
+        attributes["network.protocol.version"] = http_version
     labels = metric_attributes(attributes)
     add_network(labels, transport, None)
     histogram = instruments.server_session if side == "server" else instruments.client_session
     histogram.record((time.monotonic_ns() - started) / 1e9, labels)
+
+
+def http_version(transport: object) -> str | None:
+    """The HTTP version an HTTP transport's session spoke, as it noted it (``None`` on stdio)."""
+    version = getattr(transport, "http_version", None)
+    return version if isinstance(version, str) else None

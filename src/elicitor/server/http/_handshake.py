@@ -128,6 +128,9 @@ class SessionTransport:
         self.id = session_id
         self.principal = principal
         """The user who created the session; only their requests find it."""
+        self.http_version: str | None = None
+        """For telemetry, the HTTP version of the POST that opened the session (the session metric's
+        ``network.protocol.version``)."""
         self.lost: str | None = None
         """For telemetry, how the session ended badly (the session metrics' ``error.type``): ``timeout``, expired
         after the idle timeout because its client left without ending it; ``None``: ended by its client (DELETE)
@@ -546,6 +549,8 @@ class HandshakeSessions:
             peer = _peer.current()
             if peer is not None:
                 session.peers[request_id] = peer
+                if session.http_version is None:  # the session metric's network.protocol.version: its first POST's
+                    session.http_version = peer.get("network.protocol.version")
         await session.deliver(body)
         return functools.partial(self._respond_from, stream, session.id)
 

@@ -70,6 +70,8 @@ async def serve_request(
             otel_context.detach(carried)
     attributes = request_attributes(method, params, request_id)
     add_network(attributes, transport, session_id)
+    if peer is not None and "network.protocol.version" in peer:  # bounded: a label too (the port is not)
+        attributes["network.protocol.version"] = peer["network.protocol.version"]
     span: Span | None = None
     token: object = None
     if tracer is not None:
@@ -160,7 +162,7 @@ async def send_request(
 
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
     requesting = _requesting.set(span)
-    carried = _on_the_wire.set(span)
+    carried = _on_the_wire.set((span, attributes))
     try:
         return await _measured(span, token, attributes, settle_result, ended, False, send, params, sent)
     finally:
@@ -174,27 +176,34 @@ _requesting: ContextVar[Span | None] = ContextVar("elicitor_requesting", default
 """The ``CLIENT`` span of the request this task waits on (:func:`send_request`): the parent of the
 ``notifications/cancelled`` sent when it is given up (:func:`cancelling`)."""
 
-_on_the_wire: ContextVar[Span | None] = ContextVar("elicitor_on_the_wire", default=None)
-"""The ``CLIENT`` span of the request or notification this task is sending (:func:`send_request`,
-:func:`send_notification`): the one an HTTP response to it describes (:func:`http_responded`). The HTTP transport
-POSTs a request in a task of its own, which starts with a copy of this context."""
+_on_the_wire: ContextVar[tuple[Span | None, dict[str, Any]] | None] = ContextVar("elicitor_on_the_wire", default=None)
+"""The ``CLIENT`` span (if traced) and the attributes (the metric's labels) of the request or notification this
+task is sending (:func:`send_request`, :func:`send_notification`): what an HTTP response to it describes
+(:func:`http_responded`). The HTTP transport POSTs a request in a task of its own, which starts with a copy of
+this context."""
 
 
-def http_responded(response: object) -> None:
+def http_responded(response: object) -> str | None:
     """The HTTP server answered the POST (or the GET resuming its stream) that carries the request or notification
     being sent: its ``CLIENT`` span says the HTTP version the answer came in, ``network.protocol.version`` (``1.1``,
     ``2``), as the conventions' "Recording MCP transport" table has it for Streamable HTTP and the HTTP+SSE
     transport. The version is the connection's, known only once the server answered: the client's HTTP library
     picks it (``httpx`` with ``http2=True`` speaks HTTP/2 to a server that offers it, elicitor's own connections
-    HTTP/1.1). A span already ended (a stream read on after its answer) is left alone.
+    HTTP/1.1). ``mcp.client.operation.duration`` is labelled with it too, as the conventions recommend. A span
+    already ended (a stream read on after its answer) is left alone.
 
-    Called only when ``state.on``."""
-    span = _on_the_wire.get()
-    if span is None or not span.is_recording():
-        return
+    Returns the version (``1.1``), or ``None`` when the response does not say. Called only when ``state.on``."""
     version = getattr(response, "http_version", None)
-    if isinstance(version, str) and version.upper().startswith("HTTP/"):
-        span.set_attribute("network.protocol.version", version[5:])
+    if not isinstance(version, str) or not version.upper().startswith("HTTP/"):
+        return None
+    said = version[5:]
+    sending = _on_the_wire.get()
+    if sending is not None:
+        span, attributes = sending
+        attributes["network.protocol.version"] = said
+        if span is not None and span.is_recording():
+            span.set_attribute("network.protocol.version", said)
+    return said
 
 
 async def cancelling(
@@ -251,7 +260,7 @@ async def send_notification(
     elif trace.get_current_span().get_span_context().is_valid:
         params = inject(params, None)
     ended = None if instruments is None else partial(_record, instruments.client_duration, attributes)
-    carried = _on_the_wire.set(span)
+    carried = _on_the_wire.set((span, attributes))
     try:
         await _measured(span, None, attributes, _nothing, ended, False, _sent, send, params)
     finally:
