@@ -1738,3 +1738,33 @@ def test_connect_says_a_dropped_answer_a_cancelled_task_and_an_unknown_outcome_i
         "tools/call 的結果不明：伺服器的工作階段在它執行期間結束了（它所在的副本可能已停止）；伺服器可能已經執行了它，"
         "因此沒有再次傳送"
     )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_why_signing_in_failed_is_said_in_the_persons_language(anyio_backend: str, tmp_path: Path) -> None:
+    """A protected server (elicitor serve behind elicitor dev-auth), a person who never comes back from the
+    sign-in page: connect framed the failure in Chinese but said why in English ("no sign-in within 1 s (the
+    browser never came back)"). The reasons a person meets when signing in are in their words now; what the
+    authorization server sent (its error code and description) as it came."""
+    from elicitor._connect import reason_of
+    from elicitor.client._local import AUTH_REFUSED_WHY, SIGNING_IN_FAILED, in_language, said
+    from elicitor.client.auth import LoopbackAuthorizer, OAuth
+
+    from .replicas import free_port
+    from .test_dev_auth import started
+
+    auth_port, mcp_port = free_port(), free_port()
+    issuer, url = f"http://127.0.0.1:{auth_port}", f"http://127.0.0.1:{mcp_port}/mcp"
+    dev_auth = [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(auth_port)]
+    serve = [sys.executable, "-m", "elicitor", "serve", "tests.peers.cli_server:server", "--port", str(mcp_port),
+             "--auth-issuer", issuer]  # fmt: skip
+    with started(dev_auth, auth_port, tmp_path / "auth.log"), started(serve, mcp_port, tmp_path / "serve.log"):
+        auth = OAuth(LoopbackAuthorizer(write=lambda line: None, open_browser=False, timeout=1))
+        with anyio.fail_after(120), pytest.raises(JSONRPCError) as failed:
+            async with Client.http(url, auth=auth):
+                pass
+    said_zh = reason_of(failed.value, language("zh-CN"))
+    assert "登录服务器失败：1 秒内没有完成登录（浏览器一直没有返回）" in said_zh, said_zh
+    refused = said(SIGNING_IN_FAILED, detail=said(AUTH_REFUSED_WHY, error="access_denied", detail="User said no"))
+    assert in_language(refused, language("zh-TW")) == "登入伺服器失敗：授權被拒絕：access_denied（User said no）"

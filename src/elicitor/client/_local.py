@@ -34,6 +34,17 @@ OLD_STREAM_ENDED = N_("the server's event stream ended before it answered ({deta
 OLD_STREAM_GONE = N_("the server's event stream has ended ({detail})")
 REFUSED = N_("the server refused the message with HTTP {status}: {detail}")
 
+NO_SIGN_IN = N_("no sign-in within {seconds} s (the browser never came back)")
+AUTH_REFUSED_WHY = N_("authorization refused: {error} ({detail})")
+AUTH_REFUSED = N_("authorization refused: {error}")
+NO_METADATA = N_("no authorization server metadata found for {issuer}")
+FORGED = N_("the authorization response's state does not match the request (a forged redirect?)")
+
+_SIGN_IN = (NO_SIGN_IN, AUTH_REFUSED_WHY, AUTH_REFUSED, NO_METADATA, FORGED)
+"""Why signing in failed (:class:`~elicitor.AuthError`), the sentences a person meets: the browser never came back,
+the person or the authorization server refused, no authorization server to sign in at, a redirect not their own.
+Said after :data:`SIGNING_IN_FAILED`; the authorization server's error code and description as sent."""
+
 _REASONS = (
     HTTP_FAILED, SIGNING_IN_FAILED, INVALID_SESSION_ID, ANSWERED_UNTYPED, ANSWERED_EMPTY, ANSWERED_KIND, STREAM_ENDED,
     SESSION_ENDED_MIDWAY, SESSION_ENDED, NO_OLD_TRANSPORT, OLD_STREAM_ENDED, OLD_STREAM_GONE, REFUSED,
@@ -52,13 +63,17 @@ def _pattern(reason: Message) -> re.Pattern[str]:
 
 
 _PATTERNS = tuple((reason, _pattern(reason)) for reason in _REASONS)
+_SIGN_IN_PATTERNS = tuple((reason, _pattern(reason)) for reason in _SIGN_IN)
 
 
-def in_language(text: str, lang: Language) -> str:
-    """A transport's own reason (:func:`said`'s text) in ``lang``, its values as they came; any other text as it
-    is."""
-    for reason, pattern in _PATTERNS:
+def in_language(text: str, lang: Language, patterns: tuple[tuple[Message, re.Pattern[str]], ...] = _PATTERNS) -> str:
+    """A transport's own reason (:func:`said`'s text) in ``lang``, its values as they came (why signing in failed,
+    when it is one of :data:`_SIGN_IN`, in ``lang`` too); any other text as it is."""
+    for reason, pattern in patterns:
         match = pattern.fullmatch(text)
         if match is not None:
-            return lang._(reason.msgid, **match.groupdict())
+            values = match.groupdict()
+            if reason is SIGNING_IN_FAILED:
+                values["detail"] = in_language(values["detail"], lang, _SIGN_IN_PATTERNS)
+            return lang._(reason.msgid, **values)
     return text

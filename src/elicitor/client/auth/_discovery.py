@@ -16,6 +16,7 @@ from urllib.parse import SplitResult, urlsplit
 import httpx2 as httpx
 
 from ..._exceptions import AuthError
+from .._local import NO_METADATA, said
 from ._challenge import Challenge
 
 logger = logging.getLogger("elicitor.auth")
@@ -141,4 +142,4 @@ async def authorization_server(http: httpx.AsyncClient, issuer: str, *, legacy: 
         )
     if legacy:  # 2025-03-26: no metadata at all, the default endpoints at the server's origin
         return AuthorizationServer(issuer, f"{origin}/authorize", f"{origin}/token", f"{origin}/register")
-    raise AuthError(f"no authorization server metadata found for {issuer}")
+    raise AuthError(said(NO_METADATA, issuer=issuer))

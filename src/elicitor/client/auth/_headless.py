@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 import httpx2 as httpx
 
 from ..._exceptions import AuthError
+from .._local import AUTH_REFUSED, AUTH_REFUSED_WHY, FORGED, said
 from ._discovery import split_url
 from ._types import AuthorizationResponse
 
@@ -52,9 +53,10 @@ def parse_redirect(location: str, state: str) -> AuthorizationResponse:
     query = {name: values[0] for name, values in parse_qs(split_url(location, "the redirect").query).items() if values}
     if "error" in query:
         detail = query.get("error_description")
-        raise AuthError(f"authorization refused: {query['error']}" + (f" ({detail})" if detail else ""), query["error"])
+        refused = said(AUTH_REFUSED_WHY, error=query["error"], detail=detail) if detail else None
+        raise AuthError(refused or said(AUTH_REFUSED, error=query["error"]), query["error"])
     if query.get("state") != state:
-        raise AuthError("the authorization response's state does not match the request (a forged redirect?)")
+        raise AuthError(said(FORGED))
     code = query.get("code")
     if not code:
         raise AuthError("the authorization response has no code")

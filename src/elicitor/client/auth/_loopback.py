@@ -24,6 +24,7 @@ import h11
 
 from ..._exceptions import AuthError
 from ...i18n import Language, language
+from .._local import NO_SIGN_IN, said
 from .._present import printable
 from .._url import url_warnings
 from ._types import AuthorizationResponse
@@ -149,7 +150,7 @@ class LoopbackAuthorizer:
                     tg.cancel_scope.cancel()
         except TimeoutError:
             self._waiting = None
-            raise AuthError(f"no sign-in within {self._timeout:g} s (the browser never came back)") from None
+            raise AuthError(said(NO_SIGN_IN, seconds=f"{self._timeout:g}")) from None
         except Exception:
             self._waiting = None  # anything but a cancellation ends this sign-in
             raise
