@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager, nullcontext, suppress
 from typing import Any, Protocol
@@ -23,9 +22,9 @@ import anyio
 import anyio.abc
 from anyio import TaskHandle
 
-from .._exceptions import ConnectionClosed, JSONRPCError, TemporarilyUnavailable
+from .._exceptions import ConnectionClosed, JSONRPCError
 from .._loop import Carrier, EagerStarter, running_asyncio_loop
-from .._sentences import CLOSED, CLOSED_UNANSWERED, INTERNAL, PEER_ENDED, TRANSIENT, said
+from .._sentences import CLOSED, CLOSED_UNANSWERED, PEER_ENDED
 from ..protocol import (
     Connection,
     ErrorReceived,
@@ -40,24 +39,12 @@ from ..protocol import (
 )
 from ..telemetry import _state as _telemetry
 from ..transports import Transport
-from ..types import INTERNAL_ERROR, JSONObject, RequestId
+from ..types import JSONObject, RequestId
 from ._deadlines import Deadlines
+from ._errors import internal_error, stray_excerpt
 from ._waiter import Waiter
 
 logger = logging.getLogger("elicitor.session")
-
-STRAY_EXCERPT = 120
-"""How many characters of a stray line a warning quotes."""
-
-
-def stray_excerpt(line: bytes) -> str:
-    """A line that is not a message, ready for a log: decoded leniently, cut at ``STRAY_EXCERPT`` characters and
-    quoted with ``repr`` (control characters, escape sequences and bidi overrides shown escaped, never acted on)."""
-    text = line.rstrip(b"\r\n").decode("utf-8", "backslashreplace")
-    if len(text) <= STRAY_EXCERPT:
-        return repr(text)
-    return f"{text[:STRAY_EXCERPT]!r}... ({len(line)} bytes)"
-
 
 RequestHandler = Callable[[RequestReceived], Awaitable[JSONObject]]
 """Answers one peer request: return the result, or raise :class:`JSONRPCError` to answer with an error."""
@@ -650,62 +637,3 @@ async def open_session(
             with anyio.CancelScope(shield=True):
                 await session._finish()
                 await transport.aclose()
-
-
-def internal_error(exc: BaseException, where: str) -> JSONRPCError:
-    """The error a peer gets for an unexpected exception: generic, with a reference to quote, the detail logged.
-
-    The exception's text may carry anything (a path, a query, a secret in a URL): it goes to this server's log
-    (ERROR, with the traceback and the reference), never to the peer, who gets -32603 "Internal error" and the
-    reference (``data.reference``), which finds the log line.
-
-    A :class:`~elicitor.TemporarilyUnavailable` (the shared state away: no bug) is :func:`transient_error`
-    instead, and so is an exception group of nothing else (a task group's children that all met it).
-    """
-    passing = _transient(exc)
-    if passing is not None:
-        return transient_error(passing, where)
-    reference = secrets.token_hex(6)
-    logger.error("%s failed (reference %s)", where, reference, exc_info=exc)
-    return JSONRPCError(
-        INTERNAL_ERROR,
-        said(INTERNAL, reference=reference),
-        {"reference": reference},
-    )
-
-
-def transient_error(exc: TemporarilyUnavailable, where: str) -> JSONRPCError:
-    """The error a peer gets when a service this server relies on was away for a moment: retryable.
-
-    Still -32603 (JSON-RPC has no code for "try again later", and MCP adds none), but ``data`` says so for a
-    client to act on: ``{"reference": ..., "retryable": true, "retryAfter": <seconds>}``
-    (:attr:`~elicitor.JSONRPCError.retryable`). The message says to retry and nothing else: the exception's text
-    names the store's address, so it goes only to this server's log, at WARNING and without a traceback (the
-    operator needs to know the store was away, not where in the code it was noticed), with the reference.
-
-    Over HTTP the response keeps its status (200), as any JSON-RPC error from a handler does, rather than 503 with
-    ``Retry-After``: on 2025-11-25 the answer travels on the session's stream, which may already be an SSE response
-    (progress, questions) when it fails; a 503 is what a balancer counts against a replica, or retries on another
-    one (``proxy_next_upstream``), though the request may have done part of its work (a ``tools/call``), whereas the
-    HTTP layer's own 503s refuse a request before anything ran; and a client reads the JSON-RPC error the same either
-    way, ours and the official SDK's alike, so a status would tell it nothing more.
-    """
-    reference = secrets.token_hex(6)
-    logger.warning("%s failed for a moment (reference %s): %s", where, reference, exc)
-    retry_after = exc.retry_after
-    return JSONRPCError(
-        INTERNAL_ERROR,
-        said(TRANSIENT, seconds=f"{retry_after:g}", reference=reference),
-        {"reference": reference, "retryable": True, "retryAfter": retry_after},
-    )
-
-
-def _transient(exc: BaseException) -> TemporarilyUnavailable | None:
-    """``exc`` if it is passing, or the first of a group's exceptions when every one of them is; else ``None``."""
-    if isinstance(exc, TemporarilyUnavailable):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        found = [_transient(inner) for inner in exc.exceptions]
-        if found and all(found):
-            return found[0]
-    return None
