@@ -821,3 +821,68 @@ async def test_a_redirect_is_followed_within_the_servers_origin_only(anyio_backe
             async with Client.http(url.removesuffix("/mcp") + "/away", headers={"authorization": "Bearer t"}):
                 pass
         assert {path for _, path, _ in seen} == {"/away"}  # nothing reached the other origin
+
+
+asking = Server("http-asking", "1.0")
+"""A call and a task that wait on the person."""
+
+
+@asking.tool(name="greet")
+async def greet_call(ctx: Context) -> str:
+    outcome = await ctx.elicit("Your name?", NAME)
+    return f"hello {outcome.data['name']}" if isinstance(outcome, Accepted) else outcome.action
+
+
+@asking.tool(task="required")
+async def greet_task(ctx: Context) -> str:
+    outcome = await ctx.elicit("Your name?", NAME)
+    return f"hello {outcome.data['name']}" if isinstance(outcome, Accepted) else outcome.action
+
+
+def looped(error: BaseException) -> bool:
+    """Whether ``error``'s chain of contexts comes back on itself."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None:
+        if id(current) in seen:
+            return True
+        seen.add(id(current))
+        current = current.__context__
+    return False
+
+
+@pytest.mark.parametrize("tool", ["greet", "greet_task"])
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+async def test_a_call_cancelled_by_its_caller_leaves_a_cancellation_anyio_can_follow(
+    anyio_backend: str, tool: str, revision: str
+) -> None:
+    """The caller's task group cancels a task that is inside ``async with Client.http(...)``, its call waiting on
+    the person. What leaves the client is the cancellation itself: not an error the client met while it closed (the
+    best-effort ``tasks/cancel`` of a task the call follows met the connection closing with it), and not one whose
+    chain of contexts loops: the client's exit stack pointed the cancellation's context at itself when two of its
+    task groups re-raised it, and anyio's task group, which follows that chain, then spun for ever at full CPU."""
+    outcomes: list[tuple[str, bool]] = []
+
+    async def person(request: Any) -> dict[str, str]:
+        asked.set()
+        await anyio.sleep_forever()
+        return {}
+
+    async def caller(url: str) -> None:
+        try:
+            async with Client.http(url, elicitation=ScriptedHandler(otherwise=person), protocol=revision) as client:
+                await client.call_tool(tool)
+        except BaseException as exc:
+            outcomes.append((type(exc).__name__, looped(exc)))
+            exc.__context__ = None  # so that this test fails instead of hanging
+            raise
+
+    async with serving(asking.http_app()) as url:
+        for _ in range(3):
+            asked = anyio.Event()
+            with anyio.fail_after(20):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(caller, url)
+                    await asked.wait()
+                    tg.cancel_scope.cancel()
+    assert outcomes == [("CancelledError", False)] * 3

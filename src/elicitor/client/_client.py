@@ -342,7 +342,7 @@ class Client:
                 session.revision = self._era.protocol_version
             self._session_open = not self._era.stateless  # a handshake-era session: counted when it ends
         except BaseException:
-            await stack.aclose()
+            await _closed(stack)
             raise
         return self
 
@@ -366,7 +366,7 @@ class Client:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         assert self._stack is not None
-        await self._stack.aclose()
+        await _closed(self._stack)
 
     async def _open_transport(self, stack: AsyncExitStack) -> Transport:
         if not callable(self._connect):
@@ -529,3 +529,25 @@ class Client:
         way to say they are done.
         """
         await self._urls.wait_completion(elicitation_id)
+
+
+async def _closed(stack: AsyncExitStack) -> None:
+    """``stack.aclose()``, and what it raises without a loop in its chain of contexts.
+
+    When two of the stack's exits raise the same exception (two task groups re-raising a cancellation that came
+    from outside them, as when the caller's task group cancels the task the client runs in), ``AsyncExitStack``
+    points that exception's context at itself. anyio's task group follows a cancellation's chain of contexts when
+    the task ends, and would follow that one for ever, the event loop spinning at full CPU: the loop is cut.
+    """
+    try:
+        await stack.aclose()
+    except BaseException as exc:
+        seen = {id(exc)}
+        current: BaseException = exc
+        while (context := current.__context__) is not None:
+            if id(context) in seen:
+                current.__context__ = None
+                break
+            seen.add(id(context))
+            current = context
+        raise

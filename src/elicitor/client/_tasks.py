@@ -21,12 +21,13 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
-from .._exceptions import JSONRPCError, RemoteProtocolError, TaskCancelled
+from .._exceptions import ElicitorError, JSONRPCError, RemoteProtocolError, TaskCancelled
 from ..telemetry import _state as _telemetry
 from ..telemetry._state import TASK_ORIGIN
 from ..types import INTERNAL_ERROR, CallToolResult, JSONObject
@@ -285,7 +286,9 @@ class TaskHandle:
                     await anyio.sleep(self._pause())
             await report()
         except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            # Best effort: the caller's cancellation often closes the connection too (the client's own tasks are
+            # cancelled with it), and what the cancel meets then must not take the cancellation's place.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5), suppress(ElicitorError):
                 await self.cancel()
             raise
         finally:
