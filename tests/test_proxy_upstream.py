@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,11 +41,11 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def short_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The proxy's limits on the server's silence, scaled down: the probe 1 s, the handshake 2 s, the old
-    transport's endpoint event 1 s."""
-    monkeypatch.setattr("elicitor.proxy._upstream.PROBE_TIMEOUT", 1.0)
-    monkeypatch.setattr("elicitor.proxy._upstream.HANDSHAKE_TIMEOUT", 2.0, raising=False)
-    monkeypatch.setattr("elicitor.client._legacy.ENDPOINT_WAIT", 1.0)
+    """The proxy's limits on the server's silence, scaled down: the probe 2 s, the handshake 3 s, the old
+    transport's endpoint event 2 s (seconds still, for a server in this process on a loaded machine)."""
+    monkeypatch.setattr("elicitor.proxy._upstream.PROBE_TIMEOUT", 2.0)
+    monkeypatch.setattr("elicitor.proxy._upstream.HANDSHAKE_TIMEOUT", 3.0, raising=False)
+    monkeypatch.setattr("elicitor.client._legacy.ENDPOINT_WAIT", 2.0)
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ async def test_a_stopped_http_server_fails_the_handshake_in_time(
                 async with Client(client_end, protocol=era, handshake_timeout=300):
                     pass
             tg.cancel_scope.cancel()
-    assert "the upstream server did not answer initialize within 2 s of silence" in failed.value.message
+    assert "the upstream server did not answer initialize within 3 s of silence" in failed.value.message
 
 
 def _old_protected_server() -> Any:
@@ -111,7 +112,7 @@ def _old_protected_server() -> Any:
 async def test_a_person_slower_than_every_limit_of_the_proxy_signs_in_upstream(
     anyio_backend: str, short_limits: None, upstream: str
 ) -> None:
-    """The person at the proxy takes 4 s to sign in upstream, twice the proxy's handshake limit and four times its
+    """The person at the proxy takes 6 s to sign in upstream, twice the proxy's handshake limit and three times its
     probe's and the old transport's endpoint wait. Old HTTP+SSE (``--transport sse``: its stream's GET is the
     first request, answered 401): the GET waits for the person, and the stream opens after. Streamable HTTP (a
     server that speaks 2026-07-28): the probe's ``server/discover`` waits for the person, and the client lands
@@ -134,7 +135,7 @@ async def test_a_person_slower_than_every_limit_of_the_proxy_signs_in_upstream(
         bridge = Bridge(lambda: HttpClientTransport.connect(url, auth=auth, transport=transport), sign_in=auth)
         with anyio.fail_after(60):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(sign_in.approve, 4.0)
+                tg.start_soon(sign_in.approve, 6.0)
                 tg.start_soon(bridge.serve, down_end)
                 async with Client(client_end, elicitation=handler, protocol="2026-07-28", handshake_timeout=300) as c:
                     if upstream == "sse":
@@ -242,7 +243,8 @@ async def test_a_stdio_server_that_crashes_is_started_again_by_the_next_call(
                 assert "its last lines on stderr: cannot start: the database is locked" in failures[-1]
                 if "started again only in" in failures[-1]:
                     break
-            assert "started again only in 2 s" in failures[-1]  # after two quick ends: a second's wait, doubled
+            # After two quick ends: a second's wait, doubled (1 s if this machine took over a second to ask again).
+            assert re.search(r"started again only in [12] s", failures[-1]), failures[-1]
             assert 1 < len(failures) < 4 and starts() == before + 2
             with pytest.raises(JSONRPCError, match="started again only in"):
                 await client.call_tool("pid")
