@@ -979,11 +979,13 @@ async def test_notifications_are_spans_in_the_trace_they_were_sent_in(
             assert point.attributes["network.transport"] == network.get("network.transport", "pipe")
             assert point.attributes.get("network.protocol.name") == network.get("network.protocol.name")
     # Over HTTP the client's requests and notifications, each POSTed, say the HTTP version the server answered in
-    # (network.protocol.version) and so do the server's points for the requests it served from those POSTs; what
-    # was pushed on a response stream says none, and neither does a POSTed notification on the server (its
-    # session reads it apart from the POST).
+    # (network.protocol.version), the server's points for the requests it served from those POSTs say theirs, and
+    # so do the server's own messages pushed on such a POST's response stream (the tool's progress and log line:
+    # counted as the server's client operations). The client's points for those pushes say none, and neither does
+    # a POSTed notification on the server (its session reads it apart from the POST).
+    client_sent = {"tools/call", "initialize", "notifications/initialized", "server/discover"}
     posted = {
-        "mcp.client.operation.duration": {"tools/call", "initialize", "notifications/initialized", "server/discover"},
+        "mcp.client.operation.duration": client_sent | {"notifications/progress", "notifications/message"},
         "mcp.server.operation.duration": {"tools/call", "initialize", "server/discover"},
     }
     for metric, methods in posted.items():

@@ -92,7 +92,13 @@ async def serve_request(
     elif parent is not None:
         token = otel_context.attach(parent)
     ended = None if instruments is None else partial(_record, instruments.server_duration, attributes)
-    result = await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    version = attributes.get("network.protocol.version")
+    over = _answering_over.set(version) if version is not None else None
+    try:
+        result = await _measured(span, token, attributes, settle_result, ended, True, handle, request)
+    finally:
+        if over is not None:
+            _answering_over.reset(over)
     if span is not None and method in _ANSWERED_BY_POST:
         meta = result.get("_meta")
         if not isinstance(meta, dict) or TRACEPARENT not in meta:
@@ -100,6 +106,23 @@ async def serve_request(
             if carrier is not None:  # the answer names its trace, as elicitor's client's does (see forwarding)
                 result = {**result, "_meta": {**(meta if isinstance(meta, dict) else {}), **carrier}}
     return result
+
+
+_answering_over: ContextVar[str | None] = ContextVar("elicitor_answering_over", default=None)
+"""The HTTP version of the POST whose request this task serves (:func:`serve_request`, from its ``peer``): what a
+server sends while serving it (a question, a progress report) goes on that POST's response stream, so its
+``CLIENT`` span and metric say that version (:func:`_pushed_over`)."""
+
+
+def _pushed_over(attributes: dict[str, Any], transport: str, url: str | None) -> None:
+    """A message a server sends (no endpoint ``url``: it is written into a response stream) while serving a
+    request that came over HTTP: ``network.protocol.version`` of the POST whose stream carries it. A client's
+    request (``url``: it is an HTTP request of its own) says the version of its own answer instead
+    (:func:`http_responded`)."""
+    if url is None and transport != "pipe":
+        version = _answering_over.get()
+        if version is not None:
+            attributes["network.protocol.version"] = version
 
 
 _ANSWERED_BY_POST = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
@@ -140,6 +163,7 @@ async def send_request(
     if revision is not None:
         attributes.setdefault("mcp.protocol.version", revision)
     add_network(attributes, transport, session_id, url)
+    _pushed_over(attributes, transport, url)
     span: Span | None = None
     token: object = None
     if tracer is not None:
@@ -253,6 +277,7 @@ async def send_notification(
         return
     attributes = request_attributes(method, params, None)
     add_network(attributes, transport, session_id, url)
+    _pushed_over(attributes, transport, url)
     span: Span | None = None
     if tracer is not None:
         span = tracer.start_span(span_name(method, attributes), kind=SpanKind.CLIENT, attributes=attributes)
