@@ -1768,3 +1768,16 @@ async def test_why_signing_in_failed_is_said_in_the_persons_language(anyio_backe
     assert "登录服务器失败：1 秒内没有完成登录（浏览器一直没有返回）" in said_zh, said_zh
     refused = said(SIGNING_IN_FAILED, detail=said(AUTH_REFUSED_WHY, error="access_denied", detail="User said no"))
     assert in_language(refused, language("zh-TW")) == "登入伺服器失敗：授權被拒絕：access_denied（User said no）"
+
+
+def test_a_date_typed_as_chinese_writes_it_is_read_in_a_real_terminal(tmux: Tmux) -> None:  # noqa: F811
+    """The date field's hint gives today in two forms, 2026-11-27 and 2026年11月27日: a person who typed a date in
+    the second (full-width digits from an input method too) was told "应为 YYYY-MM-DD 格式的日期". It is read as
+    the date it names and sent as YYYY-MM-DD; the review shows both, in the demo, on the full screen."""
+    command = f"cd {ROOT} && LANG=zh_CN.UTF-8 BROWSER=true {sys.executable} -m elicitor demo; sleep 60"
+    tmux("new-session", "-d", "-s", "demo", "-x", "120", "-y", "50", command)
+    tmux.wait_for("用餐人数 *", "日期 *", "饮食需求 *", timeout=60)
+    tmux.keys("3", "Tab", "２０２６年１２月２４日", "Tab", "Down", "Down", "Space", "Tab", "ada@example.com", "Tab")
+    tmux.keys("Space", "Down", "Down", "Space", "Tab", "Tab", "Enter")
+    shown = tmux.wait_for("日期：2026-12-24（2026年12月24日）", timeout=60)
+    assert "应为 YYYY-MM-DD 格式的日期" not in shown

@@ -614,8 +614,11 @@ def parse_text(f: FormField, text: str, lang: Language) -> Any:
     """Typed text as the field's value, checked by the field's shared validator; raises ``Problem`` if it is not.
 
     Yes and no may be typed in English or in ``lang``; numbers as Python reads them (any script's digits) or as
-    the person's region writes them (``1,234.5``), fullwidth forms too (:func:`ascii_typed`)."""
+    the person's region writes them (``1,234.5``), fullwidth forms too (:func:`ascii_typed`); a date as ``lang``
+    writes it in digits too (``2026年12月24日``, the form the date's hint shows), sent as ``2026-12-24``."""
     text = ascii_typed(f, text)
+    if isinstance(f, StringField) and f.format == "date":
+        text = lang.parse_date(text) or text
     if isinstance(f, BooleanField):
         lowered = text.lower()
         if lowered in ("y", "yes", "true", "1", lang._("yes").lower()):

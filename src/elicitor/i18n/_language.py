@@ -15,6 +15,7 @@ from __future__ import annotations
 import gettext
 import io
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -107,11 +108,39 @@ class Language:
         except (NumberFormatError, ValueError):
             return None
 
+    def parse_date(self, text: str) -> str | None:
+        """A date typed as this language writes it in words with digits (``2026年11月25日``, the form the date hint
+        shows), as ``YYYY-MM-DD``; ``None`` if it is not one, or the language names its months in words."""
+        pattern = _numeric_date(self.locale)
+        found = pattern.fullmatch(text.strip()) if pattern is not None else None
+        if found is None:
+            return None
+        try:
+            return date(int(found["y"]), int(found["m"]), int(found["d"])).isoformat()
+        except ValueError:  # 2026年2月30日
+            return None
+
     def date(self, value: date) -> str:
         """A date in words (``25 November 2026``, ``2026年11月25日``)."""
         if isinstance(value, datetime):
             return format_datetime(value, format="medium", tzinfo=value.tzinfo, locale=self.locale)
         return format_date(value, format="long", locale=self.locale)
+
+
+@cache
+def _numeric_date(locale: Locale) -> re.Pattern[str] | None:
+    """The locale's long date as a pattern when it is written in digits (Chinese ``y年M月d日``), its year, month and
+    day as groups; ``None`` when it names the month (English ``MMMM d, y``) or the day of the week."""
+    fields = re.findall(r"'[^']*'|([A-Za-z])\1*|([^A-Za-z']+)", locale.date_formats["long"].pattern)
+    parts: list[str] = []
+    for letter, literal in fields:
+        if literal:
+            parts.append(r"\s*" + re.escape(literal.strip()) + r"\s*" if literal.strip() else r"\s*")
+        elif letter in ("y", "M", "d"):
+            parts.append({"y": r"(?P<y>\d{4})", "M": r"(?P<m>\d{1,2})", "d": r"(?P<d>\d{1,2})"}[letter])
+        else:
+            return None
+    return re.compile("".join(parts))
 
 
 def _fill(template: str, english: str, args: Mapping[str, Any]) -> str:
