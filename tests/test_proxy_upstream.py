@@ -85,6 +85,31 @@ async def test_a_stopped_http_server_fails_the_handshake_in_time(
     assert "the upstream server did not answer initialize within 3 s of silence" in failed.value.message
 
 
+STOPPING_SERVER = "import os, signal; os.kill(os.getpid(), signal.SIGSTOP)"
+"""A stdio server that stops itself (SIGSTOP) as it starts: its pipes stay open, and nothing is ever read."""
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_a_stopped_stdio_server_fails_the_handshake_in_time(
+    anyio_backend: str, short_limits: None, era: str
+) -> None:
+    """The same over stdio: the server process is stopped before it reads a line. A 2026-07-28 client's probe
+    falls back to ``initialize`` after its limit (it always had one on stdio), and ``initialize`` is given up too
+    (it had none): the client gets the proxy's error, not a wait for ever."""
+    from elicitor.transports import StdioClientTransport
+
+    client_end, down_end = memory_pair()
+    bridge = Bridge(lambda: StdioClientTransport.start([sys.executable, "-c", STOPPING_SERVER], grace=0.5))
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bridge.serve, down_end)
+            with pytest.raises(JSONRPCError) as failed:
+                async with Client(client_end, protocol=era, handshake_timeout=300):
+                    pass
+            tg.cancel_scope.cancel()
+    assert "the upstream server did not answer initialize within 3 s of silence" in failed.value.message
+
+
 def _old_protected_server() -> Any:
     """An ASGI app: the sign-in tests' authorization server, in front of a server of the old HTTP+SSE transport
     whose stream (GET) and messages (POST) both need the token."""
