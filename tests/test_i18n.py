@@ -1781,3 +1781,27 @@ def test_a_date_typed_as_chinese_writes_it_is_read_in_a_real_terminal(tmux: Tmux
     tmux.keys("Space", "Down", "Down", "Space", "Tab", "Tab", "Enter")
     shown = tmux.wait_for("日期：2026-12-24（2026年12月24日）", timeout=60)
     assert "应为 YYYY-MM-DD 格式的日期" not in shown
+
+
+menu_desk = Server("menu-desk", version="1.0.0")
+
+
+@menu_desk.tool()
+async def pick(ctx: Context) -> str:
+    form = {"type": "object", "properties": {"diet": {"type": "array", "items": {"type": "string", "enum": ["素"]}}}}
+    return str(await ctx.elicit("选择", Form.from_schema(form)))
+
+
+@pytest.mark.anyio
+async def test_a_form_the_clients_revision_cannot_carry_is_said_in_the_persons_language(anyio_backend: str) -> None:
+    """A 2025-06-18 client (no multi-select fields there): the tool's error named why in English after the Chinese
+    frame elicitor put around it. The reason is one of elicitor's own sentences too now; the field's name as sent."""
+    from elicitor import ScriptedHandler
+    from elicitor._results import Saver, result_text
+
+    async with connected(menu_desk, elicitation=ScriptedHandler([]), protocol="2025-06-18") as client:
+        result = await client.call_tool("pick")
+    assert result_text(result, language("zh-CN"), Saver(None)) == (
+        "错误：工具 'pick' 需要客户端不提供的能力：多选字段（diet）需要协议版本 2025-11-25 或更新版本；"
+        "客户端使用的是 2025-06-18"
+    )

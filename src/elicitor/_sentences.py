@@ -37,6 +37,9 @@ NO_ROOTS = N_("the client did not declare the roots capability")
 NO_FORMS = N_("the client did not declare the elicitation capability (form mode), so it cannot be asked")
 NO_URL_MODE = N_("the client did not declare URL-mode elicitation")
 OLD_REVISION = N_("the client speaks 2025-06-18, which has no URL mode")
+MULTI_SELECT = N_(
+    "multi-select fields ({fields}) need protocol revision 2025-11-25 or later; the client speaks 2025-06-18"
+)
 
 INTERNAL = N_("Internal error (reference {reference}; the detail is in the server's log)")
 """-32603 for an unexpected exception: the detail stays in the server's log, the reference finds it there."""
@@ -65,7 +68,7 @@ where ``elicitor connect`` shows them."""
 TOOL_ERRORS: tuple[Message, ...] = (URL_REFUSED, INVALID_ARGUMENTS, ANSWER_INVALID, CAPABILITY_MISSING, TOOL_FAILED)
 """Every sentence elicitor's server writes as a whole tool error."""
 
-REASONS: tuple[Message, ...] = (NO_SAMPLING, NO_ROOTS, NO_FORMS, NO_URL_MODE, OLD_REVISION)
+REASONS: tuple[Message, ...] = (NO_SAMPLING, NO_ROOTS, NO_FORMS, NO_URL_MODE, OLD_REVISION, MULTI_SELECT)
 """Why a capability is missing, as :class:`~elicitor.ClientCapabilityMissing` says it (the ``why`` above)."""
 
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar, cast, overload
 import msgspec
 
 from .._exceptions import ElicitationUnsupported, FieldError, FormDefinitionError, InvalidAnswer
+from .._sentences import MULTI_SELECT, said
 from ..i18n._message import N_, Message
 from ..types import REV_2025_06_18, REV_2025_11_25, JSONObject, JSONValue
 from ._fields import FormField, MultiEnumField, Problem
@@ -133,10 +134,7 @@ class Form(Generic[T]):
         if revision == REV_2025_06_18:
             multi = [f.name for f in self.fields if isinstance(f, MultiEnumField)]
             if multi:
-                raise ElicitationUnsupported(
-                    f"multi-select fields ({', '.join(multi)}) need protocol revision 2025-11-25 or later; "
-                    "the client speaks 2025-06-18"
-                )
+                raise ElicitationUnsupported(said(MULTI_SELECT, fields=", ".join(multi)))
         schema: JSONObject = {
             "type": "object",
             "properties": {f.name: f.to_schema(revision) for f in self.fields},
