@@ -666,9 +666,9 @@ async def test_a_url_completion_made_while_redis_is_away_counts_once_redis_is_ba
 ) -> None:
     """2025-11-25, two replicas: the person finishes on the third party's page while Redis is paused, and the
     page's callback (``complete_url_elicitation`` on the replica the page reached) waits for Redis instead of
-    raising: the completion counts, the client's connection on the other replica is told once, and the call goes
-    on. A completion whose first try reached Redis but whose answer was lost counts once all the same, and the same
-    completion made a second time (the page loaded twice) does not count again."""
+    raising: the completion counts, the client's connection on the other replica is told, and the call goes on. A
+    completion whose first try reached Redis but whose answer was lost counts once all the same, and the same
+    completion made a second time (the page loaded twice) does not count again (it tells the client again)."""
     from redis.asyncio import Redis
 
     prefix = f"outage{secrets.token_hex(4)}:"
@@ -724,7 +724,7 @@ async def test_a_url_completion_made_while_redis_is_away_counts_once_redis_is_ba
         await admin.aclose()
     assert result.text == "connected"
     assert counted == [True, False]
-    assert len(told) == 1
+    assert told == [told[0]] * 2  # the page loaded twice tells the client twice (it ignores the second)
 
 
 async def test_a_url_completion_that_cannot_reach_redis_within_its_bound_fails_clearly_and_counts_later(
@@ -757,6 +757,80 @@ async def test_a_url_completion_that_cannot_reach_redis_within_its_bound_fails_c
         await admin.aclose()
         await store.aclose()
     assert counted
+
+
+async def test_a_url_completion_redis_stored_after_its_page_was_refused_tells_the_client_when_the_page_is_reloaded(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """2025-11-25, two replicas: Redis paused longer than a completion waits (half a second here), so the page's
+    completion raises and the page asks its person to reload; Redis then runs the last try's write all the same
+    (its reply was what got lost): the completion counted, and nobody told the client. The person reloads: that
+    completion is refused as a second one (not counted again), and the client's connection on the other replica
+    is told now. It never was: the client waited for its notice until its own bound. About 3 s."""
+    from redis.asyncio import Redis
+
+    from elicitor.server import _url
+
+    monkeypatch.setattr(_url, "COMPLETE_PATIENCE", 0.5)
+    prefix = f"outage{secrets.token_hex(4)}:"
+    replicas = [replica_of(accounts, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0)) for _ in range(2)]
+    (asking, asking_app), (paging, paging_app) = replicas
+    admin = Redis.from_url(redis.url)
+    told: list[str] = []
+    notify_local = asking.url_elicitations.notify_local
+
+    async def noted(connection: str, elicitation_id: str) -> None:
+        told.append(elicitation_id)
+        await notify_local(connection, elicitation_id)
+
+    asking.url_elicitations.notify_local = noted  # type: ignore[method-assign]
+    urls = paging.store.urls
+    complete = urls.complete
+    refused: list[tuple[str, str | None, str | None]] = []
+
+    async def complete_or_note_it(
+        elicitation_id: str, principal: str | None, attempt: str | None = None
+    ) -> UrlRecord | None:
+        try:
+            return await complete(elicitation_id, principal, attempt)
+        except StoreUnavailable:
+            refused.append((elicitation_id, principal, attempt))
+            raise
+
+    urls.complete = complete_or_note_it  # type: ignore[method-assign]
+    counted: list[bool] = []
+
+    async def finish_on_the_page(request: ElicitationRequest | UrlElicitationRequest) -> Accepted[None]:
+        assert isinstance(request, UrlElicitationRequest) and request.elicitation_id is not None
+        await admin.execute_command("CLIENT", "PAUSE", "1500", "ALL")
+        with pytest.raises(StoreUnavailable):  # the page says to reload in a moment
+            await paging.complete_url_elicitation(request.elicitation_id)
+        while True:  # Redis is back: it runs the last try's write now, as it would have, late
+            try:
+                assert await complete(*refused[-1]) is not None
+                break
+            except StoreUnavailable:
+                await anyio.sleep(0.2)
+        counted.append(await paging.complete_url_elicitation(request.elicitation_id))  # reloaded
+        return Accepted(None)
+
+    handler = ScriptedHandler(otherwise=finish_on_the_page, modes=frozenset({"form", "url"}))
+    try:
+        async with (
+            serving(asking_app) as url,
+            serving(paging_app),
+            Client.http(url, elicitation=handler, protocol="2025-11-25") as client,
+        ):
+            with anyio.fail_after(60):
+                result = await client.call_tool("connect_account")
+            with anyio.move_on_after(10):  # the notice is on its way through Redis
+                while not told:
+                    await anyio.sleep(0.05)
+    finally:
+        await admin.aclose()
+    assert result.text == "connected"
+    assert counted == [False]
+    assert told == [refused[-1][0]]
 
 
 async def test_past_the_most_url_completions_waiting_for_redis_a_completion_raises_at_once(redis: RedisServer) -> None:

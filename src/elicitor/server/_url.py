@@ -305,21 +305,26 @@ class UrlElicitations:
             return None
         if completed is not None:
             completed(record)
+        await self._tell(record)
+        return record
+
+    async def _tell(self, record: UrlRecord) -> None:
+        """Tell the client that started ``record`` that it is completed, on its connection here or through the
+        replica holding it; never raises (a notice that cannot be sent is logged)."""
         if record.connection is None:
-            return record
+            return
         try:
             if record.replica == self._store.replica:
-                await self.notify_local(record.connection, elicitation_id)
+                await self.notify_local(record.connection, record.id)
             elif record.replica is not None:
                 traced = None
                 if _telemetry.state.on:
                     from ..telemetry import _hooks
 
                     traced = _hooks.current_traceparent()
-                await self._send_notice(record.replica, UrlComplete(record.connection, elicitation_id, traced))
+                await self._send_notice(record.replica, UrlComplete(record.connection, record.id, traced))
         except Exception:
-            logger.exception("URL elicitation %.8s... completed, but its client could not be told", elicitation_id)
-        return record
+            logger.exception("URL elicitation %.8s... completed, but its client could not be told", record.id)
 
     async def _send_notice(self, replica: str, notice: UrlComplete) -> None:
         backoff = Backoff(first=0.1, most=1.0)
@@ -342,7 +347,16 @@ class UrlElicitations:
         if record is None:
             logger.warning("URL elicitation %s not completed: unknown or expired", shown)
         elif record.completed:
-            logger.info("URL elicitation %s not completed again: it already was", shown)
+            if record.principal is None or record.principal == principal:
+                # Its user's page, again: tell the client again. A completion whose write reached the store after
+                # its page was told the store was away (its reply lost) counted, and nobody told the client; the
+                # person reloading the page is then its only chance. A client ignores a notice for an elicitation
+                # it already knows completed (2025-11-25 client/elicitation), so a page loaded twice costs one
+                # notice more.
+                logger.info("URL elicitation %s not completed again: it already was (its client is told again)", shown)
+                await self._tell(record)
+            else:
+                logger.info("URL elicitation %s not completed again: it already was", shown)
         elif principal is None:
             logger.warning(
                 "URL elicitation %s not completed: it belongs to a signed-in user, and the completion named none "
