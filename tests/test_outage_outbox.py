@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import httpx2 as httpx
 import mcp_types as types
 import pytest
@@ -136,6 +137,44 @@ async def test_an_answer_of_the_official_sdk_landing_elsewhere_past_the_hold_sti
                 await anyio.sleep(0.05)
     assert result.content[0].text == "Ada"  # type: ignore[union-attr]
     assert asked == ["Pick a name"] and transport.sent == [202]
+
+
+async def test_an_answer_kept_while_redis_restarts_without_its_data_reaches_the_call(tmp_path: Path) -> None:
+    """Redis is stopped (connections refused) past B's hold while the official SDK's person answers on B: B keeps
+    the answer (202). Redis comes back empty: the session's record is gone until A claims it again at its
+    heartbeat, and B's relay waits for that rather than drop the answer as for a session gone; the call ends
+    with the person's answer. About 5 s."""
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        async with two_replicas(redis.url, picking, lease=1.0, timeout=1.0, heartbeat=1.0) as (a, b, apps):
+            outbox = apps[1]._handshake._outbox
+
+            async def callback(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+                redis.stop()
+                await anyio.sleep(0.5)  # the person answers meanwhile
+                return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+            async def start_redis_once_b_keeps_the_answer() -> None:
+                while not len(outbox):
+                    await anyio.sleep(0.05)
+                await anyio.to_thread.run_sync(redis.start)
+
+            transport = AnswersTo(b)
+            with anyio.fail_after(60):
+                async with (
+                    anyio.create_task_group() as tg,
+                    httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(30, read=300)) as http,
+                    McpClient(
+                        streamable_http_client(a, http_client=http), elicitation_callback=callback, mode="legacy"
+                    ) as client,
+                ):
+                    tg.start_soon(start_redis_once_b_keeps_the_answer)
+                    result = await client.call_tool("pick", {})
+    finally:
+        redis.stop()
+    assert result.content[0].text == "Ada"  # type: ignore[union-attr]
+    assert transport.sent == [202]
 
 
 async def test_a_replica_stopped_while_it_keeps_an_answer_passes_it_on_within_its_grace(redis: RedisServer) -> None:
