@@ -205,16 +205,20 @@ def traced_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[D
     if MISSING:
         pytest.skip(f"needs {' and '.join(MISSING)} (make test installs them)")
     spans = tmp_path_factory.mktemp("spans")
-    before = os.environ.get("ELICITOR_SPANS_DIR")
-    os.environ["ELICITOR_SPANS_DIR"] = str(spans)  # the replicas' environment is copied from ours
+    # The replicas' environment is copied from ours: their spans' folder, and nginx's address as the balancer whose
+    # X-Forwarded-For they believe (uvicorn's variable; Server.run believes nobody's without it).
+    settings = {"ELICITOR_SPANS_DIR": str(spans), "FORWARDED_ALLOW_IPS": "127.0.0.1"}
+    before = {name: os.environ.get(name) for name in settings}
+    os.environ.update(settings)
     try:
         with deployment([sys.executable, "-m", "tests.peers.traced_replica"], tmp_path_factory.mktemp("c")) as up:
             yield up, spans
     finally:
-        if before is None:
-            del os.environ["ELICITOR_SPANS_DIR"]
-        else:
-            os.environ["ELICITOR_SPANS_DIR"] = before
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def replica_spans(folder: Path) -> list[dict[str, Any]]:
@@ -783,6 +787,47 @@ async def test_a_request_forwarded_for_a_client_that_names_no_trace_links_to_the
             assert "elicitor.forwarded_by" not in span["attributes"]
 
 
+async def test_behind_a_trusted_balancer_each_span_names_the_person_even_for_a_request_forwarded_to_its_owner(
+    traced_cluster: tuple[Deployment, Path],
+) -> None:
+    """The replicas believe nginx's ``X-Forwarded-For`` (``FORWARDED_ALLOW_IPS``, nginx being on 127.0.0.1): the
+    person, connected to nginx from 127.0.0.2, is the ``client.address`` of every ``SERVER`` span of their calls,
+    a call served where it landed as a call another replica forwarded to the session's owner (which never saw
+    its POST, and named nobody: the envelope now says who sent it). The address the person's own
+    ``X-Forwarded-For`` claims is believed nowhere: only what nginx added, from a peer the replicas trust."""
+    cluster, folder = traced_cluster
+    before = {s["context"]["span_id"] for s in replica_spans(folder)}
+
+    def new(name: str) -> list[dict[str, Any]]:
+        return [s for s in replica_spans(folder) if s["name"] == name and s["context"]["span_id"] not in before]
+
+    person = httpx.AsyncClient(
+        transport=httpx.AsyncHTTPTransport(local_address="127.0.0.2"), headers={"x-forwarded-for": "203.0.113.9"}
+    )
+    calls = 0
+    with anyio.fail_after(120):
+        async with person, Client.http(cluster.nginx.url, http=person, protocol="2025-11-25") as client:
+            # Round robin: until one call landed on the session's replica and one on another (forwarded).
+            while calls < 12 and not (
+                new("forward tools/call replica") and calls > len(new("forward tools/call replica"))
+            ):
+                await client.call_tool("replica")
+                calls += 1
+                with anyio.move_on_after(2):  # a forward span ends once the answer is relayed: let it land
+                    while len(new("tools/call replica")) < calls:
+                        await anyio.sleep(0.05)
+        while len([s for s in new("tools/call replica") if s["kind"] == "SpanKind.SERVER"]) < calls:
+            await anyio.sleep(0.05)
+    served = [s for s in new("tools/call replica") if s["kind"] == "SpanKind.SERVER"]
+    forwarded = [s for s in served if "elicitor.forwarded_by" in s["attributes"]]
+    assert forwarded and len(forwarded) < len(served)  # both kinds: forwarded to the owner, and served where it landed
+    for span in served:
+        assert span["attributes"]["client.address"] == "127.0.0.2", span["attributes"]
+        assert "client.port" not in span["attributes"]  # X-Forwarded-For names no port: nginx's is not theirs
+    for path in folder.glob("*.jsonl"):
+        assert "203.0.113.9" not in path.read_text()
+
+
 def test_replicas_before_and_after_the_hop_read_each_others_requests() -> None:
     """As for an answer (below): a forwarded request's envelope with its hop is read by a replica that does not
     know it, one without is read by a replica that does, and without a tracer it is byte for byte what it was."""
@@ -807,6 +852,15 @@ def test_replicas_before_and_after_the_hop_read_each_others_requests() -> None:
         "s", 3, body, "r2", "t"
     )
     assert msgspec.msgpack.decode(traced, type=PeerMessage) == Open("s", 3, body, "r2", "t", hop)
+    # Who POSTed it, for the owner's span: ignored by a replica that does not know it.
+    peer: dict[str, str | int] = {
+        "client.address": "192.0.2.7",
+        "client.port": 50000,
+        "network.protocol.version": "1.1",
+    }
+    told = encode(Open("s", 3, body, "r2", "t", hop, peer))
+    assert msgspec.msgpack.decode(told, type=Before) == Before("s", 3, body, "r2", "t")
+    assert msgspec.msgpack.decode(told, type=PeerMessage) == Open("s", 3, body, "r2", "t", hop, peer)
 
 
 def test_replicas_before_and_after_the_hop_read_each_others_answers() -> None:

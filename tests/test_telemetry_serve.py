@@ -91,7 +91,10 @@ def serving(arguments: list[str], port: int, environment: dict[str, str], log: P
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
-async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("trusted", [False, True])
+async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, trusted: bool, tmp_path: Path) -> None:
+    """... and believes an ``X-Forwarded-For`` only from the peers ``--forwarded-allow-ips`` names: by default a
+    client on loopback (uvicorn believed loopback) could put any address in the spans' ``client.address``."""
     port, metrics = free_port(), free_port()
     environment = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": "",  # set below: the receiver's
@@ -102,8 +105,10 @@ async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, t
     with receiving() as receiver:
         environment["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.url
         arguments = ["--telemetry", "native", "--metrics", f"127.0.0.1:{metrics}"]
+        arguments += ["--forwarded-allow-ips", "127.0.0.1"] if trusted else []
         with serving(arguments, port, environment, tmp_path / "serve.log"):
-            async with Client.http(f"http://127.0.0.1:{port}/mcp", protocol="2026-07-28") as client:
+            said = {"x-forwarded-for": "203.0.113.9"}  # by a balancer on 127.0.0.1, or a client lying
+            async with Client.http(f"http://127.0.0.1:{port}/mcp", protocol="2026-07-28", headers=said) as client:
                 assert (await client.call_tool("count")).text == "counted to three"
             async with httpx.AsyncClient() as http:
                 scraped = (await http.get(f"http://127.0.0.1:{metrics}/metrics")).text
@@ -118,6 +123,7 @@ async def test_serve_exports_over_otlp_and_serves_a_scrape(anyio_backend: str, t
     assert 'mcp_method_name="tools/call"' in scraped
     traces = receiver.sent_to("/v1/traces")
     assert b"cli-desk" in traces  # service.name: the server's name, OTEL_SERVICE_NAME unset
+    assert (b"203.0.113.9" in traces) is trusted  # client.address: believed from a trusted peer only
     assert b"mcp.server.operation.duration" in receiver.sent_to("/v1/metrics")
 
 

@@ -131,6 +131,13 @@ _TRANSPORT_HELP = _(
 )
 
 
+_FORWARDED_HELP = _(
+    "over HTTP: believe the X-Forwarded-For and X-Forwarded-Proto headers of these balancers only (addresses or "
+    "networks, comma-separated; * for any peer), so that traces name each client's own address; default: "
+    "$FORWARDED_ALLOW_IPS, else nobody's"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: every command and option (the documentation's CLI page is generated from it)."""
     parser = argparse.ArgumentParser(
@@ -203,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
             "connections to the replicas (deploy/nginx.conf: 4 s)"
         ),
     )
+    serve.add_argument("--forwarded-allow-ips", metavar="IPS", help=_FORWARDED_HELP)
     serve.add_argument(
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
@@ -371,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help=_("serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)"),
     )
+    proxy.add_argument("--forwarded-allow-ips", metavar="IPS", help=_FORWARDED_HELP)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for command in action.choices.values():
@@ -445,7 +454,10 @@ def _main(argv: list[str] | None) -> int:
         # Behind --listen several people's clients may share the proxy: this machine's browser or terminal would
         # show each one's questions to whoever sits here, and answer them for that person. Asked for, it does.
         ui: UI = args.ui if args.ui is not None else "none" if args.listen is not None else "browser"
-        return proxy_main(args.target, ui, args.upstream_protocol, args.listen, transport=args.transport)
+        return proxy_main(
+            args.target, ui, args.upstream_protocol, args.listen, transport=args.transport,
+            forwarded_allow_ips=args.forwarded_allow_ips,
+        )  # fmt: skip
     if args.command == "demo":
         from .demo import main as demo_main
 
@@ -651,7 +663,7 @@ def _serve(args: argparse.Namespace) -> int:
         if problem is not None:
             _serve_says(t("not starting: {reason}", reason=t_of(problem)))
             return 2
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"forwarded_allow_ips": args.forwarded_allow_ips}
         if args.keep_alive is not None:
             if args.keep_alive < 1:
                 _serve_says(t("--keep-alive must be a whole number of seconds, 1 or more"))

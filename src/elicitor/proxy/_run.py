@@ -141,6 +141,7 @@ async def serve_http(
     stack: tuple[str, str] = ("asyncio", "h11"),
     transport: str = "auto",
     shutdown_grace: int = 30,
+    forwarded_allow_ips: str | None = None,
 ) -> None:
     """Serve clients over Streamable HTTP at ``http://host:port/mcp`` (elicitor's HTTP app: Host and Origin checks,
     sessions, both eras), forwarding to ``target``.
@@ -152,10 +153,11 @@ async def serve_http(
 
     ``stack`` names the event loop this runs on and the HTTP parser to use (``http_stack()``), as ``elicitor serve``
     chooses them; the parser's protocol keeps a connection with a request in it open across a stall of the process
-    (``server.http._keepalive``), so what a balancer sent on it meanwhile is read, not reset."""
+    (``server.http._keepalive``), so what a balancer sent on it meanwhile is read, not reset.
+    ``forwarded_allow_ips``: the balancers whose forwarding headers are believed, as for ``Server.run``."""
     import uvicorn
 
-    from ..server._server import KEEP_ALIVE
+    from ..server._server import KEEP_ALIVE, forwarding
     from ..server.http._drain import DrainingServer
     from ..server.http._keepalive import http_protocol
     from ._http import ProxyServer
@@ -181,6 +183,7 @@ async def serve_http(
             lifespan="on",
             timeout_graceful_shutdown=shutdown_grace,
             timeout_keep_alive=KEEP_ALIVE,
+            **forwarding(forwarded_allow_ips),
         )
         await DrainingServer(config, app).serve()  # the app hears of the shutdown as it begins (its sessions end)
 
@@ -199,6 +202,7 @@ def main(
     *,
     transport: str = "auto",
     shutdown_grace: int = 30,
+    forwarded_allow_ips: str | None = None,
 ) -> int:
     """``elicitor proxy``: serve on stdio, or over Streamable HTTP with ``listen`` (``HOST:PORT``; a SIGTERM then
     leaves the calls in flight ``shutdown_grace`` seconds, see :func:`serve_http`); the process's exit status."""
@@ -225,6 +229,7 @@ def main(
                     stack=stack,
                     transport=transport,
                     shutdown_grace=shutdown_grace,
+                    forwarded_allow_ips=forwarded_allow_ips,
                 ),
                 loop=stack[0],
             )

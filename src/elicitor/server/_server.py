@@ -517,6 +517,7 @@ class Server:
         loop: Literal["auto", "uvloop", "asyncio"] = "auto",
         http: Literal["auto", "httptools", "h11"] = "auto",
         keep_alive: int = KEEP_ALIVE,
+        forwarded_allow_ips: str | Sequence[str] | None = None,
         **options: Any,
     ) -> None:
         """Blocking entry point: serve over stdio, or over Streamable HTTP with uvicorn at ``host:port/path``.
@@ -541,6 +542,12 @@ class Server:
         ``backend`` is the async library for stdio (``"asyncio"``, on ``loop``, or ``"trio"``). ``keep_alive`` is
         how long, in seconds, an idle HTTP connection stays open; behind a balancer, keep it longer than the
         balancer keeps its idle connections to the replicas (see :data:`KEEP_ALIVE`).
+
+        ``forwarded_allow_ips``: the balancers whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` headers are
+        believed (uvicorn's setting of that name: addresses or networks, comma-separated or a sequence, ``"*"``
+        for any peer), so that spans name the person's address as ``client.address`` rather than the
+        balancer's. Default: ``FORWARDED_ALLOW_IPS`` from the environment (uvicorn's variable), else nobody's:
+        anyone can write those headers, so a server believes them only from peers it is told to.
 
         On stdio, stdout is the protocol channel: ``print()`` output goes to stderr while serving (see
         :meth:`serve_stdio`), and if the application has not configured logging, Python logging is set up to write
@@ -588,6 +595,7 @@ class Server:
                 lifespan="on",  # a lifespan that fails stops the server with its reason ("auto" would serve on)
                 timeout_graceful_shutdown=shutdown_grace,
                 timeout_keep_alive=keep_alive,
+                **forwarding(forwarded_allow_ips),
             )
             served = DrainingServer(config, app)  # the app hears of a SIGTERM as its shutdown begins
             with contextlib.suppress(KeyboardInterrupt):
@@ -608,6 +616,27 @@ async def _stop_on_signal(scope: anyio.CancelScope, connection: ServerSession) -
                 logger.warning("stopping on %s: %d request(s) in flight are ended", signal.Signals(sig).name, ended)
             scope.cancel()
             return
+
+
+FORWARDED_ALLOW_IPS_ENV = "FORWARDED_ALLOW_IPS"
+"""uvicorn's environment variable naming the peers whose forwarding headers it believes (:func:`forwarding`)."""
+
+
+def forwarding(allowed: str | Sequence[str] | None) -> dict[str, Any]:
+    """uvicorn's settings for believing forwarding headers (``X-Forwarded-For``, ``X-Forwarded-Proto``): from the
+    peers ``allowed`` names, else those of ``FORWARDED_ALLOW_IPS``, else from nobody.
+
+    uvicorn itself believes them from loopback unless told otherwise, so any local process (a browser's page
+    fetching from 127.0.0.1 included) could name any client address and scheme; behind a balancer on another
+    host it never believed them, and spans named the balancer. Nothing is believed unless the operator says
+    whose headers to believe (an empty string too: nobody's, whatever the environment says)."""
+    if allowed is None:
+        allowed = os.environ.get(FORWARDED_ALLOW_IPS_ENV, "")
+    peers = [part.strip() for part in allowed.split(",")] if isinstance(allowed, str) else [*allowed]
+    peers = [peer for peer in peers if peer]
+    if not peers:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": peers}
 
 
 def http_stack(loop: str = "auto", http: str = "auto") -> tuple[str, str]:

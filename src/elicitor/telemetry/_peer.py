@@ -2,9 +2,11 @@
 ``client.port`` (recommended on MCP ``SERVER`` spans) and ``network.protocol.version`` (the HTTP version).
 
 They come from the ASGI scope of the POST that carried the request: the address the ASGI server gives, which is
-the client's behind a balancer only when the ASGI server is told to trust its forwarding headers (uvicorn's
-``--forwarded-allow-ips``), otherwise the balancer's. On spans only, never as a metric label: a client's port is a
-new value on every connection.
+the client's behind a balancer only when the ASGI server is told whose forwarding headers to believe
+(``Server.run(forwarded_allow_ips=)``, ``elicitor serve --forwarded-allow-ips``), otherwise the balancer's; from
+``X-Forwarded-For`` it has no port. A POST another replica forwarded to a session's owner brings the peer it had
+there (``_peer_wire.Open.peer``). On spans only, never as a metric label: a client's port is a new value on every
+connection.
 """
 
 from __future__ import annotations

@@ -621,7 +621,12 @@ class HandshakeSessions:
         if request_id is None:
             await refuse(send, 400, None, INVALID_REQUEST, 'Invalid request: "id" must be a string or an integer')
             return
-        opening = functools.partial(Open, owner.session, request_id, body)
+        peer = None
+        if _telemetry.state.on:  # who POSTed it here, for the owner's span serving it
+            from ...telemetry import _peer
+
+            peer = _peer.current()
+        opening = functools.partial(Open, owner.session, request_id, body, peer=peer)
         patiently = functools.partial(self._patiently, until=until)
         async with self._peers.relay(owner.replica, owner.session, opening, owner.remembered, patiently) as stream:
             rest = await self._respond_from(stream, owner.session, receive, send)

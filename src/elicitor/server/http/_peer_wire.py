@@ -43,6 +43,10 @@ class Open(msgspec.Struct, tag="open", frozen=True, omit_defaults=True):
     token: str
     hop: Hop | None = None
     """Only with a tracer on the forwarding replica (an untraced Open is as it always was)."""
+    peer: dict[str, str | int] | None = None
+    """Only with telemetry on at the forwarding replica: who POSTed the request there (``client.address``,
+    ``client.port``, ``network.protocol.version``), for the owner's span serving it, which names the client, not
+    the replica that forwarded it. A replica that does not know the field ignores it."""
 
 
 class Attach(msgspec.Struct, tag="attach", frozen=True):

@@ -291,6 +291,8 @@ class Peers:
 
             wait = max(0, time.time_ns() - hop.sent) / 1e9
             session.forwarded[message.request] = _hooks.Forwarded(hop.span, hop.by, wait)
+        if message.peer is not None and _telemetry.state.on:  # who sent it, as if it had been POSTed here
+            session.peers[message.request] = dict(message.peer)
         session.deliver_soon(message.body, self._start_task)  # in order with the Delivers that follow it
         self._start(self._pump_new, (stream, message.reply, message.token))
 
