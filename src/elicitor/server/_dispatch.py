@@ -524,6 +524,8 @@ class ServerSession:
         token: JSONValue,
         asker: PushAsker | RoundAsker,
     ) -> Context:
+        """The Context a handler serving ``request`` gets: its questions go through ``asker`` (pushed on the
+        connection on handshake revisions, asked in rounds on 2026-07-28), its notifications to ``notify``."""
         return Context(
             self, notify, request.id, meta.revision, meta.capabilities, meta.client_info, asker,
             progress_token=token, log_level=meta.log_level, principal=meta.principal,
