@@ -1633,14 +1633,19 @@ def test_connect_says_in_the_persons_language_why_a_connection_failed_on_its_sid
 
 
 def first_line_of(command: list[str], environ: dict[str, str]) -> str:
-    """The first line a long-running command writes on standard error; the command is then stopped."""
+    """The first line a long-running elicitor command writes on standard error about itself (one that begins with
+    ``elicitor``: a server it starts shares that stream); the command is then stopped."""
     process = subprocess.Popen(
         command, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, cwd=ROOT,
         env={**os.environ, "LC_ALL": "", "LC_MESSAGES": "", "LANGUAGE": "", **environ},
     )  # fmt: skip
     try:
         assert process.stderr is not None
-        return process.stderr.readline().decode()
+        for _ in range(50):
+            line = process.stderr.readline().decode()
+            if line.startswith("elicitor") or not line:
+                return line
+        return ""
     finally:
         process.terminate()
         process.communicate(timeout=60)
