@@ -1810,3 +1810,18 @@ async def test_a_form_the_clients_revision_cannot_carry_is_said_in_the_persons_l
         "错误：工具 'pick' 需要客户端不提供的能力：多选字段（diet）需要协议版本 2025-11-25 或更新版本；"
         "客户端使用的是 2025-06-18"
     )
+
+
+def test_a_passing_outage_is_said_in_the_persons_language() -> None:
+    """A server whose shared state was away for a moment answers with elicitor's retryable -32603: its sentence
+    (retry in how many seconds, a reference for the log) reads in the person's words, the reference as sent."""
+    from elicitor import TemporarilyUnavailable
+    from elicitor._connect import reason_of
+    from elicitor.session._errors import transient_error
+
+    error = transient_error(TemporarilyUnavailable("redis at 10.0.0.5 is away", retry_after=2), "tools/call")
+    reference = error.data["reference"]  # type: ignore[index,call-overload]
+    assert error.retryable and "10.0.0.5" not in error.message
+    assert reason_of(error, language("zh-TW")) == (
+        f"暫時無法使用：伺服器依賴的一項服務短暫中斷；請在 2 秒後重試（參考編號 {reference}）（錯誤碼 -32603）"
+    )
