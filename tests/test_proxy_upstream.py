@@ -176,6 +176,7 @@ async def test_a_person_slower_than_every_limit_of_the_proxy_signs_in_upstream(
 
 CRASHING_SERVER = """
 import os, sys
+import anyio
 from pathlib import Path
 from elicitor import Context, Server
 
@@ -190,6 +191,12 @@ server = Server("crashing", "1")
 @server.tool()
 async def pid() -> str:
     return str(os.getpid())
+
+@server.tool()
+async def slow() -> str:
+    (folder / "slow").touch()
+    await anyio.sleep(60)
+    return "slept"
 
 @server.tool()
 async def wait(ctx: Context) -> str:
@@ -329,3 +336,27 @@ async def test_behind_listen_a_crashed_stdio_server_is_started_again(
         process.terminate()
         process.wait(timeout=30)
     assert asked == ["Hold on"]
+
+
+async def test_a_call_in_flight_on_a_shared_2026_07_28_connection_hears_how_the_server_ended(
+    anyio_backend: str, tmp_path: Path
+) -> None:
+    """``--upstream-protocol 2026-07-28``: every call goes on the one connection the proxy shares. The server is
+    killed while a call runs there: that call is told how the server ended (not only that a connection closed),
+    and the next call gets a server started again."""
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--upstream-protocol", "2026-07-28"]
+    command += [sys.executable, "-c", CRASHING_SERVER, str(tmp_path)]
+    with anyio.fail_after(90):
+        async with Client.stdio(command, protocol="2026-07-28") as client:
+            first = (await client.call_tool("pid")).text
+            async with anyio.create_task_group() as tg:
+
+                async def kill_once_running() -> None:
+                    while not (tmp_path / "slow").exists():
+                        await anyio.sleep(0.05)
+                    await kill_servers(tmp_path)
+
+                tg.start_soon(kill_once_running)
+                with pytest.raises(JSONRPCError, match="ended before it answered: it was killed by SIGKILL"):
+                    await client.call_tool("slow")
+            assert (await client.call_tool("pid")).text != first

@@ -396,4 +396,6 @@ def asks_in_rounds(error: JSONRPCError) -> bool:
     the top on every round by design, so one more call from the top is what that era does anyway. So the only
     retry is the safe one, and a tool is never run twice with a side effect because of it.
     """
+    if isinstance(error.data, dict) and "upstreamEnded" in error.data:
+        return False  # the server ended mid-call (its last stderr lines, in the message, may say anything)
     return error.code == INTERNAL_ERROR and "invalid result" in error.message.lower()

@@ -286,7 +286,8 @@ class Upstream:
     # ---- forwarding -----------------------------------------------------------------------------------------
 
     async def request(self, method: str, params: JSONObject | None, *, route: Route | None = None) -> JSONObject:
-        """Forward one request; the server's progress about it goes to ``route``."""
+        """Forward one request; the server's progress about it goes to ``route``. A server that ends before it
+        answers fails it with :func:`upstream_ended`, saying how it ended."""
         token: str | None = None
         if route is not None and params is not None:
             params, token = self._follow(params, route)
@@ -299,6 +300,12 @@ class Upstream:
 
         try:
             result = await self._up().request(method, params or None, sent=sent if route is not None else None)
+        except ConnectionClosed:
+            if self.session is None or not await self.ended_under():
+                raise
+            # The server ended with the request in flight: whoever forwarded it tells its client how, and does not
+            # send it again (a 2026-07-28 server's shared connection, a held call, a handshake-era client's own).
+            raise upstream_ended(await self.why_gone()) from None
         finally:
             if token is not None:
                 self._progress.pop(token, None)
