@@ -122,11 +122,17 @@ bench: $(STAMP) system-deps
 # 40-second one (tests/test_soak.py). Then the whole fault suite: every fault on both eras on three replicas behind
 # nginx (tests/test_faults.py; `make test` runs five of its scenarios). Then people who take 20 s, 90 s and four
 # minutes to sign in, against the client's default clocks (tests/test_sign_in_pace.py; `make test` scales both down).
+# Last, the fault probe: a dozen clients of both eras and both SDKs, for two users, through nginx to three replicas
+# while replicas are killed, stopped and stopped for long, Redis restarts and pauses and nginx reloads, one kind at a
+# time then PROBE_MIXED seconds of them mixed; a checker fails the run on anything that must never happen
+# (soak/probe.py; about 10 minutes).
 DURATION ?= 300
+PROBE_MIXED ?= 240
 soak: $(STAMP)
 	$(BIN)/python soak/run.py --duration $(DURATION)
 	ELICITOR_FAULTS=soak $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_faults.py
 	ELICITOR_PACE=real $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_sign_in_pace.py
+	$(BIN)/python soak/probe.py --mixed $(PROBE_MIXED)
 
 # Coverage-guided fuzzing of every parser of peer input (fuzz/targets/), FUZZ_SECONDS per target, FUZZ_JOBS at once;
 # new inputs go to .cache/fuzz/corpus/, crashes to .cache/fuzz/crashes/. `make test` runs a few seconds of each.
