@@ -124,20 +124,23 @@ RAW_CLIENT = textwrap.dedent(
     sys.stdin.readline()
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": sys.argv[1], "arguments": {}}})
-    for line in sys.stdin:  # the question comes, and is never answered
-        pass
+    for line in sys.stdin:  # a question comes, and is never answered; or the call's answer
+        if json.loads(line).get("id") == 2 and "result" in line:
+            open(sys.argv[2], "w").close()
     """
 )
 """A stdio client in a process of its own, speaking the protocol by hand: it initializes and calls a tool, then
-only reads."""
+only reads (and makes the file it is given once the call is answered)."""
 
 
 @contextmanager
-def raw_client(tool: str) -> Iterator[tuple[subprocess.Popen[bytes], StdioServerTransport]]:
-    """:data:`RAW_CLIENT` calling ``tool``, its stdin and stdout the pipes of a stdio server transport of ours."""
+def raw_client(tool: str, answered: Path) -> Iterator[tuple[subprocess.Popen[bytes], StdioServerTransport]]:
+    """:data:`RAW_CLIENT` calling ``tool``, its stdin and stdout the pipes of a stdio server transport of ours;
+    ``answered`` is made once it has read the call's answer."""
     to_client, ours_out = os.pipe()
     ours_in, from_client = os.pipe()
-    process = subprocess.Popen([sys.executable, "-c", RAW_CLIENT, tool], stdin=to_client, stdout=from_client)
+    command = [sys.executable, "-c", RAW_CLIENT, tool, str(answered)]
+    process = subprocess.Popen(command, stdin=to_client, stdout=from_client)
     os.close(to_client)
     os.close(from_client)
     try:
@@ -149,13 +152,15 @@ def raw_client(tool: str) -> Iterator[tuple[subprocess.Popen[bytes], StdioServer
         os.close(ours_out)
 
 
-async def test_a_stdio_client_killed_mid_call_ends_the_servers_session_with_connection_lost(otel: Otel) -> None:
+async def test_a_stdio_client_killed_mid_call_ends_the_servers_session_with_connection_lost(
+    otel: Otel, tmp_path: Path
+) -> None:
     """The client process is killed while the server waits for its answer to a question: the server's session
     ends with ``error.type = connection_lost``."""
     asked = anyio.Event()
     waiting.append(asked)
     try:
-        with raw_client("ask") as (process, transport):
+        with raw_client("ask", tmp_path / "answered") as (process, transport):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(asking.serve, transport)
                 with anyio.fail_after(60):
@@ -167,16 +172,17 @@ async def test_a_stdio_client_killed_mid_call_ends_the_servers_session_with_conn
     assert point == {"mcp.protocol.version": "2025-11-25", "network.transport": "pipe", "error.type": "connection_lost"}
 
 
-async def test_a_stdio_client_that_leaves_with_nothing_under_way_ends_the_servers_session_well(otel: Otel) -> None:
+async def test_a_stdio_client_that_leaves_with_nothing_under_way_ends_the_servers_session_well(
+    otel: Otel, tmp_path: Path
+) -> None:
     """The control: the client's call was answered, and its input ends (killed or closed: the server cannot tell,
     and the specification's way to end a stdio session is to close the server's input)."""
-    with raw_client("hello") as (process, transport):
+    answered = tmp_path / "answered"
+    with raw_client("hello", answered) as (process, transport):
         async with anyio.create_task_group() as tg:
             tg.start_soon(asking.serve, transport)
             with anyio.fail_after(60):
-                while not otel.metric_points().get("mcp.server.operation.duration") or "tools/call" not in str(
-                    otel.metric_points()["mcp.server.operation.duration"]
-                ):
+                while not answered.exists():
                     await anyio.sleep(0.02)
             killed(process)
             [point] = await until_recorded(otel, "server")
