@@ -125,12 +125,18 @@ async def test_a_call_in_flight_finishes_within_the_grace_and_serve_exits_0(prot
     assert "ended" not in err and "Cancel" not in err and "Traceback" not in err, err
 
 
-async def test_a_call_cut_at_the_end_of_the_grace_is_said_and_run_returns() -> None:
-    """``Server.run("http", shutdown_grace=2)``: SIGTERM while a call waits on a person who never answers; two
-    seconds later the call is ended, the log says so, and ``run`` returns (the script goes on: exit 0)."""
+@pytest.mark.parametrize("how", ["run", "serve"])
+async def test_a_call_cut_at_the_end_of_the_grace_is_said_and_run_returns(how: str) -> None:
+    """``Server.run("http", shutdown_grace=2)`` (and ``elicitor serve --shutdown-grace 2``): SIGTERM while a call
+    waits on a person who never answers; two seconds later the call is ended, the log says so, and ``run``
+    returns (the script goes on: exit 0)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with started([sys.executable, "-m", "tests.peers.stop_server", str(port), "2"], port) as process:
+    if how == "run":
+        command = [sys.executable, "-m", "tests.peers.stop_server", str(port), "2"]
+    else:
+        command = [*SERVE, "--port", str(port), "--shutdown-grace", "2"]
+    with started(command, port) as process:
         with anyio.fail_after(60):
             async with httpx.AsyncClient(timeout=30) as http:
                 headers = await open_session(http, url)
@@ -142,7 +148,7 @@ async def test_a_call_cut_at_the_end_of_the_grace_is_said_and_run_returns() -> N
                             process.send_signal(signal.SIGTERM)
         status, out, err = stopped(process)
     assert status == 0, err
-    assert out == "run returned\n"
+    assert out == ("run returned\n" if how == "run" else "")
     assert "1 call(s) still in flight at the end of the 2 s grace are ended now" in err, err
     assert "Traceback" not in err, err
 
@@ -162,3 +168,11 @@ def test_a_stdio_server_stopped_with_a_call_in_flight_says_so_and_exits_0() -> N
         status, _, err = stopped(process)
     assert status == 0, err
     assert "stopping on SIGTERM: 1 request(s) in flight are ended" in err, err
+
+
+def test_a_negative_shutdown_grace_is_refused() -> None:
+    done = subprocess.run(
+        [*SERVE, "--shutdown-grace", "-1"], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "--shutdown-grace must be a whole number of seconds, 0 or more" in done.stderr

@@ -138,6 +138,12 @@ _FORWARDED_HELP = _(
 )
 
 
+_GRACE_HELP = _(
+    "over HTTP: seconds the calls in flight get to finish after SIGTERM or Ctrl-C before they are ended (default "
+    "30); give the orchestrator's grace period (Kubernetes' terminationGracePeriodSeconds) 15 s more"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line's parser: every command and option (the documentation's CLI page is generated from it)."""
     parser = argparse.ArgumentParser(
@@ -211,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     serve.add_argument("--forwarded-allow-ips", metavar="IPS", help=_FORWARDED_HELP)
+    serve.add_argument("--shutdown-grace", type=int, metavar="SECONDS", help=_GRACE_HELP)
     serve.add_argument(
         "--loop",
         choices=["auto", "uvloop", "asyncio"],
@@ -380,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=_("serve clients over Streamable HTTP at http://HOST:PORT/mcp instead of stdio (e.g. 127.0.0.1:8808)"),
     )
     proxy.add_argument("--forwarded-allow-ips", metavar="IPS", help=_FORWARDED_HELP)
+    proxy.add_argument("--shutdown-grace", type=int, metavar="SECONDS", help=_GRACE_HELP)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for command in action.choices.values():
@@ -454,9 +462,12 @@ def _main(argv: list[str] | None) -> int:
         # Behind --listen several people's clients may share the proxy: this machine's browser or terminal would
         # show each one's questions to whoever sits here, and answer them for that person. Asked for, it does.
         ui: UI = args.ui if args.ui is not None else "none" if args.listen is not None else "browser"
+        if args.shutdown_grace is not None and args.shutdown_grace < 0:
+            _command(parser, "proxy").error(t("--shutdown-grace must be a whole number of seconds, 0 or more"))
         return proxy_main(
             args.target, ui, args.upstream_protocol, args.listen, transport=args.transport,
             forwarded_allow_ips=args.forwarded_allow_ips,
+            shutdown_grace=30 if args.shutdown_grace is None else args.shutdown_grace,
         )  # fmt: skip
     if args.command == "demo":
         from .demo import main as demo_main
@@ -669,6 +680,11 @@ def _serve(args: argparse.Namespace) -> int:
                 _serve_says(t("--keep-alive must be a whole number of seconds, 1 or more"))
                 return 2
             options["keep_alive"] = args.keep_alive
+        if args.shutdown_grace is not None:
+            if args.shutdown_grace < 0:
+                _serve_says(t("--shutdown-grace must be a whole number of seconds, 0 or more"))
+                return 2
+            options["shutdown_grace"] = args.shutdown_grace
         if args.auth_issuer or args.auth_introspect:
             try:
                 options["auth"] = _protection(args)
