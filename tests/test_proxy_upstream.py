@@ -360,3 +360,43 @@ async def test_a_call_in_flight_on_a_shared_2026_07_28_connection_hears_how_the_
                 with pytest.raises(JSONRPCError, match="ended before it answered: it was killed by SIGKILL"):
                     await client.call_tool("slow")
             assert (await client.call_tool("pid")).text != first
+
+
+async def test_a_listen_on_a_server_that_dies_ends_with_how_it_ended(anyio_backend: str, tmp_path: Path) -> None:
+    """``--listen --upstream-protocol 2026-07-28``: a ``subscriptions/listen`` stream passed to the shared
+    connection, whose server is then killed: the stream ends with the error saying how the server ended, so the
+    listener knows to listen again (its next request starts the server again), rather than waiting on a stream
+    nothing will ever come on."""
+    import json
+
+    import httpx2 as httpx
+
+    port = free_port()
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--upstream-protocol", "2026-07-28"]
+    command += ["--listen", f"127.0.0.1:{port}", sys.executable, "-c", CRASHING_SERVER, str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/mcp"
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}  # fmt: skip
+    message = {"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+               "params": {"_meta": meta, "notifications": {"toolsListChanged": True}}}  # fmt: skip
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+               "Mcp-Method": "subscriptions/listen"}  # fmt: skip
+    heard: list[dict[str, Any]] = []
+    try:
+        wait_for_port(port, process, timeout=60)
+        with anyio.fail_after(60):
+            async with (
+                httpx.AsyncClient(timeout=60) as http,
+                http.stream("POST", url, json=message, headers=headers) as stream,
+            ):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and line[5:].strip():
+                        heard.append(json.loads(line[5:]))
+                        if heard[-1].get("method") == "notifications/subscriptions/acknowledged":
+                            await kill_servers(tmp_path)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    assert heard[-1].get("id") == 1, heard
+    assert "ended before it answered: it was killed by SIGKILL" in heard[-1]["error"]["message"]

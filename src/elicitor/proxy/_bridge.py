@@ -221,13 +221,17 @@ class Bridge:
         up = self.up
         try:
             return await self._forward_downstream(request)
-        except ConnectionClosed:
+        except ConnectionClosed as exc:
             up = self.up if self.up is not None else up
-            if up is None or not await up.ended_under():
-                raise  # the client's side, not the server's
-            # The server ended while the call was in flight: the call is not sent again (the server may have done
-            # part of it, and asked the person), the client is told how it ended.
-            raise upstream_ended(await up.why_gone()) from None
+            if up is not None and await up.ended_under():
+                # The server ended while the call was in flight: the call is not sent again (the server may have
+                # done part of it, and asked the person), the client is told how it ended.
+                raise upstream_ended(await up.why_gone()) from None
+            if self.down is not None and not self.down.closed:
+                # The client is still there, so what closed is on the server's side: it is answered (a handler's
+                # ConnectionClosed leaves its request unanswered, for a peer that went away).
+                raise JSONRPCError(INTERNAL_ERROR, f"Internal error: the upstream connection closed: {exc}") from None
+            raise
         finally:
             self._in_flight.remove(request.id)
 

@@ -364,6 +364,10 @@ class Upstream:
 
         try:
             result = await self._up().request("subscriptions/listen", params, sent=sent)
+        except ConnectionClosed:
+            if self.session is None or not await self.ended_under():
+                raise
+            raise upstream_ended(await self.why_gone()) from None  # the listener is told, not left waiting
         finally:
             for upstream_id in seen:
                 self._listens.pop(upstream_id, None)
