@@ -249,6 +249,39 @@ async def test_a_request_waiting_for_redis_when_its_replica_is_stopped_is_refuse
         group.stop()
 
 
+async def test_a_call_followed_to_the_end_of_the_grace_while_redis_is_paused_ends_cleanly(
+    redis: RedisServer, tmp_path: Path
+) -> None:
+    """A call of replica 0's session waits on its person, its client following the response, when Redis is paused
+    and replica 0 is stopped (SIGTERM, a 2 s grace). At the end of the grace the replica ends its sessions; it gave
+    Redis 2 s to forget each before closing its responses, past the grace, so uvicorn cut the response: an
+    "Exception in ASGI application" traceback in the log. Now the wait for Redis fits in what is left of the
+    grace, and the response ends before uvicorn would cut it."""
+    from redis.asyncio import Redis
+
+    group = Replicas(REPLICA, 1, tmp_path, redis=redis.url, keys=generate_key())
+    url = f"http://127.0.0.1:{group.ports[0]}/mcp"
+    admin = Redis.from_url(redis.url)
+    group.start()
+    try:
+        async with httpx.AsyncClient(timeout=60) as http:
+            headers = await open_session(http, url)
+            process = group._processes[0]
+            assert process is not None
+            call = rpc("tools/call", {"name": "book"}, id=7)
+            with anyio.fail_after(30):
+                async with http.stream("POST", url, json=call, headers=headers) as response:
+                    async for message in messages(response):
+                        if message.get("method") == "elicitation/create":  # the person has it: Redis away, stop
+                            await admin.execute_command("CLIENT", "PAUSE", "6000", "ALL")
+                            os.killpg(process.pid, signal.SIGTERM)
+                await anyio.to_thread.run_sync(process.wait, 30)
+        assert "Exception in ASGI application" not in group.logs(), group.logs()
+    finally:
+        await admin.aclose()
+        group.stop()
+
+
 async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     """Each message of an SSE response, as it comes."""
     async for line in response.aiter_lines():

@@ -396,6 +396,7 @@ class HandshakeSessions:
         comes back within the grace: past it they are lost with the replica."""
         self.draining = True
         self._peers.drain()
+        ends_at = None if grace is None else anyio.current_time() + grace
         within = None if grace is None else max(0.0, grace - min(DRAIN_MARGIN, grace / 4))
         try:
             with anyio.move_on_after(within) as waited:
@@ -410,7 +411,10 @@ class HandshakeSessions:
                         "shutting down: %d call(s) still in flight at the end of the %g s grace are ended now "
                         "(their clients start them again, on another replica if there is one)", self.cut, grace,
                     )  # fmt: skip
-            await self.close()
+            # The store is given what is left of the grace, halved, to forget the sessions (never more than it
+            # would be given anyway): the responses still open must end before the ASGI server cuts them.
+            left = CLOSE_WITHIN if ends_at is None else (ends_at - anyio.current_time()) / 2
+            await self.close(within=max(0.0, min(CLOSE_WITHIN, left)))
         finally:
             self.drained.set()
 
@@ -419,10 +423,11 @@ class HandshakeSessions:
         """Whether a request of ``session`` is in flight and a connection delivers its stream (here or relayed)."""
         return any(stream.attached for stream in session.streams.values())
 
-    async def close(self) -> None:
+    async def close(self, within: float = CLOSE_WITHIN) -> None:
         """End every session this replica runs (the app is shutting down) and stop taking new ones.
 
-        All together, within :data:`CLOSE_WITHIN` however many there are: one after the other, a store away
+        All together, within ``within`` seconds (:data:`CLOSE_WITHIN`; less at the end of a shutdown's grace)
+        however many there are: one after the other, a store away
         (Redis paused or restarting) cost each its own timeouts, and a replica with many sessions outlasted any
         orchestrator's grace period. What the store did not forget by then stays there: the sessions read as gone
         once this replica's lease lapses (it is dropped as the replica stops, or expires), and their history and
@@ -431,15 +436,15 @@ class HandshakeSessions:
         self._outbox.lost()
         sessions = list(self._sessions.values())
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(CLOSE_WITHIN) as bounded:
+            with anyio.move_on_after(within) as bounded:
                 async with anyio.create_task_group() as tg:
                     for session in sessions:
                         tg.start_soon(self._end, session)
             if bounded.cancelled_caught:
                 left = sum(not session.ended.is_set() for session in sessions)
                 logger.warning(
-                    "the store did not forget this replica's %d sessions within %.0f s: they are left to expire "
-                    "(%d still open are closed now)", len(sessions), CLOSE_WITHIN, left,
+                    "the store did not forget this replica's %d sessions within %.1f s: they are left to expire "
+                    "(%d still open are closed now)", len(sessions), within, left,
                 )  # fmt: skip
             for session in sessions:
                 session.close()
