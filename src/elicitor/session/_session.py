@@ -446,7 +446,9 @@ class Session:
 
                     network, session_id, _url = self._network()
                     handle = functools.partial(self._on_notification, event)
-                    await _hooks.serve_notification(handle, event.method, event.params, network, session_id)
+                    await _hooks.serve_notification(
+                        handle, event.method, event.params, network, session_id, self._heard_over()
+                    )
                 else:
                     await self._on_notification(event)
             except Exception:
@@ -461,7 +463,9 @@ class Session:
                         running.cancel()
 
                 network, session_id, _url = self._network()
-                await _hooks.serve_notification(cancel, "notifications/cancelled", event.params, network, session_id)
+                await _hooks.serve_notification(
+                    cancel, "notifications/cancelled", event.params, network, session_id, self._heard_over()
+                )
             elif running is not None:
                 running.cancel()
         else:
@@ -578,12 +582,20 @@ class Session:
         transport = self.transport
         network = getattr(transport, "network", "pipe")  # "http" on the HTTP transports
         peers = getattr(transport, "peers", None)  # who POSTed each request, over HTTP: see SessionTransport
+        peer = peers.pop(request.id, None) if peers else None
         return _hooks.serve_request(
             self._on_request, request, request.method, request.params, request.id, network,
             getattr(transport, "session_id", None),
             getattr(transport, "forwarded", None),  # a replica's session: see SessionTransport
-            peers.pop(request.id, None) if peers else None,
+            peer if peer is not None else self._heard_over(),
         )  # fmt: skip
+
+    def _heard_over(self) -> dict[str, str] | None:
+        """For telemetry, what a message from the peer that names no POST of its own came over: the HTTP version
+        the transport noted for the connection (a client's: of the server's last answer, whose streams carry the
+        server's messages; a server's: of the POST that opened the session), ``None`` on stdio."""
+        version = getattr(self.transport, "http_version", None)
+        return {"network.protocol.version": version} if isinstance(version, str) else None
 
     async def _reply(self, data: bytes, related: RequestId | None, *, final: bool = False) -> None:
         if self._closed:

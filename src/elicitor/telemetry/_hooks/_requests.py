@@ -307,9 +307,11 @@ async def serve_notification(
     params: JSONObject | None,
     transport: str = "pipe",
     session_id: str | None = None,
+    peer: Mapping[str, Any] | None = None,
 ) -> None:
     """Handle a peer's notification inside a ``SERVER`` span whose parent is the context in its ``_meta`` (the
     sender's ``CLIENT`` span for it, :func:`send_notification`), counted in ``mcp.server.operation.duration``.
+    ``peer``: over HTTP, what it came over (``network.protocol.version``), as for a request.
 
     Called only when ``state.on``."""
 
@@ -317,7 +319,7 @@ async def serve_notification(
         await handle()
         return {}
 
-    await serve_request(handled, None, method, params, None, transport, session_id)
+    await serve_request(handled, None, method, params, None, transport, session_id, peer=peer)
 
 
 async def _measured(
