@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import anyio
@@ -176,3 +176,26 @@ def test_a_negative_shutdown_grace_is_refused() -> None:
     )
     assert done.returncode == 2
     assert "--shutdown-grace must be a whole number of seconds, 0 or more" in done.stderr
+
+
+STUBBORN = (  # answers initialize, then neither reads its input nor ends when it closes
+    "import json, sys, time\n"
+    "request = json.loads(sys.stdin.readline())\n"
+    "print(json.dumps({'jsonrpc': '2.0', 'id': request['id'], 'result': {'protocolVersion': '2025-11-25',"
+    " 'capabilities': {}, 'serverInfo': {'name': 'stubborn', 'version': '1'}}}), flush=True)\n"
+    "time.sleep(120)\n"
+)
+
+
+def test_a_sigterm_to_the_stdio_proxy_stops_its_server_and_exits_0() -> None:
+    """A host that sends ``elicitor proxy`` SIGTERM without closing its stdin first: the proxy stops the server
+    it started (which would not end by itself) and exits 0. It died of the signal, its server left running."""
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", sys.executable, "-c", STUBBORN]
+    with started(command, None) as process:
+        assert stdio_call(process, INITIALIZE)["id"] == 1
+        [server] = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+        process.send_signal(signal.SIGTERM)
+        status, _, err = stopped(process)
+    assert status == 0, err
+    with suppress(FileNotFoundError):  # a zombie until reaped by init: gone either way
+        assert open(f"/proc/{server}/stat").read().split()[2] == "Z", "the proxy's server outlived it"

@@ -9,10 +9,13 @@ protocol; everything the proxy says goes to stderr.
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Literal, TextIO
+
+import anyio
 
 from .._loop import run_on
 from ..client import BrowserHandler, TerminalHandler
@@ -194,6 +197,27 @@ def _says(text: str) -> None:
     print("elicitor proxy" + language()._(": ") + text, file=sys.stderr)
 
 
+async def until_terminated(serve: Callable[[], Awaitable[None]]) -> None:
+    """``serve()`` until it returns or SIGTERM comes (what a host sends once it has closed stdin, if the proxy has
+    not gone): then it is cancelled, its upstream server stopped as when the client leaves, and this returns, so
+    the process exits 0 instead of dying of the signal with its server left to notice by itself. Ctrl-C is left
+    as it was: the person at the terminal interrupted the proxy (status 130)."""
+    if sys.platform == "win32":  # no signal receivers there
+        await serve()
+        return
+    async with anyio.create_task_group() as tg:
+
+        async def stop() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                async for _ in signals:
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop)
+        await serve()
+        tg.cancel_scope.cancel()
+
+
 def main(
     target: Sequence[str],
     ui: UI = "browser",
@@ -208,7 +232,11 @@ def main(
     leaves the calls in flight ``shutdown_grace`` seconds, see :func:`serve_http`); the process's exit status."""
     try:
         if listen is None:
-            run_on(lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol, transport=transport))
+            run_on(
+                lambda: until_terminated(
+                    lambda: serve_stdio(target, ui=ui, upstream_protocol=upstream_protocol, transport=transport)
+                )
+            )
         else:
             host, _, port = listen.rpartition(":")
             if not host or not port.isdigit():
