@@ -100,3 +100,40 @@ async def test_serve_protects_a_server_with_the_shipped_dev_authorization_server
                 with anyio.fail_after(60):
                     async with Client.http(url, auth=auth, protocol=era) as client:
                         assert (await client.call_tool("whoami")).text == "you are ada"
+
+
+def test_dev_auth_on_port_0_says_and_serves_the_port_it_got() -> None:
+    """``--port 0`` takes a free port: the issuer it prints, and its metadata names, is that port (it said
+    ``http://127.0.0.1:0`` and named port 0 in the metadata and its tokens)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "elicitor", "dev-auth", "--port", "0"], cwd=ROOT, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8"},
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        first = process.stderr.readline()
+        found = re.search(r"(http://127\.0\.0\.1:(\d+))", first)
+        assert found is not None and found.group(2) != "0", first
+        issuer = found.group(1)
+        wait_for_port(int(found.group(2)), None)
+        metadata = httpx.get(f"{issuer}/.well-known/oauth-authorization-server", timeout=30).json()
+        assert metadata["issuer"] == issuer and metadata["token_endpoint"] == f"{issuer}/token"
+    finally:
+        process.terminate()
+        process.communicate(timeout=20)
+
+
+def test_dev_auth_on_a_port_in_use_says_so_in_the_persons_language() -> None:
+    """A port another program holds: one sentence in the person's language and status 1, no traceback."""
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        run = subprocess.run(
+            [sys.executable, "-m", "elicitor", "dev-auth", "--port", str(port)], cwd=ROOT, capture_output=True,
+            text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT), "LANG": "zh_CN.UTF-8"},
+        )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.strip() == f"无法在 127.0.0.1:{port} 上监听：Address already in use", run.stderr

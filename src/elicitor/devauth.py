@@ -19,6 +19,7 @@ Its pages speak the person's language (the one ``elicitor --lang`` names, else t
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import html
 import json
@@ -34,6 +35,8 @@ from joserfc.jwk import ECKey, KeySet
 
 from .i18n import N_, Language, Message
 
+CANNOT_LISTEN = N_("cannot listen on {address}: {reason}")
+"""A command that cannot have its port (in use, not permitted): said before anything else, and it exits 1."""
 WARNING = N_("development authorization server: it believes any name typed into it. Never use it for real users.")
 _MAX_BODY = 64 * 1024
 _LIFETIME = 3600
@@ -253,14 +256,23 @@ def main(port: int = 9000, scopes: list[str] | None = None) -> int:
     """Serve on 127.0.0.1:``port`` until interrupted (loopback only, whatever is asked)."""
     import uvicorn
 
-    issuer = f"http://127.0.0.1:{port}"
+    from ._net import bound_socket
     from .i18n import language
 
     lang = language()
+    try:
+        sock = bound_socket("127.0.0.1", port)
+    except OSError as exc:
+        address, reason = f"127.0.0.1:{port}", exc.strerror or str(exc)
+        print(lang._(CANNOT_LISTEN.msgid, address=address, reason=reason), file=sys.stderr)
+        return 1
+    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"  # port 0: the one it got, which the metadata names
     print("elicitor dev-auth" + lang._(": ") + f"{issuer}  ** {lang.text(WARNING)} **", file=sys.stderr, flush=True)
     command = f"elicitor serve module:server --auth-issuer {issuer}" + "".join(
         f" --auth-scope {s}" for s in scopes or []
     )
     print("  " + lang._("protect a server with: {command}", command=command), file=sys.stderr, flush=True)
-    uvicorn.run(DevAuthorizationServer(issuer, scopes), host="127.0.0.1", port=port, log_level="warning")
-    return 0
+    served = uvicorn.Server(uvicorn.Config(DevAuthorizationServer(issuer, scopes), log_level="warning"))
+    with contextlib.suppress(KeyboardInterrupt):
+        served.run(sockets=[sock])
+    return 0 if served.started else 3  # as uvicorn.run: a server that never started failed
