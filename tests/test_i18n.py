@@ -1019,15 +1019,16 @@ async def test_the_old_transports_own_failure_is_said_in_the_persons_language(
 @pytest.mark.parametrize(
     ("environ", "argv", "said"),
     [
-        ({"LANG": "zh_CN.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服务（"),
-        ({"LANG": "zh_TW.UTF-8"}, [], "elicitor：cli-desk 在 http://127.0.0.1:0/mcp 提供服務（"),
-        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], "elicitor: cli-desk at http://127.0.0.1:0/mcp ("),
+        ({"LANG": "zh_CN.UTF-8"}, [], r"elicitor：cli-desk 在 http://127\.0\.0\.1:(\d+)/mcp 提供服务（"),
+        ({"LANG": "zh_TW.UTF-8"}, [], r"elicitor：cli-desk 在 http://127\.0\.0\.1:(\d+)/mcp 提供服務（"),
+        ({"LANG": "zh_CN.UTF-8"}, ["--lang", "en"], r"elicitor: cli-desk at http://127\.0\.0\.1:(\d+)/mcp \("),
     ],
 )  # fmt: skip
 def test_serve_says_where_it_listens_in_the_persons_language(
     environ: dict[str, str], argv: list[str], said: str
 ) -> None:
-    """The first line ``elicitor serve`` writes, where it answers, in the language of the rest of the command."""
+    """The first line ``elicitor serve`` writes, where it answers, in the language of the rest of the command; asked
+    for port 0, the port it got (it said 0, where nothing answers)."""
     with subprocess.Popen(
         [sys.executable, "-m", "elicitor", *argv, "serve", "--port", "0", "tests.peers.cli_server:server"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
@@ -1036,10 +1037,14 @@ def test_serve_says_where_it_listens_in_the_persons_language(
         try:
             assert serving.stderr is not None
             first = serving.stderr.readline()
+            found = re.match(said, first)
+            assert found is not None and found.group(1) != "0", first
+            from tests.replicas import wait_for_port
+
+            wait_for_port(int(found.group(1)), None)  # it listens where it says
         finally:
             serving.kill()
             serving.communicate(timeout=60)
-    assert first.startswith(said), first
 
 
 CHECKED = json.dumps(

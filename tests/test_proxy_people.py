@@ -120,6 +120,32 @@ async def test_a_task_list_shows_each_person_only_their_own_tasks_whatever_their
     assert listed == {"ann": ["task-of-ann"], "bob": ["task-of-bob"], "cal": []}
 
 
+def test_a_proxy_listening_on_port_0_says_the_port_it_got() -> None:
+    """``--listen 127.0.0.1:0`` takes a free port: the line it says names that port, and it answers there (it said
+    ``http://127.0.0.1:0/mcp``, where nothing answers)."""
+    import re
+    import subprocess
+    import sys
+
+    import httpx2 as httpx
+
+    from .replicas import wait_for_port
+
+    command = [sys.executable, "-m", "elicitor", "proxy", "--ui", "none", "--listen", "127.0.0.1:0",
+               sys.executable, "-m", "tests.peers.cli_server"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/mcp", line)
+        assert found is not None and found.group(1) != "0", line
+        wait_for_port(int(found.group(1)), None, timeout=60)
+        assert httpx.get(f"http://127.0.0.1:{found.group(1)}/healthz", timeout=60).status_code == 200
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
 def test_the_listening_proxy_runs_on_the_fastest_stack_and_reads_what_came_during_a_stall() -> None:
     """``elicitor proxy --listen`` runs on the stack ``elicitor serve`` chooses (httptools and uvloop, installed in
     dev) and says which. Stopped (SIGSTOP) past its keep-alive timeout right after answering on a connection, it

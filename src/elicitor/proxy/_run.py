@@ -169,6 +169,12 @@ async def serve_http(
     async with renderer(ui) as handler:
         connect, sign_in = upstream(target, transport)
         proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
+        sockets = None
+        if port == 0:  # a free port, bound here: the line below names the one it got, not 0
+            from .._net import bound_socket
+
+            sockets = [bound_socket(host, 0)]
+            port = sockets[0].getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{port}/mcp"  # outside the call: Babel's extractor skips a call holding an f-string
         at = language()._(
@@ -188,7 +194,8 @@ async def serve_http(
             timeout_keep_alive=KEEP_ALIVE,
             **forwarding(forwarded_allow_ips),
         )
-        await DrainingServer(config, app).serve()  # the app hears of the shutdown as it begins (its sessions end)
+        # The app hears of the shutdown as it begins (its sessions end).
+        await DrainingServer(config, app).serve(sockets=sockets)
 
 
 def _says(text: str) -> None:

@@ -574,6 +574,12 @@ class Server:
             on_loop, parser = http_stack(loop, http)
             from ..i18n import language
 
+            sockets = None
+            if port == 0:  # a free port, bound here: the line below names the one it got, not 0
+                from .._net import bound_socket
+
+                sockets = [bound_socket(host, 0)]
+                port = sockets[0].getsockname()[1]
             shown = f"[{host}]" if ":" in host else host
             says = {"name": self.info["name"], "url": f"http://{shown}:{port}{path}", "parser": parser, "loop": on_loop}
             if self.store.shared:  # the line the operator reads first: in their language, as the rest of the CLI
@@ -599,7 +605,7 @@ class Server:
             )
             served = DrainingServer(config, app)  # the app hears of a SIGTERM as its shutdown begins
             with contextlib.suppress(KeyboardInterrupt):
-                served.run()
+                served.run(sockets=sockets)
             if not served.started:  # as uvicorn.run: a lifespan that failed (its reason logged) is a failed start
                 sys.exit(3)
         else:
