@@ -275,7 +275,10 @@ async def sigterm(probe: Probe, rng: random.Random) -> tuple[str, bool, bool]:
 
 
 async def sigstop(probe: Probe, rng: random.Random) -> tuple[str, bool, bool]:
-    i = rng.randrange(3)
+    running = [index for index, pid in enumerate(probe.replicas.pids()) if pid != -1]
+    if not running:  # every replica is down or restarting under other faults
+        return "sigstop: no replica running", False, False
+    i = rng.choice(running)
     pid = probe.replicas.pids()[i]
     seconds = rng.uniform(10, 40)
     os.killpg(pid, signal.SIGSTOP)
