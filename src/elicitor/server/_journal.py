@@ -173,17 +173,8 @@ class OnceSteps:
                 )
             return dataclasses.replace(current, answers={**current.answers, "p": {**started, name: claim.epoch}})
 
-        fenced = False
-        try:
-            written = await self._write(claim.record_id, apply)
-        except Fenced:
-            written, fenced = None, True
-        if found:
-            return True, found[0]
-        if written is None:  # fenced, ended, or the record is gone: this run goes no further
-            claim.lose(gone=not fenced)
-            await anyio.sleep_forever()
-        return False, None
+        await self._fenced(apply, found)
+        return (True, found[0]) if found else (False, None)
 
     async def keep(self, name: str, value: JSONValue) -> JSONValue:
         """Record ``value`` under ``name`` in one write, unless a value is recorded: then that one is returned.
@@ -205,17 +196,22 @@ class OnceSteps:
             started = {key: epoch for key, epoch in table(current.answers.get("p")).items() if key != name}
             return dataclasses.replace(current, answers={**current.answers, "m": {**memo, name: value}, "p": started})
 
+        await self._fenced(apply, found)
+        return found[0] if found else value
+
+    async def _fenced(self, apply: Apply, found: list[JSONValue]) -> None:
+        """Write ``apply`` to this run's record; ``apply`` raises :class:`Fenced` if another run holds it, or puts a
+        value already recorded in ``found`` and writes nothing. A run that may not go on (fenced, its record ended
+        or gone) loses its claim and waits here for the cancellation that follows."""
+        claim = self._claim
         fenced = False
         try:
             written = await self._write(claim.record_id, apply)
         except Fenced:
             written, fenced = None, True
-        if found:
-            return found[0]
-        if written is None:  # fenced, ended, or the record is gone: this run goes no further
+        if written is None and not found:
             claim.lose(gone=not fenced)
             await anyio.sleep_forever()
-        return value
 
     async def commit(self, name: str, value: JSONValue) -> None:
         """Record the value of a step that ran, whatever run holds the record now (merged by name)."""
