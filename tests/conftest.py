@@ -86,6 +86,16 @@ async def serving(app: Any, **config: Any) -> AsyncIterator[str]:
                 server.should_exit = True
 
 
+async def request_body(receive: Any) -> bytes:
+    """The whole body of an ASGI request, read from ``receive`` (a test's gateway in front of an app)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += bytes(message.get("body", b""))
+        if not message.get("more_body"):
+            return body
+
+
 def free_port() -> int:
     import socket
 

@@ -52,7 +52,7 @@ from elicitor import (
 from elicitor.state._redis import RedisStore
 from elicitor.testing import connected
 
-from .conftest import serving
+from .conftest import request_body, serving
 from .replicas import MISSING, Nginx, RedisServer, Replicas
 
 pytestmark = [
@@ -863,12 +863,7 @@ async def test_an_answer_refused_with_503_is_sent_again_after_retry_after() -> N
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await request_body(receive)
             if b'"result"' in body and not refused:  # the first answer to the server's question
                 refused.append(body)
                 headers = [(b"content-type", b"application/json"), (b"retry-after", b"1")]

@@ -18,7 +18,7 @@ from elicitor.client._http import HttpClientTransport
 from elicitor.server import HttpApp, StateSealer, generate_key
 from elicitor.state import MemoryEventStore, RedisStore
 
-from .conftest import REVISIONS, serving
+from .conftest import REVISIONS, request_body, serving
 from .replicas import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -586,12 +586,7 @@ async def test_a_gateway_error_on_the_first_request_is_retried_and_no_other_requ
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         method = json.loads(body).get("method", "")
         seen.append(method)
         if failures.get(method, 0):
@@ -644,12 +639,7 @@ async def test_a_kept_call_a_gateway_answered_502_for_is_sent_again_and_charges_
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await request_body(receive)
         replayed = False
 
         async def replay() -> dict[str, Any]:

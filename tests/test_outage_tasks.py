@@ -80,6 +80,12 @@ def replica_of(template: Server, store: Any = None) -> tuple[Server, HttpApp]:
     return server, server.http_app()
 
 
+def two_replicas(redis_url: str, template: Server = tasking) -> list[HttpApp]:
+    """Two replicas of ``template`` sharing a Redis under a prefix of their own (short lease and timeout)."""
+    prefix = f"outage{secrets.token_hex(4)}:"
+    return [replica_of(template, RedisStore(redis_url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+
+
 @asynccontextmanager
 async def one_replica(redis_url: str, template: Server = tasking) -> AsyncIterator[tuple[str, HttpApp]]:
     """One replica of ``template`` on a Redis shared as replicas share it (short lease and timeout)."""
@@ -438,8 +444,7 @@ async def test_a_call_made_while_redis_is_paused_is_kept_and_its_charge_is_not_r
     from redis.asyncio import Redis
 
     CHARGED.clear()
-    prefix = f"outage{secrets.token_hex(4)}:"
-    apps = [replica_of(shop, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    apps = two_replicas(redis.url, shop)
     key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
     call = rpc("tools/call", {"name": "order", "arguments": {"item": "tea"}, "_meta": key}, 7)
     admin = Redis.from_url(redis.url)
@@ -497,8 +502,7 @@ async def test_a_kept_task_call_made_while_redis_is_away_creates_its_task_once_a
     key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
     call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}, "_meta": key}, 2)
     admin = Redis.from_url(redis.url)
-    prefix = f"outage{secrets.token_hex(4)}:"
-    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    apps = two_replicas(redis.url)
     try:
         async with serving(apps[0]) as url, serving(apps[1]) as other, httpx.AsyncClient(timeout=60) as http:
             registry = apps[0].server.store.tasks
@@ -545,8 +549,7 @@ async def test_a_kept_task_call_whose_task_redis_stored_after_the_call_failed_ru
     key = {"dev.elicitor/idempotencyKey": secrets.token_urlsafe(18)}
     call = rpc("tools/call", {"name": "chore", "task": {"ttl": 60_000}, "_meta": key}, 2)
     admin = Redis.from_url(redis.url)
-    prefix = f"outage{secrets.token_hex(4)}:"
-    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    apps = two_replicas(redis.url)
     try:
         async with serving(apps[0]) as url, serving(apps[1]) as other, httpx.AsyncClient(timeout=60) as http:
             registry = apps[0].server.store.tasks
@@ -595,8 +598,7 @@ async def test_a_task_call_without_an_idempotency_key_made_while_redis_is_away_c
     from redis.asyncio import Redis
 
     admin = Redis.from_url(redis.url)
-    prefix = f"outage{secrets.token_hex(4)}:"
-    apps = [replica_of(tasking, RedisStore(redis.url, prefix=prefix, lease=1.0, timeout=1.0))[1] for _ in range(2)]
+    apps = two_replicas(redis.url)
     created: list[str] = []
     asked: list[str] = []
 

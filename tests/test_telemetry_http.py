@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from elicitor import Accepted, Client, Context, ScriptedHandler, Server
 from elicitor.server import StateSealer, _hold, generate_key
 
-from .conftest import ROOT, free_port, serving
+from .conftest import ROOT, free_port, request_body, serving
 from .replicas import MISSING, Deployment, RedisServer, deployment, wait_for_port
 from .test_replicas import events, open_session, rpc, two_replicas
 from .test_telemetry import CITY, NAME, SECRET_CITY, SECRET_NAME, SETUP, Otel, otel, server
@@ -171,12 +171,7 @@ async def test_a_log_line_the_client_writes_while_a_request_waits_names_its_span
 
     async def busy_once(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and not refused:
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await request_body(receive)
             if b'"initialize"' in body:
                 refused.append(503)
                 headers = [(b"content-length", b"0")]
