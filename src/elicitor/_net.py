@@ -34,3 +34,13 @@ def bound_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def sockets_for(host: str, port: int) -> tuple[list[socket.socket] | None, int]:
+    """What a server told to listen on ``host``:``port`` hands uvicorn, and the port to say it listens on: for port
+    0 a socket bound here to a free port, and that port (uvicorn would bind port 0 itself and leave the command
+    saying 0, where nothing answers); for any other port nothing (uvicorn binds it, every address of a name)."""
+    if port != 0:
+        return None, port
+    sock = bound_socket(host, 0)
+    return [sock], sock.getsockname()[1]

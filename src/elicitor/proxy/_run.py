@@ -169,12 +169,9 @@ async def serve_http(
     async with renderer(ui) as handler:
         connect, sign_in = upstream(target, transport)
         proxy = ProxyServer(connect, ui=handler, upstream_protocol=upstream_protocol, sign_in=sign_in)
-        sockets = None
-        if port == 0:  # a free port, bound here: the line below names the one it got, not 0
-            from .._net import bound_socket
+        from .._net import sockets_for
 
-            sockets = [bound_socket(host, 0)]
-            port = sockets[0].getsockname()[1]
+        sockets, port = sockets_for(host, port)  # port 0: a free one, which the line below names
         shown = f"[{host}]" if ":" in host else host
         url = f"http://{shown}:{port}/mcp"  # outside the call: Babel's extractor skips a call holding an f-string
         at = language()._(

@@ -572,14 +572,10 @@ class Server:
             if problem is not None:
                 raise RuntimeError(problem)  # before anything listens: a replica that cannot work never starts
             on_loop, parser = http_stack(loop, http)
+            from .._net import sockets_for
             from ..i18n import language
 
-            sockets = None
-            if port == 0:  # a free port, bound here: the line below names the one it got, not 0
-                from .._net import bound_socket
-
-                sockets = [bound_socket(host, 0)]
-                port = sockets[0].getsockname()[1]
+            sockets, port = sockets_for(host, port)  # port 0: a free one, which the line below names
             shown = f"[{host}]" if ":" in host else host
             says = {"name": self.info["name"], "url": f"http://{shown}:{port}{path}", "parser": parser, "loop": on_loop}
             if self.store.shared:  # the line the operator reads first: in their language, as the rest of the CLI
